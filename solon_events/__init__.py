@@ -1,0 +1,84 @@
+"""solon_events: semantic event streams from the streamed responses of chat models.
+
+A chat model's streamed response becomes an RxPY ``Observable`` of :class:`ChatEvent`
+values (text, reasoning, tool calls, server tools, citations, media, safety, usage,
+lifecycle and errors) with clean boundaries, per-step and whole-response aggregation and
+a delivery filter. See SPEC.md for the contract.
+"""
+
+from .core import ChatAccumulator, ChatEventNormalizer, ChatStreamSession
+from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
+from .errors import (
+    ChatError,
+    ChatHttpError,
+    ChatProtocolError,
+    ChatTimeoutError,
+    ProviderError,
+    ToolCallError,
+)
+from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
+from .filters import ChatEventFilter
+from .messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from .operators import (
+    aggregate,
+    final_response,
+    guard,
+    normalize,
+    parse,
+    reduce_response,
+    text_deltas,
+)
+from .results import (
+    AssistantMessage,
+    ChatResponse,
+    Citation,
+    FileBlock,
+    ImageBlock,
+    SearchResult,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssistantMessage",
+    "ChatAccumulator",
+    "ChatDialect",
+    "ChatError",
+    "ChatEvent",
+    "ChatEventFilter",
+    "ChatEventGroup",
+    "ChatEventNormalizer",
+    "ChatEventPhase",
+    "ChatEventType",
+    "ChatHttpError",
+    "ChatProtocolError",
+    "ChatRequest",
+    "ChatResponse",
+    "ChatStreamContext",
+    "ChatStreamSession",
+    "ChatTimeoutError",
+    "Citation",
+    "FileBlock",
+    "ImageBlock",
+    "ProviderError",
+    "SearchResult",
+    "SystemMessage",
+    "TextBlock",
+    "ToolCall",
+    "ToolCallError",
+    "ToolMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+    "aggregate",
+    "final_response",
+    "get_dialect",
+    "guard",
+    "normalize",
+    "parse",
+    "reduce_response",
+    "text_deltas",
+]

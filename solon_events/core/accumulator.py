@@ -1,0 +1,268 @@
+"""Folding one step's events into its ChatResponse snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..events import ChatEvent, ChatEventType
+from ..results import (
+    AssistantMessage,
+    ChatResponse,
+    Citation,
+    SearchResult,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["ChatAccumulator"]
+
+_T = ChatEventType
+
+
+class _CallParts:
+    """A tool call being assembled from its events."""
+
+    __slots__ = ("id", "name", "index", "fragments", "final")
+
+    def __init__(self, index: int) -> None:
+        self.id: str | None = None
+        self.name = ""
+        self.index = index
+        self.fragments: list[str] = []
+        self.final: ToolCall | None = None
+
+    def merge(self, call: ToolCall | None, tool_call_id: str | None) -> None:
+        if tool_call_id and not self.id:
+            self.id = tool_call_id
+        if call is not None:
+            if call.id and not self.id:
+                self.id = call.id
+            if call.name and not self.name:
+                self.name = call.name
+
+    def result(self) -> ToolCall:
+        if self.final is not None:
+            final = self.final
+            if (final.id or not self.id) and (final.name or not self.name):
+                return final
+            return ToolCall(
+                id=final.id or self.id,
+                name=final.name or self.name,
+                arguments=final.arguments,
+                arguments_str=final.arguments_str,
+                index=final.index,
+            )
+        return ToolCall(
+            id=self.id, name=self.name, arguments_str="".join(self.fragments), index=self.index
+        )
+
+
+class ChatAccumulator:
+    """Folds the events of one step into its :class:`ChatResponse` (create one per step).
+
+    Text, thinking and refusal are concatenated; tool calls are keyed by index, else by
+    id; citations and search results keep every occurrence; media blocks are kept once
+    each, in event order with the text around them; within a step the latest usage
+    snapshot wins (provider snapshots are cumulative and are never added).
+    """
+
+    __slots__ = (
+        "_text",
+        "_thinking",
+        "_refusal",
+        "_calls",
+        "_call_ids",
+        "_citations",
+        "_search_results",
+        "_blocks",
+        "_text_flushed",
+        "usage",
+        "finish_reason",
+        "errors",
+        "provider_response_id",
+        "model",
+        "_metadata",
+        "_handlers",
+    )
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._refusal: list[str] = []
+        self._calls: dict[Any, _CallParts] = {}
+        self._call_ids: dict[str, Any] = {}
+        self._citations: list[Citation] = []
+        self._search_results: list[SearchResult] = []
+        self._blocks: list[Any] = []
+        self._text_flushed = 0
+        self.usage: Usage | None = None
+        """The latest usage snapshot of the step."""
+        self.finish_reason: str | None = None
+        """The provider's finish reason, when known."""
+        self.errors: list[BaseException] = []
+        """Errors reported by ERROR events within the step."""
+        self.provider_response_id: str | None = None
+        self.model: str | None = None
+        self._metadata: dict[str, Any] = {}
+        self._handlers: dict[ChatEventType, Callable[[ChatEvent], None]] = {
+            _T.TEXT_DELTA: self._on_text,
+            _T.THINKING_DELTA: self._on_thinking,
+            _T.REFUSAL_DELTA: self._on_refusal,
+            _T.TOOL_CALL_START: self._on_call,
+            _T.TOOL_CALL_ARGS_DELTA: self._on_call_delta,
+            _T.TOOL_CALL_END: self._on_call_end,
+            _T.TOOL_CALL_CHUNK: self._on_call_end,
+            _T.CITATION: self._on_citation,
+            _T.SEARCH_RESULT: self._on_search_result,
+            _T.MEDIA_DONE: self._on_media,
+            _T.USAGE: self._on_usage,
+            _T.ERROR: self._on_error,
+            _T.THINKING_SIGNATURE: self._on_signature,
+            _T.THINKING_REDACTED: self._on_redacted,
+            _T.CONTENT_FILTER: self._on_content_filter,
+            _T.SERVER_TOOL_START: self._on_server_tool,
+            _T.STEP_END: self._on_usage,
+        }
+
+    def add(self, event: ChatEvent) -> None:
+        """Fold ``event`` into the step."""
+        if self.provider_response_id is None and event.provider_response_id is not None:
+            self.provider_response_id = event.provider_response_id
+        handler = self._handlers.get(event.type)
+        if handler is not None:
+            handler(event)
+
+    def snapshot(
+        self,
+        *,
+        finish_reason: str | None = None,
+        model: str | None = None,
+        provider_response_id: str | None = None,
+        usage: Usage | None = None,
+    ) -> ChatResponse:
+        """The step's response so far; the keyword arguments override what was folded."""
+        text = "".join(self._text)
+        blocks = list(self._blocks)
+        if blocks and self._text_flushed < len(self._text):
+            blocks.append(TextBlock(text="".join(self._text[self._text_flushed :])))
+        metadata = {
+            key: tuple(value) if isinstance(value, list) else value
+            for key, value in self._metadata.items()
+        }
+        if self.errors:
+            metadata["errors"] = tuple(self.errors)
+        message = AssistantMessage(
+            text=text,
+            thinking="".join(self._thinking),
+            tool_calls=tuple(parts.result() for parts in self._calls.values()),
+            blocks=blocks,
+            citations=self._citations,
+            search_results=self._search_results,
+            refusal="".join(self._refusal),
+            metadata=metadata,
+        )
+        return ChatResponse(
+            message=message,
+            usage=usage if usage is not None else self.usage,
+            finish_reason=finish_reason if finish_reason is not None else self.finish_reason,
+            model=model if model is not None else self.model,
+            provider_response_id=provider_response_id or self.provider_response_id,
+        )
+
+    # handlers
+
+    def _on_text(self, event: ChatEvent) -> None:
+        if event.text:
+            self._text.append(event.text)
+
+    def _on_thinking(self, event: ChatEvent) -> None:
+        if event.text:
+            self._thinking.append(event.text)
+
+    def _on_refusal(self, event: ChatEvent) -> None:
+        if event.text:
+            self._refusal.append(event.text)
+
+    def _parts_for(self, event: ChatEvent) -> _CallParts:
+        call = event.tool_call
+        call_id = event.tool_call_id or (call.id if call is not None else None)
+        index = event.index if event.index != -1 else (call.index if call is not None else -1)
+        key: Any
+        if index != -1:
+            key = index
+        elif call_id is not None:
+            key = self._call_ids.get(call_id, f"id:{call_id}")
+        else:
+            key = next(reversed(self._calls)) if self._calls else "anonymous"
+        parts = self._calls.get(key)
+        if parts is None:
+            parts = self._calls[key] = _CallParts(index)
+        if call_id is not None:
+            self._call_ids.setdefault(call_id, key)
+        parts.merge(call, call_id)
+        return parts
+
+    def _on_call(self, event: ChatEvent) -> None:
+        self._parts_for(event)
+
+    def _on_call_delta(self, event: ChatEvent) -> None:
+        if event.text:
+            self._parts_for(event).fragments.append(event.text)
+
+    def _on_call_end(self, event: ChatEvent) -> None:
+        parts = self._parts_for(event)
+        if event.tool_call is not None and event.type is _T.TOOL_CALL_CHUNK:
+            parts.final = event.tool_call
+        elif event.tool_call is not None and (
+            event.tool_call.arguments_str or not parts.fragments
+        ):
+            parts.final = event.tool_call
+
+    def _on_citation(self, event: ChatEvent) -> None:
+        if event.citation is not None:
+            self._citations.append(event.citation)
+
+    def _on_search_result(self, event: ChatEvent) -> None:
+        if event.search_result is not None:
+            self._search_results.append(event.search_result)
+
+    def _on_media(self, event: ChatEvent) -> None:
+        block = event.block
+        if block is None or any(b is block for b in self._blocks):
+            return
+        if self._text_flushed < len(self._text):
+            self._blocks.append(TextBlock(text="".join(self._text[self._text_flushed :])))
+            self._text_flushed = len(self._text)
+        self._blocks.append(block)
+
+    def _on_usage(self, event: ChatEvent) -> None:
+        if event.usage is not None:
+            self.usage = event.usage
+
+    def _on_error(self, event: ChatEvent) -> None:
+        if event.error is not None:
+            self.errors.append(event.error)
+
+    def _on_signature(self, event: ChatEvent) -> None:
+        if event.text:
+            self._metadata["thinking_signature"] = event.text
+
+    def _on_redacted(self, event: ChatEvent) -> None:
+        if event.text:
+            redacted = self._metadata.setdefault("redacted_thinking", [])
+            redacted.append(event.text)
+
+    def _on_content_filter(self, event: ChatEvent) -> None:
+        self._metadata["content_filter"] = event.text or "content_filter"
+
+    def _on_server_tool(self, event: ChatEvent) -> None:
+        call = event.tool_call
+        self._metadata.setdefault("server_tools", []).append(
+            {
+                "id": event.tool_call_id or (call.id if call is not None else event.item_id),
+                "name": call.name if call is not None else None,
+                "sub_type": event.sub_type,
+            }
+        )

@@ -1,0 +1,212 @@
+"""Clean block boundaries: every delta between its START and END, whatever the provider sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..events import ChatEvent, ChatEventType
+
+__all__ = ["ChatEventNormalizer"]
+
+_T = ChatEventType
+Emit = Callable[[ChatEvent], None]
+_NO_KEY = (None, -1)
+
+
+class _Blocks:
+    """The open blocks of one strict group (text or thinking), keyed by (item_id, index)."""
+
+    __slots__ = ("start", "end", "open")
+
+    def __init__(self, start: ChatEventType, end: ChatEventType) -> None:
+        self.start = start
+        self.end = end
+        self.open: dict[tuple[Any, int], ChatEvent] = {}
+
+    def key_of(self, event: ChatEvent) -> tuple[Any, int]:
+        key = (event.item_id, event.index)
+        if key == _NO_KEY and key not in self.open and self.open:
+            return next(reversed(self.open))
+        return key
+
+    def close_all(self, cause: ChatEvent, emit: Emit) -> None:
+        if not self.open:
+            return
+        opened = list(self.open.values())
+        self.open.clear()
+        for start in opened:
+            emit(_closer(self.end, start, cause))
+
+
+def _closer(end_type: ChatEventType, start: ChatEvent, cause: ChatEvent) -> ChatEvent:
+    """The END of the block ``start`` opened, caused by ``cause``."""
+    return ChatEvent(
+        end_type,
+        item_id=start.item_id,
+        index=start.index,
+        tool_call_id=start.tool_call_id,
+        provider_response_id=start.provider_response_id,
+        response_id=cause.response_id,
+        step=cause.step,
+    )
+
+
+def _opener(start_type: ChatEventType, cause: ChatEvent, **extra: Any) -> ChatEvent:
+    """A synthesized START carrying the ids of the event it is made for."""
+    return ChatEvent(
+        start_type,
+        item_id=cause.item_id,
+        index=cause.index,
+        tool_call_id=cause.tool_call_id,
+        provider_response_id=cause.provider_response_id,
+        response_id=cause.response_id,
+        step=cause.step,
+        **extra,
+    )
+
+
+class ChatEventNormalizer:
+    """Completes the block boundaries of one response's events (create one per response).
+
+    TEXT and THINKING are strict: a bare DELTA gets its START, a duplicate START and an END
+    with nothing open are dropped, switching between them (or a TOOL_CALL_START) closes the
+    open block, STEP_END and RESPONSE_END close everything first. TOOL_CALL is loose: starts
+    are synthesized for orphan deltas, unmatched ENDs are kept, TOOL_CALL_CHUNK expands to
+    START, ARGS_DELTA, END. Every other event passes through untouched.
+    """
+
+    __slots__ = ("_text", "_thinking", "_calls", "_last", "_handlers")
+
+    def __init__(self) -> None:
+        self._text = _Blocks(_T.TEXT_START, _T.TEXT_END)
+        self._thinking = _Blocks(_T.THINKING_START, _T.THINKING_END)
+        self._calls: dict[Any, ChatEvent] = {}
+        self._last: ChatEvent | None = None
+        text, thinking = self._text, self._thinking
+        self._handlers: dict[ChatEventType, Callable[[ChatEvent, Emit], None]] = {
+            _T.TEXT_DELTA: lambda e, emit: self._delta(text, thinking, e, emit),
+            _T.THINKING_DELTA: lambda e, emit: self._delta(thinking, text, e, emit),
+            _T.TEXT_START: lambda e, emit: self._start(text, thinking, e, emit),
+            _T.THINKING_START: lambda e, emit: self._start(thinking, text, e, emit),
+            _T.TEXT_END: lambda e, emit: self._end(text, e, emit),
+            _T.THINKING_END: lambda e, emit: self._end(thinking, e, emit),
+            _T.TOOL_CALL_START: self._tool_start,
+            _T.TOOL_CALL_ARGS_DELTA: self._tool_delta,
+            _T.TOOL_CALL_END: self._tool_end,
+            _T.TOOL_CALL_CHUNK: self._tool_chunk,
+            _T.STEP_END: self._close_then_emit,
+            _T.RESPONSE_END: self._close_then_emit,
+        }
+
+    @property
+    def has_open(self) -> bool:
+        """True while a text, thinking or tool-call block is open."""
+        return bool(self._text.open or self._thinking.open or self._calls)
+
+    def apply(self, event: ChatEvent, emit: Emit) -> None:
+        """Pass ``event`` on through ``emit``, with whatever boundaries it needs around it."""
+        self._last = event
+        handler = self._handlers.get(event.type)
+        if handler is None:
+            emit(event)
+        else:
+            handler(event, emit)
+
+    def complete(self, emit: Emit) -> None:
+        """Close every block still open (idempotent)."""
+        if self._last is not None and self.has_open:
+            self._close_all(self._last, emit)
+
+    # strict groups
+
+    def _delta(self, mine: _Blocks, other: _Blocks, event: ChatEvent, emit: Emit) -> None:
+        if mine.key_of(event) not in mine.open:
+            other.close_all(event, emit)
+            start = _opener(mine.start, event)
+            mine.open[(event.item_id, event.index)] = start
+            emit(start)
+        emit(event)
+
+    def _start(self, mine: _Blocks, other: _Blocks, event: ChatEvent, emit: Emit) -> None:
+        key = (event.item_id, event.index)
+        if key in mine.open:
+            return
+        other.close_all(event, emit)
+        mine.open[key] = event
+        emit(event)
+
+    def _end(self, mine: _Blocks, event: ChatEvent, emit: Emit) -> None:
+        key = mine.key_of(event)
+        if mine.open.pop(key, None) is not None:
+            emit(event)
+
+    # loose tool calls
+
+    def _open_call(self, event: ChatEvent) -> Any:
+        """The key of the open call ``event`` belongs to, or None."""
+        if event.tool_call_id is not None and event.tool_call_id in self._calls:
+            return event.tool_call_id
+        for key, start in self._calls.items():
+            if event.index != -1 and start.index == event.index:
+                return key
+            if event.item_id is not None and start.item_id == event.item_id:
+                return key
+        return None
+
+    def _tool_start(self, event: ChatEvent, emit: Emit) -> None:
+        self._text.close_all(event, emit)
+        self._thinking.close_all(event, emit)
+        key: Any = event.tool_call_id
+        if key is None or key in self._calls:
+            key = object()
+        self._calls[key] = event
+        emit(event)
+
+    def _tool_delta(self, event: ChatEvent, emit: Emit) -> None:
+        if self._calls and self._open_call(event) is not None:
+            emit(event)
+            return
+        self._tool_start(_opener(_T.TOOL_CALL_START, event, tool_call=event.tool_call), emit)
+        emit(event)
+
+    def _tool_end(self, event: ChatEvent, emit: Emit) -> None:
+        if self._calls:
+            key = self._open_call(event)
+            if key is None:
+                key = next(iter(self._calls))
+            del self._calls[key]
+        emit(event)
+
+    def _tool_chunk(self, event: ChatEvent, emit: Emit) -> None:
+        call = event.tool_call
+        fields: dict[str, Any] = {
+            "index": event.index if event.index != -1 or call is None else call.index,
+            "tool_call_id": event.tool_call_id or (call.id if call is not None else None),
+            "item_id": event.item_id,
+            "tool_call": call,
+            "step": event.step,
+            "response_id": event.response_id,
+            "provider_response_id": event.provider_response_id,
+            "raw": event.raw,
+        }
+        start = ChatEvent(_T.TOOL_CALL_START, **fields)
+        self._tool_start(start, emit)
+        text = call.arguments_str if call is not None else (event.text or "")
+        emit(ChatEvent(_T.TOOL_CALL_ARGS_DELTA, text=text, **fields))
+        self._tool_end(ChatEvent(_T.TOOL_CALL_END, **fields), emit)
+
+    # closing everything
+
+    def _close_then_emit(self, event: ChatEvent, emit: Emit) -> None:
+        self._close_all(event, emit)
+        emit(event)
+
+    def _close_all(self, cause: ChatEvent, emit: Emit) -> None:
+        self._thinking.close_all(cause, emit)
+        self._text.close_all(cause, emit)
+        if self._calls:
+            opened = list(self._calls.values())
+            self._calls.clear()
+            for start in opened:
+                emit(_closer(_T.TOOL_CALL_END, start, cause))

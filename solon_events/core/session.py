@@ -1,0 +1,72 @@
+"""Per-response bookkeeping: the response id, step numbers, cross-step usage, start/end."""
+
+from __future__ import annotations
+
+import uuid
+
+from ..results import Usage
+
+__all__ = ["ChatStreamSession"]
+
+
+class ChatStreamSession:
+    """The state of one response across its steps (create one per response).
+
+    ``response_id`` is generated unless given; :meth:`next_step` numbers steps from 0;
+    :meth:`accumulate_usage` adds each step's usage into :attr:`total_usage`.
+    """
+
+    __slots__ = ("response_id", "_next_step", "step", "total_usage", "_started", "_ended")
+
+    def __init__(self, response_id: str | None = None) -> None:
+        self.response_id: str = response_id or f"resp_{uuid.uuid4().hex}"
+        self._next_step = 0
+        self.step = 0
+        """The last step number given by :meth:`next_step` (0 before any)."""
+        self.total_usage: Usage | None = None
+        """The sum of every step usage so far, or None when no step reported usage."""
+        self._started = False
+        self._ended = False
+
+    def next_step(self) -> int:
+        """The next step number: 0, then 1, 2, ..."""
+        step = self._next_step
+        self._next_step += 1
+        self.step = step
+        return step
+
+    def accumulate_usage(self, usage: Usage | None) -> Usage | None:
+        """Add a step's ``usage`` to the total and return the total.
+
+        None leaves the total unchanged; the first usage is held as the same object.
+        """
+        if usage is not None:
+            self.total_usage = usage if self.total_usage is None else self.total_usage + usage
+        return self.total_usage
+
+    def mark_response_started(self) -> bool:
+        """True the first time only: the response may emit its RESPONSE_START."""
+        if self._started:
+            return False
+        self._started = True
+        return True
+
+    def mark_response_ended(self) -> bool:
+        """True the first time only: the response may emit its terminal event."""
+        if self._ended:
+            return False
+        self._ended = True
+        return True
+
+    @property
+    def started(self) -> bool:
+        """Whether the response has started."""
+        return self._started
+
+    @property
+    def ended(self) -> bool:
+        """Whether the response has ended."""
+        return self._ended
+
+    def __repr__(self) -> str:
+        return f"ChatStreamSession({self.response_id!r}, step={self.step}, ended={self._ended})"

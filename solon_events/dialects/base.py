@@ -1,0 +1,359 @@
+"""The dialect interface and the helpers every dialect shares.
+
+A dialect is a sans-I/O translator: :meth:`ChatDialect.build_request` turns a
+:class:`~solon_events.messages.ChatRequest` into the provider's HTTP request, and
+:meth:`ChatDialect.parse_frame` turns one decoded frame into events through a
+:class:`ChatStreamContext`. Logic two dialects would share lives here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import orjson
+
+from ..errors import ChatError, ChatProtocolError, ProviderError
+from ..events import ChatEvent, ChatEventType
+from ..messages import ChatRequest
+from ..results import ToolCall, Usage
+
+__all__ = [
+    "ChatDialect",
+    "ChatStreamContext",
+    "HttpRequest",
+    "ToolCallAssembler",
+    "get_dialect",
+    "make_usage",
+    "provider_error_message",
+]
+
+_T = ChatEventType
+
+
+@attrs.frozen(kw_only=True)
+class HttpRequest:
+    """What to POST: ``url``, ``headers`` and a JSON ``body``.
+
+    The repr hides header values, so an API key never reaches a log line.
+    """
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    body: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def body_bytes(self) -> bytes:
+        """The body encoded as JSON."""
+        return orjson.dumps(self.body)
+
+    def __repr__(self) -> str:
+        return f"HttpRequest(url={self.url!r}, headers=<{len(self.headers)} hidden>, body=...)"
+
+
+class ChatStreamContext:
+    """What a dialect sees while it parses one step's frames.
+
+    ``emit(event)`` sends an event on; ``event(type, **fields)`` builds one pre-filled with
+    ``response_id``, ``provider_response_id`` and ``step``; ``finish(reason)`` records the
+    provider's completion signal; ``fail(error)`` records a provider failure, which ends
+    the stream after the current frame; ``state`` is the dialect's own scratch dict.
+    """
+
+    __slots__ = (
+        "_emit",
+        "response_id",
+        "provider_response_id",
+        "step",
+        "state",
+        "model",
+        "finished",
+        "finish_reason",
+        "failure",
+        "frame_number",
+    )
+
+    def __init__(
+        self,
+        emit: Callable[[ChatEvent], None],
+        *,
+        step: int = 0,
+        response_id: str | None = None,
+    ) -> None:
+        self._emit = emit
+        self.response_id = response_id
+        self.provider_response_id: str | None = None
+        self.step = step
+        self.state: dict[str, Any] = {}
+        self.model: str | None = None
+        self.finished = False
+        self.finish_reason: str | None = None
+        self.failure: ChatError | None = None
+        self.frame_number = 0
+
+    def emit(self, event: ChatEvent) -> None:
+        """Send ``event`` downstream (and into the step's accumulator)."""
+        self._emit(event)
+
+    def event(self, type: ChatEventType, **fields: Any) -> ChatEvent:
+        """A new event of ``type`` carrying this step's ids, plus ``fields``."""
+        return ChatEvent(
+            type,
+            step=self.step,
+            response_id=self.response_id,
+            provider_response_id=self.provider_response_id,
+            **fields,
+        )
+
+    def send(self, type: ChatEventType, **fields: Any) -> None:
+        """Build an event with :meth:`event` and :meth:`emit` it."""
+        self._emit(
+            ChatEvent(
+                type,
+                step=self.step,
+                response_id=self.response_id,
+                provider_response_id=self.provider_response_id,
+                **fields,
+            )
+        )
+
+    def finish(self, reason: str | None = None) -> None:
+        """Record the provider's completion signal; a later non-None reason wins."""
+        self.finished = True
+        if reason is not None:
+            self.finish_reason = reason
+
+    def fail(self, error: ChatError | Mapping[str, Any] | str) -> None:
+        """Record a provider failure: a ChatError, the provider's error fields, or a message."""
+        if isinstance(error, ChatError):
+            self.failure = error
+        elif isinstance(error, Mapping):
+            self.failure = ProviderError(
+                f"provider error: {provider_error_message(error) or 'no message'}",
+                provider_error=error,
+            )
+        else:
+            self.failure = ProviderError(f"provider error: {error}")
+
+
+class ChatDialect:
+    """A provider's wire format: request building and frame parsing (sans-I/O).
+
+    Subclasses set :attr:`name` and implement :meth:`build_request` and
+    :meth:`parse_frame`. A dialect sends each piece of content exactly once.
+    """
+
+    name: str = ""
+    """The name :func:`get_dialect` knows this dialect by."""
+
+    def build_request(
+        self,
+        request: ChatRequest,
+        *,
+        api_url: str,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpRequest:
+        """The provider's streaming HTTP request for ``request``."""
+        raise NotImplementedError
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        """Translate one decoded frame (usually a JSON object) into events on ``ctx``."""
+        raise NotImplementedError
+
+    def parse_done(self, ctx: ChatStreamContext) -> None:
+        """The ``[DONE]`` sentinel arrived: by default, the stream is complete."""
+        ctx.finish()
+
+    def end_of_stream(self, ctx: ChatStreamContext) -> None:
+        """The source ended: close whatever the dialect still holds open (default: nothing)."""
+
+    def error_message(self, body: Any) -> str | None:
+        """The provider's own message in an HTTP error body, if there is one."""
+        return provider_error_message(body)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def provider_error_message(body: Any) -> str | None:
+    """The message of an error payload in any of the common shapes, or None.
+
+    Understands ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"message": ...}``
+    and lists of those (Gemini sends a one-element list).
+    """
+    if isinstance(body, list) and body:
+        return provider_error_message(body[0])
+    if not isinstance(body, Mapping):
+        return None
+    error = body.get("error")
+    if isinstance(error, Mapping):
+        message = error.get("message") or error.get("type") or error.get("code")
+        return str(message) if message is not None else None
+    if isinstance(error, str) and error:
+        return error
+    for key in ("message", "detail", "error_message"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def make_usage(
+    *,
+    prompt_tokens: int | None = 0,
+    completion_tokens: int | None = 0,
+    total_tokens: int | None = None,
+    thinking_tokens: int | None = 0,
+    cache_read_input_tokens: int | None = 0,
+    cache_creation_input_tokens: int | None = 0,
+    server_tool_use: Mapping[str, Any] | None = None,
+    source: Any = None,
+) -> Usage:
+    """A :class:`Usage` from provider numbers, any of which may be missing (None).
+
+    ``total_tokens`` defaults to prompt + completion when the provider gives none.
+    """
+    prompt = prompt_tokens or 0
+    completion = completion_tokens or 0
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total_tokens if total_tokens else prompt + completion,
+        thinking_tokens=thinking_tokens or 0,
+        cache_read_input_tokens=cache_read_input_tokens or 0,
+        cache_creation_input_tokens=cache_creation_input_tokens or 0,
+        server_tool_use=server_tool_use or {},
+        source=source,
+    )
+
+
+class ToolCallAssembler:
+    """Streams tool calls whose fragments arrive keyed by a provider key (index or item id).
+
+    ``start`` opens a call, ``delta`` adds an argument fragment, ``end`` closes it with the
+    whole :class:`ToolCall`; ``end_all`` closes what is still open. Each call gets the
+    next position (0, 1, ...) as its event ``index`` unless the provider gives one.
+    """
+
+    __slots__ = ("_open", "_count")
+
+    def __init__(self) -> None:
+        self._open: dict[Any, list[Any]] = {}
+        self._count = 0
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._open
+
+    def start(
+        self,
+        ctx: ChatStreamContext,
+        key: Any,
+        *,
+        id: str | None,
+        name: str,
+        index: int | None = None,
+        raw: Mapping[str, Any] | None = None,
+        item_id: str | None = None,
+    ) -> None:
+        """Open the call ``key`` and emit TOOL_CALL_START."""
+        position = self._count if index is None else index
+        self._count += 1
+        self._open[key] = [id, name, position, [], item_id]
+        ctx.send(
+            _T.TOOL_CALL_START,
+            index=position,
+            tool_call_id=id,
+            item_id=item_id,
+            tool_call=ToolCall(id=id, name=name, index=position, arguments={}),
+            raw=raw,
+        )
+
+    def delta(
+        self,
+        ctx: ChatStreamContext,
+        key: Any,
+        fragment: str,
+        *,
+        raw: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Emit TOOL_CALL_ARGS_DELTA for the open call ``key``; empty fragments are skipped."""
+        if not fragment:
+            return
+        call = self._open.get(key)
+        if call is None:
+            raise ChatProtocolError(f"arguments for tool call {key!r} that was never started")
+        call[3].append(fragment)
+        ctx.send(
+            _T.TOOL_CALL_ARGS_DELTA,
+            index=call[2],
+            tool_call_id=call[0],
+            item_id=call[4],
+            text=fragment,
+            raw=raw,
+        )
+
+    def end(
+        self,
+        ctx: ChatStreamContext,
+        key: Any,
+        *,
+        arguments_str: str | None = None,
+        raw: Mapping[str, Any] | None = None,
+    ) -> ToolCall | None:
+        """Close the call ``key`` with TOOL_CALL_END; ``arguments_str`` overrides the fragments."""
+        call = self._open.pop(key, None)
+        if call is None:
+            return None
+        id, name, position, fragments, item_id = call
+        text = arguments_str if arguments_str is not None else "".join(fragments)
+        tool_call = ToolCall(id=id, name=name, arguments_str=text, index=position)
+        ctx.send(
+            _T.TOOL_CALL_END,
+            index=position,
+            tool_call_id=id,
+            item_id=item_id,
+            tool_call=tool_call,
+            raw=raw,
+        )
+        return tool_call
+
+    def end_all(self, ctx: ChatStreamContext) -> None:
+        """Close every call still open, in the order they were opened."""
+        for key in list(self._open):
+            self.end(ctx, key)
+
+
+_DIALECTS: dict[str, str] = {
+    "openai": "solon_events.dialects.openai:OpenAIDialect",
+    "openai-responses": "solon_events.dialects.openai_responses:OpenAIResponsesDialect",
+    "anthropic": "solon_events.dialects.anthropic:AnthropicDialect",
+    "gemini": "solon_events.dialects.gemini:GeminiDialect",
+    "ollama": "solon_events.dialects.ollama:OllamaDialect",
+}
+
+
+def dialect_names() -> tuple[str, ...]:
+    """The names :func:`get_dialect` accepts."""
+    return tuple(_DIALECTS)
+
+
+def get_dialect(name: str | ChatDialect) -> ChatDialect:
+    """The dialect called ``name`` (a ChatDialect instance is returned as it is).
+
+    Raises ``ValueError`` naming the known dialects for an unknown name.
+    """
+    if isinstance(name, ChatDialect):
+        return name
+    target = _DIALECTS.get(name) if isinstance(name, str) else None
+    if target is None:
+        known = ", ".join(repr(n) for n in _DIALECTS)
+        raise ValueError(f"unknown dialect {name!r}; known dialects: {known}")
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"dialect {name!r} is not available yet") from exc
+    dialect: ChatDialect = getattr(module, class_name)()
+    return dialect

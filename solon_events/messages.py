@@ -1,0 +1,128 @@
+"""What is sent to a model: the conversation and the tools it may call.
+
+The assistant's own turns are :class:`~solon_events.results.AssistantMessage` values, so a
+step's result goes straight back into the next request. Plain dicts in the common
+``{"role": ..., "content": ...}`` form are accepted too (see :func:`to_messages`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Union
+
+import attrs
+
+from .results import AssistantMessage, ToolCall, _frozen_mapping, _tuple
+
+__all__ = [
+    "ChatRequest",
+    "Message",
+    "SystemMessage",
+    "ToolMessage",
+    "ToolSpec",
+    "UserMessage",
+    "to_messages",
+]
+
+
+@attrs.frozen(kw_only=True)
+class SystemMessage:
+    """Instructions for the model."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class UserMessage:
+    """A user's turn: text, and optionally image or file blocks."""
+
+    text: str = ""
+    blocks: tuple[Any, ...] = attrs.field(default=(), converter=_tuple)
+
+
+@attrs.frozen(kw_only=True)
+class ToolMessage:
+    """The result of one tool call, sent back to the model."""
+
+    tool_call_id: str | None
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
+
+
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = attrs.field(
+        factory=lambda: {"type": "object", "properties": {}}, converter=_frozen_mapping
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ChatRequest:
+    """One model round: the conversation so far, the tools, and provider options.
+
+    ``options`` are passed through into the provider's request body (``temperature``,
+    ``max_tokens``, ``thinking``, ...).
+    """
+
+    model: str
+    messages: tuple[Message, ...] = attrs.field(converter=_tuple)
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_tuple)
+    options: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+
+
+def to_messages(prompt: str | Message | Mapping[str, Any] | Iterable[Any]) -> tuple[Message, ...]:
+    """Turn a prompt (a string, a message, a role/content dict, or a list of them) into messages.
+
+    Raises ``TypeError`` for anything else and ``ValueError`` for an unknown role.
+    """
+    if isinstance(prompt, str):
+        return (UserMessage(text=prompt),)
+    if isinstance(prompt, (SystemMessage, UserMessage, AssistantMessage, ToolMessage, Mapping)):
+        return (_one(prompt),)
+    if isinstance(prompt, Iterable):
+        messages = tuple(_one(m) for m in prompt)
+        if not messages:
+            raise ValueError("the prompt holds no message")
+        return messages
+    raise TypeError(f"a prompt is a str, a message or a list of messages, not {type(prompt).__name__}")
+
+
+def _one(item: Any) -> Message:
+    if isinstance(item, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
+        return item
+    if isinstance(item, str):
+        return UserMessage(text=item)
+    if not isinstance(item, Mapping):
+        raise TypeError(f"a message is a str, a message object or a dict, not {type(item).__name__}")
+    role = item.get("role")
+    content = item.get("content") or ""
+    if not isinstance(content, str):
+        raise TypeError(f"a dict message's content must be a str, got {type(content).__name__}")
+    if role == "system" or role == "developer":
+        return SystemMessage(text=content)
+    if role == "user":
+        return UserMessage(text=content)
+    if role == "assistant":
+        calls = tuple(_tool_call(c) for c in item.get("tool_calls") or ())
+        return AssistantMessage(text=content, tool_calls=calls)
+    if role == "tool":
+        return ToolMessage(
+            tool_call_id=item.get("tool_call_id"), name=item.get("name", ""), content=content
+        )
+    raise ValueError(f"unknown message role {role!r}; use system, user, assistant or tool")
+
+
+def _tool_call(raw: Mapping[str, Any]) -> ToolCall:
+    function = raw.get("function") or raw
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        return ToolCall(id=raw.get("id"), name=function.get("name", ""), arguments_str=arguments)
+    return ToolCall(id=raw.get("id"), name=function.get("name", ""), arguments=dict(arguments or {}))

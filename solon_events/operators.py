@@ -1,0 +1,446 @@
+"""The RxPY operators of the event pipeline.
+
+``frames.pipe(parse(dialect), normalize(), aggregate(), guard(event_filter))``
+
+Each operator creates its state when it is subscribed, so one pipeline can be subscribed
+many times, each subscription a fresh response. Disposal stops delivery at once: nothing,
+not even a synthesized closer, is emitted after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+import reactivex
+from reactivex import Observable, abc
+from reactivex import operators as ops
+
+from .core.accumulator import ChatAccumulator
+from .core.normalizer import ChatEventNormalizer
+from .core.session import ChatStreamSession
+from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
+from .errors import ChatError, ChatProtocolError
+from .events import ChatEvent, ChatEventType, with_response_id
+from .filters import ChatEventFilter
+from .results import ChatResponse, Usage
+
+__all__ = [
+    "aggregate",
+    "final_response",
+    "guard",
+    "normalize",
+    "parse",
+    "reduce_response",
+    "text_deltas",
+]
+
+_T = ChatEventType
+Operator = Callable[[Observable[Any]], Observable[ChatEvent]]
+_DONE = "[DONE]"
+
+
+def _describe(data: str | bytes) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return repr(text[:80] + ("..." if len(text) > 80 else ""))
+
+
+def _decode(frame: Any, number: int) -> Any:
+    """The JSON payload of ``frame``; ``_DONE`` for the sentinel."""
+    if isinstance(frame, (Mapping, list)):
+        return frame
+    if not isinstance(frame, (str, bytes)):
+        frame = getattr(frame, "data", frame)  # an sse.Frame
+    if isinstance(frame, (str, bytes)):
+        if frame.strip() in (_DONE, b"[DONE]"):
+            return _DONE
+        try:
+            return orjson.loads(frame)
+        except orjson.JSONDecodeError as exc:
+            raise ChatProtocolError(
+                f"frame {number} is not valid JSON ({exc.msg}): {_describe(frame)}"
+            ) from None
+    raise ChatProtocolError(
+        f"frame {number} is a {type(frame).__name__}; expected a Frame, JSON text or a dict"
+    )
+
+
+def parse(
+    dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None
+) -> Operator:
+    """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
+
+    Frames are :class:`~solon_events.sse.Frame` values, JSON text or decoded payloads.
+    The step's accumulator folds every event; STEP_END carries the step's snapshot as
+    ``response`` and its usage. A source that ends without the provider's completion
+    signal, or with no frame at all, fails with :class:`ChatProtocolError`; a malformed
+    frame fails naming its number; a provider-reported failure fails with its error.
+    """
+    the_dialect = get_dialect(dialect)
+
+    def operator(source: Observable[Any]) -> Observable[ChatEvent]:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            accumulator = ChatAccumulator()
+            add = accumulator.add
+            push = observer.on_next
+
+            def emit(event: ChatEvent) -> None:
+                add(event)
+                push(event)
+
+            ctx = ChatStreamContext(emit, step=step, response_id=response_id)
+            failed = False
+
+            def fail(error: BaseException) -> None:
+                nonlocal failed
+                if not failed:
+                    failed = True
+                    observer.on_error(error)
+
+            def on_next(frame: Any) -> None:
+                if failed:
+                    return
+                ctx.frame_number += 1
+                try:
+                    payload = _decode(frame, ctx.frame_number)
+                    if payload is _DONE:
+                        the_dialect.parse_done(ctx)
+                    else:
+                        the_dialect.parse_frame(ctx, payload)
+                except ChatError as exc:
+                    fail(exc)
+                    return
+                except Exception as exc:  # a dialect must never leak a bare KeyError
+                    fail(
+                        ChatProtocolError(
+                            f"frame {ctx.frame_number} could not be parsed by the "
+                            f"{the_dialect.name!r} dialect ({type(exc).__name__}: {exc})"
+                        )
+                    )
+                    return
+                if ctx.failure is not None:
+                    fail(ctx.failure)
+
+            def on_completed() -> None:
+                if failed:
+                    return
+                try:
+                    the_dialect.end_of_stream(ctx)
+                except ChatError as exc:
+                    fail(exc)
+                    return
+                if ctx.failure is not None:
+                    fail(ctx.failure)
+                elif ctx.frame_number == 0:
+                    fail(ChatProtocolError("the stream ended without a single frame"))
+                elif not ctx.finished:
+                    fail(
+                        ChatProtocolError(
+                            f"the stream ended after {ctx.frame_number} frames without the "
+                            "provider's completion signal (truncated)"
+                        )
+                    )
+                else:
+                    snapshot = accumulator.snapshot(
+                        finish_reason=ctx.finish_reason,
+                        model=ctx.model,
+                        provider_response_id=ctx.provider_response_id,
+                    )
+                    push(
+                        ChatEvent(
+                            _T.STEP_END,
+                            step=step,
+                            response_id=response_id,
+                            provider_response_id=ctx.provider_response_id,
+                            response=snapshot,
+                            usage=snapshot.usage,
+                        )
+                    )
+                    observer.on_completed()
+
+            push(ChatEvent(_T.STEP_START, step=step, response_id=response_id))
+            return source.subscribe(on_next, fail, on_completed, scheduler=scheduler)
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+def normalize() -> Operator:
+    """Complete block boundaries with a :class:`ChatEventNormalizer`.
+
+    On completion and on error the closers of still-open blocks are emitted first.
+    """
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            normalizer = ChatEventNormalizer()
+            push = observer.on_next
+            apply = normalizer.apply
+
+            def on_next(event: ChatEvent) -> None:
+                apply(event, push)
+
+            def on_error(error: Exception) -> None:
+                normalizer.complete(push)
+                observer.on_error(error)
+
+            def on_completed() -> None:
+                normalizer.complete(push)
+                observer.on_completed()
+
+            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+class _ResponseState:
+    """What :func:`aggregate` tracks for one subscription."""
+
+    __slots__ = ("session", "step_events", "step_open", "last_response", "ended")
+
+    def __init__(self) -> None:
+        self.session = ChatStreamSession()
+        self.step_events: list[ChatEvent] = []
+        self.step_open = False
+        self.last_response: ChatResponse | None = None
+        self.ended = False
+
+    def fold_step(self, usage: Usage | None = None) -> ChatResponse:
+        accumulator = ChatAccumulator()
+        for event in self.step_events:
+            accumulator.add(event)
+        return accumulator.snapshot(usage=usage)
+
+    def step_end(self, event: ChatEvent) -> ChatEvent:
+        """``event`` (a STEP_END) with its response, counted into the total usage."""
+        usage = event.usage
+        response = event.response
+        if response is None:
+            response = self.fold_step()
+            if usage is None:
+                usage = response.usage
+            event = event.evolve(response=response, usage=usage)
+        elif usage is None and response.usage is not None:
+            usage = response.usage
+            event = event.evolve(usage=usage)
+        self.session.accumulate_usage(usage)
+        self.last_response = response
+        self.step_events = []
+        self.step_open = False
+        return with_response_id(event, self.session.response_id)
+
+    def synthesized_step_end(self) -> ChatEvent:
+        last = self.step_events[-1] if self.step_events else None
+        return self.step_end(
+            ChatEvent(
+                _T.STEP_END,
+                step=self.session.step,
+                provider_response_id=last.provider_response_id if last else None,
+            )
+        )
+
+    def partial_response(self) -> ChatResponse | None:
+        if self.step_events:
+            partial = self.fold_step()
+            if not partial.is_empty or self.last_response is None:
+                return partial
+        return self.last_response
+
+    def final_response(self) -> ChatResponse:
+        response = self.last_response or self.fold_step()
+        total = self.session.total_usage
+        if response.usage is not total:
+            import attrs
+
+            response = attrs.evolve(response, usage=total)
+        return response
+
+
+_RESPONSE_LEVEL = frozenset(
+    {_T.STEP_START, _T.STEP_END, _T.RESPONSE_START, _T.RESPONSE_END, _T.ABORT, _T.ERROR}
+)
+
+
+def aggregate() -> Operator:
+    """The response level: RESPONSE_START, stamped ids, step responses, usage, one terminal event.
+
+    Emits RESPONSE_START first and stamps the response id on every event; gives every
+    STEP_END a ``response`` and adds step usages across steps; closes a step left open
+    before the terminal event. On completion it emits RESPONSE_END (the final step's
+    response carrying the total usage); on failure one ERROR event (the error, the best
+    partial response, the total usage and the provider's error fields as ``raw``) and then
+    the same exception through ``on_error``.
+    """
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            state = _ResponseState()
+            session = state.session
+            rid = session.response_id
+            push = observer.on_next
+            step_events = state.step_events
+
+            def on_next(event: ChatEvent) -> None:
+                nonlocal step_events
+                if state.ended:
+                    return
+                t = event.type
+                if t not in _RESPONSE_LEVEL:
+                    step_events.append(event)
+                    push(with_response_id(event, rid))
+                elif t is _T.STEP_END:
+                    push(state.step_end(event))
+                    step_events = state.step_events
+                elif t is _T.STEP_START:
+                    if state.step_open:
+                        push(state.synthesized_step_end())
+                        step_events = state.step_events
+                    state.step_open = True
+                    session.next_step()
+                    push(with_response_id(event, rid))
+                else:
+                    _upstream_lifecycle(event)
+
+            def _upstream_lifecycle(event: ChatEvent) -> None:
+                if event.type is _T.ABORT:
+                    _close_step()
+                    state.ended = True
+                    push(with_response_id(event, rid))
+                    observer.on_completed()
+                elif event.type is _T.ERROR:
+                    on_error(event.error or ChatError("the upstream reported an error"))
+
+            def _close_step() -> None:
+                nonlocal step_events
+                if state.step_open:
+                    push(state.synthesized_step_end())
+                    step_events = state.step_events
+
+            def on_error(error: Exception) -> None:
+                if state.ended:
+                    return
+                _close_step()
+                state.ended = True
+                session.mark_response_ended()
+                provider_error = getattr(error, "provider_error", None)
+                push(
+                    ChatEvent(
+                        _T.ERROR,
+                        response_id=rid,
+                        step=session.step,
+                        error=error,
+                        response=state.partial_response(),
+                        usage=session.total_usage,
+                        raw=dict(provider_error) if provider_error else None,
+                        text=str(error),
+                    )
+                )
+                observer.on_error(error)
+
+            def on_completed() -> None:
+                if state.ended:
+                    return
+                _close_step()
+                state.ended = True
+                session.mark_response_ended()
+                response = state.final_response()
+                push(
+                    ChatEvent(
+                        _T.RESPONSE_END,
+                        response_id=rid,
+                        step=session.step,
+                        provider_response_id=response.provider_response_id,
+                        response=response,
+                        usage=session.total_usage,
+                    )
+                )
+                observer.on_completed()
+
+            session.mark_response_started()
+            push(ChatEvent(_T.RESPONSE_START, response_id=rid))
+            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
+    """Deliver through ``ChatEventFilter.guarded(event_filter)`` (default: DEFAULT).
+
+    LIFECYCLE and STEP events (but HEARTBEAT) always pass; errors always reach
+    ``on_error`` whatever the filter says about ERROR events.
+    """
+    guarded = ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)
+    types = guarded.types
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            push = observer.on_next
+            if types is not None:
+
+                def on_next(event: ChatEvent) -> None:
+                    if event.type in types:
+                        push(event)
+
+            else:
+                test = guarded.test
+
+                def on_next(event: ChatEvent) -> None:
+                    if test(event):
+                        push(event)
+
+            return source.subscribe(
+                on_next, observer.on_error, observer.on_completed, scheduler=scheduler
+            )
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+def text_deltas() -> Callable[[Observable[ChatEvent]], Observable[str]]:
+    """TEXT_DELTA events that carry text -> their text."""
+    return reactivex.compose(
+        ops.filter(lambda e: e.type is _T.TEXT_DELTA and bool(e.text)),
+        ops.map(lambda e: e.text),
+    )
+
+
+def final_response() -> Callable[[Observable[ChatEvent]], Observable[ChatResponse]]:
+    """RESPONSE_END -> its ChatResponse, then completes."""
+    return reactivex.compose(
+        ops.filter(lambda e: e.type is _T.RESPONSE_END),
+        ops.take(1),
+        ops.map(lambda e: e.response),
+    )
+
+
+def reduce_response(events: Iterable[ChatEvent]) -> ChatResponse | None:
+    """The response of an event sequence, without Rx.
+
+    The first RESPONSE_END's response; without one, the last STEP_END's response; events
+    after a terminal event change nothing; a delta's response is never used; None if none.
+    """
+    last_step: ChatResponse | None = None
+    for event in events:
+        t = event.type
+        if t is _T.RESPONSE_END and event.response is not None:
+            return event.response
+        if t.is_terminal:
+            break
+        if t is _T.STEP_END and event.response is not None:
+            last_step = event.response
+    return last_step

@@ -1,0 +1,266 @@
+"""Aggregated results: usage, tool calls, sources, content blocks, messages, responses.
+
+Every class is a frozen attrs value built by keyword; sequences are tuples and mappings
+are read-only, so a result handed to a subscriber cannot drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "AssistantMessage",
+    "ChatResponse",
+    "Citation",
+    "FileBlock",
+    "ImageBlock",
+    "SearchResult",
+    "TextBlock",
+    "ToolCall",
+    "Usage",
+]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if not value:
+        return _EMPTY
+    if isinstance(value, MappingProxyType):
+        return value
+    return MappingProxyType(dict(value))
+
+
+def _tuple(value: Iterable[Any] | None) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    return value if isinstance(value, tuple) else tuple(value)
+
+
+def _add_counters(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not a:
+        return b
+    if not b:
+        return a
+    merged = dict(a)
+    for key, value in b.items():
+        mine = merged.get(key)
+        merged[key] = mine + value if _is_number(mine) and _is_number(value) else value
+    return MappingProxyType(merged)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    """Token accounting of one step, or of a whole response when steps are added.
+
+    ``prompt_tokens`` counts every input token, cached ones included;
+    ``completion_tokens`` counts every output token, thinking included;
+    ``total_tokens`` is the provider's total, or prompt + completion.
+    ``server_tool_use`` holds the provider's server-tool counters and ``source`` the
+    provider's raw usage payload.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    thinking_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    server_tool_use: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    source: Any = None
+
+    def __add__(self, other: Usage) -> Usage:
+        """The usage of two steps together; sources are kept as ``{"steps": [...]}``."""
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            server_tool_use=_add_counters(self.server_tool_use, other.server_tool_use),
+            source={"steps": [*_steps_of(self.source), other.source]},
+        )
+
+
+def _steps_of(source: Any) -> list[Any]:
+    if isinstance(source, Mapping) and set(source) == {"steps"}:
+        return list(source["steps"])
+    return [source]
+
+
+def _parse_arguments(text: str) -> dict[str, Any]:
+    import orjson
+
+    if not text or not text.strip():
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """A function call the model asked for.
+
+    ``arguments_str`` is the raw text as streamed; ``arguments`` is that text parsed as a
+    JSON object (``{}`` when empty or not a JSON object), unless given explicitly.
+    """
+
+    id: str | None = None
+    name: str = ""
+    arguments: dict[str, Any] = attrs.field(default=None, eq=False)
+    arguments_str: str = ""
+    index: int = -1
+
+    def __attrs_post_init__(self) -> None:
+        if self.arguments is None:
+            object.__setattr__(self, "arguments", _parse_arguments(self.arguments_str))
+        elif not self.arguments_str and self.arguments:
+            import orjson
+
+            object.__setattr__(self, "arguments_str", orjson.dumps(self.arguments).decode())
+
+
+@attrs.frozen(kw_only=True)
+class Citation:
+    """A source the answer cites, with the cited text and its position where given."""
+
+    url: str | None = None
+    title: str | None = None
+    cited_text: str | None = None
+    start_index: int | None = None
+    end_index: int | None = None
+    document_index: int | None = None
+    file_id: str | None = None
+    type: str | None = None
+    raw: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+
+
+@attrs.frozen(kw_only=True)
+class SearchResult:
+    """A source a search tool found (not necessarily cited)."""
+
+    url: str | None = None
+    title: str | None = None
+    snippet: str | None = None
+    date: str | None = None
+    type: str | None = None
+    raw: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+
+
+@attrs.frozen(kw_only=True)
+class TextBlock:
+    """A block of text content."""
+
+    text: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ImageBlock:
+    """An image, by ``url`` or base64 ``data`` with its ``mime_type``."""
+
+    url: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    id: str | None = None
+
+    def __repr__(self) -> str:
+        size = f"{len(self.data)} chars" if self.data else None
+        return f"ImageBlock(url={self.url!r}, data={size}, mime_type={self.mime_type!r})"
+
+
+@attrs.frozen(kw_only=True)
+class FileBlock:
+    """A file, by ``url``, provider ``file_id`` or base64 ``data``."""
+
+    url: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    file_id: str | None = None
+    name: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AssistantMessage:
+    """What the assistant said in one step: text, thinking, tool calls, media and sources."""
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tuple)
+    blocks: tuple[Any, ...] = attrs.field(default=(), converter=_tuple)
+    citations: tuple[Citation, ...] = attrs.field(default=(), converter=_tuple)
+    search_results: tuple[SearchResult, ...] = attrs.field(default=(), converter=_tuple)
+    refusal: str = ""
+    metadata: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+
+    @property
+    def is_thinking(self) -> bool:
+        """True when the message holds thinking."""
+        return bool(self.thinking)
+
+    @property
+    def has_media(self) -> bool:
+        """True when the message holds an image or file block."""
+        return any(isinstance(b, (ImageBlock, FileBlock)) for b in self.blocks)
+
+
+_EMPTY_MESSAGE = AssistantMessage()
+
+
+@attrs.frozen(kw_only=True)
+class ChatResponse:
+    """The aggregated result of a step or of a whole response.
+
+    ``text``, ``thinking``, ``tool_calls``, ``citations`` and ``search_results`` mirror
+    ``message``. Build it from a message, or from those fields alone, in which case the
+    message is made from them: ``ChatResponse(text="hi").message.text == "hi"``.
+    """
+
+    message: AssistantMessage | None = None
+    text: str = None  # type: ignore[assignment]
+    thinking: str = None  # type: ignore[assignment]
+    tool_calls: tuple[ToolCall, ...] = None  # type: ignore[assignment]
+    citations: tuple[Citation, ...] = None  # type: ignore[assignment]
+    search_results: tuple[SearchResult, ...] = None  # type: ignore[assignment]
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+    provider_response_id: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        given = {
+            name: value
+            for name in _MIRRORED
+            if (value := getattr(self, name)) is not None
+        }
+        message = self.message
+        if message is None and given:
+            message = AssistantMessage(**given)
+            object.__setattr__(self, "message", message)
+        source = message if message is not None else _EMPTY_MESSAGE
+        for name in _MIRRORED:
+            value = getattr(source, name)
+            object.__setattr__(self, name, value)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when there is no text, thinking, tool call, block or refusal."""
+        m = self.message
+        return m is None or not (m.text or m.thinking or m.tool_calls or m.blocks or m.refusal)
+
+
+_MIRRORED = ("text", "thinking", "tool_calls", "citations", "search_results")
