@@ -28,6 +28,7 @@ from .operators import (
     reduce_response,
     text_deltas,
 )
+from .replay import replay
 from .results import (
     AssistantMessage,
     ChatResponse,
@@ -80,5 +81,6 @@ __all__ = [
     "normalize",
     "parse",
     "reduce_response",
+    "replay",
     "text_deltas",
 ]

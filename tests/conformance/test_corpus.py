@@ -1,0 +1,130 @@
+"""Every recorded provider stream in ../shared/corpus, replayed end to end.
+
+The final RESPONSE_END must agree with the independently reconstructed
+``<name>.expected.json`` and the stream must satisfy SPEC §7. The module is skipped only
+when ../shared does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, replay
+
+T = ChatEventType
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+CORPUS = SHARED / "corpus"
+DIALECTS = {
+    "openai-chat": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "openai-responses": "openai-responses",
+}
+
+if not CORPUS.is_dir():
+    pytest.skip("../shared/corpus is not present", allow_module_level=True)
+
+
+def _recordings() -> list[Any]:
+    cases = []
+    for folder, dialect in DIALECTS.items():
+        for path in sorted((CORPUS / folder).glob("*.jsonl")):
+            cases.append(pytest.param(path, dialect, id=f"{folder}/{path.stem}"))
+    return cases
+
+
+def _collect(path: Path, dialect: str) -> tuple[list[ChatEvent], BaseException | None]:
+    events: list[ChatEvent] = []
+    errors: list[BaseException] = []
+    replay(path, dialect=dialect, event_filter=ChatEventFilter.all()).subscribe(
+        events.append, errors.append
+    )
+    return events, errors[0] if errors else None
+
+
+def _check_invariants(events: list[ChatEvent], error: BaseException | None) -> None:
+    types = [e.type for e in events]
+    assert types[0] is T.RESPONSE_START
+    assert types.count(T.RESPONSE_START) == 1
+    terminal = [t for t in types if t.is_terminal]
+    assert len(terminal) == 1 and types[-1] is terminal[0]
+    if error is None:
+        assert types[-1] is T.RESPONSE_END
+    else:
+        assert types[-1] is T.ERROR and events[-1].error is error
+    assert types.count(T.STEP_START) == types.count(T.STEP_END) >= 1
+    response_id = events[0].response_id
+    assert all(e.response_id == response_id for e in events)
+    open_blocks: dict[str, int] = {"TEXT": 0, "THINKING": 0}
+    for e in events:
+        group = e.type.group.name
+        if group in open_blocks:
+            if e.type.phase.name == "START":
+                open_blocks[group] += 1
+            elif e.type.phase.name == "END":
+                open_blocks[group] -= 1
+            elif e.type.is_delta:
+                assert open_blocks[group] > 0, f"{e!r} outside its block"
+            assert not (open_blocks["TEXT"] and open_blocks["THINKING"])
+        if e.type is T.STEP_END:
+            assert open_blocks == {"TEXT": 0, "THINKING": 0}
+
+
+@pytest.mark.parametrize(("path", "dialect"), _recordings())
+def test_recording_conforms(path: Path, dialect: str) -> None:
+    expected = json.loads(path.with_name(path.stem + ".expected.json").read_text())
+    events, error = _collect(path, dialect)
+    _check_invariants(events, error)
+    if "text" not in expected:  # no oracle: a well-formed stream is all that is asked
+        return
+
+    if "error" in expected or expected.get("finish_reason") == "failed":
+        assert isinstance(error, ChatError)
+        message = (expected.get("error") or {}).get("message")
+        if message:
+            assert message in str(error)
+        return
+    assert error is None, f"unexpected failure: {error!r}"
+    end = events[-1]
+    response = end.response
+    assert response is not None
+
+    assert response.text == expected.get("text", "")
+    thinking = expected.get("thinking", expected.get("thinking_summary", ""))
+    assert response.thinking == thinking
+    final_step_text = "".join(
+        e.text or "" for e in events if e.type is T.TEXT_DELTA and e.step == end.step
+    )
+    assert final_step_text == response.text
+
+    calls = [(c.id, c.name, c.arguments, c.arguments_str) for c in response.tool_calls]
+    assert len(calls) == len(expected["tool_calls"])
+    for (call_id, name, arguments, arguments_str), want in zip(calls, expected["tool_calls"]):
+        if want.get("id") is not None:
+            assert call_id == want["id"]
+        assert name == want["name"]
+        if isinstance(want["arguments"], str):
+            assert arguments_str == want["arguments"]
+        else:
+            assert dict(arguments) == want["arguments"]
+
+    if "server_tool_calls" in expected:
+        started = [
+            (e.tool_call_id, e.tool_call.name if e.tool_call else None)
+            for e in events
+            if e.type is T.SERVER_TOOL_START
+        ]
+        assert started == [(s["id"], s["name"]) for s in expected["server_tool_calls"]]
+
+    want_usage = expected.get("usage")
+    if want_usage:
+        usage = end.usage
+        assert usage is not None
+        got = {k: getattr(usage, k) for k in want_usage}
+        assert got == want_usage
+    if expected.get("finish_reason") is not None:
+        assert response.finish_reason == expected["finish_reason"]
