@@ -49,15 +49,23 @@ def realistic_events(n: int) -> list[ChatEvent]:
         )
         for part in ('{"city"', ': "Paris"', "}"):
             events.append(
-                ChatEvent(T.TOOL_CALL_ARGS_DELTA, index=0, tool_call_id=f"call_{step}",
-                          text=part, step=step)
+                ChatEvent(
+                    T.TOOL_CALL_ARGS_DELTA,
+                    index=0,
+                    tool_call_id=f"call_{step}",
+                    text=part,
+                    step=step,
+                )
             )
         events.append(ChatEvent(T.TOOL_CALL_END, index=0, tool_call_id=f"call_{step}", step=step))
         for i in range(per_step // 4 - 8):
             events.append(ChatEvent(T.TEXT_DELTA, text=f"more{i} ", step=step, index=1))
         events.append(
-            ChatEvent(T.USAGE, usage=Usage(prompt_tokens=10, completion_tokens=990,
-                                           total_tokens=1000), step=step)
+            ChatEvent(
+                T.USAGE,
+                usage=Usage(prompt_tokens=10, completion_tokens=990, total_tokens=1000),
+                step=step,
+            )
         )
         events.append(ChatEvent(T.STEP_END, step=step))
         step += 1

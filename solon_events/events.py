@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +137,8 @@ def _read_only(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
         return EMPTY_MAPPING
     if type(value) is dict:
         return MappingProxyType(value)
+    if isinstance(value, MutableMapping):
+        return MappingProxyType(value)  # type: ignore[arg-type]
     return value
 
 
@@ -144,8 +146,6 @@ def _snapshot(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """A read-only copy of ``value`` that later changes to ``value`` do not reach."""
     if not value:
         return EMPTY_MAPPING
-    if type(value) is MappingProxyType:
-        return value
     return MappingProxyType(dict(value))
 
 
@@ -224,26 +224,27 @@ class ChatEvent(_EventSlots):
         if type is None:
             raise TypeError("ChatEvent needs a type: ChatEvent(ChatEventType.X, ...)")
         _setattr(self, "__class__", _EventSlots)
-        self.type = type
-        self.text = text
-        self.response = response
-        self.usage = usage
-        self.error = error
-        self.step = step
-        self.index = index
-        self.response_id = response_id
-        self.provider_response_id = provider_response_id
-        self.item_id = item_id
-        self.tool_call_id = tool_call_id
-        self.tool_call = tool_call
-        self.block = block
-        self.citation = citation
-        self.search_result = search_result
-        self.raw_type = raw_type
-        self.sub_type = sub_type
-        self.raw = _read_only(raw)
-        self.attrs = _snapshot(attrs)
-        self.__class__ = ChatEvent
+        this: Any = self
+        this.type = type
+        this.text = text
+        this.response = response
+        this.usage = usage
+        this.error = error
+        this.step = step
+        this.index = index
+        this.response_id = response_id
+        this.provider_response_id = provider_response_id
+        this.item_id = item_id
+        this.tool_call_id = tool_call_id
+        this.tool_call = tool_call
+        this.block = block
+        this.citation = citation
+        this.search_result = search_result
+        this.raw_type = raw_type
+        this.sub_type = sub_type
+        this.raw = _read_only(raw)
+        this.attrs = _snapshot(attrs)
+        this.__class__ = ChatEvent
 
     @property
     def group(self) -> ChatEventGroup:

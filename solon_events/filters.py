@@ -24,7 +24,7 @@ class ChatEventFilter:
     DEFAULT: ClassVar[ChatEventFilter]
     """Every event but HEARTBEAT and RAW."""
 
-    __slots__ = ("_types", "_predicate", "_label")
+    __slots__ = ("_label", "_predicate", "_types")
 
     def __init__(
         self,
@@ -35,6 +35,8 @@ class ChatEventFilter:
     ) -> None:
         if predicate is None and types is None:
             raise TypeError("ChatEventFilter needs a predicate or a set of types")
+        if predicate is not None:
+            _check_callable(predicate, "__init__")
         self._types: frozenset[ChatEventType] | None = (
             frozenset(types) if types is not None else None
         )
@@ -82,6 +84,7 @@ class ChatEventFilter:
         Every LIFECYCLE and STEP event except HEARTBEAT passes whatever ``event_filter``
         says; HEARTBEAT and everything else are left to ``event_filter``.
         """
+        _check_callable(event_filter, "guarded")
         types = getattr(event_filter, "types", None)
         label = f"guarded({event_filter!r})"
         if isinstance(types, frozenset):
@@ -100,6 +103,7 @@ class ChatEventFilter:
 
     def or_(self, other: Callable[[ChatEvent], bool]) -> ChatEventFilter:
         """Passes what either filter passes."""
+        _check_callable(other, "or_")
         mine, theirs = self._types, getattr(other, "types", None)
         label = f"({self._label} | {_label(other)})"
         if mine is not None and isinstance(theirs, frozenset):
@@ -108,6 +112,7 @@ class ChatEventFilter:
 
     def and_(self, other: Callable[[ChatEvent], bool]) -> ChatEventFilter:
         """Passes what both filters pass."""
+        _check_callable(other, "and_")
         mine, theirs = self._types, getattr(other, "types", None)
         label = f"({self._label} & {_label(other)})"
         if mine is not None and isinstance(theirs, frozenset):
@@ -131,11 +136,20 @@ class ChatEventFilter:
         return self.negate()
 
     def __repr__(self) -> str:
-        return f"ChatEventFilter.{self._label}" if self._label != "custom" else "ChatEventFilter(custom)"
+        return (
+            f"ChatEventFilter.{self._label}"
+            if self._label != "custom"
+            else "ChatEventFilter(custom)"
+        )
 
 
 def _label(f: object) -> str:
-    return getattr(f, "_label", None) or getattr(f, "__name__", "custom")
+    return str(getattr(f, "_label", None) or getattr(f, "__name__", "custom"))
+
+
+def _check_callable(value: object, method: str) -> None:
+    if not callable(value):
+        raise TypeError(f"ChatEventFilter.{method}() takes a filter or a predicate, got {value!r}")
 
 
 def _check(values: tuple[object, ...], kind: type, method: str) -> None:

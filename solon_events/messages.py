@@ -50,7 +50,7 @@ class ToolMessage:
     is_error: bool = False
 
 
-Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]  # noqa: UP007
 
 
 @attrs.frozen(kw_only=True)
@@ -92,7 +92,9 @@ def to_messages(prompt: str | Message | Mapping[str, Any] | Iterable[Any]) -> tu
         if not messages:
             raise ValueError("the prompt holds no message")
         return messages
-    raise TypeError(f"a prompt is a str, a message or a list of messages, not {type(prompt).__name__}")
+    raise TypeError(
+        f"a prompt is a str, a message or a list of messages, not {type(prompt).__name__}"
+    )
 
 
 def _one(item: Any) -> Message:
@@ -101,7 +103,9 @@ def _one(item: Any) -> Message:
     if isinstance(item, str):
         return UserMessage(text=item)
     if not isinstance(item, Mapping):
-        raise TypeError(f"a message is a str, a message object or a dict, not {type(item).__name__}")
+        raise TypeError(
+            f"a message is a str, a message object or a dict, not {type(item).__name__}"
+        )
     role = item.get("role")
     content = item.get("content") or ""
     if not isinstance(content, str):
@@ -125,4 +129,6 @@ def _tool_call(raw: Mapping[str, Any]) -> ToolCall:
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         return ToolCall(id=raw.get("id"), name=function.get("name", ""), arguments_str=arguments)
-    return ToolCall(id=raw.get("id"), name=function.get("name", ""), arguments=dict(arguments or {}))
+    return ToolCall(
+        id=raw.get("id"), name=function.get("name", ""), arguments=dict(arguments or {})
+    )

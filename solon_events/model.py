@@ -230,9 +230,10 @@ class ChatPrompt:
             outcome["error"] = error
             loop.call_soon_threadsafe(settle)
 
-        subscription = self.stream().subscribe(
-            on_next, on_error, lambda: loop.call_soon_threadsafe(settle)
-        )
+        def on_completed() -> None:
+            loop.call_soon_threadsafe(settle)
+
+        subscription = self.stream().subscribe(on_next, on_error, on_completed)
         try:
             return await future
         finally:

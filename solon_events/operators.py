@@ -66,9 +66,7 @@ def _decode(frame: Any, number: int) -> Any:
     )
 
 
-def parse(
-    dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None
-) -> Operator:
+def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:
     """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
 
     Frames are :class:`~solon_events.sse.Frame` values, JSON text or decoded payloads.
@@ -94,7 +92,7 @@ def parse(
             ctx = ChatStreamContext(emit, step=step, response_id=response_id)
             failed = False
 
-            def fail(error: BaseException) -> None:
+            def fail(error: Exception) -> None:
                 nonlocal failed
                 if not failed:
                     failed = True
@@ -204,7 +202,7 @@ def normalize() -> Operator:
 class _ResponseState:
     """What :func:`aggregate` tracks for one subscription."""
 
-    __slots__ = ("session", "step_events", "step_open", "last_response", "ended")
+    __slots__ = ("ended", "last_response", "session", "step_events", "step_open")
 
     def __init__(self) -> None:
         self.session = ChatStreamSession()
@@ -224,7 +222,7 @@ class _ResponseState:
         usage = event.usage
         response = event.response
         if response is None:
-            response = self.fold_step()
+            response = self.fold_step(usage)
             if usage is None:
                 usage = response.usage
             event = event.evolve(response=response, usage=usage)
@@ -318,7 +316,10 @@ def aggregate() -> Operator:
                     push(with_response_id(event, rid))
                     observer.on_completed()
                 elif event.type is _T.ERROR:
-                    on_error(event.error or ChatError("the upstream reported an error"))
+                    error = event.error
+                    if not isinstance(error, Exception):
+                        error = ChatError(event.text or "the upstream reported an error")
+                    on_error(error)
 
             def _close_step() -> None:
                 nonlocal step_events
@@ -411,21 +412,30 @@ def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
     return operator
 
 
+def _is_text_delta(event: ChatEvent) -> bool:
+    return event.type is _T.TEXT_DELTA and bool(event.text)
+
+
+def _text_of(event: ChatEvent) -> str:
+    return event.text or ""
+
+
+def _is_response_end(event: ChatEvent) -> bool:
+    return event.type is _T.RESPONSE_END
+
+
+def _response_of(event: ChatEvent) -> ChatResponse:
+    return event.response or ChatResponse()
+
+
 def text_deltas() -> Callable[[Observable[ChatEvent]], Observable[str]]:
     """TEXT_DELTA events that carry text -> their text."""
-    return reactivex.compose(
-        ops.filter(lambda e: e.type is _T.TEXT_DELTA and bool(e.text)),
-        ops.map(lambda e: e.text),
-    )
+    return reactivex.compose(ops.filter(_is_text_delta), ops.map(_text_of))
 
 
 def final_response() -> Callable[[Observable[ChatEvent]], Observable[ChatResponse]]:
     """RESPONSE_END -> its ChatResponse, then completes."""
-    return reactivex.compose(
-        ops.filter(lambda e: e.type is _T.RESPONSE_END),
-        ops.take(1),
-        ops.map(lambda e: e.response),
-    )
+    return reactivex.compose(ops.filter(_is_response_end), ops.take(1), ops.map(_response_of))
 
 
 def reduce_response(events: Iterable[ChatEvent]) -> ChatResponse | None:

@@ -17,7 +17,7 @@ from .sse import iter_frames
 
 __all__ = ["ReplaySource", "replay"]
 
-ReplaySource = Union[str, bytes, os.PathLike, Iterable[Any]]
+ReplaySource = Union[str, bytes, os.PathLike, Iterable[Any]]  # noqa: UP007
 """A path, the bytes or text of a recording (SSE or JSON lines), or an iterable of frames."""
 
 

@@ -70,7 +70,9 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    total_tokens: int = 0
+    total_tokens: int = attrs.field(
+        default=attrs.Factory(lambda u: u.prompt_tokens + u.completion_tokens, takes_self=True)
+    )
     thinking_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
@@ -242,11 +244,7 @@ class ChatResponse:
     provider_response_id: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        given = {
-            name: value
-            for name in _MIRRORED
-            if (value := getattr(self, name)) is not None
-        }
+        given = {name: value for name in _MIRRORED if (value := getattr(self, name)) is not None}
         message = self.message
         if message is None and given:
             message = AssistantMessage(**given)

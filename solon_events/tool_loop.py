@@ -83,9 +83,11 @@ def response_steps(plan: StepPlan) -> Observable[ChatEvent]:
                 nonlocal tool_task
                 tool_task = asyncio.ensure_future(run_tools(step, step_end, calls))
 
-            current.disposable = plan.frames(http_request).pipe(
-                parse(plan.dialect, step=step)
-            ).subscribe(on_next, observer.on_error, on_completed)
+            current.disposable = (
+                plan.frames(http_request)
+                .pipe(parse(plan.dialect, step=step))
+                .subscribe(on_next, observer.on_error, on_completed)
+            )
 
         async def run_tools(step: int, step_end: ChatEvent, calls: tuple[ToolCall, ...]) -> None:
             try:

@@ -8,6 +8,7 @@ frames observable cancels the request task, which closes the connection at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -110,10 +111,8 @@ class HttpTransport:
     def close(self) -> None:
         """Close the connection pool and stop the I/O loop (idempotent)."""
         if self._session is not None and not self.io.in_loop_thread():
-            try:
+            with contextlib.suppress(RuntimeError):
                 self.io.run(self.aclose())
-            except RuntimeError:
-                pass
         self.io.close()
 
     def frames(self, request: HttpRequest, dialect: ChatDialect) -> Observable[Frame]:
@@ -239,10 +238,8 @@ class HttpTransport:
         if response.status >= 400:
             body = await response.content.read(_ERROR_BODY_LIMIT)
             payload: Any = None
-            try:
+            with contextlib.suppress(orjson.JSONDecodeError):
                 payload = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                pass
             message = dialect.error_message(payload) if payload is not None else None
             if not message:
                 message = _snippet(body) or response.reason or None

@@ -24,7 +24,7 @@ _T = ChatEventType
 class _CallParts:
     """A tool call being assembled from its events."""
 
-    __slots__ = ("id", "name", "index", "fragments", "final")
+    __slots__ = ("final", "fragments", "id", "index", "name")
 
     def __init__(self, index: int) -> None:
         self.id: str | None = None
@@ -69,22 +69,22 @@ class ChatAccumulator:
     """
 
     __slots__ = (
-        "_text",
-        "_thinking",
-        "_refusal",
-        "_calls",
-        "_call_ids",
-        "_citations",
-        "_search_results",
         "_blocks",
-        "_text_flushed",
-        "usage",
-        "finish_reason",
-        "errors",
-        "provider_response_id",
-        "model",
-        "_metadata",
+        "_call_ids",
+        "_calls",
+        "_citations",
         "_handlers",
+        "_metadata",
+        "_refusal",
+        "_search_results",
+        "_text",
+        "_text_flushed",
+        "_thinking",
+        "errors",
+        "finish_reason",
+        "model",
+        "provider_response_id",
+        "usage",
     )
 
     def __init__(self) -> None:
@@ -213,10 +213,8 @@ class ChatAccumulator:
 
     def _on_call_end(self, event: ChatEvent) -> None:
         parts = self._parts_for(event)
-        if event.tool_call is not None and event.type is _T.TOOL_CALL_CHUNK:
-            parts.final = event.tool_call
-        elif event.tool_call is not None and (
-            event.tool_call.arguments_str or not parts.fragments
+        if (event.tool_call is not None and event.type is _T.TOOL_CALL_CHUNK) or (
+            event.tool_call is not None and (event.tool_call.arguments_str or not parts.fragments)
         ):
             parts.final = event.tool_call
 

@@ -11,13 +11,12 @@ __all__ = ["ChatEventNormalizer"]
 
 _T = ChatEventType
 Emit = Callable[[ChatEvent], None]
-_NO_KEY = (None, -1)
 
 
 class _Blocks:
     """The open blocks of one strict group (text or thinking), keyed by (item_id, index)."""
 
-    __slots__ = ("start", "end", "open")
+    __slots__ = ("end", "open", "start")
 
     def __init__(self, start: ChatEventType, end: ChatEventType) -> None:
         self.start = start
@@ -25,9 +24,22 @@ class _Blocks:
         self.open: dict[tuple[Any, int], ChatEvent] = {}
 
     def key_of(self, event: ChatEvent) -> tuple[Any, int]:
+        """The open block ``event`` belongs to, else the event's own key.
+
+        A key part the event or the block leaves unset (None / -1) matches anything, so a
+        keyless delta belongs to the latest block and ``item_id``-only events find the block
+        opened with ``item_id`` and ``index``.
+        """
         key = (event.item_id, event.index)
-        if key == _NO_KEY and key not in self.open and self.open:
-            return next(reversed(self.open))
+        if key in self.open or not self.open:
+            return key
+        item_id, index = key
+        for open_key in reversed(self.open):
+            open_item, open_index = open_key
+            if (item_id is None or open_item is None or open_item == item_id) and (
+                index == -1 or open_index == -1 or open_index == index
+            ):
+                return open_key
         return key
 
     def close_all(self, cause: ChatEvent, emit: Emit) -> None:
@@ -76,7 +88,7 @@ class ChatEventNormalizer:
     START, ARGS_DELTA, END. Every other event passes through untouched.
     """
 
-    __slots__ = ("_text", "_thinking", "_calls", "_last", "_handlers")
+    __slots__ = ("_calls", "_handlers", "_last", "_text", "_thinking")
 
     def __init__(self) -> None:
         self._text = _Blocks(_T.TEXT_START, _T.TEXT_END)
@@ -129,11 +141,10 @@ class ChatEventNormalizer:
         emit(event)
 
     def _start(self, mine: _Blocks, other: _Blocks, event: ChatEvent, emit: Emit) -> None:
-        key = (event.item_id, event.index)
-        if key in mine.open:
+        if mine.key_of(event) in mine.open:
             return
         other.close_all(event, emit)
-        mine.open[key] = event
+        mine.open[(event.item_id, event.index)] = event
         emit(event)
 
     def _end(self, mine: _Blocks, event: ChatEvent, emit: Emit) -> None:
@@ -154,7 +165,7 @@ class ChatEventNormalizer:
                 return key
         return None
 
-    def _tool_start(self, event: ChatEvent, emit: Emit) -> None:
+    def _tool_start(self, event: ChatEvent, emit: Emit) -> Any:
         self._text.close_all(event, emit)
         self._thinking.close_all(event, emit)
         key: Any = event.tool_call_id
@@ -162,9 +173,13 @@ class ChatEventNormalizer:
             key = object()
         self._calls[key] = event
         emit(event)
+        return key
 
     def _tool_delta(self, event: ChatEvent, emit: Emit) -> None:
-        if self._calls and self._open_call(event) is not None:
+        if self._calls and (
+            self._open_call(event) is not None
+            or (event.tool_call_id is None and event.index == -1 and event.item_id is None)
+        ):
             emit(event)
             return
         self._tool_start(_opener(_T.TOOL_CALL_START, event, tool_call=event.tool_call), emit)
@@ -190,11 +205,11 @@ class ChatEventNormalizer:
             "provider_response_id": event.provider_response_id,
             "raw": event.raw,
         }
-        start = ChatEvent(_T.TOOL_CALL_START, **fields)
-        self._tool_start(start, emit)
+        key = self._tool_start(ChatEvent(_T.TOOL_CALL_START, **fields), emit)
         text = call.arguments_str if call is not None else (event.text or "")
         emit(ChatEvent(_T.TOOL_CALL_ARGS_DELTA, text=text, **fields))
-        self._tool_end(ChatEvent(_T.TOOL_CALL_END, **fields), emit)
+        del self._calls[key]
+        emit(ChatEvent(_T.TOOL_CALL_END, **fields))
 
     # closing everything
 

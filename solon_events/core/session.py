@@ -16,7 +16,7 @@ class ChatStreamSession:
     :meth:`accumulate_usage` adds each step's usage into :attr:`total_usage`.
     """
 
-    __slots__ = ("response_id", "_next_step", "step", "total_usage", "_started", "_ended")
+    __slots__ = ("_ended", "_next_step", "_started", "response_id", "step", "total_usage")
 
     def __init__(self, response_id: str | None = None) -> None:
         self.response_id: str = response_id or f"resp_{uuid.uuid4().hex}"

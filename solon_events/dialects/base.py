@@ -63,15 +63,15 @@ class ChatStreamContext:
 
     __slots__ = (
         "_emit",
-        "response_id",
-        "provider_response_id",
-        "step",
-        "state",
-        "model",
-        "finished",
-        "finish_reason",
         "failure",
+        "finish_reason",
+        "finished",
         "frame_number",
+        "model",
+        "provider_response_id",
+        "response_id",
+        "state",
+        "step",
     )
 
     def __init__(
@@ -237,7 +237,7 @@ class ToolCallAssembler:
     next position (0, 1, ...) as its event ``index`` unless the provider gives one.
     """
 
-    __slots__ = ("_open", "_count")
+    __slots__ = ("_count", "_open")
 
     def __init__(self) -> None:
         self._open: dict[Any, list[Any]] = {}

@@ -1,0 +1,165 @@
+"""The ``solon-events`` command: ``demo``, ``replay`` and ``stream``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from .dialects.base import dialect_names
+from .events import ChatEvent
+from .filters import ChatEventFilter
+from .model import ChatModel
+from .render import LiveRenderer, event_to_json
+from .replay import replay
+from .tools import tool
+
+__all__ = ["main"]
+
+ROUTES = {
+    "openai": "/v1/chat/completions",
+    "openai-responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+    "gemini": "/v1beta",
+    "ollama": "/api/chat",
+}
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "ollama": "OLLAMA_API_KEY",
+}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: The city's name, e.g. Paris.
+    """
+    return f"18°C and sunny in {city}"
+
+
+def demo(dialect: str, console: Console) -> int:
+    """Stream the embedded provider's scripted tool-using conversation, rendered live."""
+    from .devserver import DevServer
+
+    server = DevServer.run_in_thread()
+    try:
+        console.print(
+            f"[bold]solon-events demo[/] — embedded {dialect} provider at {server.url}",
+            highlight=False,
+        )
+        with ChatModel(server.url + ROUTES[dialect], "weather", dialect=dialect) as model:
+            console.print("[bold]user:[/] What is the weather in Paris?")
+            return _render_live(model, "What is the weather in Paris?", console, True)
+    finally:
+        server.close()
+
+
+def _render_live(model: ChatModel, prompt: str, console: Console, with_tools: bool) -> int:
+    request = model.prompt(prompt).event_filter(ChatEventFilter.all())
+    if with_tools:
+        request = request.tools(get_weather)
+    render = LiveRenderer(console)
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def on_error(error: Exception) -> None:
+        failure.append(error)
+        done.set()
+
+    subscription = request.stream().subscribe(render, on_error, done.set)
+    try:
+        done.wait()
+    finally:
+        subscription.dispose()
+    console.print()
+    return 1 if failure else 0
+
+
+def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Console) -> int:
+    """Print the events of a recorded stream."""
+    event_filter = ChatEventFilter.all() if show_all else ChatEventFilter.DEFAULT
+    failure: list[BaseException] = []
+
+    def show(event: ChatEvent) -> None:
+        if fmt == "jsonl":
+            sys.stdout.write(event_to_json(event).decode() + "\n")
+        else:
+            console.print(repr(event), highlight=False, soft_wrap=True)
+
+    if not os.path.isfile(path):
+        console.print(f"[bold red]no such file:[/] {path}")
+        return 2
+    replay(path, dialect=dialect, event_filter=event_filter).subscribe(show, failure.append)
+    sys.stdout.flush()
+    if failure:
+        Console(stderr=True).print(f"[bold red]failed:[/] {failure[0]}")
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``solon-events``."""
+    parser = argparse.ArgumentParser(
+        prog="solon-events", description="Semantic event streams from chat models."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo_parser = commands.add_parser(
+        "demo", help="stream a scripted tool-using conversation from the embedded provider"
+    )
+    demo_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+
+    replay_parser = commands.add_parser("replay", help="print the events of a recorded stream")
+    replay_parser.add_argument("file")
+    replay_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+    replay_parser.add_argument("--format", choices=("pretty", "jsonl"), default="pretty")
+    replay_parser.add_argument(
+        "--all", action="store_true", help="show every event, HEARTBEAT and RAW included"
+    )
+
+    stream_parser = commands.add_parser(
+        "stream", help="stream a prompt from a provider (API key from an environment variable)"
+    )
+    stream_parser.add_argument("prompt")
+    stream_parser.add_argument("--url", required=True, help="the endpoint to POST to")
+    stream_parser.add_argument("--model", required=True)
+    stream_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+    stream_parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding the API key "
+        "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY by dialect)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``solon-events``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    console = Console(highlight=False)
+    if args.command == "demo":
+        return demo(args.dialect, console)
+    if args.command == "replay":
+        return replay_file(args.file, args.dialect, args.format, args.all, console)
+    variable = args.api_key_env or KEY_VARIABLES[args.dialect]
+    api_key = os.environ.get(variable)
+    try:
+        model = ChatModel(args.url, args.model, api_key=api_key, dialect=args.dialect)
+    except ValueError as exc:
+        console.print(f"[bold red]{exc}[/]")
+        return 2
+    with model:
+        return _render_live(model, args.prompt, console, False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

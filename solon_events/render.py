@@ -1,0 +1,117 @@
+"""Rendering events for a terminal (rich) and as JSON lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.text import Text
+
+from .events import ChatEvent, ChatEventType
+from .results import Usage
+
+__all__ = ["LiveRenderer", "event_to_json", "usage_line"]
+
+_T = ChatEventType
+
+
+def usage_line(usage: Usage | None) -> str:
+    """``usage`` in one short line."""
+    if usage is None:
+        return "no usage reported"
+    parts = [
+        f"prompt {usage.prompt_tokens}",
+        f"completion {usage.completion_tokens}",
+        f"total {usage.total_tokens}",
+    ]
+    if usage.thinking_tokens:
+        parts.append(f"thinking {usage.thinking_tokens}")
+    if usage.cache_read_input_tokens:
+        parts.append(f"cache read {usage.cache_read_input_tokens}")
+    return ", ".join(parts)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "__attrs_attrs__"):
+        return {a.name: _plain(getattr(value, a.name)) for a in value.__attrs_attrs__}
+    if isinstance(value, BaseException):
+        return {"type": type(value).__name__, "message": str(value)}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def event_to_json(event: ChatEvent, *, with_raw: bool = False) -> bytes:
+    """``event`` as one JSON object: its type and every field that is set."""
+    data: dict[str, Any] = {"type": event.type.name}
+    for attribute in event.__attrs_attrs__:  # type: ignore[attr-defined]
+        name = attribute.name
+        if name == "type" or (name == "raw" and not with_raw):
+            continue
+        value = getattr(event, name)
+        if value is None or value == attribute.default or (name in ("raw", "attrs") and not value):
+            continue
+        data[name] = _plain(value)
+    return orjson.dumps(data)
+
+
+class LiveRenderer:
+    """Shows a response as it streams: thinking dimmed, the answer typed as it arrives,
+    tool calls and results as they happen, per-step and total usage at the end."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self._mode: str | None = None
+
+    def _switch(self, mode: str | None) -> None:
+        if self._mode != mode and self._mode is not None:
+            self.console.print()
+        self._mode = mode
+
+    def __call__(self, event: ChatEvent) -> None:
+        """Render one event."""
+        t = event.type
+        out = self.console
+        if t is _T.THINKING_DELTA and event.text:
+            if self._mode != "thinking":
+                self._switch("thinking")
+                out.print("thinking: ", style="dim italic", end="")
+            out.print(Text(event.text, style="dim"), end="")
+        elif t is _T.TEXT_DELTA and event.text:
+            self._switch("text")
+            out.print(Text(event.text), end="")
+        elif t is _T.REFUSAL_DELTA and event.text:
+            self._switch("text")
+            out.print(Text(event.text, style="red"), end="")
+        elif t is _T.TOOL_CALL_END and event.tool_call is not None:
+            self._switch(None)
+            call = event.tool_call
+            out.print(Text(f"→ tool call {call.name}({call.arguments_str})", style="cyan"))
+        elif t is _T.TOOL_RESULT:
+            self._switch(None)
+            name = event.tool_call.name if event.tool_call else "tool"
+            out.print(Text(f"← {name} returned: {event.text}", style="green"))
+        elif t is _T.SERVER_TOOL_START:
+            self._switch(None)
+            out.print(Text(f"⚙ server tool {event.sub_type or ''} started", style="cyan"))
+        elif t is _T.CITATION and event.citation is not None:
+            self._switch(None)
+            out.print(Text(f"[source] {event.citation.url or event.citation.title}", style="blue"))
+        elif t is _T.CONTENT_FILTER:
+            self._switch(None)
+            out.print(Text(f"content filtered: {event.text or ''}", style="red"))
+        elif t is _T.STEP_END:
+            self._switch(None)
+            out.print(Text(f"step {event.step} usage: {usage_line(event.usage)}", style="dim"))
+        elif t is _T.RESPONSE_END:
+            self._switch(None)
+            out.print(Text(f"total usage: {usage_line(event.usage)}", style="bold"))
+        elif t is _T.ERROR:
+            self._switch(None)
+            out.print(Text(f"error: {event.text}", style="bold red"))
