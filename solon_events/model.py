@@ -17,10 +17,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
+import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
 from reactivex.scheduler.eventloop import AsyncIOThreadSafeScheduler
 
+from .core.session import new_response_id
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
 from .events import ChatEvent, ChatEventType
@@ -178,13 +180,16 @@ class ChatPrompt:
         Events are delivered on the model's I/O thread.
         """
         plan = self._plan()
+        event_filter = self._event_filter
+
+        def pipeline(_scheduler: object) -> Observable[ChatEvent]:
+            response_id = new_response_id()
+            return response_steps(plan, response_id=response_id).pipe(
+                normalize(), aggregate(response_id=response_id), guard(event_filter)
+            )
+
         io_scheduler = AsyncIOThreadSafeScheduler(self._model.transport.io.loop)
-        return response_steps(plan).pipe(
-            normalize(),
-            aggregate(),
-            guard(self._event_filter),
-            ops.subscribe_on(io_scheduler),
-        )
+        return reactivex.defer(pipeline).pipe(ops.subscribe_on(io_scheduler))
 
     def call(self) -> ChatResponse:
         """Block until the response is complete and return it; raises its ChatError."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import attrs
 import orjson
 import reactivex
 from reactivex import Observable, abc
@@ -202,27 +203,23 @@ def normalize() -> Operator:
 class _ResponseState:
     """What :func:`aggregate` tracks for one subscription."""
 
-    __slots__ = ("ended", "last_response", "session", "step_events", "step_open")
+    __slots__ = ("ended", "last_event", "last_response", "session", "step", "step_open")
 
-    def __init__(self) -> None:
-        self.session = ChatStreamSession()
-        self.step_events: list[ChatEvent] = []
+    def __init__(self, response_id: str | None) -> None:
+        self.session = ChatStreamSession(response_id)
+        self.step = ChatAccumulator()
+        """Folds the open step's events, for STEP_ENDs without a response and for errors."""
         self.step_open = False
+        self.last_event: ChatEvent | None = None
         self.last_response: ChatResponse | None = None
         self.ended = False
-
-    def fold_step(self, usage: Usage | None = None) -> ChatResponse:
-        accumulator = ChatAccumulator()
-        for event in self.step_events:
-            accumulator.add(event)
-        return accumulator.snapshot(usage=usage)
 
     def step_end(self, event: ChatEvent) -> ChatEvent:
         """``event`` (a STEP_END) with its response, counted into the total usage."""
         usage = event.usage
         response = event.response
         if response is None:
-            response = self.fold_step(usage)
+            response = self.step.snapshot(usage=usage)
             if usage is None:
                 usage = response.usage
             event = event.evolve(response=response, usage=usage)
@@ -231,12 +228,12 @@ class _ResponseState:
             event = event.evolve(usage=usage)
         self.session.accumulate_usage(usage)
         self.last_response = response
-        self.step_events = []
+        self.step = ChatAccumulator()
         self.step_open = False
         return with_response_id(event, self.session.response_id)
 
     def synthesized_step_end(self) -> ChatEvent:
-        last = self.step_events[-1] if self.step_events else None
+        last = self.last_event
         return self.step_end(
             ChatEvent(
                 _T.STEP_END,
@@ -246,18 +243,15 @@ class _ResponseState:
         )
 
     def partial_response(self) -> ChatResponse | None:
-        if self.step_events:
-            partial = self.fold_step()
-            if not partial.is_empty or self.last_response is None:
-                return partial
+        partial = self.step.snapshot()
+        if not partial.is_empty or self.last_response is None:
+            return partial
         return self.last_response
 
     def final_response(self) -> ChatResponse:
-        response = self.last_response or self.fold_step()
+        response = self.last_response or self.step.snapshot()
         total = self.session.total_usage
         if response.usage is not total:
-            import attrs
-
             response = attrs.evolve(response, usage=total)
         return response
 
@@ -267,7 +261,7 @@ _RESPONSE_LEVEL = frozenset(
 )
 
 
-def aggregate() -> Operator:
+def aggregate(*, response_id: str | None = None) -> Operator:
     """The response level: RESPONSE_START, stamped ids, step responses, usage, one terminal event.
 
     Emits RESPONSE_START first and stamps the response id on every event; gives every
@@ -276,33 +270,36 @@ def aggregate() -> Operator:
     response carrying the total usage); on failure one ERROR event (the error, the best
     partial response, the total usage and the provider's error fields as ``raw``) and then
     the same exception through ``on_error``.
+
+    Each subscription gets a fresh response id, unless ``response_id`` is given (pass
+    the same id to :func:`parse` and events need no re-stamping: a pipeline built per
+    subscription, as :func:`~solon_events.replay` does, is faster that way).
     """
 
     def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
         def subscribe(
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            state = _ResponseState()
+            state = _ResponseState(response_id)
             session = state.session
             rid = session.response_id
             push = observer.on_next
-            step_events = state.step_events
+            add = state.step.add
 
             def on_next(event: ChatEvent) -> None:
-                nonlocal step_events
+                nonlocal add
                 if state.ended:
                     return
                 t = event.type
                 if t not in _RESPONSE_LEVEL:
-                    step_events.append(event)
+                    add(event)
+                    state.last_event = event
                     push(with_response_id(event, rid))
                 elif t is _T.STEP_END:
                     push(state.step_end(event))
-                    step_events = state.step_events
+                    add = state.step.add
                 elif t is _T.STEP_START:
-                    if state.step_open:
-                        push(state.synthesized_step_end())
-                        step_events = state.step_events
+                    _close_step()
                     state.step_open = True
                     session.next_step()
                     push(with_response_id(event, rid))
@@ -322,10 +319,10 @@ def aggregate() -> Operator:
                     on_error(error)
 
             def _close_step() -> None:
-                nonlocal step_events
+                nonlocal add
                 if state.step_open:
                     push(state.synthesized_step_end())
-                    step_events = state.step_events
+                    add = state.step.add
 
             def on_error(error: Exception) -> None:
                 if state.ended:

@@ -10,6 +10,7 @@ from typing import Any, Union
 import reactivex
 from reactivex import Observable
 
+from .core.session import new_response_id
 from .dialects.base import ChatDialect, get_dialect
 from .events import ChatEvent
 from .operators import aggregate, guard, normalize, parse
@@ -52,5 +53,14 @@ def replay(
             f"replay() takes a path, bytes, text or an iterable of frames, "
             f"not {type(source).__name__}"
         )
-    frames = reactivex.defer(lambda _scheduler: reactivex.from_iterable(_frames(source)))
-    return frames.pipe(parse(chosen), normalize(), aggregate(), guard(event_filter))
+
+    def pipeline(_scheduler: object) -> Observable[ChatEvent]:
+        response_id = new_response_id()
+        return reactivex.from_iterable(_frames(source)).pipe(
+            parse(chosen, response_id=response_id),
+            normalize(),
+            aggregate(response_id=response_id),
+            guard(event_filter),
+        )
+
+    return reactivex.defer(pipeline)

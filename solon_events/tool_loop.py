@@ -46,8 +46,11 @@ class StepPlan:
     tool_errors: ToolErrorPolicy = "raise"
 
 
-def response_steps(plan: StepPlan) -> Observable[ChatEvent]:
-    """A cold observable of every step's events (STEP_START ... STEP_END, repeated)."""
+def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observable[ChatEvent]:
+    """A cold observable of every step's events (STEP_START ... STEP_END, repeated).
+
+    ``response_id`` is put on every event (as the pipeline's :func:`aggregate` will).
+    """
 
     def subscribe(
         observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
@@ -103,6 +106,7 @@ def response_steps(plan: StepPlan) -> Observable[ChatEvent]:
                     ChatEvent(
                         _T.TOOL_RESULT,
                         step=step,
+                        response_id=response_id,
                         index=call.index,
                         tool_call_id=call.id,
                         tool_call=call,
@@ -112,7 +116,9 @@ def response_steps(plan: StepPlan) -> Observable[ChatEvent]:
                 )
             direct = [text for tool, text in results if tool.return_direct]
             if direct:
-                observer.on_next(ChatEvent(_T.TEXT_DELTA, step=step, text="\n".join(direct)))
+                observer.on_next(ChatEvent(
+                        _T.TEXT_DELTA, step=step, response_id=response_id, text="\n".join(direct)
+                    ))
                 observer.on_next(_with_text(step_end, "\n".join(direct)))
                 observer.on_completed()
                 return

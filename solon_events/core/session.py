@@ -6,7 +6,12 @@ import uuid
 
 from ..results import Usage
 
-__all__ = ["ChatStreamSession"]
+__all__ = ["ChatStreamSession", "new_response_id"]
+
+
+def new_response_id() -> str:
+    """A fresh, unique response id."""
+    return f"resp_{uuid.uuid4().hex}"
 
 
 class ChatStreamSession:
@@ -19,7 +24,7 @@ class ChatStreamSession:
     __slots__ = ("_ended", "_next_step", "_started", "response_id", "step", "total_usage")
 
     def __init__(self, response_id: str | None = None) -> None:
-        self.response_id: str = response_id or f"resp_{uuid.uuid4().hex}"
+        self.response_id: str = response_id or new_response_id()
         self._next_step = 0
         self.step = 0
         """The last step number given by :meth:`next_step` (0 before any)."""

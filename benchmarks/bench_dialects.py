@@ -1,0 +1,182 @@
+"""Cost per frame of the whole replay pipeline, per dialect, against a JSON-decode baseline.
+
+For each dialect: parse -> normalize -> aggregate -> guard over (a) every corpus recording
+(when ../shared/corpus exists) and (b) a synthetic stream of N text-delta frames. The
+baseline, measured in the same run, splits the same bytes into frames and ``orjson.loads``
+each payload: the least any consumer of these bytes must do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import reactivex
+
+from solon_events import ChatEventFilter, aggregate, guard, normalize, parse
+from solon_events.sse import iter_frames
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CORPUS_DIALECTS = {
+    "openai-chat": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "openai-responses": "openai-responses",
+}
+
+
+def _sse(payloads: list[bytes]) -> bytes:
+    return b"".join(b"data: " + p + b"\n\n" for p in payloads)
+
+
+def _ndjson(payloads: list[bytes]) -> bytes:
+    return b"".join(p + b"\n" for p in payloads)
+
+
+def _openai(n: int) -> bytes:
+    head = b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
+    delta = head + b'"choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}'
+    end = head + b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+    usage = head + b'"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}'
+    return _sse([delta] * (n - 2) + [end, usage]) + b"data: [DONE]\n\n"
+
+
+def _anthropic(n: int) -> bytes:
+    start = (
+        b'{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",'
+        b'"model":"claude","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}'
+    )
+    block = b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
+    delta = (
+        b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word "}}'
+    )
+    tail = [
+        b'{"type":"content_block_stop","index":0}',
+        b'{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}',
+        b'{"type":"message_stop"}',
+    ]
+    return _sse([start, block] + [delta] * (n - 5) + tail)
+
+
+def _responses(n: int) -> bytes:
+    created = b'{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","model":"m","output":[]}}'
+    added = b'{"type":"response.output_item.added","output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}'
+    delta = b'{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"word "}'
+    done = b'{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[]}}'
+    completed = b'{"type":"response.completed","response":{"id":"resp_1","status":"completed","model":"m","output":[],"usage":{"input_tokens":5,"output_tokens":9,"total_tokens":14}}}'
+    return _sse([created, added] + [delta] * (n - 4) + [done, completed])
+
+
+def _gemini(n: int) -> bytes:
+    delta = b'{"candidates":[{"content":{"parts":[{"text":"word "}],"role":"model"},"index":0}],"modelVersion":"g","responseId":"r1"}'
+    end = b'{"candidates":[{"content":{"parts":[{"text":"."}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":5,"candidatesTokenCount":9,"totalTokenCount":14},"modelVersion":"g","responseId":"r1"}'
+    return _sse([delta] * (n - 1) + [end])
+
+
+def _ollama(n: int) -> bytes:
+    delta = b'{"model":"llama","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant","content":"word "},"done":false}'
+    end = b'{"model":"llama","created_at":"2025-01-01T00:00:00Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":5,"eval_count":9}'
+    return _ndjson([delta] * (n - 1) + [end])
+
+
+SYNTHETIC: dict[str, Callable[[int], bytes]] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "openai-responses": _responses,
+    "gemini": _gemini,
+    "ollama": _ollama,
+}
+
+
+def baseline(body: bytes) -> tuple[float, int]:
+    """Seconds to split ``body`` into payloads and decode each; the number of payloads."""
+    start = time.perf_counter()
+    count = 0
+    for line in body.splitlines():
+        if line.startswith(b"data: "):
+            line = line[6:]
+        elif not line or line.startswith((b"event:", b":")):
+            continue
+        if line != b"[DONE]":
+            orjson.loads(line)
+        count += 1
+    return time.perf_counter() - start, count
+
+
+def pipeline(body: bytes, dialect: str) -> float:
+    """Seconds to run ``body`` through parse, normalize, aggregate and guard."""
+    failures: list[BaseException] = []
+    start = time.perf_counter()
+    reactivex.from_iterable(iter_frames(body)).pipe(
+        parse(dialect), normalize(), aggregate(), guard(ChatEventFilter.DEFAULT)
+    ).subscribe(lambda _e: None, failures.append)
+    elapsed = time.perf_counter() - start
+    if failures:
+        raise failures[0]
+    return elapsed
+
+
+def measure(body: bytes, dialect: str, repeat: int = 3) -> tuple[float, float, int]:
+    """Best-of-``repeat`` (pipeline seconds, baseline seconds, frames)."""
+    base, frames = min(baseline(body) for _ in range(repeat))
+    ours = min(pipeline(body, dialect) for _ in range(repeat))
+    return ours, base, frames
+
+
+def _row(label: str, ours: float, base: float, frames: int) -> str:
+    per = 1e6 / frames
+    return f"{label:<48}{frames:>9,}{ours * per:>10.2f}{base * per:>10.2f}{ours / base:>8.2f}"
+
+
+HEADER = f"{'stream':<48}{'frames':>9}{'us/frame':>10}{'baseline':>10}{'ratio':>8}"
+
+
+def corpus_rows() -> list[str]:
+    """One row per dialect over all of its corpus recordings together."""
+    rows = []
+    if not CORPUS.is_dir():
+        return ["(../shared/corpus not present: corpus rows skipped)"]
+    for folder, dialect in CORPUS_DIALECTS.items():
+        total = [0.0, 0.0, 0]
+        for path in sorted((CORPUS / folder).glob("*.jsonl")):
+            body = path.read_bytes()
+            try:
+                ours, base, frames = measure(body, dialect, repeat=5)
+            except Exception:  # recordings of provider failures end in an error
+                continue
+            total[0] += ours
+            total[1] += base
+            total[2] += frames
+        rows.append(_row(f"corpus {folder} (all recordings)", total[0], total[1], int(total[2])))
+    return rows
+
+
+def synthetic_rows(n: int) -> list[str]:
+    """One row per dialect over a synthetic ``n``-frame stream."""
+    return [
+        _row(f"synthetic {dialect}", *measure(make(n), dialect)) for dialect, make in SYNTHETIC.items()
+    ]
+
+
+def scaling_rows(sizes: tuple[int, ...] = (1_000, 100_000, 1_000_000)) -> list[str]:
+    """The cost per frame at growing stream lengths (it must stay flat)."""
+    rows = []
+    for n in sizes:
+        ours, base, frames = measure(_openai(n), "openai", repeat=1 if n >= 1_000_000 else 3)
+        rows.append(_row(f"openai, {n:,} frames", ours, base, frames))
+    return rows
+
+
+def main(n: int = 100_000) -> None:
+    print(HEADER)
+    for row in corpus_rows():
+        print(row)
+    for row in synthetic_rows(n):
+        print(row)
+    print()
+    print("scaling (us/frame must stay flat):")
+    print(HEADER)
+    for row in scaling_rows():
+        print(row)

@@ -1,0 +1,789 @@
+"""The Anthropic Messages API dialect (``"anthropic"``): streamed ``/v1/messages`` events.
+
+Frames are the JSON payloads of the SSE stream: ``message_start``, ``content_block_start`` /
+``_delta`` / ``_stop`` keyed by the block ``index``, ``message_delta``, ``message_stop``,
+``ping`` and ``error``.
+
+Mapping choices worth knowing:
+
+- TEXT and THINKING events carry the content block ``index``. Client tool calls carry the
+  call's position (0, 1, ... in the stream) as ``index``, given by
+  :class:`~solon_events.dialects.base.ToolCallAssembler`, so calls never collide.
+- Server tools: ``server_tool_use`` opens a SERVER_TOOL_START whose ``sub_type`` is the tool
+  name (``"web_search"``, ``"bash_code_execution"``, ...); any other ``<prefix>_tool_use``
+  block (``mcp_tool_use``) uses the prefix (``"mcp"``; the MCP server name is in
+  ``attrs["server_name"]``). Every ``<prefix>_tool_result`` block is a SERVER_TOOL_RESULT whose
+  ``sub_type`` is that of the call it answers (``tool_use_id``), else the prefix; its ``raw``
+  is the result block, its ``raw_type`` the block type, ``attrs["is_error"]`` tells failures,
+  and its ``tool_call`` is the call with its complete input. Result items carrying a ``url``
+  (web search results) are also sent as SEARCH_RESULT events.
+- Usage: ``message_delta`` usage is cumulative and is merged over ``message_start``'s usage
+  (a field present in the delta wins, ``input_tokens`` included). ``prompt_tokens`` is
+  ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``;
+  ``completion_tokens`` is ``output_tokens``; ``source`` is the merged raw usage.
+- ``stop_reason`` is the finish reason as Anthropic spells it (``"end_turn"``,
+  ``"tool_use"``, ...); ``"refusal"`` also sends CONTENT_FILTER (``sub_type`` = the refusal
+  category, ``attrs`` = ``stop_details``).
+- A repeated ``message_start`` with the same id is reported as RAW
+  (``"message_start:duplicate"``) and changes nothing; one with a new id (streams spliced
+  together) closes the open blocks and starts a fresh message.
+- Unknown event types, block types and delta types become RAW events whose ``raw_type`` names
+  them (``"content_block_start:foo_block"``, ``"content_block_delta:foo_delta"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import ChatProtocolError
+from ..events import ChatEventType
+from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..results import (
+    AssistantMessage,
+    Citation,
+    FileBlock,
+    ImageBlock,
+    SearchResult,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+from .base import ChatDialect, ChatStreamContext, HttpRequest, ToolCallAssembler, make_usage
+
+__all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
+
+_T = ChatEventType
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent with every request."""
+
+DEFAULT_MAX_TOKENS = 4096
+"""``max_tokens`` when the request options give none (the API requires one)."""
+
+_STATE_KEY = "anthropic"
+_TOOL_USE_SUFFIX = "_tool_use"
+_TOOL_RESULT_SUFFIX = "_tool_result"
+
+
+class _Block:
+    """An open content block: what kind it is and what it has gathered so far."""
+
+    __slots__ = ("fragments", "id", "input", "kind", "name", "sub_type", "type")
+
+    def __init__(self, kind: str, type: str, id: str | None = None, name: str = "") -> None:
+        self.kind = kind
+        self.type = type
+        self.id = id
+        self.name = name
+        self.sub_type: str | None = None
+        self.input: Any = None
+        self.fragments: list[str] = []
+
+
+class _Stream:
+    """The dialect's state for one step: the current message and its open blocks."""
+
+    __slots__ = ("blocks", "message_id", "server_calls", "started", "tools", "usage")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.message_id: Any = None
+        self.blocks: dict[int, _Block] = {}
+        self.tools = ToolCallAssembler()
+        self.usage: dict[str, Any] = {}
+        self.server_calls: dict[str | None, tuple[str | None, ToolCall | None]] = {}
+
+
+def _stream(ctx: ChatStreamContext) -> _Stream:
+    stream = ctx.state.get(_STATE_KEY)
+    if stream is None:
+        stream = ctx.state[_STATE_KEY] = _Stream()
+    return stream
+
+
+class AnthropicDialect(ChatDialect):
+    """Anthropic Messages API streaming (``POST /v1/messages`` with ``stream: true``)."""
+
+    name = "anthropic"
+
+    def build_request(
+        self,
+        request: ChatRequest,
+        *,
+        api_url: str,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpRequest:
+        """The Messages API request: ``x-api-key`` and ``anthropic-version`` headers, JSON body.
+
+        The body holds ``model``, ``system`` (the system messages joined by a blank line),
+        ``messages``, ``tools`` and ``max_tokens`` (:data:`DEFAULT_MAX_TOKENS`, raised above a
+        ``thinking.budget_tokens`` option); ``request.options`` are passed through and
+        override these; ``stream`` is always true. An assistant turn's thinking is sent
+        back only with its signature (``metadata["thinking_signature"]``), as the API demands;
+        ``metadata["redacted_thinking"]`` (a string or a list) is sent back as
+        ``redacted_thinking`` blocks. Consecutive tool results form one user turn.
+        """
+        system, messages = _messages(request.messages)
+        body: dict[str, Any] = {"model": request.model, "messages": messages}
+        if system is not None:
+            body["system"] = system
+        if request.tools:
+            body["tools"] = [_tool(tool) for tool in request.tools]
+        body["max_tokens"] = _default_max_tokens(request.options)
+        body.update(request.options)
+        body["stream"] = True
+        return HttpRequest(url=api_url, headers=_headers(api_key, headers), body=body)
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        """Translate one Anthropic stream event into events on ``ctx``."""
+        if not isinstance(frame, Mapping):
+            raise ChatProtocolError(
+                f"an Anthropic stream event is a JSON object, not {type(frame).__name__}"
+            )
+        kind = frame.get("type")
+        handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            ctx.send(_T.RAW, raw_type=str(kind), raw=frame)
+            return
+        handler(ctx, _stream(ctx), frame)
+
+    def end_of_stream(self, ctx: ChatStreamContext) -> None:
+        """After the completion signal, close blocks the provider left open."""
+        stream = ctx.state.get(_STATE_KEY)
+        if ctx.finished and stream is not None:
+            _close_all(ctx, stream)
+
+
+# ---------------------------------------------------------------- stream events
+
+
+def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    message = _mapping(frame.get("message"))
+    message_id = message.get("id")
+    if stream.started and message_id == stream.message_id:
+        ctx.send(_T.RAW, raw_type="message_start:duplicate", raw=frame)
+        return
+    if stream.started:
+        _close_all(ctx, stream)
+        stream.server_calls.clear()
+    stream.started = True
+    stream.message_id = message_id
+    if isinstance(message_id, str):
+        ctx.provider_response_id = message_id
+    model = message.get("model")
+    if isinstance(model, str):
+        ctx.model = model
+    stream.usage = dict(_mapping(message.get("usage")))
+    ctx.send(_T.USAGE, usage=_usage(stream.usage), raw=frame)
+
+
+def _on_message_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    usage = frame.get("usage")
+    if isinstance(usage, Mapping):
+        stream.usage.update((k, v) for k, v in usage.items() if v is not None)
+        ctx.send(_T.USAGE, usage=_usage(stream.usage), raw=frame)
+    delta = _mapping(frame.get("delta"))
+    reason = delta.get("stop_reason")
+    if reason == "refusal":
+        details = _mapping(delta.get("stop_details"))
+        category = details.get("category")
+        ctx.send(
+            _T.CONTENT_FILTER,
+            text=reason,
+            sub_type=category if isinstance(category, str) else None,
+            attrs=details,
+            raw=frame,
+        )
+    if isinstance(reason, str):
+        ctx.finish(reason)
+
+
+def _on_message_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    _close_all(ctx, stream)
+    ctx.finish()
+
+
+def _on_ping(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    ctx.send(_T.HEARTBEAT, raw=frame)
+
+
+def _on_error(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    ctx.fail(frame)
+
+
+def _on_block_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    index = _index(frame.get("index"))
+    content = frame.get("content_block")
+    block_type = content.get("type") if isinstance(content, Mapping) else None
+    if not isinstance(content, Mapping) or not isinstance(block_type, str):
+        ctx.send(_T.RAW, raw_type="content_block_start", raw=frame)
+        return
+    if index in stream.blocks:
+        _close_block(ctx, stream, index, stream.blocks.pop(index))
+    opener = _BLOCK_OPENERS.get(block_type)
+    if opener is None:
+        opener = _generic_opener(block_type)
+    stream.blocks[index] = opener(ctx, stream, index, content, frame)
+
+
+def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    index = _index(frame.get("index"))
+    block = stream.blocks.get(index)
+    delta = _mapping(frame.get("delta"))
+    delta_type = _str(delta.get("type"))
+    handler = _DELTA_HANDLERS.get((block.kind, delta_type)) if block is not None else None
+    if handler is None or block is None:
+        ctx.send(_T.RAW, index=index, raw_type=f"content_block_delta:{delta_type}", raw=frame)
+        return
+    handler(ctx, stream, block, index, delta, frame)
+
+
+def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
+    index = _index(frame.get("index"))
+    block = stream.blocks.pop(index, None)
+    if block is None:
+        ctx.send(_T.RAW, index=index, raw_type="content_block_stop", raw=frame)
+    elif block.kind == "raw":
+        ctx.send(_T.RAW, index=index, raw_type=f"content_block_stop:{block.type}", raw=frame)
+    else:
+        _close_block(ctx, stream, index, block, frame)
+
+
+_EventHandler = Callable[[ChatStreamContext, _Stream, Mapping[str, Any]], None]
+
+_EVENT_HANDLERS: dict[str, _EventHandler] = {
+    "message_start": _on_message_start,
+    "content_block_start": _on_block_start,
+    "content_block_delta": _on_block_delta,
+    "content_block_stop": _on_block_stop,
+    "message_delta": _on_message_delta,
+    "message_stop": _on_message_stop,
+    "ping": _on_ping,
+    "error": _on_error,
+}
+
+
+# ---------------------------------------------------------------- block openers
+
+
+def _open_text(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    ctx.send(_T.TEXT_START, index=index, raw=frame)
+    text = content.get("text")
+    if isinstance(text, str) and text:
+        ctx.send(_T.TEXT_DELTA, index=index, text=text, raw=frame)
+    citations = content.get("citations")
+    if isinstance(citations, list):
+        for citation in citations:
+            if isinstance(citation, Mapping):
+                ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
+    return _Block("text", "text")
+
+
+def _open_thinking(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    ctx.send(_T.THINKING_START, index=index, raw=frame)
+    thinking = content.get("thinking")
+    if isinstance(thinking, str) and thinking:
+        ctx.send(_T.THINKING_DELTA, index=index, text=thinking, raw=frame)
+    signature = content.get("signature")
+    if isinstance(signature, str) and signature:
+        ctx.send(_T.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
+    return _Block("thinking", "thinking")
+
+
+def _open_redacted_thinking(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    data = content.get("data")
+    ctx.send(
+        _T.THINKING_REDACTED, index=index, text=data if isinstance(data, str) else "", raw=frame
+    )
+    return _Block("redacted", "redacted_thinking")
+
+
+def _open_tool_use(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    block = _Block("tool", "tool_use", _opt_str(content.get("id")), _str(content.get("name")))
+    block.input = content.get("input")
+    stream.tools.start(ctx, index, id=block.id, name=block.name, raw=frame)
+    return block
+
+
+def _open_server_tool_use(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    block_type = _str(content.get("type"))
+    block = _Block("server", block_type, _opt_str(content.get("id")), _str(content.get("name")))
+    block.input = content.get("input")
+    attrs: dict[str, Any] = {}
+    if block_type == "server_tool_use":
+        block.sub_type = block.name
+    else:
+        block.sub_type = block_type[: -len(_TOOL_USE_SUFFIX)]
+        server_name = content.get("server_name")
+        if server_name is not None:
+            attrs["server_name"] = server_name
+    ctx.send(
+        _T.SERVER_TOOL_START,
+        index=index,
+        tool_call_id=block.id,
+        sub_type=block.sub_type,
+        tool_call=_server_call(block, index),
+        attrs=attrs,
+        raw=frame,
+    )
+    return block
+
+
+def _open_tool_result(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    block_type = _str(content.get("type"))
+    call_id = _opt_str(content.get("tool_use_id"))
+    sub_type, call = stream.server_calls.get(
+        call_id, (block_type[: -len(_TOOL_RESULT_SUFFIX)], None)
+    )
+    ctx.send(
+        _T.SERVER_TOOL_RESULT,
+        index=index,
+        tool_call_id=call_id,
+        sub_type=sub_type,
+        raw_type=block_type,
+        tool_call=call,
+        attrs={"is_error": _is_error_result(content)},
+        raw=content,
+    )
+    items = content.get("content")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, Mapping) and isinstance(item.get("url"), str):
+                ctx.send(
+                    _T.SEARCH_RESULT,
+                    index=index,
+                    tool_call_id=call_id,
+                    sub_type=sub_type,
+                    search_result=_search_result(item),
+                    raw=item,
+                )
+    return _Block("result", block_type, call_id)
+
+
+def _open_unknown(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    content: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> _Block:
+    block_type = _str(content.get("type"))
+    ctx.send(_T.RAW, index=index, raw_type=f"content_block_start:{block_type}", raw=frame)
+    return _Block("raw", block_type)
+
+
+_Opener = Callable[[ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], _Block]
+
+_BLOCK_OPENERS: dict[str, _Opener] = {
+    "text": _open_text,
+    "thinking": _open_thinking,
+    "redacted_thinking": _open_redacted_thinking,
+    "tool_use": _open_tool_use,
+    "server_tool_use": _open_server_tool_use,
+}
+
+
+def _generic_opener(block_type: str) -> _Opener:
+    """The opener for a block type known only by its suffix."""
+    if block_type.endswith(_TOOL_RESULT_SUFFIX) and block_type != "tool_result":
+        return _open_tool_result
+    if block_type.endswith(_TOOL_USE_SUFFIX):
+        return _open_server_tool_use
+    return _open_unknown
+
+
+# ---------------------------------------------------------------- deltas
+
+
+def _text_delta(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    block: _Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    text = delta.get("text")
+    if isinstance(text, str) and text:
+        ctx.send(_T.TEXT_DELTA, index=index, text=text, raw=frame)
+
+
+def _thinking_delta(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    block: _Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    text = delta.get("thinking")
+    if isinstance(text, str) and text:
+        ctx.send(_T.THINKING_DELTA, index=index, text=text, raw=frame)
+
+
+def _signature_delta(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    block: _Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    signature = delta.get("signature")
+    if isinstance(signature, str) and signature:
+        ctx.send(_T.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
+
+
+def _citations_delta(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    block: _Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    citation = delta.get("citation")
+    if isinstance(citation, Mapping):
+        ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
+
+
+def _tool_args_delta(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    block: _Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    fragment = delta.get("partial_json")
+    if isinstance(fragment, str) and fragment:
+        block.fragments.append(fragment)
+        stream.tools.delta(ctx, index, fragment, raw=frame)
+
+
+def _server_args_delta(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    block: _Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    fragment = delta.get("partial_json")
+    if isinstance(fragment, str) and fragment:
+        block.fragments.append(fragment)
+        ctx.send(
+            _T.SERVER_TOOL_ARGS_DELTA,
+            index=index,
+            tool_call_id=block.id,
+            sub_type=block.sub_type,
+            text=fragment,
+            raw=frame,
+        )
+
+
+_DeltaHandler = Callable[
+    [ChatStreamContext, _Stream, _Block, int, Mapping[str, Any], Mapping[str, Any]], None
+]
+
+_DELTA_HANDLERS: dict[tuple[str, Any], _DeltaHandler] = {
+    ("text", "text_delta"): _text_delta,
+    ("text", "citations_delta"): _citations_delta,
+    ("thinking", "thinking_delta"): _thinking_delta,
+    ("thinking", "signature_delta"): _signature_delta,
+    ("tool", "input_json_delta"): _tool_args_delta,
+    ("server", "input_json_delta"): _server_args_delta,
+}
+
+
+# ---------------------------------------------------------------- block closing
+
+
+def _close_block(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    block: _Block,
+    frame: Mapping[str, Any] | None = None,
+) -> None:
+    """Emit what ends ``block`` (at ``index``), which is no longer open."""
+    if block.kind == "text":
+        ctx.send(_T.TEXT_END, index=index, raw=frame)
+    elif block.kind == "thinking":
+        ctx.send(_T.THINKING_END, index=index, raw=frame)
+    elif block.kind == "tool":
+        stream.tools.end(ctx, index, arguments_str=_arguments_str(block), raw=frame)
+    elif block.kind == "server":
+        stream.server_calls[block.id] = (block.sub_type, _server_call(block, index))
+
+
+def _close_all(ctx: ChatStreamContext, stream: _Stream) -> None:
+    """Close every block still open, in the order they were opened."""
+    blocks = stream.blocks
+    stream.blocks = {}
+    for index, block in blocks.items():
+        _close_block(ctx, stream, index, block)
+
+
+def _arguments_str(block: _Block) -> str | None:
+    """The tool input as text: the streamed fragments, else the input the block started with."""
+    if block.fragments or not isinstance(block.input, Mapping) or not block.input:
+        return None
+    return orjson.dumps(dict(block.input)).decode()
+
+
+def _server_call(block: _Block, index: int) -> ToolCall:
+    if block.fragments:
+        text = "".join(block.fragments)
+        return ToolCall(id=block.id, name=block.name, arguments_str=text, index=index)
+    arguments = dict(block.input) if isinstance(block.input, Mapping) else {}
+    return ToolCall(id=block.id, name=block.name, arguments=arguments, index=index)
+
+
+# ---------------------------------------------------------------- value mapping
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    """A complete usage snapshot from Anthropic's (merged) usage fields."""
+    cache_read = _int(raw.get("cache_read_input_tokens"))
+    cache_creation = _int(raw.get("cache_creation_input_tokens"))
+    server_tool_use = raw.get("server_tool_use")
+    return make_usage(
+        prompt_tokens=_int(raw.get("input_tokens")) + cache_read + cache_creation,
+        completion_tokens=_int(raw.get("output_tokens")),
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_creation,
+        server_tool_use=server_tool_use if isinstance(server_tool_use, Mapping) else None,
+        source=dict(raw),
+    )
+
+
+def _citation(raw: Mapping[str, Any]) -> Citation:
+    """A Citation from any Anthropic citation location (char, page, block, web, search)."""
+    return Citation(
+        url=_opt_str(raw.get("url")) or _opt_str(raw.get("source")),
+        title=_opt_str(raw.get("title")) or _opt_str(raw.get("document_title")),
+        cited_text=_opt_str(raw.get("cited_text")),
+        start_index=_first_int(raw, "start_char_index", "start_page_number", "start_block_index"),
+        end_index=_first_int(raw, "end_char_index", "end_page_number", "end_block_index"),
+        document_index=_first_int(raw, "document_index", "search_result_index"),
+        file_id=_opt_str(raw.get("file_id")),
+        type=_opt_str(raw.get("type")),
+        raw=raw,
+    )
+
+
+def _search_result(raw: Mapping[str, Any]) -> SearchResult:
+    return SearchResult(
+        url=_opt_str(raw.get("url")),
+        title=_opt_str(raw.get("title")),
+        date=_opt_str(raw.get("page_age")),
+        type=_opt_str(raw.get("type")),
+        raw=raw,
+    )
+
+
+def _is_error_result(content: Mapping[str, Any]) -> bool:
+    if content.get("is_error") is True:
+        return True
+    inner = content.get("content")
+    inner_type = inner.get("type") if isinstance(inner, Mapping) else None
+    return isinstance(inner_type, str) and inner_type.endswith("_error")
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _index(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _first_int(raw: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _list(value: Any) -> list[Any] | tuple[Any, ...]:
+    return value if isinstance(value, (list, tuple)) else ()
+
+
+# ---------------------------------------------------------------- request building
+
+
+def _headers(api_key: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "anthropic-version": ANTHROPIC_VERSION,
+    }
+    if api_key:
+        headers["x-api-key"] = api_key
+    if extra:
+        overridden = {name.lower() for name in extra}
+        headers = {k: v for k, v in headers.items() if k not in overridden}
+        headers.update(extra)
+    return headers
+
+
+def _default_max_tokens(options: Mapping[str, Any]) -> int:
+    """:data:`DEFAULT_MAX_TOKENS`, kept above a thinking budget (the API requires it)."""
+    thinking = options.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, Mapping) else None
+    if isinstance(budget, int) and budget >= DEFAULT_MAX_TOKENS:
+        return budget + DEFAULT_MAX_TOKENS
+    return DEFAULT_MAX_TOKENS
+
+
+def _tool(tool: ToolSpec | Mapping[str, Any]) -> dict[str, Any]:
+    """A tool definition; a mapping (e.g. a server tool such as web search) is sent as it is."""
+    if isinstance(tool, Mapping):
+        return dict(tool)
+    spec: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        spec["description"] = tool.description
+    spec["input_schema"] = dict(tool.parameters)
+    return spec
+
+
+def _messages(messages: Sequence[Any]) -> tuple[str | None, list[dict[str, Any]]]:
+    """The ``system`` text and the ``messages`` list of a conversation."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    tool_results: list[dict[str, Any]] | None = None
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if tool_results is None:
+                tool_results = []
+                out.append({"role": "user", "content": tool_results})
+            tool_results.append(_tool_result(message))
+            continue
+        tool_results = None
+        if isinstance(message, SystemMessage):
+            system.append(message.text)
+        elif isinstance(message, UserMessage):
+            out.append({"role": "user", "content": _user_content(message)})
+        elif isinstance(message, AssistantMessage):
+            content = _assistant_content(message)
+            if content:
+                out.append({"role": "assistant", "content": content})
+        else:
+            raise TypeError(f"cannot send a {type(message).__name__} to the Messages API")
+    return ("\n\n".join(system) if system else None), out
+
+
+def _tool_result(message: ToolMessage) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": message.content,
+    }
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _user_content(message: UserMessage) -> str | list[dict[str, Any]]:
+    if not message.blocks:
+        return message.text
+    content = [_content_block(block) for block in message.blocks]
+    if message.text:
+        content.append({"type": "text", "text": message.text})
+    return content
+
+
+def _content_block(block: Any) -> dict[str, Any]:
+    """A user content block: text, image, document (file), or a ready-made mapping."""
+    if isinstance(block, Mapping):
+        return dict(block)
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageBlock):
+        return {"type": "image", "source": _source(block.url, block.data, block.mime_type)}
+    if isinstance(block, FileBlock):
+        if block.file_id:
+            return {"type": "document", "source": {"type": "file", "file_id": block.file_id}}
+        return {"type": "document", "source": _source(block.url, block.data, block.mime_type)}
+    raise TypeError(f"cannot send a {type(block).__name__} block to the Messages API")
+
+
+def _source(url: str | None, data: str | None, mime_type: str | None) -> dict[str, Any]:
+    """A base64 or url source; a ``data:`` URL becomes a base64 source."""
+    if data:
+        return {"type": "base64", "media_type": mime_type or "", "data": data}
+    if url and url.startswith("data:") and ";base64," in url:
+        header, _, payload = url.partition(";base64,")
+        return {"type": "base64", "media_type": header[5:], "data": payload}
+    return {"type": "url", "url": url or ""}
+
+
+def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    signature = message.metadata.get("thinking_signature")
+    if message.thinking and isinstance(signature, str) and signature:
+        content.append({"type": "thinking", "thinking": message.thinking, "signature": signature})
+    redacted = message.metadata.get("redacted_thinking")
+    for data in [redacted] if isinstance(redacted, str) else _list(redacted):
+        content.append({"type": "redacted_thinking", "data": data})
+    if message.text:
+        content.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        content.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)}
+        )
+    return content

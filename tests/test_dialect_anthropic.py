@@ -1,0 +1,1273 @@
+"""The Anthropic Messages dialect: stream events -> semantic events, and request building.
+
+The fixtures are small streams written from Anthropic's streaming reference (event names and
+payload shapes of ``POST /v1/messages`` with ``stream: true``). The corpus test at the end
+reads the recorded streams in ``../shared/corpus/anthropic`` and is skipped when that
+directory does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from solon_events.dialects.anthropic import AnthropicDialect
+from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.errors import ChatError, ChatProtocolError, ProviderError
+from solon_events.events import ChatEvent, ChatEventType
+from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from solon_events.results import (
+    AssistantMessage,
+    FileBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+
+T = ChatEventType
+DIALECT = AnthropicDialect()
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "anthropic"
+
+
+# ---------------------------------------------------------------- frame builders
+
+
+def message_start(
+    msg_id: str = "msg_01", model: str = "claude-sonnet-4-5", **usage: Any
+) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": model,
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage or {"input_tokens": 25, "output_tokens": 1},
+        },
+    }
+
+
+def block_start(index: int, block: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": dict(block)}
+
+
+def delta(index: int, **payload: Any) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": payload}
+
+
+def text(index: int, value: str) -> dict[str, Any]:
+    return delta(index, type="text_delta", text=value)
+
+
+def json_delta(index: int, fragment: str) -> dict[str, Any]:
+    return delta(index, type="input_json_delta", partial_json=fragment)
+
+
+def block_stop(index: int) -> dict[str, Any]:
+    return {"type": "content_block_stop", "index": index}
+
+
+def message_delta(stop_reason: str | None = "end_turn", **usage: Any) -> dict[str, Any]:
+    frame: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+    }
+    if usage:
+        frame["usage"] = usage
+    return frame
+
+
+PING = {"type": "ping"}
+MESSAGE_STOP = {"type": "message_stop"}
+TEXT_BLOCK = {"type": "text", "text": ""}
+
+
+def run(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
+    """Feed ``frames`` to the dialect the way the parse operator does."""
+    events: list[ChatEvent] = []
+    ctx = ChatStreamContext(events.append, response_id="resp-1")
+    for number, frame in enumerate(frames, 1):
+        ctx.frame_number = number
+        DIALECT.parse_frame(ctx, frame)
+    DIALECT.end_of_stream(ctx)
+    return events, ctx
+
+
+def shape(events: Iterable[ChatEvent]) -> list[tuple[str, int, str | None]]:
+    return [(e.type.name, e.index, e.text) for e in events]
+
+
+def of(events: Iterable[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
+    return [e for e in events if e.type in types]
+
+
+def usages(events: list[ChatEvent]) -> list[Usage]:
+    found = [e.usage for e in of(events, T.USAGE)]
+    assert all(u is not None for u in found)
+    return [u for u in found if u is not None]
+
+
+def last_usage(events: list[ChatEvent]) -> Usage:
+    return usages(events)[-1]
+
+
+# ---------------------------------------------------------------- text and lifecycle
+
+
+def test_get_dialect_knows_anthropic() -> None:
+    dialect = get_dialect("anthropic")
+    assert isinstance(dialect, AnthropicDialect)
+    assert dialect.name == "anthropic"
+
+
+def test_text_stream_events_in_order() -> None:
+    events, ctx = run(
+        [
+            message_start("msg_1nZdL29xx5MUA1yADyHTEsnR", "claude-opus-4-1"),
+            block_start(0, TEXT_BLOCK),
+            PING,
+            text(0, "Hello"),
+            text(0, "!"),
+            block_stop(0),
+            message_delta("end_turn", output_tokens=15),
+            MESSAGE_STOP,
+        ]
+    )
+    assert shape(events) == [
+        ("USAGE", -1, None),
+        ("TEXT_START", 0, None),
+        ("HEARTBEAT", -1, None),
+        ("TEXT_DELTA", 0, "Hello"),
+        ("TEXT_DELTA", 0, "!"),
+        ("TEXT_END", 0, None),
+        ("USAGE", -1, None),
+    ]
+    assert ctx.finished and ctx.finish_reason == "end_turn"
+    assert ctx.failure is None
+    assert ctx.provider_response_id == "msg_1nZdL29xx5MUA1yADyHTEsnR"
+    assert ctx.model == "claude-opus-4-1"
+    assert {e.provider_response_id for e in events} == {"msg_1nZdL29xx5MUA1yADyHTEsnR"}
+    assert {e.response_id for e in events} == {"resp-1"}
+    assert events[3].raw["delta"] == {"type": "text_delta", "text": "Hello"}
+    usage = last_usage(events)
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (25, 15, 40)
+
+
+def test_message_delta_without_message_stop_is_complete() -> None:
+    _, ctx = run(
+        [
+            message_start(),
+            block_start(0, TEXT_BLOCK),
+            text(0, "a"),
+            block_stop(0),
+            message_delta("max_tokens", output_tokens=3),
+        ]
+    )
+    assert ctx.finished and ctx.finish_reason == "max_tokens"
+
+
+def test_stream_cut_before_message_delta_is_not_finished() -> None:
+    events, ctx = run([message_start(), block_start(0, TEXT_BLOCK), text(0, "par")])
+    assert not ctx.finished
+    assert shape(events)[-1] == ("TEXT_DELTA", 0, "par")
+
+
+def test_text_block_that_starts_with_text_and_citations() -> None:
+    citation = {
+        "type": "char_location",
+        "cited_text": "grass is green",
+        "document_index": 0,
+        "document_title": "Facts",
+        "start_char_index": 0,
+        "end_char_index": 14,
+    }
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, {"type": "text", "text": "Grass is green.", "citations": [citation]}),
+        ]
+    )
+    assert shape(events)[1:] == [
+        ("TEXT_START", 0, None),
+        ("TEXT_DELTA", 0, "Grass is green."),
+        ("CITATION", 0, None),
+    ]
+    assert events[-1].citation is not None
+    assert events[-1].citation.cited_text == "grass is green"
+
+
+def test_empty_text_deltas_are_not_sent() -> None:
+    events, _ = run([message_start(), block_start(0, TEXT_BLOCK), text(0, ""), block_stop(0)])
+    assert of(events, T.TEXT_DELTA) == []
+    assert len(of(events, T.TEXT_START, T.TEXT_END)) == 2
+
+
+def test_message_stop_closes_blocks_left_open() -> None:
+    events, ctx = run([message_start(), block_start(0, TEXT_BLOCK), text(0, "x"), MESSAGE_STOP])
+    assert shape(events)[-1] == ("TEXT_END", 0, None)
+    assert ctx.finished
+
+
+# ---------------------------------------------------------------- usage
+
+
+def test_cached_input_tokens_count_in_prompt_tokens() -> None:
+    start = message_start(
+        input_tokens=10,
+        cache_creation_input_tokens=200,
+        cache_read_input_tokens=300,
+        output_tokens=1,
+    )
+    events, _ = run([start, message_delta("end_turn", output_tokens=42), MESSAGE_STOP])
+    first, final = usages(events)
+    assert (first.prompt_tokens, first.completion_tokens) == (510, 1)
+    assert final.prompt_tokens == 510
+    assert final.completion_tokens == 42
+    assert final.total_tokens == 552
+    assert final.cache_creation_input_tokens == 200
+    assert final.cache_read_input_tokens == 300
+    assert final.source == {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 200,
+        "cache_read_input_tokens": 300,
+        "output_tokens": 42,
+    }
+
+
+def test_message_delta_input_tokens_win() -> None:
+    events, _ = run(
+        [
+            message_start(input_tokens=43, output_tokens=1),
+            message_delta("end_turn", input_tokens=61, output_tokens=2),
+            MESSAGE_STOP,
+        ]
+    )
+    usage = last_usage(events)
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (61, 2, 63)
+
+
+def test_null_usage_fields_in_message_delta_keep_earlier_values() -> None:
+    events, _ = run(
+        [
+            message_start(input_tokens=7, cache_read_input_tokens=5, output_tokens=1),
+            message_delta(
+                "end_turn", input_tokens=None, cache_read_input_tokens=None, output_tokens=9
+            ),
+        ]
+    )
+    usage = last_usage(events)
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.cache_read_input_tokens) == (
+        12,
+        9,
+        5,
+    )
+
+
+def test_server_tool_use_counters() -> None:
+    events, _ = run(
+        [
+            message_start(),
+            message_delta(
+                "end_turn",
+                input_tokens=30,
+                output_tokens=4,
+                server_tool_use={"web_search_requests": 2},
+            ),
+        ]
+    )
+    assert dict(last_usage(events).server_tool_use) == {"web_search_requests": 2}
+
+
+# ---------------------------------------------------------------- thinking
+
+
+def test_thinking_with_signature_then_text() -> None:
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+            delta(0, type="thinking_delta", thinking="Let me solve this"),
+            delta(0, type="thinking_delta", thinking=" step by step."),
+            delta(0, type="signature_delta", signature="EqQBCgIYAhIM1gbcDa9GJwZA2b3h"),
+            block_stop(0),
+            block_start(1, TEXT_BLOCK),
+            text(1, "27 * 453 = 12,231"),
+            block_stop(1),
+            message_delta("end_turn", output_tokens=20),
+            MESSAGE_STOP,
+        ]
+    )
+    assert shape(events)[1:-1] == [
+        ("THINKING_START", 0, None),
+        ("THINKING_DELTA", 0, "Let me solve this"),
+        ("THINKING_DELTA", 0, " step by step."),
+        ("THINKING_SIGNATURE", 0, "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"),
+        ("THINKING_END", 0, None),
+        ("TEXT_START", 1, None),
+        ("TEXT_DELTA", 1, "27 * 453 = 12,231"),
+        ("TEXT_END", 1, None),
+    ]
+
+
+def test_redacted_thinking() -> None:
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}),
+            block_stop(0),
+            block_start(1, TEXT_BLOCK),
+            text(1, "ok"),
+            block_stop(1),
+        ]
+    )
+    assert shape(events)[1:] == [
+        ("THINKING_REDACTED", 0, "EmwKAhgBEgy3va3pzix"),
+        ("TEXT_START", 1, None),
+        ("TEXT_DELTA", 1, "ok"),
+        ("TEXT_END", 1, None),
+    ]
+
+
+# ---------------------------------------------------------------- client tool calls
+
+
+def test_tool_use_streams_arguments() -> None:
+    tool = {
+        "type": "tool_use",
+        "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+        "name": "get_weather",
+        "input": {},
+    }
+    events, ctx = run(
+        [
+            message_start(),
+            block_start(0, TEXT_BLOCK),
+            text(0, "Let me check."),
+            block_stop(0),
+            block_start(1, tool),
+            json_delta(1, ""),
+            json_delta(1, '{"location": "San Fra'),
+            json_delta(1, 'ncisco, CA", "unit": "fahrenheit"}'),
+            block_stop(1),
+            message_delta("tool_use", output_tokens=89),
+            MESSAGE_STOP,
+        ]
+    )
+    calls = of(events, T.TOOL_CALL_START, T.TOOL_CALL_ARGS_DELTA, T.TOOL_CALL_END)
+    assert [(e.type.name, e.index, e.tool_call_id, e.text) for e in calls] == [
+        ("TOOL_CALL_START", 0, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", None),
+        ("TOOL_CALL_ARGS_DELTA", 0, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", '{"location": "San Fra'),
+        (
+            "TOOL_CALL_ARGS_DELTA",
+            0,
+            "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+            'ncisco, CA", "unit": "fahrenheit"}',
+        ),
+        ("TOOL_CALL_END", 0, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", None),
+    ]
+    assert calls[0].tool_call == ToolCall(
+        id="toolu_01T1x1fJ34qAmk2tNTrN7Up6", name="get_weather", index=0
+    )
+    end = calls[-1].tool_call
+    assert end is not None
+    assert (end.id, end.name) == ("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather")
+    assert end.arguments == {"location": "San Francisco, CA", "unit": "fahrenheit"}
+    assert ctx.finish_reason == "tool_use"
+
+
+@pytest.mark.parametrize("fragments", [[], [""], ["{}"], ["", "{", "}"]])
+def test_tool_without_arguments_parses_to_empty_dict(fragments: list[str]) -> None:
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "refresh", "input": {}}
+    frames = [message_start(), block_start(0, tool), *(json_delta(0, f) for f in fragments)]
+    events, _ = run([*frames, block_stop(0), message_delta("tool_use"), MESSAGE_STOP])
+    (end,) = of(events, T.TOOL_CALL_END)
+    assert end.tool_call is not None
+    assert end.tool_call.arguments == {}
+    assert end.tool_call.arguments_str == "".join(fragments)
+
+
+def test_tool_input_given_whole_in_block_start() -> None:
+    tool = {"type": "tool_use", "id": "toolu_2", "name": "lookup", "input": {"q": "x"}}
+    events, _ = run([message_start(), block_start(0, tool), block_stop(0), MESSAGE_STOP])
+    (end,) = of(events, T.TOOL_CALL_END)
+    assert end.tool_call is not None
+    assert end.tool_call.arguments == {"q": "x"}
+
+
+def test_parallel_tool_calls_get_their_own_positions() -> None:
+    first = {"type": "tool_use", "id": "toolu_a", "name": "weather", "input": {}}
+    second = {"type": "tool_use", "id": "toolu_b", "name": "time", "input": {}}
+    events, _ = run(
+        [
+            message_start(),
+            block_start(1, first),
+            json_delta(1, '{"city": "Paris"}'),
+            block_stop(1),
+            block_start(2, second),
+            json_delta(2, '{"tz": "CET"}'),
+            block_stop(2),
+            message_delta("tool_use"),
+            MESSAGE_STOP,
+        ]
+    )
+    ends = [e.tool_call for e in of(events, T.TOOL_CALL_END)]
+    assert [(c.id, c.name, c.index, c.arguments) for c in ends if c is not None] == [
+        ("toolu_a", "weather", 0, {"city": "Paris"}),
+        ("toolu_b", "time", 1, {"tz": "CET"}),
+    ]
+
+
+def test_end_of_stream_closes_a_tool_call_after_message_delta() -> None:
+    tool = {"type": "tool_use", "id": "toolu_3", "name": "f", "input": {}}
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, tool),
+            json_delta(0, '{"a": 1}'),
+            message_delta("tool_use"),
+        ]
+    )
+    (end,) = of(events, T.TOOL_CALL_END)
+    assert end.tool_call is not None and end.tool_call.arguments == {"a": 1}
+
+
+def test_end_of_stream_leaves_an_unfinished_stream_alone() -> None:
+    tool = {"type": "tool_use", "id": "toolu_4", "name": "f", "input": {}}
+    events, ctx = run([message_start(), block_start(0, tool), json_delta(0, '{"a"')])
+    assert not ctx.finished
+    assert of(events, T.TOOL_CALL_END) == []
+
+
+# ---------------------------------------------------------------- server tools
+
+
+WEB_RESULTS = [
+    {
+        "type": "web_search_result",
+        "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
+        "title": "Claude Shannon - Wikipedia",
+        "encrypted_content": "EqgfCioIARgB",
+        "page_age": "April 30, 2025",
+    },
+    {
+        "type": "web_search_result",
+        "url": "https://www.britannica.com/biography/Claude-Shannon",
+        "title": "Claude Shannon | Britannica",
+        "encrypted_content": "EpYCCioIARgB",
+        "page_age": None,
+    },
+]
+
+
+def web_search_stream() -> list[dict[str, Any]]:
+    server_use = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB",
+        "name": "web_search",
+        "input": {},
+    }
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB",
+        "content": WEB_RESULTS,
+    }
+    citation = {
+        "type": "web_search_result_location",
+        "url": "https://en.wikipedia.org/wiki/Claude_Shannon",
+        "title": "Claude Shannon - Wikipedia",
+        "encrypted_index": "Eo8BCioIAhgB",
+        "cited_text": "Claude Elwood Shannon (April 30, 1916 - February 24, 2001)",
+    }
+    return [
+        message_start(),
+        block_start(0, server_use),
+        json_delta(0, ""),
+        json_delta(0, '{"query": "claude'),
+        json_delta(0, ' shannon birth date"}'),
+        block_stop(0),
+        block_start(1, result),
+        block_stop(1),
+        block_start(2, {"type": "text", "text": "", "citations": []}),
+        delta(2, type="citations_delta", citation=citation),
+        text(2, "Claude Shannon was born on April 30, 1916"),
+        block_stop(2),
+        message_delta(
+            "end_turn",
+            input_tokens=6039,
+            output_tokens=931,
+            server_tool_use={"web_search_requests": 1},
+        ),
+        MESSAGE_STOP,
+    ]
+
+
+def test_web_search_server_tool_events() -> None:
+    events, ctx = run(web_search_stream())
+    assert [e.type.name for e in events if e.type is not T.USAGE] == [
+        "SERVER_TOOL_START",
+        "SERVER_TOOL_ARGS_DELTA",
+        "SERVER_TOOL_ARGS_DELTA",
+        "SERVER_TOOL_RESULT",
+        "SEARCH_RESULT",
+        "SEARCH_RESULT",
+        "TEXT_START",
+        "CITATION",
+        "TEXT_DELTA",
+        "TEXT_END",
+    ]
+    start, *args = of(events, T.SERVER_TOOL_START, T.SERVER_TOOL_ARGS_DELTA)
+    assert (start.sub_type, start.tool_call_id, start.index) == (
+        "web_search",
+        "srvtoolu_014hJH82Qum7Td6UV8gDXThB",
+        0,
+    )
+    assert start.tool_call is not None
+    assert (start.tool_call.id, start.tool_call.name) == (
+        "srvtoolu_014hJH82Qum7Td6UV8gDXThB",
+        "web_search",
+    )
+    assert [a.text for a in args] == ['{"query": "claude', ' shannon birth date"}']
+    assert {a.sub_type for a in args} == {"web_search"}
+    (result,) = of(events, T.SERVER_TOOL_RESULT)
+    assert result.sub_type == "web_search"
+    assert result.raw_type == "web_search_tool_result"
+    assert result.tool_call_id == "srvtoolu_014hJH82Qum7Td6UV8gDXThB"
+    assert result.raw["content"] == WEB_RESULTS
+    assert result.attr("is_error") is False
+    assert result.tool_call is not None
+    assert result.tool_call.arguments == {"query": "claude shannon birth date"}
+    found = [e.search_result for e in of(events, T.SEARCH_RESULT)]
+    assert [(r.url, r.title, r.date) for r in found if r is not None] == [
+        (
+            "https://en.wikipedia.org/wiki/Claude_Shannon",
+            "Claude Shannon - Wikipedia",
+            "April 30, 2025",
+        ),
+        (
+            "https://www.britannica.com/biography/Claude-Shannon",
+            "Claude Shannon | Britannica",
+            None,
+        ),
+    ]
+    (cited,) = of(events, T.CITATION)
+    assert cited.index == 2 and cited.citation is not None
+    assert cited.citation.url == "https://en.wikipedia.org/wiki/Claude_Shannon"
+    assert cited.citation.title == "Claude Shannon - Wikipedia"
+    assert cited.citation.type == "web_search_result_location"
+    assert cited.citation.cited_text is not None
+    assert cited.citation.cited_text.startswith("Claude Elwood Shannon")
+    assert of(events, T.TOOL_CALL_START, T.TOOL_CALL_END) == []
+    assert dict(last_usage(events).server_tool_use) == {"web_search_requests": 1}
+    assert ctx.finish_reason == "end_turn"
+
+
+def test_web_search_error_result() -> None:
+    error = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_9",
+        "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+    }
+    events, _ = run([message_start(), block_start(0, error), block_stop(0)])
+    (result,) = of(events, T.SERVER_TOOL_RESULT)
+    assert result.attr("is_error") is True
+    assert result.sub_type == "web_search"
+    assert of(events, T.SEARCH_RESULT) == []
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "result_type", "sub_type"),
+    [
+        ("bash_code_execution", "bash_code_execution_tool_result", "bash_code_execution"),
+        (
+            "text_editor_code_execution",
+            "text_editor_code_execution_tool_result",
+            "text_editor_code_execution",
+        ),
+        ("code_execution", "code_execution_tool_result", "code_execution"),
+        ("web_fetch", "web_fetch_tool_result", "web_fetch"),
+        ("tool_search_tool_regex", "tool_search_tool_result", "tool_search_tool_regex"),
+    ],
+)
+def test_server_tool_results_share_the_call_sub_type(
+    tool_name: str, result_type: str, sub_type: str
+) -> None:
+    use = {"type": "server_tool_use", "id": "srvtoolu_x", "name": tool_name, "input": {}}
+    result = {
+        "type": result_type,
+        "tool_use_id": "srvtoolu_x",
+        "content": {"type": f"{tool_name}_result", "stdout": "34\n", "return_code": 0},
+    }
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, use),
+            json_delta(0, '{"command": "ls"}'),
+            block_stop(0),
+            block_start(1, result),
+            block_stop(1),
+            MESSAGE_STOP,
+        ]
+    )
+    start, args, end = events[1:4]
+    assert (start.type, start.sub_type) == (T.SERVER_TOOL_START, sub_type)
+    assert (args.type, args.text) == (T.SERVER_TOOL_ARGS_DELTA, '{"command": "ls"}')
+    assert (end.type, end.sub_type, end.raw_type) == (T.SERVER_TOOL_RESULT, sub_type, result_type)
+    assert end.raw == result
+    assert end.tool_call is not None and end.tool_call.arguments == {"command": "ls"}
+
+
+def test_unmatched_tool_result_uses_the_block_type_prefix() -> None:
+    result = {"type": "memory_search_tool_result", "tool_use_id": "srvtoolu_unknown", "content": []}
+    events, _ = run([message_start(), block_start(0, result), block_stop(0)])
+    (end,) = of(events, T.SERVER_TOOL_RESULT)
+    assert (end.sub_type, end.tool_call_id, end.tool_call) == (
+        "memory_search",
+        "srvtoolu_unknown",
+        None,
+    )
+
+
+def test_mcp_tool_use_and_result_are_server_tools() -> None:
+    use = {
+        "type": "mcp_tool_use",
+        "id": "mcptoolu_017Cuqa",
+        "name": "echo",
+        "input": {},
+        "server_name": "echo-server",
+    }
+    result = {
+        "type": "mcp_tool_result",
+        "tool_use_id": "mcptoolu_017Cuqa",
+        "is_error": False,
+        "content": [{"type": "text", "text": "Tool echo: hello world"}],
+    }
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, use),
+            json_delta(0, '{"message": '),
+            json_delta(0, '"hello world"}'),
+            block_stop(0),
+            block_start(1, result),
+            block_stop(1),
+            block_start(2, TEXT_BLOCK),
+            text(2, "It echoed."),
+            block_stop(2),
+            message_delta("end_turn"),
+            MESSAGE_STOP,
+        ]
+    )
+    (start,) = of(events, T.SERVER_TOOL_START)
+    assert (start.sub_type, start.tool_call_id) == ("mcp", "mcptoolu_017Cuqa")
+    assert start.attr("server_name") == "echo-server"
+    assert start.tool_call is not None and start.tool_call.name == "echo"
+    assert len(of(events, T.SERVER_TOOL_ARGS_DELTA)) == 2
+    (end,) = of(events, T.SERVER_TOOL_RESULT)
+    assert (end.sub_type, end.tool_call_id, end.attr("is_error")) == (
+        "mcp",
+        "mcptoolu_017Cuqa",
+        False,
+    )
+    assert end.tool_call is not None and end.tool_call.arguments == {"message": "hello world"}
+    assert of(events, T.TOOL_CALL_START, T.TOOL_CALL_END, T.SEARCH_RESULT) == []
+
+
+def test_mcp_error_result() -> None:
+    result = {
+        "type": "mcp_tool_result",
+        "tool_use_id": "mcptoolu_1",
+        "is_error": True,
+        "content": [{"type": "text", "text": "boom"}],
+    }
+    events, _ = run([message_start(), block_start(0, result)])
+    assert of(events, T.SERVER_TOOL_RESULT)[0].attr("is_error") is True
+
+
+# ---------------------------------------------------------------- citations
+
+
+@pytest.mark.parametrize(
+    ("citation", "expected"),
+    [
+        (
+            {
+                "type": "char_location",
+                "cited_text": "The grass is green.",
+                "document_index": 0,
+                "document_title": "Example Document",
+                "start_char_index": 0,
+                "end_char_index": 20,
+            },
+            ("Example Document", None, 0, 20, 0),
+        ),
+        (
+            {
+                "type": "page_location",
+                "cited_text": "p.2 text",
+                "document_index": 1,
+                "document_title": "Report.pdf",
+                "start_page_number": 2,
+                "end_page_number": 3,
+            },
+            ("Report.pdf", None, 2, 3, 1),
+        ),
+        (
+            {
+                "type": "content_block_location",
+                "cited_text": "block",
+                "document_index": 2,
+                "document_title": None,
+                "start_block_index": 0,
+                "end_block_index": 1,
+            },
+            (None, None, 0, 1, 2),
+        ),
+        (
+            {
+                "type": "search_result_location",
+                "cited_text": "kb text",
+                "source": "https://kb.example.com/a",
+                "title": "KB",
+                "search_result_index": 3,
+                "start_block_index": 0,
+                "end_block_index": 2,
+            },
+            ("KB", "https://kb.example.com/a", 0, 2, 3),
+        ),
+    ],
+)
+def test_citations_delta(citation: dict[str, Any], expected: tuple[Any, ...]) -> None:
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, {"type": "text", "text": "", "citations": []}),
+            delta(0, type="citations_delta", citation=citation),
+            text(0, "the grass is green"),
+        ]
+    )
+    (event,) = of(events, T.CITATION)
+    found = event.citation
+    assert found is not None
+    assert (
+        found.title,
+        found.url,
+        found.start_index,
+        found.end_index,
+        found.document_index,
+    ) == expected
+    assert found.cited_text == citation["cited_text"]
+    assert found.type == citation["type"]
+    assert found.raw == citation
+    assert event.index == 0
+
+
+# ---------------------------------------------------------------- safety and errors
+
+
+def test_refusal_is_a_content_filter() -> None:
+    details = {"type": "refusal", "category": "cyber", "explanation": "blocked by policy"}
+    frame = message_delta("refusal", input_tokens=18, output_tokens=5)
+    frame["delta"]["stop_details"] = details
+    events, ctx = run([message_start(), PING, frame, MESSAGE_STOP])
+    (flt,) = of(events, T.CONTENT_FILTER)
+    assert (flt.text, flt.sub_type) == ("refusal", "cyber")
+    assert flt.attr("explanation") == "blocked by policy"
+    assert ctx.finish_reason == "refusal"
+    assert [e.type.name for e in events] == ["USAGE", "HEARTBEAT", "USAGE", "CONTENT_FILTER"]
+
+
+def test_error_event_fails_the_stream_and_keeps_what_came_before() -> None:
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    events, ctx = run([message_start(), block_start(0, TEXT_BLOCK), text(0, "Hel"), error])
+    assert isinstance(ctx.failure, ProviderError)
+    assert isinstance(ctx.failure, ChatError)
+    assert "Overloaded" in str(ctx.failure)
+    assert ctx.failure.provider_error == error
+    assert not ctx.finished
+    assert shape(events)[-1] == ("TEXT_DELTA", 0, "Hel")
+
+
+def test_error_event_without_details_still_fails() -> None:
+    _, ctx = run([{"type": "error"}])
+    assert isinstance(ctx.failure, ProviderError)
+
+
+# ---------------------------------------------------------------- unknown and odd input
+
+
+def test_unknown_block_becomes_raw_events() -> None:
+    events, ctx = run(
+        [
+            message_start(),
+            block_start(0, {"type": "foo_block", "payload": 1}),
+            delta(0, type="foo_delta", value="x"),
+            text(0, "not text"),
+            block_stop(0),
+            block_start(1, TEXT_BLOCK),
+            text(1, "fine"),
+            block_stop(1),
+            MESSAGE_STOP,
+        ]
+    )
+    assert [(e.type.name, e.index, e.raw_type) for e in events[1:]] == [
+        ("RAW", 0, "content_block_start:foo_block"),
+        ("RAW", 0, "content_block_delta:foo_delta"),
+        ("RAW", 0, "content_block_delta:text_delta"),
+        ("RAW", 0, "content_block_stop:foo_block"),
+        ("TEXT_START", 1, None),
+        ("TEXT_DELTA", 1, None),
+        ("TEXT_END", 1, None),
+    ]
+    assert events[1].raw["content_block"] == {"type": "foo_block", "payload": 1}
+    assert ctx.finished
+
+
+def test_unknown_event_type_is_raw() -> None:
+    frame = {"type": "message_checkpoint", "at": 3}
+    events, _ = run([message_start(), frame])
+    assert (events[-1].type, events[-1].raw_type, dict(events[-1].raw)) == (
+        T.RAW,
+        "message_checkpoint",
+        frame,
+    )
+
+
+def test_unknown_delta_on_a_known_block_is_raw_and_keeps_the_block_open() -> None:
+    events, _ = run(
+        [
+            message_start(),
+            block_start(0, TEXT_BLOCK),
+            delta(0, type="sparkle_delta"),
+            json_delta(0, "{}"),
+            text(0, "still here"),
+            block_stop(0),
+        ]
+    )
+    assert shape(events)[1:] == [
+        ("TEXT_START", 0, None),
+        ("RAW", 0, None),
+        ("RAW", 0, None),
+        ("TEXT_DELTA", 0, "still here"),
+        ("TEXT_END", 0, None),
+    ]
+    assert [e.raw_type for e in of(events, T.RAW)] == [
+        "content_block_delta:sparkle_delta",
+        "content_block_delta:input_json_delta",
+    ]
+
+
+def test_delta_and_stop_for_a_block_never_started_are_raw() -> None:
+    events, _ = run([message_start(), text(5, "orphan"), block_stop(5)])
+    assert [(e.type, e.raw_type) for e in events[1:]] == [
+        (T.RAW, "content_block_delta:text_delta"),
+        (T.RAW, "content_block_stop"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {},
+        {"type": 5},
+        {"type": ["message_start"]},
+        {"type": "message_start"},
+        {"type": "message_start", "message": []},
+        {"type": "message_start", "message": {"usage": {"input_tokens": "many"}}},
+        {"type": "content_block_start"},
+        {"type": "content_block_start", "index": 0, "content_block": "text"},
+        {"type": "content_block_start", "index": [1], "content_block": {"type": "text"}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": {"x": 1}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "server_tool_use", "id": {"x": 1}, "name": 3},
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "web_search_tool_result",
+                "tool_use_id": [1],
+                "content": [1, {"url": 2}, {"url": "https://a"}],
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": None, "signature": 7},
+        },
+        {"type": "content_block_delta", "index": {"a": 1}, "delta": {"type": ["x"]}},
+        {"type": "content_block_delta", "index": 0, "delta": "text"},
+        {"type": "content_block_stop", "index": "zero"},
+        {"type": "message_delta"},
+        {"type": "message_delta", "delta": None, "usage": {"output_tokens": True}},
+        {"type": "message_delta", "delta": {"stop_reason": 3, "stop_details": "x"}},
+        {"type": "message_stop", "extra": None},
+        {"type": "ping", "n": []},
+    ],
+)
+def test_odd_but_valid_json_never_raises(frame: dict[str, Any]) -> None:
+    tool = {"type": "tool_use", "id": "toolu_z", "name": "f", "input": {}}
+    events, _ = run([message_start(), block_start(0, tool), frame, block_stop(0), frame])
+    assert events
+    assert all(isinstance(e, ChatEvent) for e in events)
+
+
+@pytest.mark.parametrize("frame", [[], ["message_start"], "message_start", 3, None, True])
+def test_a_frame_that_is_not_an_object_is_a_protocol_error(frame: Any) -> None:
+    events: list[ChatEvent] = []
+    ctx = ChatStreamContext(events.append)
+    with pytest.raises(ChatProtocolError, match="JSON object"):
+        DIALECT.parse_frame(ctx, frame)
+
+
+def test_duplicate_message_start_changes_nothing() -> None:
+    start = message_start("msg_dup", input_tokens=17, output_tokens=1)
+    events, ctx = run(
+        [
+            start,
+            start,
+            block_start(0, TEXT_BLOCK),
+            text(0, "Hello, World!"),
+            block_stop(0),
+            message_delta("end_turn", output_tokens=227),
+            MESSAGE_STOP,
+        ]
+    )
+    assert [(e.type.name, e.raw_type) for e in events[:2]] == [
+        ("USAGE", None),
+        ("RAW", "message_start:duplicate"),
+    ]
+    assert "".join(e.text or "" for e in of(events, T.TEXT_DELTA)) == "Hello, World!"
+    usage = last_usage(events)
+    assert (usage.prompt_tokens, usage.completion_tokens) == (17, 227)
+    assert ctx.provider_response_id == "msg_dup"
+
+
+def test_a_second_message_closes_the_first_and_starts_fresh() -> None:
+    events, ctx = run(
+        [
+            message_start("msg_a", input_tokens=10, output_tokens=1),
+            block_start(0, TEXT_BLOCK),
+            text(0, "one"),
+            message_start("msg_b", input_tokens=20, output_tokens=1),
+            block_start(0, TEXT_BLOCK),
+            text(0, "two"),
+            block_stop(0),
+            message_delta("end_turn", output_tokens=5),
+            MESSAGE_STOP,
+        ]
+    )
+    assert shape(events) == [
+        ("USAGE", -1, None),
+        ("TEXT_START", 0, None),
+        ("TEXT_DELTA", 0, "one"),
+        ("TEXT_END", 0, None),
+        ("USAGE", -1, None),
+        ("TEXT_START", 0, None),
+        ("TEXT_DELTA", 0, "two"),
+        ("TEXT_END", 0, None),
+        ("USAGE", -1, None),
+    ]
+    assert events[2].provider_response_id == "msg_a"
+    assert events[6].provider_response_id == "msg_b"
+    assert ctx.provider_response_id == "msg_b"
+    usage = last_usage(events)
+    assert (usage.prompt_tokens, usage.completion_tokens) == (20, 5)
+
+
+# ---------------------------------------------------------------- request building
+
+URL = "https://api.anthropic.com/v1/messages"
+
+
+def build(request: ChatRequest, **kwargs: Any) -> Any:
+    return DIALECT.build_request(request, api_url=URL, **kwargs)
+
+
+def test_minimal_request() -> None:
+    request = ChatRequest(model="claude-sonnet-4-5", messages=[UserMessage(text="Hello")])
+    http = build(request, api_key="sk-ant-secret")
+    assert http.url == URL
+    assert dict(http.headers) == {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "anthropic-version": "2023-06-01",
+        "x-api-key": "sk-ant-secret",
+    }
+    assert http.body == {
+        "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": 4096,
+        "stream": True,
+    }
+    assert orjson.loads(http.body_bytes()) == http.body
+    assert "sk-ant-secret" not in repr(http)
+
+
+def test_headers_without_key_and_with_overrides() -> None:
+    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    http = build(request, headers={"Anthropic-Version": "2024-10-22", "anthropic-beta": "x"})
+    assert "x-api-key" not in http.headers
+    assert dict(http.headers) == {
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "Anthropic-Version": "2024-10-22",
+        "anthropic-beta": "x",
+    }
+
+
+def test_system_messages_are_joined_into_system() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[
+            SystemMessage(text="Be brief."),
+            UserMessage(text="hi"),
+            SystemMessage(text="Answer in French."),
+        ],
+    )
+    body = build(request).body
+    assert body["system"] == "Be brief.\n\nAnswer in French."
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_tool_conversation() -> None:
+    assistant = AssistantMessage(
+        text="Let me check both.",
+        thinking="I need the weather and the time.",
+        tool_calls=[
+            ToolCall(id="toolu_a", name="weather", arguments={"city": "Paris"}),
+            ToolCall(id="toolu_b", name="clock", arguments_str=""),
+        ],
+        metadata={"thinking_signature": "EqQBsig", "redacted_thinking": ["EmwKdata"]},
+    )
+    request = ChatRequest(
+        model="m",
+        messages=[
+            UserMessage(text="Weather and time in Paris?"),
+            assistant,
+            ToolMessage(tool_call_id="toolu_a", name="weather", content="18C, sunny"),
+            ToolMessage(tool_call_id="toolu_b", name="clock", content="no clock", is_error=True),
+            UserMessage(text="Thanks"),
+        ],
+    )
+    assert build(request).body["messages"] == [
+        {"role": "user", "content": "Weather and time in Paris?"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": "I need the weather and the time.",
+                    "signature": "EqQBsig",
+                },
+                {"type": "redacted_thinking", "data": "EmwKdata"},
+                {"type": "text", "text": "Let me check both."},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_a",
+                    "name": "weather",
+                    "input": {"city": "Paris"},
+                },
+                {"type": "tool_use", "id": "toolu_b", "name": "clock", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "18C, sunny"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_b",
+                    "content": "no clock",
+                    "is_error": True,
+                },
+            ],
+        },
+        {"role": "user", "content": "Thanks"},
+    ]
+
+
+def test_tool_results_separated_by_a_message_are_separate_turns() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[
+            ToolMessage(tool_call_id="t1", name="a", content="1"),
+            AssistantMessage(tool_calls=[ToolCall(id="t2", name="b")]),
+            ToolMessage(tool_call_id="t2", name="b", content="2"),
+        ],
+    )
+    messages = build(request).body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert [len(m["content"]) for m in messages] == [1, 1, 1]
+
+
+def test_thinking_without_signature_is_not_sent_and_empty_turns_are_dropped() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[
+            UserMessage(text="q"),
+            AssistantMessage(thinking="hmm", text="a"),
+            AssistantMessage(),
+            UserMessage(text="more"),
+        ],
+    )
+    assert build(request).body["messages"] == [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+        {"role": "user", "content": "more"},
+    ]
+
+
+def test_user_blocks() -> None:
+    blocks = [
+        ImageBlock(url="https://example.com/cat.jpg"),
+        ImageBlock(data="iVBORw0KGgo=", mime_type="image/png"),
+        ImageBlock(url="data:image/jpeg;base64,/9j/4AAQ"),
+        FileBlock(file_id="file_011CNha8iCJcU1wXNR6q4V8w"),
+        FileBlock(data="JVBERi0x", mime_type="application/pdf"),
+        TextBlock(text="first part"),
+        {"type": "text", "text": "raw", "cache_control": {"type": "ephemeral"}},
+    ]
+    request = ChatRequest(model="m", messages=[UserMessage(text="Describe.", blocks=blocks)])
+    (message,) = build(request).body["messages"]
+    assert message == {
+        "role": "user",
+        "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.jpg"}},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+            },
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"},
+            },
+            {
+                "type": "document",
+                "source": {"type": "file", "file_id": "file_011CNha8iCJcU1wXNR6q4V8w"},
+            },
+            {
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"},
+            },
+            {"type": "text", "text": "first part"},
+            {"type": "text", "text": "raw", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "Describe."},
+        ],
+    }
+
+
+def test_tools() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    request = ChatRequest(
+        model="m",
+        messages=[UserMessage(text="hi")],
+        tools=[
+            ToolSpec(name="weather", description="Current weather.", parameters=schema),
+            ToolSpec(name="refresh"),
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+        ],
+    )
+    http = build(request)
+    assert http.body["tools"] == [
+        {"name": "weather", "description": "Current weather.", "input_schema": schema},
+        {"name": "refresh", "input_schema": {"type": "object", "properties": {}}},
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+    ]
+    assert orjson.loads(http.body_bytes())["tools"][0]["input_schema"] == schema
+
+
+def test_options_pass_through_and_override() -> None:
+    thinking = {"type": "enabled", "budget_tokens": 2000}
+    request = ChatRequest(
+        model="m",
+        messages=[UserMessage(text="hi")],
+        options={"max_tokens": 1024, "temperature": 0.2, "thinking": thinking, "stream": False},
+    )
+    body = build(request).body
+    assert body["max_tokens"] == 1024
+    assert body["temperature"] == 0.2
+    assert body["thinking"] == thinking
+    assert body["stream"] is True
+
+
+def test_default_max_tokens_stays_above_a_thinking_budget() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[UserMessage(text="hi")],
+        options={"thinking": {"type": "enabled", "budget_tokens": 10000}},
+    )
+    assert build(request).body["max_tokens"] == 14096
+
+
+def test_unknown_message_type_is_a_type_error() -> None:
+    request = ChatRequest(model="m", messages=[object()])
+    with pytest.raises(TypeError, match="object"):
+        build(request)
+
+
+# ---------------------------------------------------------------- recorded corpus
+
+
+def _corpus_files() -> list[Path]:
+    return sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
+
+
+def _replay_file(path: Path) -> tuple[list[ChatEvent], ChatStreamContext]:
+    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return run(frames)
+
+
+def _assert_well_formed(events: list[ChatEvent], ctx: ChatStreamContext) -> None:
+    assert ctx.failure is None
+    assert ctx.finished
+    open_blocks: set[tuple[str, int]] = set()
+    for event in events:
+        group = event.type.group.name
+        if event.type in (T.TEXT_START, T.THINKING_START):
+            assert (group, event.index) not in open_blocks
+            open_blocks.add((group, event.index))
+        elif event.type in (T.TEXT_DELTA, T.THINKING_DELTA):
+            assert (group, event.index) in open_blocks
+        elif event.type in (T.TEXT_END, T.THINKING_END):
+            open_blocks.remove((group, event.index))
+    assert not open_blocks
+    starts = {e.tool_call_id for e in of(events, T.TOOL_CALL_START)}
+    assert starts == {e.tool_call_id for e in of(events, T.TOOL_CALL_END)}
+
+
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.stem)
+def test_corpus_recording(path: Path) -> None:
+    expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
+    events, ctx = _replay_file(path)
+    _assert_well_formed(events, ctx)
+    if "text" not in expected:
+        assert "oracle_note" in expected
+        return
+    assert "".join(e.text or "" for e in of(events, T.TEXT_DELTA)) == expected["text"]
+    assert "".join(e.text or "" for e in of(events, T.THINKING_DELTA)) == expected["thinking"]
+    calls = [e.tool_call for e in of(events, T.TOOL_CALL_END) if e.tool_call is not None]
+    assert [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls] == expected[
+        "tool_calls"
+    ]
+    # The oracle lists server_tool_use blocks only; MCP calls are server tools here too.
+    server = [e.tool_call for e in of(events, T.SERVER_TOOL_START) if e.sub_type != "mcp"]
+    assert [{"id": c.id, "name": c.name} for c in server if c is not None] == expected[
+        "server_tool_calls"
+    ]
+    usage = last_usage(events)
+    assert {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    } == expected["usage"]
+    assert ctx.finish_reason == expected["finish_reason"]
