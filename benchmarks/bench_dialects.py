@@ -39,7 +39,9 @@ def _openai(n: int) -> bytes:
     head = b'{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
     delta = head + b'"choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}'
     end = head + b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
-    usage = head + b'"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}'
+    usage = (
+        head + b'"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}'
+    )
     return _sse([delta] * (n - 2) + [end, usage]) + b"data: [DONE]\n\n"
 
 
@@ -49,9 +51,7 @@ def _anthropic(n: int) -> bytes:
         b'"model":"claude","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}'
     )
     block = b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'
-    delta = (
-        b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word "}}'
-    )
+    delta = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"word "}}'
     tail = [
         b'{"type":"content_block_stop","index":0}',
         b'{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}',
@@ -156,7 +156,8 @@ def corpus_rows() -> list[str]:
 def synthetic_rows(n: int) -> list[str]:
     """One row per dialect over a synthetic ``n``-frame stream."""
     return [
-        _row(f"synthetic {dialect}", *measure(make(n), dialect)) for dialect, make in SYNTHETIC.items()
+        _row(f"synthetic {dialect}", *measure(make(n), dialect))
+        for dialect, make in SYNTHETIC.items()
     ]
 
 

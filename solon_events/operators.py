@@ -25,7 +25,7 @@ from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import ChatError, ChatProtocolError
 from .events import ChatEvent, ChatEventType, with_response_id
 from .filters import ChatEventFilter
-from .results import ChatResponse, Usage
+from .results import ChatResponse
 
 __all__ = [
     "aggregate",

@@ -116,9 +116,11 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 )
             direct = [text for tool, text in results if tool.return_direct]
             if direct:
-                observer.on_next(ChatEvent(
+                observer.on_next(
+                    ChatEvent(
                         _T.TEXT_DELTA, step=step, response_id=response_id, text="\n".join(direct)
-                    ))
+                    )
+                )
                 observer.on_next(_with_text(step_end, "\n".join(direct)))
                 observer.on_completed()
                 return
