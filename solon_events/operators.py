@@ -83,14 +83,39 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             accumulator = ChatAccumulator()
-            add = accumulator.add
             push = observer.on_next
 
             def emit(event: ChatEvent) -> None:
-                add(event)
+                accumulator.add(event)
                 push(event)
 
-            ctx = ChatStreamContext(emit, step=step, response_id=response_id)
+
+            def end_step() -> None:
+                snapshot = accumulator.snapshot(
+                    finish_reason=ctx.finish_reason,
+                    model=ctx.model,
+                    provider_response_id=ctx.provider_response_id,
+                )
+                push(
+                    ChatEvent(
+                        _T.STEP_END,
+                        step=ctx.step,
+                        response_id=response_id,
+                        provider_response_id=ctx.provider_response_id,
+                        response=snapshot,
+                        usage=snapshot.usage,
+                    )
+                )
+
+            def next_response() -> None:
+                nonlocal accumulator
+                end_step()
+                accumulator = ChatAccumulator()
+                push(ChatEvent(_T.STEP_START, step=ctx.step + 1, response_id=response_id))
+
+            ctx = ChatStreamContext(
+                emit, step=step, response_id=response_id, on_next_response=next_response
+            )
             failed = False
 
             def fail(error: Exception) -> None:
@@ -143,21 +168,7 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
                         )
                     )
                 else:
-                    snapshot = accumulator.snapshot(
-                        finish_reason=ctx.finish_reason,
-                        model=ctx.model,
-                        provider_response_id=ctx.provider_response_id,
-                    )
-                    push(
-                        ChatEvent(
-                            _T.STEP_END,
-                            step=step,
-                            response_id=response_id,
-                            provider_response_id=ctx.provider_response_id,
-                            response=snapshot,
-                            usage=snapshot.usage,
-                        )
-                    )
+                    end_step()
                     observer.on_completed()
 
             push(ChatEvent(_T.STEP_START, step=step, response_id=response_id))

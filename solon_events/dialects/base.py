@@ -25,6 +25,7 @@ __all__ = [
     "ChatStreamContext",
     "HttpRequest",
     "ToolCallAssembler",
+    "data_url",
     "get_dialect",
     "make_usage",
     "provider_error_message",
@@ -63,6 +64,7 @@ class ChatStreamContext:
 
     __slots__ = (
         "_emit",
+        "_on_next_response",
         "failure",
         "finish_reason",
         "finished",
@@ -80,6 +82,7 @@ class ChatStreamContext:
         *,
         step: int = 0,
         response_id: str | None = None,
+        on_next_response: Callable[[], None] | None = None,
     ) -> None:
         self._emit = emit
         self.response_id = response_id
@@ -91,6 +94,7 @@ class ChatStreamContext:
         self.finish_reason: str | None = None
         self.failure: ChatError | None = None
         self.frame_number = 0
+        self._on_next_response = on_next_response
 
     def emit(self, event: ChatEvent) -> None:
         """Send ``event`` downstream (and into the step's accumulator)."""
@@ -123,6 +127,20 @@ class ChatStreamContext:
         self.finished = True
         if reason is not None:
             self.finish_reason = reason
+
+    def next_response(self) -> None:
+        """Another provider response starts in the same stream (a recorded tool loop).
+
+        The current step ends (its completion signal must have come) and the next one
+        begins: ``step`` goes up by one and ``finished`` / ``finish_reason`` are reset.
+        """
+        if self._on_next_response is not None:
+            self._on_next_response()
+        self.step += 1
+        self.finished = False
+        self.finish_reason = None
+        self.provider_response_id = None
+        self.model = None
 
     def fail(self, error: ChatError | Mapping[str, Any] | str) -> None:
         """Record a provider failure: a ChatError, the provider's error fields, or a message."""
@@ -198,6 +216,11 @@ def provider_error_message(body: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def data_url(data: str, mime_type: str | None, default: str) -> str:
+    """``data`` (base64) as a ``data:`` URL; a value that already is one is kept."""
+    return data if data.startswith("data:") else f"data:{mime_type or default};base64,{data}"
 
 
 def make_usage(

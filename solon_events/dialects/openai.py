@@ -22,7 +22,14 @@ from ..errors import ChatProtocolError
 from ..events import ChatEventType
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, Citation, FileBlock, ImageBlock, SearchResult, TextBlock
-from .base import ChatDialect, ChatStreamContext, HttpRequest, ToolCallAssembler, make_usage
+from .base import (
+    ChatDialect,
+    ChatStreamContext,
+    HttpRequest,
+    ToolCallAssembler,
+    data_url,
+    make_usage,
+)
 
 __all__ = ["OpenAIDialect"]
 
@@ -484,17 +491,11 @@ def _content_part(block: Any) -> Any:
     raise TypeError(f"the openai dialect cannot send a {type(block).__name__} block")
 
 
-def _data_url(data: str, mime_type: str | None, default: str) -> str:
-    if data.startswith("data:"):
-        return data
-    return f"data:{mime_type or default};base64,{data}"
-
-
 def _image_url(block: ImageBlock) -> str:
     if block.url:
         return block.url
     if block.data:
-        return _data_url(block.data, block.mime_type, "image/png")
+        return data_url(block.data, block.mime_type, "image/png")
     raise ValueError("an ImageBlock needs a url or data")
 
 
@@ -504,7 +505,7 @@ def _file(block: FileBlock) -> dict[str, Any]:
     if block.data:
         return {
             "filename": block.name or "file",
-            "file_data": _data_url(block.data, block.mime_type, "application/octet-stream"),
+            "file_data": data_url(block.data, block.mime_type, "application/octet-stream"),
         }
     raise ValueError("Chat Completions takes a file by file_id or data, not by url")
 

@@ -1,0 +1,1015 @@
+"""The OpenAI Responses API dialect (``"openai-responses"``): ``POST /v1/responses`` streaming.
+
+The stream is a sequence of typed events (``response.created``, ``response.output_item.added``,
+``response.output_text.delta``, ..., ``response.completed``); there is no ``[DONE]`` sentinel.
+The same format is spoken by Azure OpenAI, xAI and LM Studio, whose variations are read too.
+
+How the events map:
+
+- ``response.created`` / ``in_progress`` / ``queued`` -> STATUS (text = the response status);
+  ``response.completed`` -> USAGE and completion with the response status;
+  ``response.incomplete`` -> USAGE and completion with ``incomplete_details.reason``
+  (plus CONTENT_FILTER when that reason is ``content_filter``); ``response.failed`` and
+  ``error`` -> provider failure (the first error's fields win) with finish reason ``failed``.
+- Message items: TEXT_START / TEXT_END at ``content_part.added`` / ``done`` (closed at the
+  item's end at the latest), TEXT_DELTA per ``output_text.delta``, CITATION per
+  ``output_text.annotation.added``, REFUSAL_DELTA per ``refusal.delta``.
+- Reasoning items: THINKING_DELTA for reasoning summary text (``sub_type="summary"``) and raw
+  reasoning text (``sub_type="reasoning"``); consecutive parts are separated by a
+  ``"\\n\\n"`` THINKING_DELTA, as the provider separates its summary parts. An item's
+  ``encrypted_content`` -> THINKING_REDACTED once, at the item's end.
+- ``function_call`` and ``custom_tool_call`` items -> TOOL_CALL_START / ARGS_DELTA / END with
+  ``tool_call_id`` = the item's ``call_id``; a custom tool's free-form input is the call's
+  ``arguments_str`` (``arguments`` is ``{}`` unless the input is a JSON object).
+- Built-in tool items (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+  ``image_generation_call``, ``mcp_call``, ``mcp_list_tools``, ``mcp_approval_request``,
+  ``local_shell_call``, ``shell_call``, ``computer_call``, ``apply_patch_call``, and any other
+  ``*_call`` item) -> SERVER_TOOL_START when the item is added and SERVER_TOOL_RESULT (raw =
+  the finished item) when it is done, with ``sub_type`` = the item type without ``_call``.
+  Code, MCP argument and shell command deltas -> SERVER_TOOL_ARGS_DELTA. Web search sources
+  and file search results -> SEARCH_RESULT; image generation partial images ->
+  MEDIA_PARTIAL and the final image -> MEDIA_DONE, each with an ImageBlock. A
+  ``*_call_output`` item -> SERVER_TOOL_RESULT of its call.
+- A built-in tool's progress events (``response.web_search_call.searching``, ...) -> STATUS
+  (text = the progress word, ``sub_type`` = the tool). The other boundary events
+  (``reasoning_summary_part.added``, ``*_code.done``, ``mcp_call_arguments.done``,
+  ``shell_call_command.added`` / ``done``) carry nothing new and emit nothing.
+- Every ``*.done`` event and ``response.completed``'s ``output`` only *complete* what was
+  streamed: text, arguments, thinking and annotations never sent as deltas are sent from
+  them, and nothing already sent is sent twice (servers that stream nothing but whole items
+  still produce every event).
+- Anything else -> RAW with ``raw_type`` = the event type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from ..errors import ChatProtocolError
+from ..events import ChatEventType
+from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..results import (
+    AssistantMessage,
+    Citation,
+    FileBlock,
+    ImageBlock,
+    SearchResult,
+    TextBlock,
+    ToolCall,
+)
+from .base import (
+    ChatDialect,
+    ChatStreamContext,
+    HttpRequest,
+    ToolCallAssembler,
+    data_url,
+    make_usage,
+)
+
+__all__ = ["OpenAIResponsesDialect"]
+
+_T = ChatEventType
+_Frame = Mapping[str, Any]
+
+_STATE = "openai_responses"  # the key of this dialect's _Stream in ctx.state
+_PART_SEPARATOR = "\n\n"  # between two thinking parts (summary parts, reasoning texts)
+
+_SERVER_TOOLS = {
+    "web_search_call": "web_search",
+    "file_search_call": "file_search",
+    "code_interpreter_call": "code_interpreter",
+    "image_generation_call": "image_generation",
+    "mcp_call": "mcp",
+    "mcp_list_tools": "mcp_list_tools",
+    "mcp_approval_request": "mcp_approval_request",
+    "local_shell_call": "local_shell",
+    "shell_call": "shell",
+    "computer_call": "computer",
+    "apply_patch_call": "apply_patch",
+}
+"""Built-in tool item types and their ``sub_type``; other ``*_call`` items drop ``_call``."""
+
+_PROGRESS_TOOLS = {
+    "web_search_call": "web_search",
+    "file_search_call": "file_search",
+    "code_interpreter_call": "code_interpreter",
+    "image_generation_call": "image_generation",
+    "mcp_call": "mcp",
+    "mcp_list_tools": "mcp_list_tools",
+}
+"""Tools whose progress events are ``response.<item type>.<progress word>``."""
+
+_SERVER_TOOL_ARGUMENT_KEYS = ("action", "code", "queries", "operation", "server_label")
+_TOKEN_KEYS = frozenset(
+    (
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "input_tokens_details",
+        "output_tokens_details",
+    )
+)
+
+
+class _Stream:
+    """Per-step parsing state (kept in ``ctx.state``; the dialect object is shared)."""
+
+    __slots__ = (
+        "by_index",
+        "calls",
+        "closed_calls",
+        "done_items",
+        "formats",
+        "open_text",
+        "open_thinking",
+        "sent",
+        "server_started",
+        "thinking_part",
+    )
+
+    def __init__(self) -> None:
+        self.calls = ToolCallAssembler()
+        self.closed_calls: set[str] = set()
+        self.sent: dict[tuple[str, str, int], int] = {}
+        """How much of each part was sent: characters of text, count of annotations."""
+        self.open_text: set[str] = set()
+        self.open_thinking: set[str] = set()
+        self.thinking_part: tuple[str, str, int] | None = None
+        """The thinking part last sent into, to separate the next one from it."""
+        self.server_started: set[str] = set()
+        self.done_items: set[str] = set()
+        self.by_index: dict[int, str] = {}
+        """output_index -> item key, for events that carry no ``item_id``."""
+        self.formats: dict[str, str] = {}
+        """image generation item key -> output format."""
+
+
+def _stream(ctx: ChatStreamContext) -> _Stream:
+    stream: _Stream | None = ctx.state.get(_STATE)
+    if stream is None:
+        stream = ctx.state[_STATE] = _Stream()
+    return stream
+
+
+class OpenAIResponsesDialect(ChatDialect):
+    """OpenAI Responses API streaming (``/v1/responses``, ``stream: true``) and compatibles."""
+
+    name = "openai-responses"
+
+    def build_request(
+        self,
+        request: ChatRequest,
+        *,
+        api_url: str,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpRequest:
+        """A streaming Responses request; ``request.options`` override the body.
+
+        System messages become ``system`` input messages in place, user turns ``input_text``
+        / ``input_image`` / ``input_file`` parts, assistant turns an ``output_text`` message
+        plus one ``function_call`` item per tool call, tool results ``function_call_output``
+        items.
+        """
+        all_headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        if headers:
+            all_headers.update(headers)
+        body: dict[str, Any] = {"model": request.model, "input": _input(request.messages)}
+        if request.tools:
+            body["tools"] = [_tool(spec) for spec in request.tools]
+        body["stream"] = True
+        body.update(request.options)
+        return HttpRequest(url=api_url, headers=all_headers, body=body)
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        """Translate one Responses streaming event into events on ``ctx``."""
+        if type(frame) is not dict and not isinstance(frame, Mapping):
+            raise ChatProtocolError(
+                f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
+            )
+        kind = frame.get("type")
+        if kind == "response.created" and ctx.finished:
+            # a recording of several responses in a row (a tool loop): one step each
+            ctx.state.pop(_STATE, None)
+            ctx.next_response()
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            handler(ctx, _stream(ctx), frame)
+        elif not _progress(ctx, kind, frame):
+            ctx.send(_T.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
+
+
+# response lifecycle
+
+
+def _on_status(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    response = _identify(ctx, frame)
+    status = response.get("status")
+    if not isinstance(status, str) or not status:
+        status = str(frame.get("type", "")).rpartition(".")[2]
+    ctx.send(_T.STATUS, text=status, raw_type=frame.get("type"), raw=frame)
+
+
+def _on_completed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    response = _identify(ctx, frame)
+    _complete_output(ctx, st, response, frame)
+    _usage(ctx, response, frame)
+    status = response.get("status")
+    ctx.finish(status if isinstance(status, str) and status else "completed")
+
+
+def _on_incomplete(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    response = _identify(ctx, frame)
+    _complete_output(ctx, st, response, frame)
+    _usage(ctx, response, frame)
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    if reason == "content_filter":
+        ctx.send(_T.CONTENT_FILTER, text=reason, raw=frame)
+    ctx.finish(reason if isinstance(reason, str) and reason else "incomplete")
+
+
+def _on_failed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    response = _identify(ctx, frame)
+    st.calls.end_all(ctx)
+    _usage(ctx, response, frame)
+    if ctx.failure is None:
+        error = response.get("error")
+        ctx.fail(error if isinstance(error, Mapping) and error else "the response failed")
+    ctx.finish("failed")
+
+
+def _on_error(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    error = frame.get("error")
+    if not isinstance(error, Mapping):
+        error = {k: v for k, v in frame.items() if k not in ("type", "sequence_number")}
+    if ctx.failure is None:
+        ctx.fail(error if error else "an error event without details")
+    ctx.finish("failed")
+
+
+def _identify(ctx: ChatStreamContext, frame: _Frame) -> _Frame:
+    """The frame's ``response`` object; sets the provider's response id and model from it."""
+    response = frame.get("response")
+    if not isinstance(response, Mapping):
+        return {}
+    response_id = response.get("id")
+    if isinstance(response_id, str) and response_id:
+        ctx.provider_response_id = response_id
+    model = response.get("model")
+    if isinstance(model, str) and model:
+        ctx.model = model
+    return response
+
+
+def _complete_output(ctx: ChatStreamContext, st: _Stream, response: _Frame, frame: _Frame) -> None:
+    """Send what the final ``output`` holds and was never streamed; close open calls."""
+    output = response.get("output")
+    if isinstance(output, list):
+        for position, item in enumerate(output):
+            if isinstance(item, Mapping):
+                _finish_item(ctx, st, item, position, frame)
+    st.calls.end_all(ctx)
+
+
+def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
+    usage = response.get("usage")
+    if not isinstance(usage, Mapping):
+        return
+    inputs = usage.get("input_tokens_details")
+    outputs = usage.get("output_tokens_details")
+    ctx.send(
+        _T.USAGE,
+        usage=make_usage(
+            prompt_tokens=_int(usage.get("input_tokens")),
+            completion_tokens=_int(usage.get("output_tokens")),
+            total_tokens=_int(usage.get("total_tokens")),
+            thinking_tokens=_int(outputs.get("reasoning_tokens"))
+            if isinstance(outputs, Mapping)
+            else 0,
+            cache_read_input_tokens=_int(inputs.get("cached_tokens"))
+            if isinstance(inputs, Mapping)
+            else 0,
+            server_tool_use={
+                key: value for key, value in usage.items() if key not in _TOKEN_KEYS and _int(value)
+            },
+            source=usage,
+        ),
+        raw=frame,
+    )
+
+
+# output items
+
+
+def _on_item_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    item = frame.get("item")
+    if not isinstance(item, Mapping):
+        ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
+        return
+    index = _index(frame.get("output_index"))
+    key = _item_key(item.get("id"), index)
+    if index >= 0:
+        st.by_index[index] = key
+    kind = item.get("type")
+    if kind in ("function_call", "custom_tool_call"):
+        _start_call(ctx, st, key, item, frame)
+    elif kind in ("message", "reasoning"):
+        return
+    elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
+        _start_server_tool(ctx, st, key, sub_type, item, index, frame)
+    elif not (isinstance(kind, str) and kind.endswith("_call_output")):
+        ctx.send(_T.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
+
+
+def _on_item_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    item = frame.get("item")
+    if not isinstance(item, Mapping):
+        ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
+        return
+    _finish_item(ctx, st, item, _index(frame.get("output_index")), frame)
+
+
+def _finish_item(
+    ctx: ChatStreamContext, st: _Stream, item: _Frame, index: int, frame: _Frame
+) -> None:
+    """Complete and close one output item; an item already finished is skipped."""
+    key = _item_key(item.get("id"), index)
+    if key in st.done_items:
+        return
+    st.done_items.add(key)
+    kind = item.get("type")
+    if kind == "message":
+        _finish_message(ctx, st, key, item, index, frame)
+    elif kind == "reasoning":
+        _finish_reasoning(ctx, st, key, item, index, frame)
+    elif kind == "function_call":
+        _finish_call(ctx, st, key, item, item.get("arguments"), frame)
+    elif kind == "custom_tool_call":
+        _finish_call(ctx, st, key, item, item.get("input"), frame)
+    elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
+        _finish_server_tool(ctx, st, key, sub_type, item, index, frame)
+    elif isinstance(kind, str) and kind.endswith("_call_output"):
+        ctx.send(
+            _T.SERVER_TOOL_RESULT,
+            item_id=key,
+            tool_call_id=_str(item.get("call_id")),
+            index=index,
+            sub_type=kind[: -len("_call_output")],
+            raw=item,
+        )
+    else:
+        ctx.send(_T.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
+
+
+def _finish_message(
+    ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, index: int, frame: _Frame
+) -> None:
+    content = item.get("content")
+    if isinstance(content, list):
+        for part_index, part in enumerate(content):
+            if isinstance(part, Mapping):
+                _complete_part(ctx, st, key, index, part_index, part, frame)
+    _close_text(ctx, st, key, index, frame)
+
+
+def _finish_reasoning(
+    ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, index: int, frame: _Frame
+) -> None:
+    for kind, parts in (("summary", item.get("summary")), ("reasoning", item.get("content"))):
+        if isinstance(parts, list):
+            for part_index, part in enumerate(parts):
+                if isinstance(part, Mapping):
+                    text = _catch_up(st, (kind, key, part_index), part.get("text"))
+                    _thinking(ctx, st, key, index, (kind, key, part_index), text, frame)
+    if key in st.open_thinking:
+        st.open_thinking.discard(key)
+        ctx.send(_T.THINKING_END, item_id=key, index=index, raw=frame)
+    encrypted = item.get("encrypted_content")
+    if isinstance(encrypted, str) and encrypted:
+        ctx.send(_T.THINKING_REDACTED, text=encrypted, item_id=key, index=index, raw=frame)
+
+
+# text, refusal and annotations
+
+
+def _on_part_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    part = frame.get("part")
+    if isinstance(part, Mapping) and part.get("type") == "output_text":
+        index = _index(frame.get("output_index"))
+        _open_text(ctx, st, _frame_key(st, frame), index, frame)
+
+
+def _on_part_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    part = frame.get("part")
+    if not isinstance(part, Mapping):
+        return
+    index = _index(frame.get("output_index"))
+    key = _frame_key(st, frame)
+    _complete_part(ctx, st, key, index, _index(frame.get("content_index")), part, frame)
+    if part.get("type") == "output_text":
+        _close_text(ctx, st, key, index, frame)
+
+
+def _complete_part(
+    ctx: ChatStreamContext,
+    st: _Stream,
+    key: str,
+    index: int,
+    part_index: int,
+    part: _Frame,
+    frame: _Frame,
+) -> None:
+    """Send what a finished content part holds beyond what was streamed of it."""
+    kind = part.get("type")
+    if kind == "output_text":
+        _text(
+            ctx, st, key, index, _catch_up(st, ("text", key, part_index), part.get("text")), frame
+        )
+        annotations = part.get("annotations")
+        if isinstance(annotations, list):
+            sent = st.sent.get(("annotation", key, part_index), 0)
+            for annotation in annotations[sent:]:
+                _annotation(ctx, st, key, index, part_index, annotation, frame)
+    elif kind == "refusal":
+        _refusal(
+            ctx, key, index, _catch_up(st, ("refusal", key, part_index), part.get("refusal")), frame
+        )
+    elif kind == "reasoning_text":
+        part_key = ("reasoning", key, part_index)
+        _thinking(ctx, st, key, index, part_key, _catch_up(st, part_key, part.get("text")), frame)
+
+
+def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    delta = frame.get("delta")
+    if type(delta) is str and delta:
+        key = _frame_key(st, frame)
+        part_key = ("text", key, _index(frame.get("content_index")))
+        st.sent[part_key] = st.sent.get(part_key, 0) + len(delta)
+        index = _index(frame.get("output_index"))
+        if key not in st.open_text:
+            _open_text(ctx, st, key, index, frame)
+        ctx.send(_T.TEXT_DELTA, text=delta, item_id=key, index=index, raw=frame)
+
+
+def _on_text_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    key = _frame_key(st, frame)
+    text = _catch_up(st, ("text", key, _index(frame.get("content_index"))), frame.get("text"))
+    _text(ctx, st, key, _index(frame.get("output_index")), text, frame)
+
+
+def _text(
+    ctx: ChatStreamContext, st: _Stream, key: str, index: int, text: str, frame: _Frame
+) -> None:
+    if text:
+        _open_text(ctx, st, key, index, frame)
+        ctx.send(_T.TEXT_DELTA, text=text, item_id=key, index=index, raw=frame)
+
+
+def _open_text(ctx: ChatStreamContext, st: _Stream, key: str, index: int, frame: _Frame) -> None:
+    if key not in st.open_text:
+        st.open_text.add(key)
+        ctx.send(_T.TEXT_START, item_id=key, index=index, raw=frame)
+
+
+def _close_text(ctx: ChatStreamContext, st: _Stream, key: str, index: int, frame: _Frame) -> None:
+    if key in st.open_text:
+        st.open_text.discard(key)
+        ctx.send(_T.TEXT_END, item_id=key, index=index, raw=frame)
+
+
+def _on_annotation(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    key = _frame_key(st, frame)
+    _annotation(
+        ctx,
+        st,
+        key,
+        _index(frame.get("output_index")),
+        _index(frame.get("content_index")),
+        frame.get("annotation"),
+        frame,
+    )
+
+
+def _annotation(
+    ctx: ChatStreamContext,
+    st: _Stream,
+    key: str,
+    index: int,
+    part_index: int,
+    annotation: Any,
+    frame: _Frame,
+) -> None:
+    _sent(st, ("annotation", key, part_index), 1)
+    if isinstance(annotation, Mapping):
+        ctx.send(_T.CITATION, citation=_citation(annotation), item_id=key, index=index, raw=frame)
+
+
+def _citation(annotation: _Frame) -> Citation:
+    """A Citation from any annotation type: url, file, container file and file path."""
+    start = annotation.get("start_index")
+    return Citation(
+        url=_str(annotation.get("url")),
+        title=_str(annotation.get("title")) or _str(annotation.get("filename")),
+        start_index=_int(start if start is not None else annotation.get("index")),
+        end_index=_int(annotation.get("end_index")),
+        file_id=_str(annotation.get("file_id")),
+        type=_str(annotation.get("type")),
+        raw=annotation,
+    )
+
+
+def _on_refusal_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    delta = frame.get("delta")
+    if isinstance(delta, str) and delta:
+        key = _frame_key(st, frame)
+        _sent(st, ("refusal", key, _index(frame.get("content_index"))), len(delta))
+        _refusal(ctx, key, _index(frame.get("output_index")), delta, frame)
+
+
+def _on_refusal_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    key = _frame_key(st, frame)
+    part_key = ("refusal", key, _index(frame.get("content_index")))
+    text = _catch_up(st, part_key, frame.get("refusal"))
+    _refusal(ctx, key, _index(frame.get("output_index")), text, frame)
+
+
+def _refusal(ctx: ChatStreamContext, key: str, index: int, text: str, frame: _Frame) -> None:
+    if text:
+        ctx.send(_T.REFUSAL_DELTA, text=text, item_id=key, index=index, raw=frame)
+
+
+# thinking
+
+
+def _on_summary_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    _thinking_delta(ctx, st, frame, "summary", "summary_index")
+
+
+def _on_summary_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    _thinking_done(ctx, st, frame, "summary", "summary_index", frame.get("text"))
+
+
+def _on_summary_part_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    part = frame.get("part")
+    text = part.get("text") if isinstance(part, Mapping) else None
+    _thinking_done(ctx, st, frame, "summary", "summary_index", text)
+
+
+def _on_reasoning_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    _thinking_delta(ctx, st, frame, "reasoning", "content_index")
+
+
+def _on_reasoning_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    _thinking_done(ctx, st, frame, "reasoning", "content_index", frame.get("text"))
+
+
+def _thinking_delta(
+    ctx: ChatStreamContext, st: _Stream, frame: _Frame, kind: str, part_field: str
+) -> None:
+    delta = frame.get("delta")
+    if isinstance(delta, str) and delta:
+        key = _frame_key(st, frame)
+        part_key = (kind, key, _index(frame.get(part_field)))
+        _sent(st, part_key, len(delta))
+        _thinking(ctx, st, key, _index(frame.get("output_index")), part_key, delta, frame)
+
+
+def _thinking_done(
+    ctx: ChatStreamContext, st: _Stream, frame: _Frame, kind: str, part_field: str, text: Any
+) -> None:
+    key = _frame_key(st, frame)
+    part_key = (kind, key, _index(frame.get(part_field)))
+    remainder = _catch_up(st, part_key, text)
+    _thinking(ctx, st, key, _index(frame.get("output_index")), part_key, remainder, frame)
+
+
+def _thinking(
+    ctx: ChatStreamContext,
+    st: _Stream,
+    key: str,
+    index: int,
+    part_key: tuple[str, str, int],
+    text: str,
+    frame: _Frame,
+) -> None:
+    """Send thinking ``text`` of one part, opening its block and separating a new part."""
+    if not text:
+        return
+    if key not in st.open_thinking:
+        st.open_thinking.add(key)
+        ctx.send(_T.THINKING_START, item_id=key, index=index, raw=frame)
+    sub_type = part_key[0]
+    if st.thinking_part != part_key:
+        if st.thinking_part is not None:
+            ctx.send(
+                _T.THINKING_DELTA,
+                text=_PART_SEPARATOR,
+                item_id=key,
+                index=index,
+                sub_type=sub_type,
+                raw=frame,
+            )
+        st.thinking_part = part_key
+    ctx.send(_T.THINKING_DELTA, text=text, item_id=key, index=index, sub_type=sub_type, raw=frame)
+
+
+# function and custom tool calls
+
+
+def _start_call(ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, frame: _Frame) -> None:
+    if key in st.calls or key in st.closed_calls:
+        return
+    st.calls.start(
+        ctx,
+        key,
+        id=_call_id(item),
+        name=_str(item.get("name")) or "",
+        raw=frame,
+        item_id=key,
+    )
+
+
+def _on_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    delta = frame.get("delta")
+    if isinstance(delta, str) and delta:
+        key = _frame_key(st, frame)
+        if key in st.closed_calls:
+            return
+        _sent(st, ("arguments", key, 0), len(delta))
+        st.calls.delta(ctx, key, delta, raw=frame)
+
+
+def _on_arguments_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    key = _frame_key(st, frame)
+    if key in st.calls:
+        _close_call(ctx, st, key, frame.get("arguments"), frame)
+
+
+def _on_input_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    key = _frame_key(st, frame)
+    if key in st.calls:
+        _close_call(ctx, st, key, frame.get("input"), frame)
+
+
+def _finish_call(
+    ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, final: Any, frame: _Frame
+) -> None:
+    if key in st.closed_calls:
+        return
+    _start_call(ctx, st, key, item, frame)
+    _close_call(ctx, st, key, final, frame)
+
+
+def _close_call(ctx: ChatStreamContext, st: _Stream, key: str, final: Any, frame: _Frame) -> None:
+    """Send the arguments never streamed, then TOOL_CALL_END with the whole text."""
+    remainder = _catch_up(st, ("arguments", key, 0), final)
+    if remainder:
+        st.calls.delta(ctx, key, remainder, raw=frame)
+    st.closed_calls.add(key)
+    st.calls.end(ctx, key, arguments_str=final if isinstance(final, str) else None, raw=frame)
+
+
+# built-in (server) tools
+
+
+def _server_sub_type(kind: str) -> str | None:
+    sub_type = _SERVER_TOOLS.get(kind)
+    if sub_type is None and kind.endswith("_call") and kind != "function_call":
+        sub_type = kind[: -len("_call")]
+    return sub_type
+
+
+def _server_call(item: _Frame, sub_type: str, call_id: str | None, index: int) -> ToolCall:
+    name = _str(item.get("name")) or sub_type
+    arguments = item.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = item.get("input")
+    if isinstance(arguments, str):
+        return ToolCall(id=call_id, name=name, arguments_str=arguments, index=index)
+    given = {k: item[k] for k in _SERVER_TOOL_ARGUMENT_KEYS if item.get(k)}
+    return ToolCall(id=call_id, name=name, arguments=given, index=index)
+
+
+def _call_id(item: _Frame) -> str | None:
+    """A tool item's call id: ``call_id`` when the server gives one, else the item id."""
+    return _str(item.get("call_id")) or _str(item.get("id"))
+
+
+def _start_server_tool(
+    ctx: ChatStreamContext,
+    st: _Stream,
+    key: str,
+    sub_type: str,
+    item: _Frame,
+    index: int,
+    frame: _Frame,
+) -> None:
+    if key in st.server_started:
+        return
+    st.server_started.add(key)
+    call_id = _call_id(item)
+    output_format = item.get("output_format")
+    if isinstance(output_format, str):
+        st.formats[key] = output_format
+    ctx.send(
+        _T.SERVER_TOOL_START,
+        item_id=key,
+        tool_call_id=call_id,
+        index=index,
+        sub_type=sub_type,
+        tool_call=_server_call(item, sub_type, call_id, index),
+        raw=frame,
+    )
+
+
+def _finish_server_tool(
+    ctx: ChatStreamContext,
+    st: _Stream,
+    key: str,
+    sub_type: str,
+    item: _Frame,
+    index: int,
+    frame: _Frame,
+) -> None:
+    _start_server_tool(ctx, st, key, sub_type, item, index, frame)
+    call_id = _call_id(item)
+    ids = {"item_id": key, "tool_call_id": call_id, "index": index, "sub_type": sub_type}
+    for result in _search_results(item):
+        ctx.send(_T.SEARCH_RESULT, search_result=result, raw=frame, **ids)
+    image = item.get("result")
+    if sub_type == "image_generation" and isinstance(image, str) and image:
+        fmt = item.get("output_format")
+        block = ImageBlock(data=image, mime_type=_mime(fmt, st.formats.get(key)), id=key)
+        ctx.send(_T.MEDIA_DONE, block=block, raw=frame, **ids)
+    ctx.send(
+        _T.SERVER_TOOL_RESULT,
+        tool_call=_server_call(item, sub_type, call_id, index),
+        raw=item,
+        **ids,
+    )
+
+
+def _search_results(item: _Frame) -> Iterable[SearchResult]:
+    """Web search action sources and file search results of a finished tool item."""
+    action = item.get("action")
+    sources = action.get("sources") if isinstance(action, Mapping) else None
+    if isinstance(sources, list):
+        for source in sources:
+            if isinstance(source, Mapping):
+                yield SearchResult(
+                    url=_str(source.get("url")),
+                    title=_str(source.get("title")),
+                    type=_str(source.get("type")),
+                    raw=source,
+                )
+    results = item.get("results")
+    if isinstance(results, list):
+        for result in results:
+            if isinstance(result, Mapping):
+                yield SearchResult(
+                    url=_str(result.get("url")),
+                    title=_str(result.get("filename")) or _str(result.get("title")),
+                    snippet=_str(result.get("text")),
+                    type=_str(result.get("type")) or "file",
+                    raw=result,
+                )
+
+
+def _on_server_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    delta = frame.get("delta")
+    if isinstance(delta, str) and delta:
+        key = _frame_key(st, frame)
+        ctx.send(
+            _T.SERVER_TOOL_ARGS_DELTA,
+            text=delta,
+            item_id=key,
+            index=_index(frame.get("output_index")),
+            raw=frame,
+        )
+
+
+def _on_partial_image(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    data = frame.get("partial_image_b64")
+    if not isinstance(data, str) or not data:
+        return
+    key = _frame_key(st, frame)
+    fmt = frame.get("output_format")
+    if isinstance(fmt, str):
+        st.formats[key] = fmt
+    ctx.send(
+        _T.MEDIA_PARTIAL,
+        block=ImageBlock(data=data, mime_type=_mime(fmt, st.formats.get(key)), id=key),
+        item_id=key,
+        index=_index(frame.get("output_index")),
+        sub_type="image_generation",
+        attrs={"partial_image_index": frame.get("partial_image_index")},
+        raw=frame,
+    )
+
+
+def _progress(ctx: ChatStreamContext, kind: Any, frame: _Frame) -> bool:
+    """A built-in tool's progress event (``response.web_search_call.searching``) -> STATUS."""
+    if not isinstance(kind, str) or not kind.startswith("response."):
+        return False
+    tool, _, word = kind[len("response.") :].partition(".")
+    sub_type = _PROGRESS_TOOLS.get(tool)
+    if sub_type is None or not word or "." in word:
+        return False
+    ctx.send(
+        _T.STATUS,
+        text=word,
+        sub_type=sub_type,
+        item_id=_str(frame.get("item_id")),
+        index=_index(frame.get("output_index")),
+        raw_type=kind,
+        raw=frame,
+    )
+    return True
+
+
+def _on_heartbeat(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    ctx.send(_T.HEARTBEAT, raw=frame)
+
+
+def _ignore(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    """Boundary events whose content arrives in other events."""
+
+
+_HANDLERS: dict[str, Callable[[ChatStreamContext, _Stream, _Frame], None]] = {
+    "response.created": _on_status,
+    "response.in_progress": _on_status,
+    "response.queued": _on_status,
+    "response.completed": _on_completed,
+    "response.incomplete": _on_incomplete,
+    "response.failed": _on_failed,
+    "error": _on_error,
+    "keepalive": _on_heartbeat,
+    "response.output_item.added": _on_item_added,
+    "response.output_item.done": _on_item_done,
+    "response.content_part.added": _on_part_added,
+    "response.content_part.done": _on_part_done,
+    "response.output_text.delta": _on_text_delta,
+    "response.output_text.done": _on_text_done,
+    "response.output_text.annotation.added": _on_annotation,
+    "response.refusal.delta": _on_refusal_delta,
+    "response.refusal.done": _on_refusal_done,
+    "response.reasoning_summary_part.added": _ignore,
+    "response.reasoning_summary_part.done": _on_summary_part_done,
+    "response.reasoning_summary_text.delta": _on_summary_delta,
+    "response.reasoning_summary_text.done": _on_summary_done,
+    "response.reasoning_text.delta": _on_reasoning_delta,
+    "response.reasoning_text.done": _on_reasoning_done,
+    "response.function_call_arguments.delta": _on_arguments_delta,
+    "response.function_call_arguments.done": _on_arguments_done,
+    "response.custom_tool_call_input.delta": _on_arguments_delta,
+    "response.custom_tool_call_input.done": _on_input_done,
+    "response.code_interpreter_call_code.delta": _on_server_arguments_delta,
+    "response.code_interpreter_call_code.done": _ignore,
+    "response.mcp_call_arguments.delta": _on_server_arguments_delta,
+    "response.mcp_call_arguments.done": _ignore,
+    "response.shell_call_command.added": _ignore,
+    "response.shell_call_command.delta": _on_server_arguments_delta,
+    "response.shell_call_command.done": _ignore,
+    "response.image_generation_call.partial_image": _on_partial_image,
+}
+
+
+# small helpers
+
+
+def _item_key(item_id: Any, index: int) -> str:
+    """An item's key: its id, or its output position when a server sends no id."""
+    return item_id if isinstance(item_id, str) and item_id else f"output:{index}"
+
+
+def _frame_key(st: _Stream, frame: _Frame) -> str:
+    """The key of the item an event belongs to (by ``item_id``, else ``output_index``)."""
+    item_id = frame.get("item_id")
+    if type(item_id) is str and item_id:
+        return item_id
+    index = _index(frame.get("output_index"))
+    return st.by_index.get(index) or _item_key(None, index)
+
+
+def _sent(st: _Stream, key: tuple[str, str, int], amount: int) -> None:
+    st.sent[key] = st.sent.get(key, 0) + amount
+
+
+def _catch_up(st: _Stream, key: tuple[str, str, int], full: Any) -> str:
+    """What of a part's whole text ``full`` was not sent yet (and mark it sent)."""
+    if not isinstance(full, str):
+        return ""
+    sent = st.sent.get(key, 0)
+    if len(full) <= sent:
+        return ""
+    st.sent[key] = len(full)
+    return full[sent:]
+
+
+def _mime(fmt: Any, known: str | None = None) -> str:
+    chosen = fmt if isinstance(fmt, str) and fmt else known or "png"
+    return chosen if "/" in chosen else f"image/{chosen}"
+
+
+def _index(value: Any) -> int:
+    return value if type(value) is int else -1
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _str(value: Any) -> str | None:
+    return value if type(value) is str and value else None
+
+
+# request building
+
+
+def _input(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        items.extend(_items(message))
+    return items
+
+
+def _items(message: Any) -> Iterable[dict[str, Any]]:
+    if isinstance(message, SystemMessage):
+        return ({"type": "message", "role": "system", "content": message.text},)
+    if isinstance(message, UserMessage):
+        return (_user_message(message),)
+    if isinstance(message, AssistantMessage):
+        return _assistant_items(message)
+    if isinstance(message, ToolMessage):
+        return (
+            {
+                "type": "function_call_output",
+                "call_id": message.tool_call_id,
+                "output": message.content,
+            },
+        )
+    raise TypeError(f"the openai-responses dialect cannot send a {type(message).__name__}")
+
+
+def _user_message(message: UserMessage) -> dict[str, Any]:
+    if not message.blocks:
+        return {"type": "message", "role": "user", "content": message.text}
+    parts: list[Any] = [{"type": "input_text", "text": message.text}] if message.text else []
+    parts.extend(_input_part(block) for block in message.blocks)
+    return {"type": "message", "role": "user", "content": parts}
+
+
+def _input_part(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "input_text", "text": block.text}
+    if isinstance(block, str):
+        return {"type": "input_text", "text": block}
+    if isinstance(block, ImageBlock):
+        url = block.url or data_url(block.data or "", block.mime_type, "image/png")
+        return {"type": "input_image", "image_url": url}
+    if isinstance(block, FileBlock):
+        part: dict[str, Any] = {"type": "input_file"}
+        if block.file_id:
+            part["file_id"] = block.file_id
+        elif block.url:
+            part["file_url"] = block.url
+        else:
+            part["file_data"] = data_url(block.data or "", block.mime_type, "application/pdf")
+        if block.name:
+            part["filename"] = block.name
+        return part
+    if isinstance(block, Mapping):
+        return dict(block)
+    raise TypeError(f"the openai-responses dialect cannot send a {type(block).__name__} block")
+
+
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if message.text:
+        items.append(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": message.text}],
+            }
+        )
+    for call in message.tool_calls:
+        arguments = call.arguments_str or orjson.dumps(call.arguments or {}).decode()
+        items.append(
+            {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}
+        )
+    return items
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "function", "name": spec.name}
+    if spec.description:
+        tool["description"] = spec.description
+    tool["parameters"] = dict(spec.parameters)
+    return tool

@@ -1,0 +1,1053 @@
+"""The OpenAI Responses dialect: hand-written fixtures, request building, and the corpus.
+
+Fixtures are small streams written from the Responses API streaming reference (event and
+item shapes as documented). The corpus test reads ``../shared/corpus/openai-responses`` when
+it exists and is skipped otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.dialects.openai_responses import OpenAIResponsesDialect
+from solon_events.errors import ChatProtocolError, ProviderError
+from solon_events.events import ChatEvent, ChatEventType
+from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+
+T = ChatEventType
+DIALECT = OpenAIResponsesDialect()
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai-responses"
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+
+
+# drivers
+
+
+def parse(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
+    """Parse ``frames`` with one fresh context: the events it emitted, and the context."""
+    events: list[ChatEvent] = []
+    ctx = ChatStreamContext(events.append)
+    for frame in frames:
+        DIALECT.parse_frame(ctx, frame)
+    return events, ctx
+
+
+def of(events: list[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
+    return [e for e in events if e.type in types]
+
+
+def texts(events: list[ChatEvent], type: ChatEventType) -> str:
+    return "".join(e.text or "" for e in events if e.type is type)
+
+
+# fixture builders (shapes from the Responses API streaming reference)
+
+
+def response(status: str = "in_progress", **fields: Any) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "model": "gpt-test", "status": status} | fields
+
+
+def created() -> dict[str, Any]:
+    return {"type": "response.created", "sequence_number": 0, "response": response()}
+
+
+def completed(usage: dict[str, Any] | None = None, output: list[Any] | None = None) -> dict:
+    body = response("completed", output=output or [], usage=usage)
+    return {"type": "response.completed", "response": body}
+
+
+def added(index: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.output_item.added", "output_index": index, "item": item}
+
+
+def done(index: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.output_item.done", "output_index": index, "item": item}
+
+
+def ev(kind: str, item_id: str, index: int = 0, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "item_id": item_id, "output_index": index} | fields
+
+
+def message_stream(item_id: str = "msg_1", index: int = 0, parts: tuple[str, ...] = ()) -> list:
+    """A message item whose text streams as ``parts``."""
+    text = "".join(parts)
+    part = {"type": "output_text", "text": "", "annotations": []}
+    frames: list[dict[str, Any]] = [
+        added(index, {"id": item_id, "type": "message", "role": "assistant", "content": []}),
+        ev("response.content_part.added", item_id, index, content_index=0, part=part),
+    ]
+    frames += [
+        ev("response.output_text.delta", item_id, index, content_index=0, delta=p) for p in parts
+    ]
+    final_part = {"type": "output_text", "text": text, "annotations": []}
+    frames += [
+        ev("response.output_text.done", item_id, index, content_index=0, text=text),
+        ev("response.content_part.done", item_id, index, content_index=0, part=final_part),
+        done(
+            index, {"id": item_id, "type": "message", "role": "assistant", "content": [final_part]}
+        ),
+    ]
+    return frames
+
+
+USAGE = {
+    "input_tokens": 120,
+    "input_tokens_details": {"cached_tokens": 100},
+    "output_tokens": 50,
+    "output_tokens_details": {"reasoning_tokens": 30},
+    "total_tokens": 170,
+}
+
+
+# basics
+
+
+def test_dialect_is_registered_under_its_name() -> None:
+    dialect = get_dialect("openai-responses")
+    assert isinstance(dialect, OpenAIResponsesDialect)
+    assert dialect.name == "openai-responses"
+
+
+@pytest.mark.parametrize("kind", ["response.created", "response.in_progress", "response.queued"])
+def test_lifecycle_events_are_status_and_set_the_provider_ids(kind: str) -> None:
+    status = "queued" if kind == "response.queued" else "in_progress"
+    events, ctx = parse([{"type": kind, "response": response(status)}])
+    assert [(e.type, e.text, e.raw_type) for e in events] == [(T.STATUS, status, kind)]
+    assert ctx.provider_response_id == "resp_1"
+    assert ctx.model == "gpt-test"
+    assert events[0].provider_response_id == "resp_1"
+    assert not ctx.finished
+
+
+def test_text_streams_once_between_part_boundaries() -> None:
+    events, ctx = parse([created(), *message_stream(parts=("Hel", "lo")), completed(USAGE)])
+    text_events = of(events, T.TEXT_START, T.TEXT_DELTA, T.TEXT_END)
+    assert [e.type for e in text_events] == [T.TEXT_START, T.TEXT_DELTA, T.TEXT_DELTA, T.TEXT_END]
+    assert texts(events, T.TEXT_DELTA) == "Hello"
+    assert {(e.item_id, e.index) for e in text_events} == {("msg_1", 0)}
+    assert ctx.finished and ctx.finish_reason == "completed"
+
+
+def test_text_sent_only_in_done_events_is_sent_once() -> None:
+    part = {"type": "output_text", "text": "Whole", "annotations": []}
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": [part]}
+    frames = [
+        added(0, {"id": "msg_1", "type": "message", "content": []}),
+        ev("response.output_text.done", "msg_1", content_index=0, text="Whole"),
+        ev("response.content_part.done", "msg_1", content_index=0, part=part),
+        done(0, item),
+        completed(output=[item]),
+    ]
+    events, _ = parse(frames)
+    assert [e.text for e in of(events, T.TEXT_DELTA)] == ["Whole"]
+    assert [e.type for e in of(events, T.TEXT_START, T.TEXT_END)] == [T.TEXT_START, T.TEXT_END]
+
+
+def test_done_text_longer_than_the_deltas_sends_only_the_rest() -> None:
+    frames = [
+        ev("response.output_text.delta", "msg_1", content_index=0, delta="Hel"),
+        ev("response.output_text.done", "msg_1", content_index=0, text="Hello"),
+    ]
+    events, _ = parse(frames)
+    assert [(e.type, e.text) for e in events] == [
+        (T.TEXT_START, None),
+        (T.TEXT_DELTA, "Hel"),
+        (T.TEXT_DELTA, "lo"),
+    ]
+
+
+def test_output_of_the_completed_response_fills_in_what_was_never_streamed() -> None:
+    part = {"type": "output_text", "text": "only here", "annotations": []}
+    output = [
+        {"id": "msg_1", "type": "message", "role": "assistant", "content": [part]},
+        {
+            "id": "fc_1",
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "f",
+            "arguments": "{}",
+        },
+    ]
+    events, ctx = parse([created(), completed(USAGE, output)])
+    assert texts(events, T.TEXT_DELTA) == "only here"
+    ends = of(events, T.TOOL_CALL_END)
+    assert [(e.tool_call_id, e.tool_call.name) for e in ends] == [("call_1", "f")]
+    assert ctx.finish_reason == "completed"
+
+
+def test_items_already_streamed_are_not_repeated_from_the_completed_output() -> None:
+    stream = message_stream(parts=("Hi",))
+    final = stream[-1]["item"]
+    events, _ = parse([created(), *stream, completed(USAGE, [final])])
+    assert texts(events, T.TEXT_DELTA) == "Hi"
+    assert len(of(events, T.TEXT_END)) == 1
+
+
+# citations
+
+
+ANNOTATIONS = [
+    {"type": "url_citation", "url": "https://a.example", "title": "A", "start_index": 3,
+     "end_index": 9},
+    {"type": "file_citation", "file_id": "file-1", "filename": "doc.pdf", "index": 12},
+    {"type": "container_file_citation", "container_id": "cntr_1", "file_id": "cfile_1",
+     "filename": "out.csv", "start_index": 20, "end_index": 40},
+    {"type": "file_path", "file_id": "file-2", "index": 7},
+]  # fmt: skip
+
+
+def test_annotations_become_citations_once() -> None:
+    frames = [*message_stream(parts=("x" * 50,))]
+    notes = [
+        ev("response.output_text.annotation.added", "msg_1", content_index=0, annotation_index=i,
+           annotation=a)
+        for i, a in enumerate(ANNOTATIONS)
+    ]  # fmt: skip
+    frames[3:3] = notes
+    final_part = {"type": "output_text", "text": "x" * 50, "annotations": ANNOTATIONS}
+    frames[-2]["part"] = final_part
+    frames[-1]["item"]["content"] = [final_part]
+    events, _ = parse(frames)
+    citations = [e.citation for e in of(events, T.CITATION)]
+    assert [c.type for c in citations] == [a["type"] for a in ANNOTATIONS]
+    url, file, container, path = citations
+    assert (url.url, url.title, url.start_index, url.end_index) == ("https://a.example", "A", 3, 9)
+    assert (file.file_id, file.title, file.start_index) == ("file-1", "doc.pdf", 12)
+    assert (container.file_id, container.start_index, container.end_index) == ("cfile_1", 20, 40)
+    assert (path.file_id, path.start_index, path.url) == ("file-2", 7, None)
+    assert all(e.item_id == "msg_1" for e in of(events, T.CITATION))
+
+
+def test_annotations_given_only_in_the_finished_part_are_sent() -> None:
+    frames = message_stream(parts=("text",))
+    final_part = {"type": "output_text", "text": "text", "annotations": ANNOTATIONS[:2]}
+    frames[-2]["part"] = final_part
+    frames[-1]["item"]["content"] = [final_part]
+    events, _ = parse(frames)
+    assert [e.citation.type for e in of(events, T.CITATION)] == ["url_citation", "file_citation"]
+
+
+# thinking
+
+
+def reasoning_stream(summaries: tuple[tuple[str, ...], ...], encrypted: str | None = None) -> list:
+    item_id = "rs_1"
+    first: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": []}
+    if encrypted:
+        first["encrypted_content"] = "early-" + encrypted
+    frames: list[dict[str, Any]] = [added(0, first)]
+    for i, parts in enumerate(summaries):
+        text = "".join(parts)
+        frames.append(
+            ev("response.reasoning_summary_part.added", item_id, summary_index=i,
+               part={"type": "summary_text", "text": ""})
+        )  # fmt: skip
+        frames += [
+            ev("response.reasoning_summary_text.delta", item_id, summary_index=i, delta=p)
+            for p in parts
+        ]
+        frames.append(
+            ev("response.reasoning_summary_text.done", item_id, summary_index=i, text=text)
+        )
+        frames.append(
+            ev("response.reasoning_summary_part.done", item_id, summary_index=i,
+               part={"type": "summary_text", "text": text})
+        )  # fmt: skip
+    last: dict[str, Any] = {
+        "id": item_id,
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "".join(p)} for p in summaries],
+    }
+    if encrypted:
+        last["encrypted_content"] = encrypted
+    frames.append(done(0, last))
+    return frames
+
+
+def test_reasoning_summary_parts_are_thinking_separated_as_the_provider_does() -> None:
+    events, _ = parse(reasoning_stream((("**Plan**", "\n\nI will"), ("Then", " act"))))
+    assert texts(events, T.THINKING_DELTA) == "**Plan**\n\nI will\n\nThen act"
+    deltas = of(events, T.THINKING_DELTA)
+    assert [e.text for e in deltas] == ["**Plan**", "\n\nI will", "\n\n", "Then", " act"]
+    assert {e.sub_type for e in deltas} == {"summary"}
+    kinds = [e.type for e in of(events, T.THINKING_START, T.THINKING_END)]
+    assert kinds == [T.THINKING_START, T.THINKING_END]
+    assert not of(events, T.TEXT_DELTA)
+
+
+def test_summary_given_only_in_the_finished_item_is_sent() -> None:
+    item = {"id": "rs_1", "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "One"},
+                        {"type": "summary_text", "text": "Two"}]}  # fmt: skip
+    events, _ = parse([added(0, {"id": "rs_1", "type": "reasoning", "summary": []}), done(0, item)])
+    assert texts(events, T.THINKING_DELTA) == "One\n\nTwo"
+
+
+def test_reasoning_text_is_thinking() -> None:
+    item_id = "rs_1"
+    part = {"type": "reasoning_text", "text": ""}
+    frames = [
+        added(0, {"id": item_id, "type": "reasoning", "summary": [], "content": []}),
+        ev("response.content_part.added", item_id, content_index=0, part=part),
+        ev("response.reasoning_text.delta", item_id, content_index=0, delta="The user "),
+        ev("response.reasoning_text.delta", item_id, content_index=0, delta="asks."),
+        ev("response.reasoning_text.done", item_id, content_index=0, text="The user asks."),
+        ev("response.content_part.done", item_id, content_index=0,
+           part={"type": "reasoning_text", "text": "The user asks."}),
+        done(0, {"id": item_id, "type": "reasoning", "summary": [],
+                 "content": [{"type": "reasoning_text", "text": "The user asks."}]}),
+    ]  # fmt: skip
+    events, _ = parse(frames)
+    assert texts(events, T.THINKING_DELTA) == "The user asks."
+    assert {e.sub_type for e in of(events, T.THINKING_DELTA)} == {"reasoning"}
+    assert not of(events, T.TEXT_START, T.TEXT_DELTA)
+
+
+def test_encrypted_reasoning_is_redacted_thinking_once_with_the_final_value() -> None:
+    stream = reasoning_stream((("sum",),), encrypted="gAAAA-final")
+    item = stream[-1]["item"] | {"encrypted_content": "gAAAA-in-terminal-payload"}
+    events, _ = parse([*stream, completed(USAGE, [item])])
+    redacted = of(events, T.THINKING_REDACTED)
+    assert [(e.text, e.item_id) for e in redacted] == [("gAAAA-final", "rs_1")]
+    assert texts(events, T.THINKING_DELTA) == "sum"
+
+
+# function and custom tool calls
+
+
+def function_call_stream(
+    item_id: str, call_id: str, name: str, fragments: tuple[str, ...], index: int = 0
+) -> list[dict[str, Any]]:
+    arguments = "".join(fragments)
+    item = {"id": item_id, "type": "function_call", "call_id": call_id, "name": name}
+    return [
+        added(index, item | {"arguments": "", "status": "in_progress"}),
+        *(ev("response.function_call_arguments.delta", item_id, index, delta=f) for f in fragments),
+        ev("response.function_call_arguments.done", item_id, index, arguments=arguments),
+        done(index, item | {"arguments": arguments, "status": "completed"}),
+    ]
+
+
+def test_function_call_streams_start_arguments_end_keyed_by_call_id() -> None:
+    frames = function_call_stream("fc_1", "call_1", "weather", ('{"city"', ': "Paris"}'))
+    events, _ = parse([created(), *frames, completed(USAGE)])
+    calls = of(events, T.TOOL_CALL_START, T.TOOL_CALL_ARGS_DELTA, T.TOOL_CALL_END)
+    assert [e.type for e in calls] == [
+        T.TOOL_CALL_START,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_END,
+    ]
+    assert {(e.tool_call_id, e.item_id, e.index) for e in calls} == {("call_1", "fc_1", 0)}
+    end = calls[-1].tool_call
+    assert (end.id, end.name, end.arguments) == ("call_1", "weather", {"city": "Paris"})
+    assert calls[0].tool_call.name == "weather"
+
+
+def test_function_call_without_argument_deltas_sends_them_whole() -> None:
+    item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f"}
+    frames = [
+        added(0, item | {"arguments": ""}),
+        ev("response.function_call_arguments.done", "fc_1", arguments='{"a": 1}'),
+        done(0, item | {"arguments": '{"a": 1}'}),
+    ]
+    events, _ = parse(frames)
+    assert [e.text for e in of(events, T.TOOL_CALL_ARGS_DELTA)] == ['{"a": 1}']
+    assert [e.tool_call.arguments for e in of(events, T.TOOL_CALL_END)] == [{"a": 1}]
+
+
+def test_parallel_function_calls_get_their_own_positions() -> None:
+    one = function_call_stream("fc_1", "call_1", "a", ('{"x":', "1}"), index=0)
+    two = function_call_stream("fc_2", "call_2", "b", ('{"y":', "2}"), index=1)
+    interleaved = [one[0], two[0], one[1], two[1], one[2], two[2], one[3], two[3], *one[4:]]
+    interleaved += two[4:]
+    events, _ = parse(interleaved)
+    ends = {e.tool_call_id: e for e in of(events, T.TOOL_CALL_END)}
+    assert (ends["call_1"].index, ends["call_1"].tool_call.arguments) == (0, {"x": 1})
+    assert (ends["call_2"].index, ends["call_2"].tool_call.arguments) == (1, {"y": 2})
+    deltas = of(events, T.TOOL_CALL_ARGS_DELTA)
+    assert [e.tool_call_id for e in deltas] == ["call_1", "call_2", "call_1", "call_2"]
+
+
+def custom_call_stream(fragments: tuple[str, ...], with_done: bool) -> list[dict[str, Any]]:
+    text = "".join(fragments)
+    item = {"id": "ctc_1", "type": "custom_tool_call", "call_id": "call_c", "name": "write_sql"}
+    frames = [added(0, item | {"input": ""})]
+    frames += [ev("response.custom_tool_call_input.delta", "ctc_1", delta=f) for f in fragments]
+    if with_done:
+        frames.append(ev("response.custom_tool_call_input.done", "ctc_1", input=text))
+    frames.append(done(0, item | {"input": text, "status": "completed"}))
+    return frames
+
+
+@pytest.mark.parametrize("with_done", [True, False])
+def test_custom_tool_input_is_kept_raw(with_done: bool) -> None:
+    events, _ = parse(custom_call_stream(("SELECT * ", "FROM users"), with_done))
+    (end,) = of(events, T.TOOL_CALL_END)
+    call = end.tool_call
+    assert (call.id, call.name) == ("call_c", "write_sql")
+    assert call.arguments_str == "SELECT * FROM users"
+    assert call.arguments == {}
+    assert texts(events, T.TOOL_CALL_ARGS_DELTA) == "SELECT * FROM users"
+
+
+def test_custom_tool_input_that_is_json_parses() -> None:
+    events, _ = parse(custom_call_stream(('{"q": ', '"x"}'), with_done=True))
+    assert of(events, T.TOOL_CALL_END)[0].tool_call.arguments == {"q": "x"}
+
+
+def test_arguments_for_a_call_never_started_is_a_protocol_error() -> None:
+    with pytest.raises(ChatProtocolError):
+        parse([ev("response.function_call_arguments.delta", "fc_unknown", delta="{")])
+
+
+# built-in (server) tools
+
+
+def server_tool_case(
+    item_type: str, start: dict[str, Any], final: dict[str, Any], middle: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    base = {"id": "it_1", "type": item_type}
+    return [added(0, base | start), *(middle or []), done(0, base | final)]
+
+
+SERVER_TOOL_CASES: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "web_search": (
+        "web_search",
+        server_tool_case(
+            "web_search_call",
+            {"status": "in_progress"},
+            {"status": "completed",
+             "action": {"type": "search", "query": "q",
+                        "sources": [{"type": "url", "url": "https://s1.example"},
+                                    {"type": "url", "url": "https://s2.example"}]}},
+            [ev("response.web_search_call.in_progress", "it_1"),
+             ev("response.web_search_call.searching", "it_1"),
+             ev("response.web_search_call.completed", "it_1")],
+        ),
+    ),
+    "file_search": (
+        "file_search",
+        server_tool_case(
+            "file_search_call",
+            {"status": "in_progress", "queries": [], "results": None},
+            {"status": "completed", "queries": ["what is x"],
+             "results": [{"file_id": "file-1", "filename": "a.pdf", "score": 0.9,
+                          "text": "x is y", "attributes": {}}]},
+            [ev("response.file_search_call.searching", "it_1")],
+        ),
+    ),
+    "code_interpreter": (
+        "code_interpreter",
+        server_tool_case(
+            "code_interpreter_call",
+            {"status": "in_progress", "code": "", "container_id": "cntr_1", "outputs": []},
+            {"status": "completed", "code": "print(1)", "container_id": "cntr_1",
+             "outputs": [{"type": "logs", "logs": "1"}]},
+            [ev("response.code_interpreter_call_code.delta", "it_1", delta="print("),
+             ev("response.code_interpreter_call_code.delta", "it_1", delta="1)"),
+             ev("response.code_interpreter_call_code.done", "it_1", code="print(1)"),
+             ev("response.code_interpreter_call.interpreting", "it_1")],
+        ),
+    ),
+    "image_generation": (
+        "image_generation",
+        server_tool_case(
+            "image_generation_call",
+            {"status": "in_progress"},
+            {"status": "completed", "result": "RklOQUw=", "output_format": "webp"},
+            [ev("response.image_generation_call.generating", "it_1"),
+             ev("response.image_generation_call.partial_image", "it_1", partial_image_index=0,
+                partial_image_b64="UEFSVA==", output_format="webp")],
+        ),
+    ),
+    "mcp": (
+        "mcp",
+        server_tool_case(
+            "mcp_call",
+            {"name": "roll", "server_label": "dice", "arguments": ""},
+            {"name": "roll", "server_label": "dice", "arguments": '{"n": 2}', "output": "4"},
+            [ev("response.mcp_call_arguments.delta", "it_1", delta='{"n": 2}'),
+             ev("response.mcp_call_arguments.done", "it_1", arguments='{"n": 2}'),
+             ev("response.mcp_call.completed", "it_1")],
+        ),
+    ),
+    "mcp_list_tools": (
+        "mcp_list_tools",
+        server_tool_case(
+            "mcp_list_tools",
+            {"server_label": "dice", "tools": []},
+            {"server_label": "dice", "tools": [{"name": "roll", "input_schema": {}}]},
+            [ev("response.mcp_list_tools.in_progress", "it_1")],
+        ),
+    ),
+    "mcp_approval_request": (
+        "mcp_approval_request",
+        server_tool_case(
+            "mcp_approval_request",
+            {"name": "roll", "server_label": "dice", "arguments": '{"n": 1}'},
+            {"name": "roll", "server_label": "dice", "arguments": '{"n": 1}'},
+        ),
+    ),
+    "local_shell": (
+        "local_shell",
+        server_tool_case(
+            "local_shell_call",
+            {"call_id": "call_ls", "status": "in_progress",
+             "action": {"type": "exec", "command": ["ls"], "env": {}}},
+            {"call_id": "call_ls", "status": "completed",
+             "action": {"type": "exec", "command": ["ls"], "env": {}}},
+        ),
+    ),
+    "shell": (
+        "shell",
+        server_tool_case(
+            "shell_call",
+            {"call_id": "call_sh", "status": "in_progress", "action": {"commands": []}},
+            {"call_id": "call_sh", "status": "completed", "action": {"commands": ["ls -la"]}},
+            [{"type": "response.shell_call_command.added", "output_index": 0, "command_index": 0},
+             {"type": "response.shell_call_command.delta", "output_index": 0, "command_index": 0,
+              "delta": "ls -la"},
+             {"type": "response.shell_call_command.done", "output_index": 0, "command_index": 0,
+              "command": "ls -la"}],
+        ),
+    ),
+    "computer": (
+        "computer",
+        server_tool_case(
+            "computer_call",
+            {"call_id": "call_cu", "status": "in_progress",
+             "action": {"type": "click", "x": 1, "y": 2}},
+            {"call_id": "call_cu", "status": "completed",
+             "action": {"type": "click", "x": 1, "y": 2}, "pending_safety_checks": []},
+        ),
+    ),
+    "apply_patch": (
+        "apply_patch",
+        server_tool_case(
+            "apply_patch_call",
+            {"call_id": "call_ap", "status": "in_progress"},
+            {"call_id": "call_ap", "status": "completed",
+             "operation": {"type": "create_file", "path": "a.txt", "diff": "+a"}},
+        ),
+    ),
+    "future_tool": (
+        "future_tool",
+        server_tool_case("future_tool_call", {"status": "in_progress"}, {"status": "completed"}),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(SERVER_TOOL_CASES))
+def test_server_tools_start_when_added_and_end_with_their_result(case: str) -> None:
+    sub_type, frames = SERVER_TOOL_CASES[case]
+    events, _ = parse([created(), *frames, completed(USAGE, [frames[-1]["item"]])])
+    (start,) = of(events, T.SERVER_TOOL_START)
+    (result,) = of(events, T.SERVER_TOOL_RESULT)
+    assert (start.sub_type, result.sub_type) == (sub_type, sub_type)
+    assert start.item_id == result.item_id == "it_1"
+    assert start.tool_call is not None and start.tool_call.name
+    assert result.raw == frames[-1]["item"]
+    assert events.index(start) < events.index(result)
+    assert not of(events, T.TOOL_CALL_START, T.TOOL_CALL_END, T.TEXT_DELTA)
+
+
+@pytest.mark.parametrize(
+    ("case", "call_id"),
+    [("local_shell", "call_ls"), ("shell", "call_sh"), ("computer", "call_cu"), ("mcp", "it_1")],
+)
+def test_server_tool_call_id_is_the_call_id_else_the_item_id(case: str, call_id: str) -> None:
+    events, _ = parse(SERVER_TOOL_CASES[case][1])
+    assert {e.tool_call_id for e in of(events, T.SERVER_TOOL_START, T.SERVER_TOOL_RESULT)} == {
+        call_id
+    }
+
+
+def test_web_search_sources_are_search_results_and_progress_is_status() -> None:
+    events, _ = parse(SERVER_TOOL_CASES["web_search"][1])
+    results = [e.search_result for e in of(events, T.SEARCH_RESULT)]
+    assert [(r.url, r.type) for r in results] == [
+        ("https://s1.example", "url"),
+        ("https://s2.example", "url"),
+    ]
+    statuses = of(events, T.STATUS)
+    assert [(e.text, e.sub_type, e.item_id) for e in statuses] == [
+        ("in_progress", "web_search", "it_1"),
+        ("searching", "web_search", "it_1"),
+        ("completed", "web_search", "it_1"),
+    ]
+    assert all(e.sub_type == "web_search" for e in of(events, T.SEARCH_RESULT))
+    start = of(events, T.SERVER_TOOL_START)[0]
+    result = of(events, T.SERVER_TOOL_RESULT)[0]
+    assert result.tool_call.arguments["action"]["query"] == "q"
+    assert start.tool_call.arguments == {}
+
+
+def test_file_search_results_are_search_results() -> None:
+    events, _ = parse(SERVER_TOOL_CASES["file_search"][1])
+    (result,) = [e.search_result for e in of(events, T.SEARCH_RESULT)]
+    assert (result.title, result.snippet, result.type) == ("a.pdf", "x is y", "file")
+    assert result.raw["file_id"] == "file-1"
+
+
+def test_code_interpreter_code_streams_as_server_tool_arguments() -> None:
+    events, _ = parse(SERVER_TOOL_CASES["code_interpreter"][1])
+    deltas = of(events, T.SERVER_TOOL_ARGS_DELTA)
+    assert [(e.text, e.item_id) for e in deltas] == [("print(", "it_1"), ("1)", "it_1")]
+    assert of(events, T.SERVER_TOOL_RESULT)[0].tool_call.arguments["code"] == "print(1)"
+
+
+def test_mcp_arguments_stream_and_shell_commands_stream_by_output_index() -> None:
+    mcp, _ = parse(SERVER_TOOL_CASES["mcp"][1])
+    assert texts(mcp, T.SERVER_TOOL_ARGS_DELTA) == '{"n": 2}'
+    assert of(mcp, T.SERVER_TOOL_RESULT)[0].tool_call.arguments == {"n": 2}
+    shell, _ = parse(SERVER_TOOL_CASES["shell"][1])
+    assert [(e.text, e.item_id) for e in of(shell, T.SERVER_TOOL_ARGS_DELTA)] == [
+        ("ls -la", "it_1")
+    ]
+
+
+def test_image_generation_partial_and_final_images_are_media() -> None:
+    events, _ = parse(SERVER_TOOL_CASES["image_generation"][1])
+    (partial,) = of(events, T.MEDIA_PARTIAL)
+    (final,) = of(events, T.MEDIA_DONE)
+    assert isinstance(partial.block, ImageBlock) and isinstance(final.block, ImageBlock)
+    assert (partial.block.data, partial.block.mime_type) == ("UEFSVA==", "image/webp")
+    assert (final.block.data, final.block.mime_type) == ("RklOQUw=", "image/webp")
+    assert partial.attrs["partial_image_index"] == 0
+    assert events.index(final) < events.index(of(events, T.SERVER_TOOL_RESULT)[0])
+
+
+def test_image_without_a_format_defaults_to_png() -> None:
+    frames = server_tool_case(
+        "image_generation_call", {"status": "in_progress"}, {"result": "QQ==", "status": "done"}
+    )
+    events, _ = parse(frames)
+    assert of(events, T.MEDIA_DONE)[0].block.mime_type == "image/png"
+
+
+def test_xai_style_server_tool_sent_whole_with_arguments() -> None:
+    item = {
+        "id": "fc_x_0",
+        "type": "web_search_call",
+        "call_id": "",
+        "name": "web_search",
+        "arguments": '{"query":"what is xAI"}',
+        "status": "completed",
+    }
+    events, _ = parse([added(0, item), done(0, item)])
+    (start,) = of(events, T.SERVER_TOOL_START)
+    assert start.tool_call_id == "fc_x_0"
+    assert start.tool_call.arguments == {"query": "what is xAI"}
+    assert len(of(events, T.SERVER_TOOL_RESULT)) == 1
+
+
+def test_tool_call_output_items_are_server_tool_results() -> None:
+    item = {"id": "sho_1", "type": "shell_call_output", "call_id": "call_sh", "output": []}
+    events, _ = parse([added(1, item), done(1, item)])
+    assert [(e.type, e.sub_type, e.tool_call_id) for e in events] == [
+        (T.SERVER_TOOL_RESULT, "shell", "call_sh")
+    ]
+
+
+# refusal, completion, usage, failures
+
+
+def test_refusal_streams_as_refusal_deltas_once() -> None:
+    part = {"type": "refusal", "refusal": ""}
+    frames = [
+        added(0, {"id": "msg_1", "type": "message", "content": []}),
+        ev("response.content_part.added", "msg_1", content_index=0, part=part),
+        ev("response.refusal.delta", "msg_1", content_index=0, delta="I can't "),
+        ev("response.refusal.delta", "msg_1", content_index=0, delta="help."),
+        ev("response.refusal.done", "msg_1", content_index=0, refusal="I can't help."),
+        ev("response.content_part.done", "msg_1", content_index=0,
+           part={"type": "refusal", "refusal": "I can't help."}),
+        done(0, {"id": "msg_1", "type": "message",
+                 "content": [{"type": "refusal", "refusal": "I can't help."}]}),
+    ]  # fmt: skip
+    events, _ = parse(frames)
+    assert [e.text for e in of(events, T.REFUSAL_DELTA)] == ["I can't ", "help."]
+    assert not of(events, T.TEXT_START, T.TEXT_DELTA, T.TEXT_END)
+
+
+def test_completed_reports_usage_with_cached_and_reasoning_tokens() -> None:
+    events, ctx = parse([created(), completed(USAGE)])
+    (usage_event,) = of(events, T.USAGE)
+    usage = usage_event.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (120, 50, 170)
+    assert (usage.cache_read_input_tokens, usage.thinking_tokens) == (100, 30)
+    assert usage.source == USAGE
+    assert (ctx.finished, ctx.finish_reason, ctx.failure) == (True, "completed", None)
+
+
+def test_provider_usage_counters_are_server_tool_use() -> None:
+    usage = USAGE | {"num_sources_used": 0, "num_server_side_tools_used": 2}
+    events, _ = parse([completed(usage)])
+    assert dict(of(events, T.USAGE)[0].usage.server_tool_use) == {"num_server_side_tools_used": 2}
+
+
+def test_usage_without_total_adds_prompt_and_completion() -> None:
+    events, _ = parse([completed({"input_tokens": 3, "output_tokens": 4})])
+    assert of(events, T.USAGE)[0].usage.total_tokens == 7
+
+
+@pytest.mark.parametrize(
+    ("details", "reason"),
+    [({"reason": "max_output_tokens"}, "max_output_tokens"), (None, "incomplete")],
+)
+def test_incomplete_finishes_with_the_reason(details: Any, reason: str) -> None:
+    body = response("incomplete", incomplete_details=details, usage=USAGE, output=[])
+    events, ctx = parse([created(), {"type": "response.incomplete", "response": body}])
+    assert (ctx.finished, ctx.finish_reason, ctx.failure) == (True, reason, None)
+    assert len(of(events, T.USAGE)) == 1
+    assert not of(events, T.CONTENT_FILTER)
+
+
+def test_incomplete_for_content_filter_reports_the_filter() -> None:
+    body = response("incomplete", incomplete_details={"reason": "content_filter"}, output=[])
+    events, ctx = parse([{"type": "response.incomplete", "response": body}])
+    assert [e.text for e in of(events, T.CONTENT_FILTER)] == ["content_filter"]
+    assert ctx.finish_reason == "content_filter"
+
+
+def test_failed_response_is_a_provider_failure() -> None:
+    error = {"code": "server_error", "message": "The model failed."}
+    body = response("failed", error=error, output=[])
+    _, ctx = parse([created(), {"type": "response.failed", "response": body}])
+    assert isinstance(ctx.failure, ProviderError)
+    assert dict(ctx.failure.provider_error) == error
+    assert "The model failed." in str(ctx.failure)
+    assert ctx.finish_reason == "failed"
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "error", "sequence_number": 2,
+         "error": {"type": "invalid_request_error", "code": "bad", "message": "Bad.",
+                   "param": None}},
+        {"type": "error", "sequence_number": 2, "code": "bad", "message": "Bad.", "param": None},
+    ],
+    ids=["nested", "flat"],
+)  # fmt: skip
+def test_error_events_fail_with_the_provider_fields(frame: dict[str, Any]) -> None:
+    failed = response("failed", error={"code": "other", "message": "Later."})
+    _, ctx = parse([created(), frame, {"type": "response.failed", "response": failed}])
+    assert isinstance(ctx.failure, ProviderError)
+    assert ctx.failure.provider_error["code"] == "bad"
+    assert ctx.failure.provider_error["message"] == "Bad."
+    assert ctx.finish_reason == "failed"
+
+
+def test_an_error_event_without_details_still_fails() -> None:
+    _, ctx = parse([{"type": "error"}])
+    assert isinstance(ctx.failure, ProviderError)
+
+
+def test_failure_closes_open_tool_calls() -> None:
+    frames = function_call_stream("fc_1", "call_1", "f", ('{"a"',))[:2]
+    events, _ = parse([*frames, {"type": "response.failed", "response": response("failed")}])
+    assert [e.tool_call_id for e in of(events, T.TOOL_CALL_END)] == ["call_1"]
+
+
+# unknown and odd input
+
+
+def test_unknown_event_types_are_raw() -> None:
+    frames = [
+        {"type": "response.audio.delta", "delta": "AAAA"},
+        {"type": "response.shell_call_output_content.delta", "output_index": 0, "delta": "x"},
+        {"no_type": True},
+    ]
+    events, _ = parse(frames)
+    assert [(e.type, e.raw_type) for e in events] == [
+        (T.RAW, "response.audio.delta"),
+        (T.RAW, "response.shell_call_output_content.delta"),
+        (T.RAW, None),
+    ]
+    assert events[0].raw == frames[0]
+
+
+def test_unknown_output_items_are_raw_with_their_item_type() -> None:
+    item = {"id": "cmp_1", "type": "compaction", "encrypted_content": "x"}
+    events, _ = parse([added(0, item), done(0, item)])
+    assert [(e.type, e.raw_type, e.sub_type) for e in events] == [
+        (T.RAW, "response.output_item.added", "compaction"),
+        (T.RAW, "response.output_item.done", "compaction"),
+    ]
+
+
+def test_keepalive_is_a_heartbeat() -> None:
+    events, _ = parse([{"type": "keepalive"}])
+    assert [e.type for e in events] == [T.HEARTBEAT]
+
+
+ODD_FRAMES: list[dict[str, Any]] = [
+    {"type": "response.created", "response": None},
+    {"type": "response.created", "response": {"id": 5, "model": ["x"], "status": None}},
+    {"type": "response.output_item.added", "item": "not an item"},
+    {"type": "response.output_item.added", "output_index": "0", "item": {}},
+    {"type": "response.output_item.done", "item": None},
+    {"type": "response.output_item.done", "item": {"type": "message", "content": "oops"}},
+    {"type": "response.output_item.done", "item": {"type": "reasoning", "summary": [1, None]}},
+    {"type": "response.content_part.added", "part": "text"},
+    {"type": "response.content_part.done", "part": None},
+    {"type": "response.output_text.delta", "item_id": "m", "delta": None},
+    {"type": "response.output_text.delta", "item_id": 3, "delta": ""},
+    {"type": "response.output_text.done", "item_id": "m", "text": 12},
+    {"type": "response.output_text.annotation.added", "item_id": "m", "annotation": "x"},
+    {"type": "response.refusal.delta", "delta": {"a": 1}},
+    {"type": "response.reasoning_summary_text.delta", "delta": 7},
+    {"type": "response.reasoning_summary_part.done", "part": []},
+    {"type": "response.function_call_arguments.done", "item_id": "nope"},
+    {"type": "response.image_generation_call.partial_image", "partial_image_b64": None},
+    {"type": "response.web_search_call.searching"},
+    {"type": "response.completed", "response": {"usage": "lots", "output": "none"}},
+    {"type": "response.completed", "response": {"usage": {"input_tokens": "3",
+                                                           "input_tokens_details": 4}}},
+]  # fmt: skip
+
+
+def test_odd_but_valid_json_never_crashes() -> None:
+    events, ctx = parse(ODD_FRAMES)
+    assert ctx.finished
+    assert not of(events, T.TEXT_DELTA, T.THINKING_DELTA, T.REFUSAL_DELTA, T.TOOL_CALL_END)
+    usages = [e.usage for e in of(events, T.USAGE)]
+    assert [(u.prompt_tokens, u.completion_tokens) for u in usages] == [(0, 0)]
+
+
+@pytest.mark.parametrize("frame", [["a", "list"], "text", 42, None])
+def test_a_frame_that_is_not_an_object_is_a_protocol_error(frame: Any) -> None:
+    with pytest.raises(ChatProtocolError):
+        parse([frame])
+
+
+def test_every_event_carries_its_raw_payload_and_the_provider_id() -> None:
+    frames = [
+        created(),
+        *reasoning_stream((("a",),), encrypted="enc"),
+        *message_stream(index=1, parts=("hi",)),
+        *function_call_stream("fc_1", "call_1", "f", ("{}",), index=2),
+        *SERVER_TOOL_CASES["image_generation"][1],
+        completed(USAGE),
+    ]
+    events, _ = parse(frames)
+    assert events
+    assert all(e.raw for e in events)
+    assert all(e.provider_response_id == "resp_1" for e in events)
+
+
+def test_state_belongs_to_the_context_not_the_dialect() -> None:
+    frames = function_call_stream("fc_1", "call_1", "f", ('{"a":', "1}"))
+    first, _ = parse(frames[:2])
+    second, _ = parse(frames)
+    assert [e.type for e in first] == [T.TOOL_CALL_START, T.TOOL_CALL_ARGS_DELTA]
+    assert of(second, T.TOOL_CALL_END)[0].tool_call.arguments == {"a": 1}
+
+
+# the whole pipeline
+
+
+def test_replay_aggregates_a_fixture_stream() -> None:
+    from solon_events.replay import replay
+
+    frames = [
+        created(),
+        *reasoning_stream((("Think",),)),
+        *message_stream(index=1, parts=("Hello", " there")),
+        *function_call_stream("fc_1", "call_1", "weather", ('{"city":"Oslo"}',), index=2),
+        completed(USAGE),
+    ]
+    events: list[ChatEvent] = []
+    errors: list[BaseException] = []
+    replay([orjson.dumps(f) for f in frames], dialect="openai-responses").subscribe(
+        events.append, errors.append
+    )
+    assert errors == []
+    final = events[-1]
+    assert final.type is T.RESPONSE_END
+    assert (final.response.text, final.response.thinking) == ("Hello there", "Think")
+    call = final.response.tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("call_1", "weather", {"city": "Oslo"})
+    assert final.response.finish_reason == "completed"
+    assert final.response.usage.prompt_tokens == 120
+
+
+# request building
+
+
+def build(**request: Any) -> Any:
+    fields = {"model": "gpt-test", "messages": (UserMessage(text="hi"),)} | request
+    return DIALECT.build_request(
+        ChatRequest(**fields),
+        api_url="https://api.example/v1/responses",
+        api_key="sk-secret",
+        headers={"X-Extra": "1"},
+    )
+
+
+def test_request_has_bearer_auth_stream_and_url() -> None:
+    http = build()
+    assert http.url == "https://api.example/v1/responses"
+    assert http.headers["Authorization"] == "Bearer sk-secret"
+    assert http.headers["X-Extra"] == "1"
+    assert http.body["stream"] is True
+    assert http.body["model"] == "gpt-test"
+    assert "sk-secret" not in repr(http)
+    assert orjson.loads(http.body_bytes())["input"] == [
+        {"type": "message", "role": "user", "content": "hi"}
+    ]
+
+
+def test_request_without_a_key_sends_no_authorization() -> None:
+    http = DIALECT.build_request(
+        ChatRequest(model="m", messages=(UserMessage(text="hi"),)), api_url="http://x/v1/responses"
+    )
+    assert "Authorization" not in http.headers
+
+
+def test_request_translates_the_conversation_into_input_items() -> None:
+    call = ToolCall(id="call_1", name="weather", arguments={"city": "Oslo"})
+    messages = (
+        SystemMessage(text="Be brief."),
+        UserMessage(
+            text="Look:",
+            blocks=(
+                ImageBlock(url="https://img.example/a.png"),
+                ImageBlock(data="QUJD", mime_type="image/jpeg"),
+                FileBlock(file_id="file-1"),
+            ),
+        ),
+        AssistantMessage(text="Checking.", tool_calls=(call,)),
+        ToolMessage(tool_call_id="call_1", name="weather", content="Sunny"),
+    )
+    body = orjson.loads(build(messages=messages).body_bytes())
+    assert body["input"] == [
+        {"type": "message", "role": "system", "content": "Be brief."},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Look:"},
+                {"type": "input_image", "image_url": "https://img.example/a.png"},
+                {"type": "input_image", "image_url": "data:image/jpeg;base64,QUJD"},
+                {"type": "input_file", "file_id": "file-1"},
+            ],
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Checking."}],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "weather",
+            "arguments": '{"city":"Oslo"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "Sunny"},
+    ]
+
+
+def test_request_tools_are_functions_and_options_override() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    tool = ToolSpec(name="weather", description="Weather now.", parameters=schema)
+    http = build(tools=(tool,), options={"temperature": 0.2, "reasoning": {"effort": "low"}})
+    body = orjson.loads(http.body_bytes())
+    assert body["tools"] == [
+        {"type": "function", "name": "weather", "description": "Weather now.", "parameters": schema}
+    ]
+    assert (body["temperature"], body["reasoning"]) == (0.2, {"effort": "low"})
+    overridden = build(options={"stream": False, "model": "other"})
+    assert (overridden.body["stream"], overridden.body["model"]) == (False, "other")
+
+
+def test_request_with_an_unknown_message_type_is_refused() -> None:
+    with pytest.raises(TypeError):
+        build(messages=(object(),))
+
+
+# the recorded corpus
+
+
+def _responses(frames: list[Any]) -> list[list[Any]]:
+    """A recording split into provider responses (a tool loop records several)."""
+    responses: list[list[Any]] = [[]]
+    for frame in frames:
+        ended = any(f.get("type") in TERMINAL for f in responses[-1])
+        if frame.get("type") == "response.created" and ended:
+            responses.append([])
+        responses[-1].append(frame)
+    return responses
+
+
+def _thinking_parts(terminal: dict[str, Any]) -> list[str]:
+    """Summary and reasoning texts of the reasoning items of a terminal response payload."""
+    parts = []
+    for item in terminal.get("response", {}).get("output") or []:
+        if item.get("type") == "reasoning":
+            for part in [*(item.get("summary") or []), *(item.get("content") or [])]:
+                if part.get("text"):
+                    parts.append(part["text"])
+    return parts
+
+
+RECORDINGS = sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+def test_corpus_is_present() -> None:
+    assert len(RECORDINGS) >= 10
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_corpus_recording_matches_its_expected_result(path: Path) -> None:
+    expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
+    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    steps = _responses(frames)
+    for earlier in steps[:-1]:
+        _, ctx = parse(earlier)
+        assert (ctx.finish_reason, ctx.failure) == ("completed", None)
+    events, ctx = parse(steps[-1])
+
+    assert texts(events, T.TEXT_DELTA) == expected["text"]
+    summary = "".join(e.text or "" for e in of(events, T.THINKING_DELTA) if e.sub_type == "summary")
+    assert summary == expected["thinking_summary"]
+    if steps[-1][-1].get("type") in TERMINAL:
+        assert texts(events, T.THINKING_DELTA) == "\n\n".join(_thinking_parts(steps[-1][-1]))
+
+    calls = [e.tool_call for e in of(events, T.TOOL_CALL_END)]
+    assert [(c.id, c.name) for c in calls] == [(c["id"], c["name"]) for c in expected["tool_calls"]]
+    for call, want in zip(calls, expected["tool_calls"]):
+        if isinstance(want["arguments"], str):
+            assert call.arguments_str == want["arguments"]
+        else:
+            assert call.arguments == want["arguments"]
+
+    usages = of(events, T.USAGE)
+    if expected["usage"] is None:
+        assert usages == []
+    else:
+        usage = usages[-1].usage
+        got = (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        want_usage = expected["usage"]
+        assert got == (
+            want_usage["prompt_tokens"],
+            want_usage["completion_tokens"],
+            want_usage["total_tokens"],
+        )
+    assert ctx.finish_reason == expected["finish_reason"]
+    if "error" in expected:
+        assert isinstance(ctx.failure, ProviderError)
+        assert dict(ctx.failure.provider_error) == expected["error"]
+    else:
+        assert ctx.failure is None
