@@ -87,7 +87,10 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
 
             def emit(event: ChatEvent) -> None:
                 accumulator.add(event)
-                push(event)
+                try:
+                    push(event)
+                except Exception as exc:  # the subscriber's own failure, not the dialect's
+                    raise _DownstreamError(exc) from exc
 
 
             def end_step() -> None:
@@ -134,6 +137,8 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
                         the_dialect.parse_done(ctx)
                     else:
                         the_dialect.parse_frame(ctx, payload)
+                except _DownstreamError as exc:
+                    raise exc.original from None
                 except ChatError as exc:
                     fail(exc)
                     return

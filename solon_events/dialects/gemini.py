@@ -1,0 +1,900 @@
+"""The Gemini dialect (``"gemini"``): ``streamGenerateContent?alt=sse``.
+
+Each SSE ``data:`` payload is one ``GenerateContentResponse``. Only the first candidate
+(``index`` 0) is read; other candidates become RAW events. What a frame carries, and the
+events it becomes:
+
+- ``text`` parts -> TEXT_DELTA; parts with ``thought: true`` -> THINKING_DELTA;
+  ``thoughtSignature`` (on any part) -> THINKING_SIGNATURE, after the part's own event.
+- ``functionCall`` parts sent whole -> TOOL_CALL_CHUNK (``args`` as the arguments, ``id``
+  when the API gives one, the call's position in the step as ``index``).
+- ``functionCall`` parts streamed (``willContinue`` / ``partialArgs``): the part with the
+  ``name`` opens the call (TOOL_CALL_START), each partial argument (a JSON path and a string,
+  number, boolean or null value; strings may come in pieces) becomes a TOOL_CALL_ARGS_DELTA
+  holding the next piece of the arguments' JSON text, and the part without ``willContinue``
+  closes it (TOOL_CALL_END with the whole call).
+- ``inlineData`` / ``fileData`` parts -> MEDIA_DONE with an ``ImageBlock`` (a ``FileBlock``
+  for other mime types); thought images (``thought: true``) -> MEDIA_PARTIAL.
+- ``executableCode`` / ``codeExecutionResult`` parts -> SERVER_TOOL_START /
+  SERVER_TOOL_RESULT with ``sub_type="code_execution"``.
+- ``groundingMetadata``: each grounding chunk -> one SEARCH_RESULT, each (support, chunk)
+  pair -> one CITATION; ``citationMetadata`` sources -> CITATION. Each is sent once even when
+  the API repeats the metadata in later frames.
+- ``promptFeedback.blockReason`` and the safety finish reasons (:data:`FILTER_REASONS`) ->
+  CONTENT_FILTER with the reason as text.
+- ``usageMetadata`` -> USAGE, a cumulative snapshot (see :func:`gemini_usage`).
+- ``finishReason`` -> the completion signal, with the API's own reason (``"STOP"``); a
+  blocked prompt, which has no candidate, completes with its ``blockReason``.
+- ``responseId`` -> ``ctx.provider_response_id``; ``modelVersion`` -> ``ctx.model``.
+- ``{"error": {...}}`` -> a provider failure carrying the API's error fields.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from ..errors import ChatProtocolError
+from ..events import ChatEventType
+from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..results import (
+    AssistantMessage,
+    Citation,
+    FileBlock,
+    ImageBlock,
+    SearchResult,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+from .base import ChatDialect, ChatStreamContext, HttpRequest, ToolCallAssembler, make_usage
+
+__all__ = [
+    "FILTER_REASONS",
+    "SKIP_SIGNATURE",
+    "GeminiDialect",
+    "gemini_usage",
+    "stream_url",
+]
+
+_T = ChatEventType
+
+FILTER_REASONS = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+    }
+)
+"""The ``finishReason`` values that mean the API withheld content (CONTENT_FILTER)."""
+
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""The placeholder signature Google documents for function calls whose signature is unknown."""
+
+_STATE_KEY = "gemini"
+_USAGE_COUNTS = (
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "thoughtsTokenCount",
+    "cachedContentTokenCount",
+    "toolUsePromptTokenCount",
+    "totalTokenCount",
+)
+
+
+class GeminiDialect(ChatDialect):
+    """Gemini API ``streamGenerateContent`` with ``alt=sse`` (Google AI and Vertex AI)."""
+
+    name = "gemini"
+
+    def build_request(
+        self,
+        request: ChatRequest,
+        *,
+        api_url: str,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpRequest:
+        """The ``streamGenerateContent`` request: URL, ``x-goog-api-key`` header, JSON body.
+
+        The URL is made by :func:`stream_url`; the API key travels only in the
+        ``x-goog-api-key`` header, never in the URL (a ``?key=`` in ``api_url`` is moved into
+        the header, so it cannot reach a log line or an error message). The body holds:
+
+        - ``contents``: user turns (role ``user``: ``text`` parts, ``inlineData`` for an
+          ``ImageBlock``/``FileBlock`` with data, ``fileData`` for one with a URL), assistant
+          turns (role ``model``: ``text``, ``inlineData`` for image blocks, ``functionCall``
+          parts) and tool results (role ``user``: ``functionResponse`` parts with
+          ``response={"result": content}``, or ``{"error": content}`` for a failed tool;
+          consecutive results form one turn, as the API pairs them with parallel calls).
+          The first ``functionCall`` of an assistant turn carries the turn's
+          ``metadata["thinking_signature"]``, or :data:`SKIP_SIGNATURE` when it is unknown
+          (Gemini 3 rejects function calls sent back without a signature); a turn without
+          calls carries a known signature on its last part.
+        - ``systemInstruction``: the system messages, one text part each.
+        - ``tools``: ``[{"functionDeclarations": [{name, description, parameters}]}]``.
+        - ``generationConfig`` and top-level fields from ``request.options``, see
+          :func:`_apply_options`.
+        """
+        system, contents = _contents(request.messages)
+        body: dict[str, Any] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": system}
+        if request.tools:
+            body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
+        _apply_options(body, request.options)
+        all_headers = {"Content-Type": "application/json"}
+        api_key = api_key or _url_key(api_url)
+        if api_key:
+            all_headers["x-goog-api-key"] = api_key
+        if headers:
+            all_headers.update(headers)
+        return HttpRequest(url=stream_url(api_url, request.model), headers=all_headers, body=body)
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        """Translate one ``GenerateContentResponse`` (or an error payload) into events."""
+        if isinstance(frame, list):
+            for item in frame:
+                self.parse_frame(ctx, item)
+            return
+        if not isinstance(frame, Mapping):
+            raise ChatProtocolError(
+                f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
+            )
+        error = frame.get("error")
+        if error:
+            ctx.fail(error if isinstance(error, Mapping) else frame)
+            return
+        state = _state(ctx)
+        response_id = frame.get("responseId")
+        if isinstance(response_id, str) and response_id:
+            ctx.provider_response_id = response_id
+        model = frame.get("modelVersion")
+        if isinstance(model, str) and model:
+            ctx.model = model
+        known = False
+        blocked = None
+        feedback = frame.get("promptFeedback")
+        if isinstance(feedback, Mapping):
+            known = True
+            blocked = _prompt_feedback(ctx, state, feedback)
+        finish = None
+        candidates = frame.get("candidates")
+        if isinstance(candidates, list):
+            known = True
+            for candidate in candidates:
+                if isinstance(candidate, Mapping):
+                    finish = _candidate(ctx, state, candidate) or finish
+        usage = frame.get("usageMetadata")
+        if isinstance(usage, Mapping):
+            known = True
+            _usage(ctx, state, usage)
+        if finish is None and blocked and not candidates:
+            finish = blocked
+        if finish is not None:
+            state.close_call(ctx)
+            ctx.finish(finish)
+        if not known:
+            ctx.send(_T.RAW, raw_type="gemini.unknown", raw=frame)
+
+    def end_of_stream(self, ctx: ChatStreamContext) -> None:
+        """Close a streamed function call the API left open."""
+        state: _State | None = ctx.state.get(_STATE_KEY)
+        if state is not None:
+            state.close_call(ctx)
+
+
+# parsing
+
+
+class _State:
+    """What the dialect remembers across one step's frames."""
+
+    __slots__ = ("args", "calls", "code_ids", "count", "open_call", "seen", "usage")
+
+    def __init__(self) -> None:
+        self.calls = ToolCallAssembler()
+        self.count = 0  # function calls seen: the next call's position
+        self.open_call: int | None = None  # position of the streamed call still open
+        self.args: _PartialArgs | None = None
+        self.seen: set[tuple[Any, ...]] = set()  # sources and filters already sent
+        self.usage: Mapping[str, Any] | None = None
+        self.code_ids: list[str] = []  # code executions started, to pair their results
+
+    def next_position(self) -> int:
+        position = self.count
+        self.count += 1
+        return position
+
+    def first_time(self, key: tuple[Any, ...]) -> bool:
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+    def close_call(self, ctx: ChatStreamContext, raw: Mapping[str, Any] | None = None) -> None:
+        if self.open_call is None:
+            return
+        args = self.args
+        tail = args.finish() if args is not None else ""
+        if tail:
+            self.calls.delta(ctx, self.open_call, tail, raw=raw)
+        text = args.arguments_str() if args is not None else ""
+        self.calls.end(ctx, self.open_call, arguments_str=text, raw=raw)
+        self.open_call = None
+        self.args = None
+
+
+def _state(ctx: ChatStreamContext) -> _State:
+    state: _State | None = ctx.state.get(_STATE_KEY)
+    if state is None:
+        state = ctx.state[_STATE_KEY] = _State()
+    return state
+
+
+def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]) -> str | None:
+    """Events of one candidate; returns its finish reason, if it has one."""
+    if candidate.get("index", 0):
+        ctx.send(_T.RAW, raw_type="gemini.candidate", raw=candidate)
+        return None
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, Mapping):
+                _part(ctx, state, part)
+    grounding = candidate.get("groundingMetadata")
+    if isinstance(grounding, Mapping):
+        _grounding(ctx, state, grounding)
+    citations = candidate.get("citationMetadata")
+    if isinstance(citations, Mapping):
+        _citation_sources(ctx, state, citations)
+    reason = candidate.get("finishReason")
+    if not isinstance(reason, str) or not reason:
+        return None
+    if reason in FILTER_REASONS and state.first_time(("filter", reason)):
+        ctx.send(_T.CONTENT_FILTER, text=reason, raw=candidate)
+    return reason
+
+
+def _prompt_feedback(
+    ctx: ChatStreamContext, state: _State, feedback: Mapping[str, Any]
+) -> str | None:
+    reason = feedback.get("blockReason")
+    if not isinstance(reason, str) or not reason:
+        return None
+    if state.first_time(("filter", reason)):
+        ctx.send(_T.CONTENT_FILTER, text=reason, raw=feedback)
+    return reason
+
+
+def _part(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> None:
+    """Events of one content part, then its thought signature."""
+    handled = True
+    if "functionCall" in part:
+        _function_call(ctx, state, part, part["functionCall"])
+    elif "text" in part:
+        text = part["text"]
+        if isinstance(text, str) and text:
+            kind = _T.THINKING_DELTA if part.get("thought") else _T.TEXT_DELTA
+            ctx.send(kind, text=text, raw=part)
+    elif "inlineData" in part or "fileData" in part:
+        _media(ctx, part)
+    elif "executableCode" in part:
+        _code(ctx, state, part)
+    elif "codeExecutionResult" in part:
+        _code_result(ctx, state, part)
+    else:
+        handled = False
+    signature = part.get("thoughtSignature")
+    if isinstance(signature, str) and signature:
+        ctx.send(_T.THINKING_SIGNATURE, text=signature, raw=part)
+    elif not handled:
+        ctx.send(_T.RAW, raw_type="gemini.part", raw=part)
+
+
+def _function_call(
+    ctx: ChatStreamContext, state: _State, part: Mapping[str, Any], call: Any
+) -> None:
+    """A whole call, or the opening, a piece or the close of a streamed one."""
+    if not isinstance(call, Mapping):
+        ctx.send(_T.RAW, raw_type="gemini.functionCall", raw=part)
+        return
+    name = call.get("name")
+    more = bool(call.get("willContinue"))
+    partial = call.get("partialArgs")
+    if not name:
+        if state.open_call is None:
+            ctx.send(_T.RAW, raw_type="gemini.functionCall", raw=part)
+            return
+        _feed(ctx, state, partial, part)
+        if not more:
+            state.close_call(ctx, part)
+        return
+    state.close_call(ctx)
+    call_id = call.get("id") if isinstance(call.get("id"), str) else None
+    args = call.get("args")
+    position = state.next_position()
+    if not more and not partial:
+        tool_call = ToolCall(
+            id=call_id,
+            name=str(name),
+            arguments=dict(args) if isinstance(args, Mapping) else {},
+            index=position,
+        )
+        ctx.send(
+            _T.TOOL_CALL_CHUNK,
+            index=position,
+            tool_call_id=call_id,
+            tool_call=tool_call,
+            raw=part,
+        )
+        return
+    state.calls.start(ctx, position, id=call_id, name=str(name), index=position, raw=part)
+    state.open_call = position
+    state.args = _PartialArgs()
+    if isinstance(args, Mapping):
+        for key, value in args.items():
+            _send_args(ctx, state, state.args.value((str(key),), value), part)
+    _feed(ctx, state, partial, part)
+    if not more:
+        state.close_call(ctx, part)
+
+
+def _feed(ctx: ChatStreamContext, state: _State, partial: Any, part: Mapping[str, Any]) -> None:
+    """TOOL_CALL_ARGS_DELTA for each ``partialArgs`` entry of the open call."""
+    if not isinstance(partial, list) or state.args is None:
+        return
+    for entry in partial:
+        if isinstance(entry, Mapping):
+            _send_args(ctx, state, state.args.partial(entry), part)
+
+
+def _send_args(
+    ctx: ChatStreamContext, state: _State, fragment: str, part: Mapping[str, Any]
+) -> None:
+    if fragment and state.open_call is not None:
+        state.calls.delta(ctx, state.open_call, fragment, raw=part)
+
+
+def _media(ctx: ChatStreamContext, part: Mapping[str, Any]) -> None:
+    inline = part.get("inlineData")
+    source = inline if isinstance(inline, Mapping) else part.get("fileData")
+    if not isinstance(source, Mapping):
+        ctx.send(_T.RAW, raw_type="gemini.media", raw=part)
+        return
+    mime_type = _str(source.get("mimeType"))
+    data = _str(source.get("data"))
+    url = _str(source.get("fileUri"))
+    block: ImageBlock | FileBlock
+    if mime_type is None or mime_type.startswith("image/"):
+        block = ImageBlock(url=url, data=data, mime_type=mime_type)
+    else:
+        block = FileBlock(url=url, data=data, mime_type=mime_type)
+    kind = _T.MEDIA_PARTIAL if part.get("thought") else _T.MEDIA_DONE
+    ctx.send(kind, block=block, raw=part)
+
+
+def _code(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> None:
+    code = part.get("executableCode")
+    code = code if isinstance(code, Mapping) else {}
+    item_id = _str(code.get("id")) or f"code_execution_{len(state.code_ids)}"
+    state.code_ids.append(item_id)
+    arguments = {"language": code.get("language"), "code": code.get("code")}
+    ctx.send(
+        _T.SERVER_TOOL_START,
+        item_id=item_id,
+        tool_call_id=item_id,
+        sub_type="code_execution",
+        tool_call=ToolCall(id=item_id, name="code_execution", arguments=arguments),
+        raw=part,
+    )
+
+
+def _code_result(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> None:
+    result = part.get("codeExecutionResult")
+    given = _str(result.get("id")) if isinstance(result, Mapping) else None
+    item_id = given or (state.code_ids[-1] if state.code_ids else None)
+    ctx.send(
+        _T.SERVER_TOOL_RESULT,
+        item_id=item_id,
+        tool_call_id=item_id,
+        sub_type="code_execution",
+        raw=part,
+    )
+
+
+def _grounding(ctx: ChatStreamContext, state: _State, grounding: Mapping[str, Any]) -> None:
+    """One SEARCH_RESULT per grounding chunk, one CITATION per (support, chunk) pair."""
+    chunks = grounding.get("groundingChunks")
+    chunks = chunks if isinstance(chunks, list) else []
+    for chunk in chunks:
+        kind, source = _chunk_source(chunk)
+        if source is None:
+            continue
+        url, title = _str(source.get("uri")), _str(source.get("title"))
+        if state.first_time(("search", kind, url, title)):
+            result = SearchResult(
+                url=url, title=title, snippet=_str(source.get("text")), type=kind, raw=chunk
+            )
+            ctx.send(_T.SEARCH_RESULT, search_result=result, raw=grounding)
+    supports = grounding.get("groundingSupports")
+    for support in supports if isinstance(supports, list) else ():
+        if isinstance(support, Mapping):
+            _support(ctx, state, support, chunks, grounding)
+
+
+def _support(
+    ctx: ChatStreamContext,
+    state: _State,
+    support: Mapping[str, Any],
+    chunks: list[Any],
+    grounding: Mapping[str, Any],
+) -> None:
+    segment = support.get("segment")
+    segment = segment if isinstance(segment, Mapping) else {}
+    text = _str(segment.get("text"))
+    end = _int_or_none(segment.get("endIndex"))
+    # The API leaves out a zero startIndex, as JSON of protocol buffers does.
+    start = _int_or_none(segment.get("startIndex"))
+    if start is None and end is not None:
+        start = 0
+    indices = support.get("groundingChunkIndices")
+    for chunk_index in indices if isinstance(indices, list) else ():
+        if not isinstance(chunk_index, int) or not 0 <= chunk_index < len(chunks):
+            continue
+        kind, source = _chunk_source(chunks[chunk_index])
+        url = _str(source.get("uri")) if source is not None else None
+        if not state.first_time(("citation", start, end, text, chunk_index, url)):
+            continue
+        citation = Citation(
+            url=url,
+            title=_str(source.get("title")) if source is not None else None,
+            cited_text=text,
+            start_index=start,
+            end_index=end,
+            document_index=chunk_index,
+            type=kind,
+            raw=support,
+        )
+        ctx.send(_T.CITATION, citation=citation, raw=grounding)
+
+
+def _chunk_source(chunk: Any) -> tuple[str | None, Mapping[str, Any] | None]:
+    """The kind (``web``, ``retrievedContext``, ``maps``) and body of a grounding chunk."""
+    if isinstance(chunk, Mapping):
+        for kind in ("web", "retrievedContext", "maps"):
+            source = chunk.get(kind)
+            if isinstance(source, Mapping):
+                return kind, source
+    return None, None
+
+
+def _citation_sources(ctx: ChatStreamContext, state: _State, metadata: Mapping[str, Any]) -> None:
+    sources = metadata.get("citationSources") or metadata.get("citations")
+    for source in sources if isinstance(sources, list) else ():
+        if not isinstance(source, Mapping):
+            continue
+        url = _str(source.get("uri"))
+        start = _int_or_none(source.get("startIndex"))
+        end = _int_or_none(source.get("endIndex"))
+        if url is None or not state.first_time(("source", url, start, end)):
+            continue
+        citation = Citation(
+            url=url,
+            title=_str(source.get("title")),
+            start_index=start,
+            end_index=end,
+            type="citation_source",
+            raw=source,
+        )
+        ctx.send(_T.CITATION, citation=citation, raw=metadata)
+
+
+def gemini_usage(usage: Mapping[str, Any]) -> Usage:
+    """A :class:`Usage` from a ``usageMetadata`` payload.
+
+    ``prompt_tokens`` = ``promptTokenCount`` (cached tokens included) +
+    ``toolUsePromptTokenCount``; ``completion_tokens`` = ``candidatesTokenCount`` +
+    ``thoughtsTokenCount``; ``thinking_tokens`` = ``thoughtsTokenCount``;
+    ``cache_read_input_tokens`` = ``cachedContentTokenCount``; ``total_tokens`` =
+    ``totalTokenCount``; ``source`` = the payload.
+    """
+    thoughts = _count(usage.get("thoughtsTokenCount"))
+    return make_usage(
+        prompt_tokens=_count(usage.get("promptTokenCount"))
+        + _count(usage.get("toolUsePromptTokenCount")),
+        completion_tokens=_count(usage.get("candidatesTokenCount")) + thoughts,
+        total_tokens=_count(usage.get("totalTokenCount")),
+        thinking_tokens=thoughts,
+        cache_read_input_tokens=_count(usage.get("cachedContentTokenCount")),
+        source=usage,
+    )
+
+
+def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any]) -> None:
+    """USAGE when the payload holds counts and differs from the last one sent."""
+    if usage == state.usage or not any(key in usage for key in _USAGE_COUNTS):
+        return
+    state.usage = usage
+    ctx.send(_T.USAGE, usage=gemini_usage(usage), raw=usage)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+# streamed function call arguments
+
+_PATH_SEGMENT = re.compile(
+    r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
+)
+
+
+def _json_path(path: str) -> tuple[str | int, ...]:
+    """The segments of a JSON path such as ``$.a.b[0]['c d']``; raises on anything else."""
+    if not path.startswith("$"):
+        raise ChatProtocolError(f"partial argument path {path!r} does not start with '$'")
+    segments: list[str | int] = []
+    position = 1
+    while position < len(path):
+        match = _PATH_SEGMENT.match(path, position)
+        if match is None:
+            raise ChatProtocolError(f"cannot read the partial argument path {path!r}")
+        name, number, single, double = match.groups()
+        if number is not None:
+            segments.append(int(number))
+        else:
+            quoted = single if single is not None else double
+            segments.append(name if quoted is None else re.sub(r"\\(.)", r"\1", quoted))
+        position = match.end()
+    if not segments:
+        raise ChatProtocolError(f"partial argument path {path!r} names no argument")
+    return tuple(segments)
+
+
+def _quote(text: str) -> str:
+    return orjson.dumps(text).decode()
+
+
+class _PartialArgs:
+    """Turns Gemini ``partialArgs`` (JSON path + value) into JSON text, piece by piece.
+
+    :meth:`partial` returns the next fragment of the arguments' JSON text; the fragments
+    joined (with :meth:`finish`) are a JSON object equal to :meth:`arguments_str`, as long
+    as the API sends each path's members in order, which it does. The object itself is
+    built alongside and is what the closed call carries.
+    """
+
+    __slots__ = ("closers", "counts", "open_string", "path", "root")
+
+    def __init__(self) -> None:
+        self.root: dict[str, Any] = {}
+        self.path: list[str | int] = []  # containers open below the root object
+        self.closers: list[str] = []  # "}" or "]" of each open container, root first
+        self.counts: list[int] = []  # members written in each open container
+        self.open_string: tuple[str | int, ...] | None = None
+
+    def partial(self, entry: Mapping[str, Any]) -> str:
+        """The JSON text of one ``partialArgs`` entry."""
+        path = entry.get("jsonPath")
+        if not isinstance(path, str):
+            return ""
+        segments = _json_path(path)
+        more = bool(entry.get("willContinue"))
+        if "stringValue" in entry:
+            piece = entry["stringValue"]
+            return self.string(segments, piece if isinstance(piece, str) else "", more)
+        if "numberValue" in entry:
+            number = entry["numberValue"]
+            if isinstance(number, float) and number.is_integer():
+                number = int(number)
+            return self.value(segments, number)
+        if "boolValue" in entry:
+            return self.value(segments, bool(entry["boolValue"]))
+        if "nullValue" in entry:
+            return self.value(segments, None)
+        return ""
+
+    def string(self, segments: tuple[str | int, ...], piece: str, more: bool) -> str:
+        """A string value, or a piece of one; ``more`` says another piece follows."""
+        if self.open_string == segments:
+            _assign(self.root, segments, piece, append=True)
+            text = _quote(piece)[1:-1]
+        else:
+            _assign(self.root, segments, piece, append=False)
+            text = self._member(segments) + _quote(piece)[:-1]
+        if more:
+            self.open_string = segments
+        else:
+            self.open_string = None
+            text += '"'
+        return text
+
+    def value(self, segments: tuple[str | int, ...], value: Any) -> str:
+        """A whole value (any JSON value) at ``segments``."""
+        _assign(self.root, segments, value, append=False)
+        return self._member(segments) + orjson.dumps(value).decode()
+
+    def finish(self) -> str:
+        """The text that closes every container still open."""
+        text = '"' if self.open_string is not None else ""
+        self.open_string = None
+        text += "".join(reversed(self.closers))
+        self.path.clear()
+        self.closers.clear()
+        self.counts.clear()
+        return text
+
+    def arguments_str(self) -> str:
+        """The arguments as compact JSON text (empty when none arrived)."""
+        return orjson.dumps(self.root).decode() if self.root else ""
+
+    def _member(self, segments: tuple[str | int, ...]) -> str:
+        """The text up to a new member's value: closers, openers, separator and key."""
+        text = '"' if self.open_string is not None else ""
+        self.open_string = None
+        if not self.closers:
+            self.closers.append("}")
+            self.counts.append(0)
+            text += "{"
+        parent = segments[:-1]
+        common = 0
+        while (
+            common < len(self.path) and common < len(parent) and self.path[common] == parent[common]
+        ):
+            common += 1
+        while len(self.path) > common:
+            self.path.pop()
+            self.counts.pop()
+            text += self.closers.pop()
+        for depth in range(common, len(parent)):
+            following = segments[depth + 1]
+            text += self._key(parent[depth]) + ("[" if isinstance(following, int) else "{")
+            self.path.append(parent[depth])
+            self.closers.append("]" if isinstance(following, int) else "}")
+            self.counts.append(0)
+        return text + self._key(segments[-1])
+
+    def _key(self, segment: str | int) -> str:
+        separator = "," if self.counts[-1] else ""
+        self.counts[-1] += 1
+        if self.closers[-1] == "]":
+            return separator
+        return f"{separator}{_quote(str(segment))}:"
+
+
+def _assign(root: dict[str, Any], segments: Sequence[str | int], value: Any, append: bool) -> None:
+    """Set (or extend, for a string piece) the value at ``segments`` inside ``root``."""
+    node: Any = root
+    for segment, following in itertools.pairwise(segments):
+        child = _child(node, segment)
+        if not isinstance(child, (dict, list)):
+            child = [] if isinstance(following, int) else {}
+            _put(node, segment, child)
+        node = child
+    leaf = segments[-1]
+    if append:
+        current = _child(node, leaf)
+        if isinstance(current, str):
+            value = current + value
+    _put(node, leaf, value)
+
+
+def _child(node: Any, segment: str | int) -> Any:
+    if isinstance(node, dict):
+        return node.get(str(segment))
+    if isinstance(segment, int) and 0 <= segment < len(node):
+        return node[segment]
+    return None
+
+
+def _put(node: Any, segment: str | int, value: Any) -> None:
+    if isinstance(node, dict):
+        node[str(segment)] = value
+    elif isinstance(segment, int):
+        node.extend([None] * (segment + 1 - len(node)))
+        node[segment] = value
+    else:
+        raise ChatProtocolError(f"partial argument key {segment!r} inside an array")
+
+
+# request building
+
+
+def stream_url(api_url: str, model: str) -> str:
+    """The ``streamGenerateContent`` URL, always with ``alt=sse``.
+
+    ``api_url`` is either the full method URL (ending in ``:streamGenerateContent``, or
+    ``:generateContent``, which is turned into the streaming method) or the API's base URL
+    (``https://generativelanguage.googleapis.com/v1beta``, with or without ``/models``), to
+    which ``/models/{model}:streamGenerateContent`` is added. An ``alt`` parameter already
+    there is replaced by ``alt=sse``; a ``key`` parameter is dropped (the key travels in a
+    header, see :meth:`GeminiDialect.build_request`); other query parameters are kept.
+    """
+    base, _, query = api_url.partition("?")
+    if base.endswith(":generateContent"):
+        base = base[: -len(":generateContent")] + ":streamGenerateContent"
+    if not base.endswith(":streamGenerateContent"):
+        base = base.rstrip("/")
+        name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+        if base.endswith("/models"):
+            base = base[: -len("/models")]
+        base = f"{base}/{name}:streamGenerateContent"
+    params = [p for p in query.split("&") if p and not p.startswith(("alt=", "key="))]
+    return f"{base}?{'&'.join(['alt=sse', *params])}"
+
+
+def _url_key(api_url: str) -> str | None:
+    """The ``key`` query parameter of ``api_url``, if it has one."""
+    for name, value in parse_qsl(api_url.partition("?")[2]):
+        if name == "key" and value:
+            return value
+    return None
+
+
+_OPTION_NAMES = {
+    "max_tokens": "maxOutputTokens",
+    "max_output_tokens": "maxOutputTokens",
+    "max_completion_tokens": "maxOutputTokens",
+    "stop": "stopSequences",
+    "stop_sequences": "stopSequences",
+}
+_TOP_LEVEL_OPTIONS = frozenset({"safetySettings", "toolConfig", "cachedContent", "labels"})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:
+    """Put ``request.options`` into the body.
+
+    Names are taken in snake_case or camelCase (``top_p`` is sent as ``topP``).
+    ``max_tokens`` (and ``max_output_tokens``, ``max_completion_tokens``) become
+    ``maxOutputTokens``; ``stop`` / ``stop_sequences`` become ``stopSequences`` (a string
+    is wrapped in a list); ``thinking_config`` / ``thinkingConfig`` becomes
+    ``generationConfig.thinkingConfig`` with its keys camelCased (``thinking_budget`` ->
+    ``thinkingBudget``, ``include_thoughts`` -> ``includeThoughts``); a
+    ``generation_config`` mapping is merged into ``generationConfig`` as it is.
+    ``safety_settings``, ``tool_config``, ``cached_content`` and ``labels`` are top-level
+    request fields; ``tools`` entries (such as ``{"googleSearch": {}}``) are appended to the
+    request's tools. Every other option goes into ``generationConfig`` (``temperature``,
+    ``top_k``, ``seed``, ``response_mime_type``, ``response_schema``, ...).
+    """
+    config: dict[str, Any] = {}
+    for key, value in options.items():
+        name = _OPTION_NAMES.get(key) or _camel(key)
+        if name == "generationConfig" and isinstance(value, Mapping):
+            config.update(value)
+        elif name == "tools":
+            body.setdefault("tools", []).extend(value if isinstance(value, list) else [value])
+        elif name in _TOP_LEVEL_OPTIONS:
+            body[name] = value
+        elif name == "thinkingConfig" and isinstance(value, Mapping):
+            config[name] = {_camel(k): v for k, v in value.items()}
+        elif name == "stopSequences" and isinstance(value, str):
+            config[name] = [value]
+        else:
+            config[name] = value
+    if config:
+        body["generationConfig"] = config
+
+
+def _declaration(spec: ToolSpec) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": spec.name, "description": spec.description}
+    if spec.parameters.get("properties"):
+        declaration["parameters"] = _plain(spec.parameters)
+    return declaration
+
+
+def _plain(value: Any) -> Any:
+    """Read-only mappings and tuples as dicts and lists, for the JSON encoder."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _contents(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The system parts and the ``contents`` of the conversation."""
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    results: dict[str, Any] | None = None  # the turn collecting consecutive tool results
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if results is None:
+                results = {"role": "user", "parts": []}
+                contents.append(results)
+            results["parts"].append(_function_response(message))
+            continue
+        results = None
+        if isinstance(message, SystemMessage):
+            system.append({"text": message.text})
+        elif isinstance(message, UserMessage):
+            contents.append({"role": "user", "parts": _user_parts(message)})
+        elif isinstance(message, AssistantMessage):
+            contents.append({"role": "model", "parts": _model_parts(message)})
+        elif isinstance(message, Mapping):
+            contents.append(dict(message))
+        else:
+            raise TypeError(f"the gemini dialect cannot send a {type(message).__name__} message")
+    return system, contents
+
+
+def _user_parts(message: UserMessage) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if message.text or not message.blocks:
+        parts.append({"text": message.text})
+    parts.extend(_block_part(block) for block in message.blocks)
+    return parts
+
+
+def _block_part(block: Any) -> dict[str, Any]:
+    """A content part for an image, file or text block (or a ready-made mapping)."""
+    if isinstance(block, Mapping):
+        return dict(block)
+    if isinstance(block, TextBlock):
+        return {"text": block.text}
+    if isinstance(block, (ImageBlock, FileBlock)):
+        default = "image/png" if isinstance(block, ImageBlock) else "application/octet-stream"
+        return _media_part(block.url, block.data, block.mime_type or default)
+    raise TypeError(f"the gemini dialect cannot send a {type(block).__name__} block")
+
+
+def _media_part(url: str | None, data: str | None, mime_type: str) -> dict[str, Any]:
+    """``inlineData`` for base64 data (or a ``data:`` URL), ``fileData`` for a URL."""
+    if data:
+        return {"inlineData": {"mimeType": mime_type, "data": data}}
+    if url and url.startswith("data:") and ";base64," in url:
+        header, _, payload = url.partition(";base64,")
+        return {"inlineData": {"mimeType": header[5:] or mime_type, "data": payload}}
+    if url:
+        return {"fileData": {"mimeType": mime_type, "fileUri": url}}
+    raise ValueError("an image or file block needs a url or data")
+
+
+def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+    parts.extend(_block_part(b) for b in message.blocks if isinstance(b, (ImageBlock, FileBlock)))
+    signature = message.metadata.get("thinking_signature")
+    signature = signature if isinstance(signature, str) and signature else None
+    for position, call in enumerate(message.tool_calls):
+        function_call: dict[str, Any] = {"name": call.name, "args": dict(call.arguments)}
+        if call.id:
+            function_call["id"] = call.id
+        part: dict[str, Any] = {"functionCall": function_call}
+        if position == 0:
+            part["thoughtSignature"] = signature or SKIP_SIGNATURE
+        parts.append(part)
+    if signature and not message.tool_calls and parts:
+        parts[-1]["thoughtSignature"] = signature
+    return parts or [{"text": ""}]
+
+
+def _function_response(message: ToolMessage) -> dict[str, Any]:
+    key = "error" if message.is_error else "result"
+    response: dict[str, Any] = {"name": message.name, "response": {key: message.content}}
+    if message.tool_call_id:
+        response["id"] = message.tool_call_id
+    return {"functionResponse": response}

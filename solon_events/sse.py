@@ -1,0 +1,412 @@
+"""Sans-I/O decoding of model streams: WHATWG server-sent events and JSON lines.
+
+Bytes go in as they arrive, split anywhere (even inside a UTF-8 character or between the CR
+and LF of one line end); :class:`Frame` values come out. Each chunk is cut into lines by
+bytes methods running in C (CRLF and CR become LF), never byte by byte in Python; a line
+still waiting for its end is kept as a list of pieces, so a frame arriving in many small
+chunks costs linear time. One line, or one event's data, larger than ``max_frame_size``
+bytes raises :class:`~solon_events.errors.ChatProtocolError` instead of growing without
+bound; after that error the decoder is not to be fed again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+import attrs
+
+from .errors import ChatProtocolError
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "Frame",
+    "JSONLinesDecoder",
+    "SSEDecoder",
+    "StreamDecoder",
+    "StreamFormat",
+    "iter_frames",
+]
+
+DEFAULT_MAX_FRAME_SIZE = 16 * 1024 * 1024
+"""The default bound, in bytes, on one line and on one event's data (16 MiB)."""
+
+StreamFormat = Literal["auto", "sse", "jsonl"]
+"""How a :class:`StreamDecoder` reads its bytes: sniffed (``"auto"``), SSE or JSON lines."""
+
+_BOM = b"\xef\xbb\xbf"
+_CR = 13
+_LF = 10
+_COLON = 0x3A
+_SSE_FIELDS = (b"data", b"event", b"id", b"retry")
+_NON_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
+_LINE_END = re.compile(rb"[\r\n]")
+_PREVIEW_CHARS = 80
+
+
+@attrs.frozen
+class Frame:
+    """One payload of a stream: an SSE event (data and fields) or one JSON line (data only).
+
+    ``id`` is the stream's last event ID when the event was dispatched (WHATWG: it persists
+    across events until an ``id`` field changes it); ``retry`` is the reconnection time a
+    ``retry`` field of this very event set, if any.
+    """
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+
+    @property
+    def is_done(self) -> bool:
+        """Whether this frame is the ``[DONE]`` sentinel that ends OpenAI-style streams."""
+        return self.data.strip() == "[DONE]"
+
+
+def _too_large(what: str, limit: int) -> ChatProtocolError:
+    return ChatProtocolError(
+        f"{what} exceeds the {_format_size(limit)} limit (max_frame_size={limit} bytes)"
+    )
+
+
+def _format_size(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size}-byte"
+
+
+def _check_limit(max_frame_size: int) -> int:
+    if max_frame_size < 1:
+        raise ValueError(f"max_frame_size must be positive, got {max_frame_size}")
+    return max_frame_size
+
+
+def _decode(raw: bytes) -> str:
+    return str(raw, "utf-8", "replace")
+
+
+class _LineDecoder:
+    """Splits bytes into complete lines; subclasses turn lines into frames.
+
+    Subclasses implement ``_frames(block)``, where ``block`` holds complete lines, each ended
+    by one LF (CRLF and CR already turned into LF), and ``_finish()``, called at the end.
+    """
+
+    _line_name = "line"
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = _check_limit(max_frame_size)
+        self.frames_decoded = 0
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._skip_lf = False
+        self._at_start = True
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        """Decode the next chunk of the stream; returns the frames it completed."""
+        block = self._split(chunk)
+        return self._frames(block) if block else []
+
+    def close(self) -> list[Frame]:
+        """End the stream: decode a last line without line end and flush a pending frame."""
+        tail = b"".join(self._pending)
+        self._pending = []
+        self._pending_size = 0
+        self._at_start = False
+        frames = self._frames(tail + b"\n") if tail else []
+        frames.extend(self._finish())
+        return frames
+
+    def _frames(self, block: bytes) -> list[Frame]:
+        raise NotImplementedError
+
+    def _finish(self) -> list[Frame]:
+        raise NotImplementedError
+
+    def _split(self, chunk: bytes) -> bytes:
+        if not isinstance(chunk, bytes):
+            chunk = bytes(chunk)
+        if self._skip_lf and chunk:
+            self._skip_lf = False
+            if chunk[0] == _LF:
+                chunk = chunk[1:]
+        if self._at_start:
+            chunk = self._strip_bom(chunk)
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+        if not end:
+            self._hold(chunk)
+            return b""
+        block = chunk if end == len(chunk) else chunk[:end]
+        if self._pending:
+            self._pending.append(block)
+            block = b"".join(self._pending)
+            self._pending = []
+            self._pending_size = 0
+        if end < len(chunk):
+            self._hold(chunk[end:])
+        elif chunk[-1] == _CR:
+            self._skip_lf = True
+        if b"\r" in block:
+            block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if len(block) > self.max_frame_size + 1:
+            self._check_lines(block)
+        return block
+
+    def _check_lines(self, block: bytes) -> None:
+        if max(map(len, block.split(b"\n"))) > self.max_frame_size:
+            raise _too_large(self._line_name, self.max_frame_size)
+
+    def _strip_bom(self, chunk: bytes) -> bytes:
+        head = b"".join(self._pending) + chunk if self._pending else chunk
+        self._pending = []
+        self._pending_size = 0
+        if len(head) < len(_BOM) and _BOM.startswith(head):
+            self._hold(head)
+            return b""
+        self._at_start = False
+        return head[len(_BOM) :] if head.startswith(_BOM) else head
+
+    def _hold(self, piece: bytes) -> None:
+        if piece:
+            self._pending.append(piece)
+            self._pending_size += len(piece)
+            if self._pending_size > self.max_frame_size:
+                raise _too_large(self._line_name, self.max_frame_size)
+
+
+class SSEDecoder(_LineDecoder):
+    """Incremental decoder of a ``text/event-stream`` body, following the WHATWG rules.
+
+    Fields ``data`` (several lines are joined with LF), ``event``, ``id`` and ``retry``
+    (ASCII digits only); one space after the colon is dropped; a line without colon is a
+    field with an empty value; lines starting with ``:`` are comments (keep-alives); unknown
+    fields are ignored; a blank line dispatches the event, unless it has no ``data`` field.
+    Unlike a browser, :meth:`close` also dispatches a last event that lacks its blank line.
+    ``last_event_id`` and ``reconnection_time`` hold the stream-wide values the fields set.
+    """
+
+    _line_name = "SSE line"
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        super().__init__(max_frame_size)
+        self.last_event_id: str | None = None
+        self.reconnection_time: int | None = None
+        self._data: list[bytes] = []
+        self._data_size = -1
+        self._event: str | None = None
+        self._retry: int | None = None
+
+    def _frames(self, block: bytes) -> list[Frame]:
+        frames: list[Frame] = []
+        # An event ends at a blank line, so events are separated by LF LF; the last piece is
+        # an event still open, each of its lines ended by LF.
+        events = block.split(b"\n\n")
+        rest = events.pop()
+        fresh = not self._data and self._event is None and self._retry is None
+        for event in events:
+            if fresh and event[:6] == b"data: " and b"\n" not in event:
+                frames.append(Frame(str(event[6:], "utf-8", "replace"), None, self.last_event_id))
+            else:
+                self._lines(event.split(b"\n"), frames)
+                self._end_event(frames)
+                fresh = True
+        if rest:
+            self._lines(rest[:-1].split(b"\n"), frames)
+        self.frames_decoded += len(frames)
+        return frames
+
+    def _finish(self) -> list[Frame]:
+        frames: list[Frame] = []
+        self._end_event(frames)
+        self.frames_decoded += len(frames)
+        return frames
+
+    def _lines(self, lines: list[bytes], frames: list[Frame]) -> None:
+        for line in lines:
+            if line[:6] == b"data: ":
+                self._add_data(line[6:])
+            elif not line:
+                self._end_event(frames)
+            elif line[0] != _COLON:
+                self._field(line)
+
+    def _field(self, line: bytes) -> None:
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._add_data(value)
+        elif name == b"event":
+            self._event = _decode(value) or None
+        elif name == b"id":
+            if b"\0" not in value:
+                self.last_event_id = _decode(value) or None
+        elif name == b"retry" and value.isdigit():
+            self._retry = self.reconnection_time = int(value)
+
+    def _add_data(self, value: bytes) -> None:
+        self._data_size += len(value) + 1
+        if self._data_size > self.max_frame_size:
+            raise _too_large("SSE frame", self.max_frame_size)
+        self._data.append(value)
+
+    def _end_event(self, frames: list[Frame]) -> None:
+        if self._data:
+            data = _decode(b"\n".join(self._data))
+            frames.append(Frame(data, self._event, self.last_event_id, self._retry))
+        self._reset()
+
+    def _reset(self) -> None:
+        self._data.clear()
+        self._data_size = -1
+        self._event = None
+        self._retry = None
+
+
+class JSONLinesDecoder(_LineDecoder):
+    """Incremental decoder of JSON lines (NDJSON): each non-blank line is one :class:`Frame`.
+
+    The JSON itself is not parsed here; ``Frame.data`` is the line without its line end.
+    """
+
+    def _frames(self, block: bytes) -> list[Frame]:
+        lines = block.split(b"\n")
+        frames = [Frame(_decode(line)) for line in lines if line and not line.isspace()]
+        self.frames_decoded += len(frames)
+        return frames
+
+    def _finish(self) -> list[Frame]:
+        return []
+
+
+class StreamDecoder:
+    """Decodes SSE or JSON lines, sniffing which from the first bytes when ``format="auto"``.
+
+    A first line (after a BOM and blank space) starting with ``data``, ``event``, ``id`` or
+    ``retry`` and a colon or line end, or with ``:``, is SSE; one starting with ``{`` or ``[``
+    is JSON lines; anything else (an HTML error page, say) raises ``ChatProtocolError``
+    showing how the body starts. ``format`` is ``"sse"`` or ``"jsonl"`` once known.
+    """
+
+    def __init__(
+        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, format: StreamFormat = "auto"
+    ) -> None:
+        if format not in ("auto", "sse", "jsonl"):
+            raise ValueError(f"format must be 'auto', 'sse' or 'jsonl', got {format!r}")
+        self.max_frame_size = _check_limit(max_frame_size)
+        self._decoder: SSEDecoder | JSONLinesDecoder | None = None
+        self._head = bytearray()
+        self._scanned = 0
+        if format != "auto":
+            self._decoder = _make_decoder(format, max_frame_size)
+
+    @property
+    def format(self) -> Literal["sse", "jsonl"] | None:
+        """The format being decoded, or None while it is not known yet."""
+        if self._decoder is None:
+            return None
+        return "sse" if isinstance(self._decoder, SSEDecoder) else "jsonl"
+
+    @property
+    def frames_decoded(self) -> int:
+        """How many frames this decoder has returned so far."""
+        return 0 if self._decoder is None else self._decoder.frames_decoded
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        """Decode the next chunk of the stream; returns the frames it completed."""
+        if self._decoder is not None:
+            return self._decoder.feed(chunk)
+        self._head += chunk
+        return self._start(final=False)
+
+    def close(self) -> list[Frame]:
+        """End the stream and flush what is pending; a body of blank space yields nothing."""
+        if self._decoder is None:
+            frames = self._start(final=True)
+            if self._decoder is None:
+                return frames
+        return self._decoder.close()
+
+    def _start(self, *, final: bool) -> list[Frame]:
+        fmt = self._sniff(final=final)
+        if fmt is None:
+            line_start = len(_BOM) if self._head.startswith(_BOM) else 0
+            if len(self._head) - line_start > self.max_frame_size:
+                raise _too_large("line", self.max_frame_size)
+            return []
+        self._decoder = _make_decoder(fmt, self.max_frame_size)
+        head = bytes(self._head)
+        self._head = bytearray()
+        return self._decoder.feed(head)
+
+    def _sniff(self, *, final: bool) -> Literal["sse", "jsonl"] | None:
+        head = self._head
+        if not final and len(head) < len(_BOM) and _BOM.startswith(head):
+            return None
+        start = len(_BOM) if head.startswith(_BOM) else 0
+        seen = max(start, self._scanned)
+        found = _NON_BLANK.search(head, seen)
+        self._scanned = found.start() if found else len(head)
+        # Blank lines before the first frame mean nothing in either format: drop them.
+        cut = max(head.rfind(b"\n", seen, self._scanned), head.rfind(b"\r", seen, self._scanned))
+        if cut >= start:
+            del head[start : cut + 1]
+            self._scanned -= cut + 1 - start
+        content = bytes(head[self._scanned : self._scanned + _PREVIEW_CHARS * 4])
+        if not content:
+            return None
+        fmt = _format_of(content, final=final)
+        if fmt == "unknown":
+            if not final and len(content) < _PREVIEW_CHARS and not _LINE_END.search(content):
+                return None
+            raise ChatProtocolError(f"not an event stream (SSE or JSON lines): {_preview(content)}")
+        return fmt
+
+
+def _make_decoder(fmt: str, max_frame_size: int) -> SSEDecoder | JSONLinesDecoder:
+    return SSEDecoder(max_frame_size) if fmt == "sse" else JSONLinesDecoder(max_frame_size)
+
+
+def _format_of(content: bytes, *, final: bool) -> Literal["sse", "jsonl", "unknown"] | None:
+    """The format a stream starting with ``content`` (blank space removed) is in.
+
+    None means "could still be either": ``content`` is a prefix of an SSE field name.
+    """
+    if content[:1] in (b"{", b"["):
+        return "jsonl"
+    if content[:1] == b":":
+        return "sse"
+    for name in _SSE_FIELDS:
+        after = content[len(name) : len(name) + 1]
+        if content.startswith(name) and (after in (b":", b"\r", b"\n") or (final and not after)):
+            return "sse"
+        if not final and len(content) <= len(name) and name.startswith(content):
+            return None
+    return "unknown"
+
+
+def _preview(content: bytes) -> str:
+    text = _decode(content)
+    shown = text[:_PREVIEW_CHARS]
+    return f"starts with {shown!r}{'...' if len(text) > len(shown) else ''}"
+
+
+def iter_frames(
+    source: bytes | bytearray | str | Iterable[bytes | str],
+    *,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    format: StreamFormat = "auto",
+) -> Iterator[Frame]:
+    """Yield the frames of a whole body (bytes or text) or of an iterable of chunks."""
+    decoder = StreamDecoder(max_frame_size, format=format)
+    chunks: Iterable[bytes | bytearray | str] = (
+        (source,) if isinstance(source, (bytes, bytearray, str)) else source
+    )
+    for chunk in chunks:
+        yield from decoder.feed(
+            chunk.encode("utf-8", "surrogatepass") if isinstance(chunk, str) else bytes(chunk)
+        )
+    yield from decoder.close()

@@ -1,0 +1,921 @@
+"""The Gemini dialect: frames of ``streamGenerateContent?alt=sse`` and request building.
+
+The fixtures are small ``GenerateContentResponse`` payloads written from the Gemini API
+reference; the recorded streams of ``../shared/corpus/gemini`` are read in place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.dialects.gemini import SKIP_SIGNATURE, GeminiDialect, stream_url
+from solon_events.errors import ChatProtocolError, ProviderError
+from solon_events.events import ChatEvent, ChatEventType
+from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+
+T = ChatEventType
+DIALECT = GeminiDialect()
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gemini"
+
+
+def run(
+    frames: list[Any], *, step: int = 0, end: bool = False
+) -> tuple[list[Any], ChatStreamContext]:
+    """Feed ``frames`` to the dialect; the events (typed loosely for brevity) and the context."""
+    events: list[Any] = []
+    ctx = ChatStreamContext(events.append, step=step, response_id="r-1")
+    for frame in frames:
+        ctx.frame_number += 1
+        DIALECT.parse_frame(ctx, frame)
+    if end:
+        DIALECT.end_of_stream(ctx)
+    return events, ctx
+
+
+def kinds(events: list[ChatEvent]) -> list[ChatEventType]:
+    return [e.type for e in events]
+
+
+def only(events: list[Any], *types: ChatEventType) -> list[Any]:
+    return [e for e in events if e.type in types]
+
+
+def frame(*parts: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+    """A GenerateContentResponse with one candidate holding ``parts``."""
+    body: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+    body.update(candidate)
+    return {"candidates": [body], "modelVersion": "gemini-2.5-flash", "responseId": "resp-1"}
+
+
+# text, thinking, signatures
+
+
+def test_text_thinking_and_signature_in_order() -> None:
+    events, ctx = run(
+        [
+            frame({"text": "Let me count.", "thought": True}),
+            frame({"text": "There are "}, {"text": "three."}),
+            frame({"text": "", "thoughtSignature": "c2ln"}, finishReason="STOP"),
+        ]
+    )
+    assert [(e.type, e.text) for e in events] == [
+        (T.THINKING_DELTA, "Let me count."),
+        (T.TEXT_DELTA, "There are "),
+        (T.TEXT_DELTA, "three."),
+        (T.THINKING_SIGNATURE, "c2ln"),
+    ]
+    assert ctx.finished and ctx.finish_reason == "STOP"
+    assert ctx.model == "gemini-2.5-flash"
+    assert ctx.provider_response_id == "resp-1"
+    assert all(e.provider_response_id == "resp-1" and e.response_id == "r-1" for e in events)
+    assert events[1].raw == {"text": "There are "}
+
+
+def test_signature_follows_the_thought_it_closes() -> None:
+    events, _ = run([frame({"text": "plan", "thought": True, "thoughtSignature": "sig"})])
+    assert [(e.type, e.text) for e in events] == [
+        (T.THINKING_DELTA, "plan"),
+        (T.THINKING_SIGNATURE, "sig"),
+    ]
+
+
+def test_no_finish_reason_means_not_finished() -> None:
+    _, ctx = run([frame({"text": "partial"})])
+    assert not ctx.finished
+
+
+# function calls sent whole
+
+
+def test_whole_function_calls_become_chunks_with_running_index() -> None:
+    events, ctx = run(
+        [
+            frame(
+                {
+                    "functionCall": {"name": "weather", "args": {"city": "Paris"}, "id": "fc-1"},
+                    "thoughtSignature": "abc",
+                },
+                {"functionCall": {"name": "time", "args": {"zone": "CET", "n": 2}}},
+            ),
+            frame({"functionCall": {"name": "ping"}}, finishReason="STOP"),
+        ]
+    )
+    assert kinds(events) == [
+        T.TOOL_CALL_CHUNK,
+        T.THINKING_SIGNATURE,
+        T.TOOL_CALL_CHUNK,
+        T.TOOL_CALL_CHUNK,
+    ]
+    first, _, second, third = events
+    assert first.tool_call == ToolCall(
+        id="fc-1", name="weather", arguments={"city": "Paris"}, index=0
+    )
+    assert first.tool_call.arguments == {"city": "Paris"}
+    assert (first.index, first.tool_call_id) == (0, "fc-1")
+    assert (second.index, second.tool_call_id, second.tool_call.id) == (1, None, None)
+    assert second.tool_call.arguments == {"zone": "CET", "n": 2}
+    assert (third.index, third.tool_call.name, third.tool_call.arguments) == (2, "ping", {})
+    assert events[1].text == "abc"
+    assert ctx.finish_reason == "STOP"
+
+
+# function calls with streamed arguments
+
+
+def streamed(call: dict[str, Any], **candidate: Any) -> dict[str, Any]:
+    return frame({"functionCall": call}, **candidate)
+
+
+def test_streamed_arguments_are_assembled_into_one_call() -> None:
+    events, ctx = run(
+        [
+            streamed({"name": "getWeather", "willContinue": True}),
+            streamed(
+                {
+                    "partialArgs": [
+                        {"jsonPath": "$.location", "stringValue": "San ", "willContinue": True}
+                    ],
+                    "willContinue": True,
+                }
+            ),
+            streamed(
+                {
+                    "partialArgs": [{"jsonPath": "$.location", "stringValue": "Francisco"}],
+                    "willContinue": True,
+                }
+            ),
+            streamed(
+                {"partialArgs": [{"jsonPath": "$.days", "numberValue": 3}], "willContinue": True}
+            ),
+            streamed({}, finishReason="STOP"),
+        ]
+    )
+    assert kinds(events) == [
+        T.TOOL_CALL_START,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_END,
+    ]
+    assert [e.text for e in only(events, T.TOOL_CALL_ARGS_DELTA)] == [
+        '{"location":"San ',
+        'Francisco"',
+        ',"days":3',
+        "}",
+    ]
+    start, end = events[0], events[-1]
+    assert (start.index, start.tool_call.name, start.tool_call_id) == (0, "getWeather", None)
+    assert end.index == 0
+    assert end.tool_call.name == "getWeather"
+    assert end.tool_call.arguments == {"location": "San Francisco", "days": 3}
+    assert end.tool_call.arguments_str == '{"location":"San Francisco","days":3}'
+    assert ctx.finish_reason == "STOP"
+
+
+def test_streamed_fragments_join_to_the_final_arguments() -> None:
+    partial = [
+        {"jsonPath": "$.query.text", "stringValue": 'caf\u00e9 "x"', "willContinue": True},
+        {"jsonPath": "$.query.text", "stringValue": "\n"},
+        {"jsonPath": "$.query.exact", "boolValue": True},
+        {"jsonPath": "$.tags[0]", "stringValue": "a"},
+        {"jsonPath": "$.tags[1]", "stringValue": "b"},
+        {"jsonPath": "$.items[0].qty", "numberValue": 2.0},
+        {"jsonPath": "$.items[1].qty", "numberValue": 0.5},
+        {"jsonPath": "$['odd key']", "nullValue": "NULL_VALUE"},
+    ]
+    events, _ = run(
+        [
+            streamed({"name": "search", "willContinue": True}),
+            streamed({"partialArgs": partial, "willContinue": True}),
+            streamed({}),
+        ]
+    )
+    joined = "".join(e.text or "" for e in only(events, T.TOOL_CALL_ARGS_DELTA))
+    end = only(events, T.TOOL_CALL_END)[0]
+    expected = {
+        "query": {"text": 'caf\u00e9 "x"\n', "exact": True},
+        "tags": ["a", "b"],
+        "items": [{"qty": 2}, {"qty": 0.5}],
+        "odd key": None,
+    }
+    assert end.tool_call.arguments == expected
+    assert orjson.loads(joined) == expected
+    assert joined == end.tool_call.arguments_str
+
+
+def test_streamed_call_without_arguments() -> None:
+    events, _ = run(
+        [streamed({"name": "read_theme", "willContinue": True}), streamed({}, finishReason="STOP")]
+    )
+    assert kinds(events) == [T.TOOL_CALL_START, T.TOOL_CALL_END]
+    assert events[1].tool_call.arguments == {}
+    assert events[1].tool_call.arguments_str == ""
+
+
+def test_streamed_call_in_one_part_with_partial_args_and_no_continuation() -> None:
+    events, _ = run(
+        [
+            streamed(
+                {"name": "f", "id": "c1", "partialArgs": [{"jsonPath": "$.a", "boolValue": False}]}
+            )
+        ]
+    )
+    assert kinds(events) == [
+        T.TOOL_CALL_START,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_ARGS_DELTA,
+        T.TOOL_CALL_END,
+    ]
+    assert events[-1].tool_call == ToolCall(id="c1", name="f", arguments_str='{"a":false}', index=0)
+    assert events[-1].tool_call_id == "c1"
+
+
+def test_streamed_call_seeded_with_args() -> None:
+    events, _ = run(
+        [
+            streamed({"name": "f", "args": {"a": [1, 2]}, "willContinue": True}),
+            streamed({"partialArgs": [{"jsonPath": "$.b", "stringValue": "x"}]}),
+        ]
+    )
+    end = only(events, T.TOOL_CALL_END)[0]
+    assert end.tool_call.arguments == {"a": [1, 2], "b": "x"}
+    assert (
+        "".join(e.text or "" for e in only(events, T.TOOL_CALL_ARGS_DELTA)) == '{"a":[1,2],"b":"x"}'
+    )
+
+
+def test_whole_and_streamed_calls_share_the_running_index() -> None:
+    events, _ = run(
+        [
+            frame({"functionCall": {"name": "first"}}),
+            streamed({"name": "second", "willContinue": True}),
+            streamed(
+                {"partialArgs": [{"jsonPath": "$.id", "stringValue": "A"}], "willContinue": True}
+            ),
+            streamed({"name": "third", "willContinue": True}),
+            streamed({}),
+        ]
+    )
+    ends = [
+        (e.index, e.tool_call.name, e.tool_call.arguments)
+        for e in only(events, T.TOOL_CALL_CHUNK, T.TOOL_CALL_END)
+    ]
+    assert ends == [(0, "first", {}), (1, "second", {"id": "A"}), (2, "third", {})]
+
+
+def test_finish_reason_closes_a_call_left_open() -> None:
+    events, ctx = run(
+        [
+            streamed({"name": "f", "willContinue": True}),
+            streamed(
+                {
+                    "partialArgs": [{"jsonPath": "$.q", "stringValue": "ab", "willContinue": True}],
+                    "willContinue": True,
+                },
+                finishReason="MAX_TOKENS",
+            ),
+        ]
+    )
+    assert kinds(events)[-1] is T.TOOL_CALL_END
+    assert events[-1].tool_call.arguments == {"q": "ab"}
+    assert "".join(e.text or "" for e in only(events, T.TOOL_CALL_ARGS_DELTA)) == '{"q":"ab"}'
+    assert ctx.finish_reason == "MAX_TOKENS"
+
+
+def test_end_of_stream_closes_a_call_left_open() -> None:
+    events, ctx = run([streamed({"name": "f", "willContinue": True})], end=True)
+    assert kinds(events) == [T.TOOL_CALL_START, T.TOOL_CALL_END]
+    assert not ctx.finished
+
+
+def test_empty_function_call_with_nothing_open_is_raw() -> None:
+    events, _ = run([streamed({})])
+    assert [(e.type, e.raw_type) for e in events] == [(T.RAW, "gemini.functionCall")]
+
+
+def test_unreadable_json_path_is_a_protocol_error() -> None:
+    with pytest.raises(ChatProtocolError, match="path"):
+        run(
+            [
+                streamed({"name": "f", "willContinue": True}),
+                streamed({"partialArgs": [{"jsonPath": "location", "stringValue": "x"}]}),
+            ]
+        )
+
+
+# grounding and citations
+
+
+GROUNDING = {
+    "webSearchQueries": ["euro 2024 winner"],
+    "groundingChunks": [
+        {"web": {"uri": "https://example.com/a", "title": "uefa.com"}},
+        {"web": {"uri": "https://example.com/b", "title": "aljazeera.com"}},
+    ],
+    "groundingSupports": [
+        {
+            "segment": {"endIndex": 24, "text": "Spain won Euro 2024."},
+            "groundingChunkIndices": [0, 1],
+            "confidenceScores": [0.9, 0.8],
+        },
+        {
+            "segment": {"startIndex": 25, "endIndex": 50, "text": "They beat England 2-1."},
+            "groundingChunkIndices": [0],
+        },
+    ],
+}
+
+
+def test_grounding_sources_are_sent_once_each() -> None:
+    events, _ = run(
+        [
+            frame(
+                {"text": "Spain won Euro 2024. They beat England 2-1."}, groundingMetadata=GROUNDING
+            ),
+            frame({"text": ""}, groundingMetadata=GROUNDING, finishReason="STOP"),
+        ]
+    )
+    results = [e.search_result for e in only(events, T.SEARCH_RESULT)]
+    assert [(r.url, r.title, r.type) for r in results] == [
+        ("https://example.com/a", "uefa.com", "web"),
+        ("https://example.com/b", "aljazeera.com", "web"),
+    ]
+    citations = [e.citation for e in only(events, T.CITATION)]
+    assert [
+        (c.url, c.title, c.cited_text, c.start_index, c.end_index, c.document_index)
+        for c in citations
+    ] == [
+        ("https://example.com/a", "uefa.com", "Spain won Euro 2024.", 0, 24, 0),
+        ("https://example.com/b", "aljazeera.com", "Spain won Euro 2024.", 0, 24, 1),
+        ("https://example.com/a", "uefa.com", "They beat England 2-1.", 25, 50, 0),
+    ]
+    assert citations[0].raw["confidenceScores"] == [0.9, 0.8]
+
+
+def test_support_pointing_past_the_chunks_is_skipped() -> None:
+    grounding = {
+        "groundingChunks": [
+            {"retrievedContext": {"uri": "gs://b/doc", "title": "doc", "text": "t"}}
+        ],
+        "groundingSupports": [
+            {"segment": {"endIndex": 3, "text": "abc"}, "groundingChunkIndices": [0, 7]}
+        ],
+    }
+    events, _ = run([frame({"text": "abc"}, groundingMetadata=grounding)])
+    assert [e.search_result.snippet for e in only(events, T.SEARCH_RESULT)] == ["t"]
+    assert [(e.citation.url, e.citation.type) for e in only(events, T.CITATION)] == [
+        ("gs://b/doc", "retrievedContext")
+    ]
+
+
+def test_citation_metadata_sources_are_sent_once() -> None:
+    metadata = {
+        "citationSources": [
+            {"startIndex": 10, "endIndex": 90, "uri": "https://example.org/x", "license": "mit"}
+        ]
+    }
+    events, _ = run(
+        [
+            frame({"text": "code"}, citationMetadata=metadata),
+            frame({"text": "!"}, citationMetadata=metadata),
+        ]
+    )
+    citations = [e.citation for e in only(events, T.CITATION)]
+    assert [(c.url, c.start_index, c.end_index, c.type) for c in citations] == [
+        ("https://example.org/x", 10, 90, "citation_source")
+    ]
+
+
+# media and code execution
+
+
+def test_inline_image_is_media_done() -> None:
+    events, _ = run(
+        [
+            frame(
+                {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}, "thought": True},
+                {"inlineData": {"mimeType": "image/png", "data": "AAAA"}, "thoughtSignature": "s"},
+                {
+                    "fileData": {
+                        "mimeType": "application/pdf",
+                        "fileUri": "https://example.com/f.pdf",
+                    }
+                },
+            )
+        ]
+    )
+    assert kinds(events) == [T.MEDIA_PARTIAL, T.MEDIA_DONE, T.THINKING_SIGNATURE, T.MEDIA_DONE]
+    assert events[0].block == ImageBlock(data="iVBORw0KGgo=", mime_type="image/png")
+    assert events[1].block == ImageBlock(data="AAAA", mime_type="image/png")
+    assert events[1].message is not None and events[1].message.has_media
+    assert events[3].block == FileBlock(
+        url="https://example.com/f.pdf", mime_type="application/pdf"
+    )
+
+
+def test_code_execution_parts_are_server_tool_events() -> None:
+    events, _ = run(
+        [
+            frame(
+                {"executableCode": {"language": "PYTHON", "code": "print(1+1)"}},
+                {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "2\n"}},
+                {"text": "The answer is 2."},
+            )
+        ]
+    )
+    assert kinds(events) == [T.SERVER_TOOL_START, T.SERVER_TOOL_RESULT, T.TEXT_DELTA]
+    start, result, _ = events
+    assert start.sub_type == result.sub_type == "code_execution"
+    assert start.item_id == result.item_id == "code_execution_0"
+    assert start.tool_call.arguments == {"language": "PYTHON", "code": "print(1+1)"}
+    assert result.raw["codeExecutionResult"]["output"] == "2\n"
+
+
+# safety
+
+
+def test_blocked_prompt_is_a_content_filter_and_completes() -> None:
+    events, ctx = run(
+        [
+            {
+                "promptFeedback": {
+                    "blockReason": "PROHIBITED_CONTENT",
+                    "safetyRatings": [
+                        {"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH"}
+                    ],
+                },
+                "usageMetadata": {"promptTokenCount": 8, "totalTokenCount": 8},
+                "modelVersion": "gemini-2.5-flash",
+            }
+        ]
+    )
+    assert [(e.type, e.text) for e in events if e.type is not T.USAGE] == [
+        (T.CONTENT_FILTER, "PROHIBITED_CONTENT")
+    ]
+    assert events[0].raw["safetyRatings"][0]["probability"] == "HIGH"
+    assert ctx.finished and ctx.finish_reason == "PROHIBITED_CONTENT"
+
+
+@pytest.mark.parametrize(
+    "reason", ["SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY"]
+)
+def test_safety_finish_reasons_are_content_filters(reason: str) -> None:
+    events, ctx = run(
+        [frame({"text": "Partial"}), frame(finishReason=reason), frame(finishReason=reason)]
+    )
+    assert [(e.type, e.text) for e in events] == [
+        (T.TEXT_DELTA, "Partial"),
+        (T.CONTENT_FILTER, reason),
+    ]
+    assert ctx.finish_reason == reason
+
+
+@pytest.mark.parametrize("reason", ["STOP", "MAX_TOKENS", "MALFORMED_FUNCTION_CALL", "OTHER"])
+def test_other_finish_reasons_are_not_filters(reason: str) -> None:
+    events, ctx = run([frame(finishReason=reason)])
+    assert events == []
+    assert ctx.finish_reason == reason
+
+
+# usage
+
+
+def test_usage_snapshot_counts_thinking_as_completion() -> None:
+    usage = {
+        "promptTokenCount": 120,
+        "cachedContentTokenCount": 100,
+        "candidatesTokenCount": 15,
+        "thoughtsTokenCount": 45,
+        "toolUsePromptTokenCount": 30,
+        "totalTokenCount": 210,
+    }
+    events, _ = run([{**frame({"text": "hi"}), "usageMetadata": usage}])
+    (event,) = only(events, T.USAGE)
+    got = event.usage
+    assert (got.prompt_tokens, got.completion_tokens, got.total_tokens) == (150, 60, 210)
+    assert (got.thinking_tokens, got.cache_read_input_tokens) == (45, 100)
+    assert got.source == usage
+    assert event.raw == usage
+
+
+def test_usage_is_sent_when_it_changes_only() -> None:
+    first = {"promptTokenCount": 9, "candidatesTokenCount": 5, "totalTokenCount": 14}
+    later = {"promptTokenCount": 9, "candidatesTokenCount": 23, "totalTokenCount": 32}
+    events, _ = run(
+        [
+            {**frame({"text": "a"}), "usageMetadata": {"trafficType": "ON_DEMAND"}},
+            {**frame({"text": "b"}), "usageMetadata": first},
+            {**frame({"text": "c"}), "usageMetadata": dict(first)},
+            {**frame(finishReason="STOP"), "usageMetadata": later},
+        ]
+    )
+    totals = [(e.usage.completion_tokens, e.usage.total_tokens) for e in only(events, T.USAGE)]
+    assert totals == [(5, 14), (23, 32)]
+
+
+def test_usage_total_defaults_to_prompt_plus_completion() -> None:
+    events, _ = run([{"usageMetadata": {"promptTokenCount": 4, "candidatesTokenCount": 6}}])
+    assert only(events, T.USAGE)[0].usage.total_tokens == 10
+
+
+# errors and odd input
+
+
+def test_error_frame_fails_with_the_provider_fields() -> None:
+    error = {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}
+    events, ctx = run([frame({"text": "Hel"}), {"error": error}])
+    assert [e.text for e in events] == ["Hel"]
+    assert isinstance(ctx.failure, ProviderError)
+    assert ctx.failure.provider_error == error
+    assert "Resource has been exhausted" in str(ctx.failure)
+    assert not ctx.finished
+
+
+def test_error_list_body_fails_too() -> None:
+    _, ctx = run(
+        [[{"error": {"code": 400, "message": "API key not valid", "status": "INVALID_ARGUMENT"}}]]
+    )
+    assert isinstance(ctx.failure, ProviderError)
+    assert ctx.failure.provider_error["status"] == "INVALID_ARGUMENT"
+    assert (
+        DIALECT.error_message([{"error": {"message": "API key not valid"}}]) == "API key not valid"
+    )
+
+
+@pytest.mark.parametrize("bad", ["text", 3, None])
+def test_a_frame_that_is_not_an_object_is_a_protocol_error(bad: Any) -> None:
+    with pytest.raises(ChatProtocolError, match="frame 1"):
+        run([bad])
+
+
+def test_unknown_frames_parts_and_other_candidates_are_raw() -> None:
+    events, _ = run(
+        [
+            {"somethingNew": True},
+            frame({"videoMetadata": {"fps": 1}}),
+            {"candidates": [{"index": 1, "content": {"parts": [{"text": "other"}]}}]},
+        ]
+    )
+    assert [(e.type, e.raw_type) for e in events] == [
+        (T.RAW, "gemini.unknown"),
+        (T.RAW, "gemini.part"),
+        (T.RAW, "gemini.candidate"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("odd", "expected"),
+    [
+        ({"candidates": None}, [T.RAW]),
+        ({"candidates": [None, "x", {"content": None}]}, []),
+        ({"candidates": [{"content": {"parts": None}}]}, []),
+        (
+            {"candidates": [{"content": {"parts": [None, {"text": None}, {"functionCall": 1}]}}]},
+            [T.RAW],
+        ),
+        (
+            {
+                "candidates": [
+                    {
+                        "groundingMetadata": {
+                            "groundingChunks": None,
+                            "groundingSupports": [None, {"segment": None}],
+                        }
+                    }
+                ]
+            },
+            [],
+        ),
+        ({"candidates": [{"citationMetadata": {"citationSources": [None, {}]}}]}, []),
+        ({"candidates": [{"finishReason": 7}]}, []),
+        ({"usageMetadata": {"promptTokenCount": "many", "totalTokenCount": None}}, [T.USAGE]),
+        ({"promptFeedback": {"blockReason": None}}, []),
+    ],
+)
+def test_odd_but_valid_json_does_not_crash(
+    odd: dict[str, Any], expected: list[ChatEventType]
+) -> None:
+    events, ctx = run([odd])
+    assert kinds(events) == expected
+    assert not ctx.finished
+
+
+def test_state_belongs_to_the_context_not_the_dialect() -> None:
+    opening = streamed({"name": "f", "willContinue": True})
+    run([opening])
+    events, _ = run([streamed({})])
+    assert kinds(events) == [T.RAW]
+
+
+def test_get_dialect_knows_gemini() -> None:
+    dialect = get_dialect("gemini")
+    assert isinstance(dialect, GeminiDialect) and dialect.name == "gemini"
+
+
+# request building
+
+
+BASE = "https://generativelanguage.googleapis.com/v1beta"
+MODEL_URL = f"{BASE}/models/gemini-2.5-flash:streamGenerateContent"
+
+
+@pytest.mark.parametrize(
+    ("api_url", "model", "expected"),
+    [
+        (BASE, "gemini-2.5-flash", f"{MODEL_URL}?alt=sse"),
+        (f"{BASE}/", "gemini-2.5-flash", f"{MODEL_URL}?alt=sse"),
+        (f"{BASE}/models", "gemini-2.5-flash", f"{MODEL_URL}?alt=sse"),
+        (BASE, "models/gemini-2.5-flash", f"{MODEL_URL}?alt=sse"),
+        (MODEL_URL, "ignored", f"{MODEL_URL}?alt=sse"),
+        (f"{MODEL_URL}?alt=sse", "ignored", f"{MODEL_URL}?alt=sse"),
+        (f"{MODEL_URL}?alt=json&x=1", "ignored", f"{MODEL_URL}?alt=sse&x=1"),
+        (f"{BASE}/models/gemini-2.5-flash:generateContent", "ignored", f"{MODEL_URL}?alt=sse"),
+        (
+            "http://127.0.0.1:8000/v1beta",
+            "m",
+            "http://127.0.0.1:8000/v1beta/models/m:streamGenerateContent?alt=sse",
+        ),
+    ],
+)
+def test_stream_url_forms(api_url: str, model: str, expected: str) -> None:
+    assert stream_url(api_url, model) == expected
+
+
+def build(request: ChatRequest, **kwargs: Any) -> Any:
+    return DIALECT.build_request(request, api_url=BASE, **kwargs)
+
+
+def test_api_key_goes_in_the_header_only() -> None:
+    key = "AIza-secret-key"
+    http = build(
+        ChatRequest(model="gemini-2.5-flash", messages=[UserMessage(text="hi")]), api_key=key
+    )
+    assert http.headers["x-goog-api-key"] == key
+    assert http.headers["Content-Type"] == "application/json"
+    assert key not in http.url
+    assert key.encode() not in http.body_bytes()
+    assert key not in repr(http)
+    assert http.url == f"{MODEL_URL}?alt=sse"
+
+
+def test_a_key_in_the_url_is_moved_into_the_header() -> None:
+    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    http = DIALECT.build_request(request, api_url=f"{BASE}?key=AIza-in-url&x=1")
+    assert http.url == f"{BASE}/models/m:streamGenerateContent?alt=sse&x=1"
+    assert http.headers["x-goog-api-key"] == "AIza-in-url"
+    given = DIALECT.build_request(request, api_url=f"{MODEL_URL}?key=old", api_key="new")
+    assert given.headers["x-goog-api-key"] == "new"
+    assert "old" not in given.url
+
+
+def test_no_key_header_without_a_key_and_extra_headers_win() -> None:
+    http = build(
+        ChatRequest(model="m", messages=[UserMessage(text="hi")]),
+        headers={"x-goog-user-project": "p", "Content-Type": "application/json; charset=utf-8"},
+    )
+    assert "x-goog-api-key" not in http.headers
+    assert http.headers["x-goog-user-project"] == "p"
+    assert http.headers["Content-Type"] == "application/json; charset=utf-8"
+
+
+def test_body_contents_roles_and_parts() -> None:
+    request = ChatRequest(
+        model="gemini-2.5-flash",
+        messages=[
+            SystemMessage(text="Be brief."),
+            UserMessage(
+                text="What is in these?",
+                blocks=[
+                    ImageBlock(data="AAAA", mime_type="image/jpeg"),
+                    ImageBlock(url="data:image/webp;base64,BBBB"),
+                    ImageBlock(url="gs://bucket/cat.png", mime_type="image/png"),
+                    FileBlock(data="JVBERi0=", mime_type="application/pdf"),
+                ],
+            ),
+            AssistantMessage(
+                text="Let me check.",
+                thinking="hidden reasoning",
+                tool_calls=[
+                    ToolCall(id=None, name="weather", arguments={"city": "Paris"}),
+                    ToolCall(id="fc-2", name="time", arguments={}),
+                ],
+                metadata={"thinking_signature": "c2lnbmF0dXJl"},
+            ),
+            ToolMessage(tool_call_id=None, name="weather", content="18C"),
+            ToolMessage(tool_call_id="fc-2", name="time", content="boom", is_error=True),
+            UserMessage(text="Thanks"),
+        ],
+    )
+    body = orjson.loads(build(request).body_bytes())
+    assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    assert body["contents"] == [
+        {
+            "role": "user",
+            "parts": [
+                {"text": "What is in these?"},
+                {"inlineData": {"mimeType": "image/jpeg", "data": "AAAA"}},
+                {"inlineData": {"mimeType": "image/webp", "data": "BBBB"}},
+                {"fileData": {"mimeType": "image/png", "fileUri": "gs://bucket/cat.png"}},
+                {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0="}},
+            ],
+        },
+        {
+            "role": "model",
+            "parts": [
+                {"text": "Let me check."},
+                {
+                    "functionCall": {"name": "weather", "args": {"city": "Paris"}},
+                    "thoughtSignature": "c2lnbmF0dXJl",
+                },
+                {"functionCall": {"name": "time", "args": {}, "id": "fc-2"}},
+            ],
+        },
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "weather", "response": {"result": "18C"}}},
+                {"functionResponse": {"name": "time", "response": {"error": "boom"}, "id": "fc-2"}},
+            ],
+        },
+        {"role": "user", "parts": [{"text": "Thanks"}]},
+    ]
+    assert "generationConfig" not in body
+    assert "tools" not in body
+
+
+def test_function_call_without_known_signature_gets_the_documented_placeholder() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[
+            UserMessage(text="weather?"),
+            AssistantMessage(tool_calls=[ToolCall(name="weather", arguments={"city": "Oslo"})]),
+            ToolMessage(tool_call_id=None, name="weather", content="-3C"),
+        ],
+    )
+    model_turn = build(request).body["contents"][1]
+    assert model_turn == {
+        "role": "model",
+        "parts": [
+            {
+                "functionCall": {"name": "weather", "args": {"city": "Oslo"}},
+                "thoughtSignature": SKIP_SIGNATURE,
+            }
+        ],
+    }
+
+
+def test_text_turn_carries_its_signature_on_the_last_part() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[
+            UserMessage(text="hi"),
+            AssistantMessage(text="hello", metadata={"thinking_signature": "sig"}),
+            AssistantMessage(text="again"),
+        ],
+    )
+    contents = build(request).body["contents"]
+    assert contents[1]["parts"] == [{"text": "hello", "thoughtSignature": "sig"}]
+    assert contents[2]["parts"] == [{"text": "again"}]
+
+
+def test_tools_become_function_declarations() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    request = ChatRequest(
+        model="m",
+        messages=[UserMessage(text="hi")],
+        tools=[
+            ToolSpec(name="weather", description="Weather in a city.", parameters=schema),
+            ToolSpec(name="now"),
+        ],
+    )
+    body = orjson.loads(build(request).body_bytes())
+    assert body["tools"] == [
+        {
+            "functionDeclarations": [
+                {"name": "weather", "description": "Weather in a city.", "parameters": schema},
+                {"name": "now", "description": ""},
+            ]
+        }
+    ]
+
+
+def test_options_map_to_generation_config_and_request_fields() -> None:
+    safety = [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]
+    request = ChatRequest(
+        model="m",
+        messages=[UserMessage(text="hi")],
+        tools=[ToolSpec(name="now")],
+        options={
+            "temperature": 0.2,
+            "max_tokens": 256,
+            "top_p": 0.9,
+            "topK": 40,
+            "stop": "END",
+            "seed": 7,
+            "response_mime_type": "application/json",
+            "thinking_config": {"thinking_budget": 1024, "include_thoughts": True},
+            "safety_settings": safety,
+            "tools": [{"googleSearch": {}}],
+            "generation_config": {"candidateCount": 1},
+        },
+    )
+    body = build(request).body
+    assert body["generationConfig"] == {
+        "temperature": 0.2,
+        "maxOutputTokens": 256,
+        "topP": 0.9,
+        "topK": 40,
+        "stopSequences": ["END"],
+        "seed": 7,
+        "responseMimeType": "application/json",
+        "thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": True},
+        "candidateCount": 1,
+    }
+    assert body["safetySettings"] == safety
+    assert body["tools"] == [
+        {"functionDeclarations": [{"name": "now", "description": ""}]},
+        {"googleSearch": {}},
+    ]
+
+
+def test_camel_case_thinking_config_passes_through() -> None:
+    request = ChatRequest(
+        model="m",
+        messages=[UserMessage(text="hi")],
+        options={"thinkingConfig": {"thinkingLevel": "low"}},
+    )
+    assert build(request).body["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "low"}}
+
+
+def test_an_unsendable_message_or_block_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="gemini"):
+        build(ChatRequest(model="m", messages=[42]))
+    with pytest.raises(TypeError, match="gemini"):
+        build(ChatRequest(model="m", messages=[UserMessage(text="x", blocks=[object()])]))
+    with pytest.raises(ValueError, match="url or data"):
+        build(ChatRequest(model="m", messages=[UserMessage(blocks=[ImageBlock()])]))
+
+
+# the recorded streams of ../shared/corpus/gemini
+
+# The corpus oracle concatenates candidate parts, so it reconstructs only the function calls
+# sent whole. Calls whose arguments are streamed (willContinue / partialArgs) are invisible to
+# it; what those recordings stream is listed here and checked on top of expected.json.
+STREAMED_CALLS = {
+    "google-stream-no-args-tool-call": [
+        ("read_screen", {"id": "A"}),
+        ("read_screen", {"id": "B"}),
+        ("read_screen", {"id": "C"}),
+    ],
+    "google-stream-tool-call-arguments": [
+        ("getWeather", {"location": "Boston"}),
+        ("getWeather", {"location": "San Francisco"}),
+    ],
+}
+
+RECORDINGS = sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+def test_the_corpus_is_there() -> None:
+    assert len(RECORDINGS) >= 5
+    assert set(STREAMED_CALLS) <= {path.stem for path in RECORDINGS}
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+def test_corpus_recording(path: Path) -> None:
+    expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
+    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    events, ctx = run(frames, end=True)
+
+    assert ctx.failure is None
+    assert ctx.finished and ctx.finish_reason == expected["finish_reason"]
+    assert "".join(e.text or "" for e in only(events, T.TEXT_DELTA)) == expected["text"]
+    assert "".join(e.text or "" for e in only(events, T.THINKING_DELTA)) == expected["thinking"]
+    usage = only(events, T.USAGE)[-1].usage
+    assert {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    } == expected["usage"]
+
+    whole = [e.tool_call for e in only(events, T.TOOL_CALL_CHUNK)]
+    assert [(c.name, c.arguments) for c in whole] == [
+        (c["name"], c["arguments"]) for c in expected["tool_calls"]
+    ]
+    for call, wanted in zip(whole, expected["tool_calls"]):
+        if wanted["id"] is not None:
+            assert call.id == wanted["id"]
+    streamed_ends = [e.tool_call for e in only(events, T.TOOL_CALL_END)]
+    assert [(c.name, c.arguments) for c in streamed_ends] == STREAMED_CALLS.get(path.stem, [])
+    assert len(only(events, T.TOOL_CALL_START)) == len(streamed_ends)
+    positions = [e.index for e in only(events, T.TOOL_CALL_CHUNK, T.TOOL_CALL_END)]
+    assert sorted(positions) == list(range(len(positions)))
