@@ -1,0 +1,24 @@
+"""The embedded provider: a local aiohttp server speaking five providers' wire formats.
+
+``async with DevServer() as srv:`` serves on ``srv.url`` (127.0.0.1, a free port):
+
+- ``POST /v1/chat/completions`` (OpenAI Chat Completions SSE),
+- ``POST /v1/messages`` (Anthropic Messages SSE),
+- ``POST /v1/responses`` (OpenAI Responses SSE),
+- ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (Gemini SSE),
+- ``POST /api/chat`` (Ollama NDJSON).
+
+The request's model name picks the scenario: ``weather`` (the default: thinking, a call of
+the first declared tool, then an answer quoting the tool result), ``echo``,
+``slow:<n>:<interval>``, ``gate``, ``first-delay:<s>``, ``stall:<s>``, ``status:<code>``,
+``html``, ``truncate``, ``error-frame`` and ``replay``. Run it from a shell with
+``python -m solon_events.devserver --port 8000``.
+"""
+
+from __future__ import annotations
+
+from .app import ROUTES
+from .scenarios import SCENARIOS
+from .server import DevServer, RecordedRequest, RunningServer
+
+__all__ = ["ROUTES", "SCENARIOS", "DevServer", "RecordedRequest", "RunningServer"]

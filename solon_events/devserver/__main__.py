@@ -1,0 +1,53 @@
+"""``python -m solon_events.devserver``: serve the embedded provider until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from collections.abc import Sequence
+
+from .app import ROUTES
+from .scenarios import SCENARIOS
+from .server import DevServer
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m solon_events.devserver",
+        description="Serve scripted and recorded chat-model streams on a local port.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any)")
+    parser.add_argument("--recording", help="a recorded stream (.jsonl) for the replay scenario")
+    parser.add_argument("--pace", type=float, default=0.0, help="seconds between two frames")
+    return parser
+
+
+def _banner(server: DevServer) -> str:
+    lines = [f"solon-events devserver on {server.url}", "", "routes (POST):"]
+    lines += [f"  {server.url}{path}  ({dialect})" for path, _wire, dialect in ROUTES]
+    lines += ["", "scenarios (the request's model name):"]
+    lines += [f"  {name:<12} {description}" for name, (_plan, description) in SCENARIOS.items()]
+    if server.recording is not None:
+        lines += ["", f"replaying {server.recording} for unknown model names"]
+    lines += ["", "Ctrl-C to stop."]
+    return "\n".join(lines)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    async with DevServer(args.host, args.port, pace=args.pace, recording=args.recording) as server:
+        print(_banner(server), flush=True)
+        await asyncio.Event().wait()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server until interrupted; returns the exit status."""
+    args = _parser().parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""The aiohttp application: one POST route per provider wire format.
+
+Every stream is written frame by frame (``StreamResponse.write``, which drains), so a
+client sees each event as it is produced. Headers go out with the first frame, so a
+leading pause delays the status line too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+import orjson
+from aiohttp import web
+
+from .encoders import (
+    AnthropicWire,
+    Frame,
+    GeminiWire,
+    OllamaWire,
+    OpenAIChatWire,
+    OpenAIResponsesWire,
+    Wire,
+)
+from .scenarios import HTML_BODY, HtmlReply, Replay, ScenarioError, StatusReply, plan
+from .turns import Pause, Script, TurnUsage, WaitGate
+
+if TYPE_CHECKING:
+    from .server import DevServer
+
+__all__ = ["ROUTES", "create_app"]
+
+ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
+    ("/v1/chat/completions", OpenAIChatWire, "openai"),
+    ("/v1/messages", AnthropicWire, "anthropic"),
+    ("/v1/responses", OpenAIResponsesWire, "openai-responses"),
+    ("/v1beta/models/{model}:streamGenerateContent", GeminiWire, "gemini"),
+    ("/api/chat", OllamaWire, "ollama"),
+)
+"""Each route's path, wire format and the name of the dialect that reads it."""
+
+_Step = Pause | WaitGate | Sequence[Frame]
+
+
+def create_app(server: DevServer) -> web.Application:
+    """The application serving every route for ``server``."""
+    app = web.Application()
+    for path, wire, _dialect in ROUTES:
+        app.router.add_post(path, functools.partial(_handle, server, wire))
+    return app
+
+
+async def _handle(
+    server: DevServer, wire_type: type[Wire], request: web.Request
+) -> web.StreamResponse:
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        body = None
+    server._record(request.path, request.headers, body)
+    if not isinstance(body, dict):
+        return _error(wire_type, 400, "The request body is not a JSON object")
+    view = wire_type.read_request(body)
+    view = attrs.evolve(view, model=request.match_info.get("model") or view.model)
+    try:
+        chosen = plan(view, has_recording=server.recording is not None)
+    except ScenarioError as error:
+        return _error(wire_type, 400, str(error))
+    if isinstance(chosen, StatusReply):
+        return _error(wire_type, chosen.status, chosen.message)
+    if isinstance(chosen, HtmlReply):
+        return web.Response(text=HTML_BODY, content_type="text/html")
+    if isinstance(chosen, Replay):
+        wire = wire_type(view.model, TurnUsage())
+        steps: Iterable[_Step] = ([frame] for frame in server.recording_frames)
+    else:
+        wire = wire_type(view.model, chosen.usage)
+        steps = _script_steps(wire, chosen)
+    return await _stream(server, request, wire, steps)
+
+
+def _script_steps(wire: Wire, script: Script) -> Iterator[_Step]:
+    for part in script.parts:
+        yield part if isinstance(part, (Pause, WaitGate)) else wire.encode(part)
+
+
+def _error(wire_type: type[Wire], status: int, message: str | None = None) -> web.Response:
+    headers = {"retry-after": "1"} if status == 429 else None
+    body = orjson.dumps(wire_type.error_body(status, message))
+    return web.Response(body=body, status=status, content_type="application/json", headers=headers)
+
+
+async def _stream(
+    server: DevServer, request: web.Request, wire: Wire, steps: Iterable[_Step]
+) -> web.StreamResponse:
+    charset = "" if wire.framing == "ndjson" else "; charset=utf-8"
+    response = web.StreamResponse(
+        headers={"Content-Type": wire.content_type + charset, "Cache-Control": "no-cache"}
+    )
+    try:
+        for step in steps:
+            if isinstance(step, Pause):
+                await asyncio.sleep(step.seconds)
+            elif isinstance(step, WaitGate):
+                await server._gate_opened()
+            else:
+                for frame in step:
+                    if not response.prepared:
+                        await response.prepare(request)
+                    elif server.pace:
+                        await asyncio.sleep(server.pace)
+                    await response.write(wire.frame_bytes(frame))
+        if not response.prepared:
+            await response.prepare(request)
+        await response.write_eof()
+    except ConnectionResetError:
+        server._note_disconnect()
+    except asyncio.CancelledError:
+        server._note_disconnect()
+        raise
+    return response

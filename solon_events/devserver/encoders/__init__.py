@@ -1,0 +1,22 @@
+"""One encoder per provider wire format, by route."""
+
+from __future__ import annotations
+
+from .anthropic import AnthropicWire
+from .base import Frame, RequestView, ToolDecl, Wire
+from .gemini import GeminiWire
+from .ollama import OllamaWire
+from .openai_chat import OpenAIChatWire
+from .openai_responses import OpenAIResponsesWire
+
+__all__ = [
+    "AnthropicWire",
+    "Frame",
+    "GeminiWire",
+    "OllamaWire",
+    "OpenAIChatWire",
+    "OpenAIResponsesWire",
+    "RequestView",
+    "ToolDecl",
+    "Wire",
+]

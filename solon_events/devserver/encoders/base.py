@@ -1,0 +1,282 @@
+"""What every dialect's encoder shares: the request view, framing, ids and error bodies."""
+
+from __future__ import annotations
+
+import secrets
+import string
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+import attrs
+import orjson
+
+from ..turns import Content, Finish, Text, Thinking, ToolCallPart, TurnUsage
+
+__all__ = [
+    "ErrorInfo",
+    "Frame",
+    "RequestView",
+    "ToolDecl",
+    "Wire",
+    "content_text",
+    "error_info",
+    "random_id",
+]
+
+Frame = Mapping[str, Any] | str
+"""One payload of a stream: a JSON object, or a raw data string such as ``[DONE]``."""
+
+Framing = Literal["sse", "sse-event", "sse-crlf", "ndjson"]
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+def random_id(prefix: str, length: int = 24, alphabet: str = _ALNUM) -> str:
+    """``prefix`` followed by ``length`` random characters of ``alphabet``."""
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def now() -> int:
+    """The current Unix time in whole seconds."""
+    return int(time.time())
+
+
+@attrs.frozen
+class ToolDecl:
+    """A client tool the request declares: its name and its JSON schema."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+@attrs.frozen
+class RequestView:
+    """What a scenario needs from a request, whatever its dialect.
+
+    ``tool_results`` are the texts of the tool results that end the conversation (empty
+    when the last turn is not a tool result).
+    """
+
+    model: str = ""
+    user_text: str = ""
+    tool_results: tuple[str, ...] = ()
+    tools: tuple[ToolDecl, ...] = ()
+
+
+def content_text(content: Any) -> str:
+    """The text of a message content: a string, a list of text parts/blocks, else JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        return "".join(_item_text(item) for item in content)
+    if isinstance(content, Mapping):
+        text = content.get("text")
+        if isinstance(text, str):
+            return text
+        if "content" in content:
+            return content_text(content["content"])
+    return orjson.dumps(content).decode()
+
+
+def _item_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    text = item.get("text") if isinstance(item, Mapping) else None
+    return text if isinstance(text, str) else ""
+
+
+@attrs.frozen
+class ErrorInfo:
+    """An HTTP error as providers describe it: message and each dialect's type words."""
+
+    message: str
+    openai_type: str
+    openai_code: str | None
+    anthropic_type: str
+    gemini_status: str
+
+
+_ERRORS: dict[int, ErrorInfo] = {
+    400: ErrorInfo(
+        "Invalid request",
+        "invalid_request_error",
+        None,
+        "invalid_request_error",
+        "INVALID_ARGUMENT",
+    ),
+    401: ErrorInfo(
+        "Incorrect API key provided",
+        "invalid_request_error",
+        "invalid_api_key",
+        "authentication_error",
+        "UNAUTHENTICATED",
+    ),
+    403: ErrorInfo(
+        "You are not allowed to use this model",
+        "invalid_request_error",
+        "permission_denied",
+        "permission_error",
+        "PERMISSION_DENIED",
+    ),
+    404: ErrorInfo(
+        "The model does not exist",
+        "invalid_request_error",
+        "model_not_found",
+        "not_found_error",
+        "NOT_FOUND",
+    ),
+    429: ErrorInfo(
+        "Rate limit reached",
+        "requests",
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "RESOURCE_EXHAUSTED",
+    ),
+    500: ErrorInfo(
+        "The server had an error while processing your request",
+        "server_error",
+        None,
+        "api_error",
+        "INTERNAL",
+    ),
+    503: ErrorInfo(
+        "The service is temporarily unavailable",
+        "server_error",
+        None,
+        "api_error",
+        "UNAVAILABLE",
+    ),
+    529: ErrorInfo("Overloaded", "server_error", None, "overloaded_error", "UNAVAILABLE"),
+}
+
+
+def error_info(status: int, message: str | None = None) -> ErrorInfo:
+    """The description of HTTP ``status``; ``message`` replaces the default message."""
+    info = _ERRORS.get(status)
+    if info is None:
+        client = status < 500
+        info = ErrorInfo(
+            f"HTTP {status}",
+            "invalid_request_error" if client else "server_error",
+            None,
+            "invalid_request_error" if client else "api_error",
+            "FAILED_PRECONDITION" if client else "UNKNOWN",
+        )
+    return attrs.evolve(info, message=message) if message else info
+
+
+class Wire:
+    """One provider's side of the wire: reads its requests, encodes turns, writes errors.
+
+    One instance encodes one response: :meth:`encode` takes the abstract parts in order
+    and returns the frames to send. Subclasses set :attr:`framing` and implement
+    :meth:`read_request` and :meth:`error_body`, plus the hooks they need: ``open``,
+    ``start_block``, ``end_block``, ``thinking``, ``text``, ``tool_call``, ``finish`` and
+    ``error``. A *block* is a run of parts of one kind (thinking, text, one tool call).
+    """
+
+    framing: ClassVar[Framing] = "sse"
+    """How frames are written: SSE data lines, SSE with ``event:`` lines, SSE with CRLF
+    line ends, or one JSON object per line."""
+
+    def __init__(self, model: str, usage: TurnUsage) -> None:
+        self.model = model
+        self.usage = usage
+        self._opened = False
+        self._block: str | None = None
+
+    @property
+    def content_type(self) -> str:
+        """The response's content type."""
+        return "application/x-ndjson" if self.framing == "ndjson" else "text/event-stream"
+
+    @classmethod
+    def read_request(cls, body: Mapping[str, Any]) -> RequestView:
+        """The scenario's view of a request body."""
+        raise NotImplementedError
+
+    @classmethod
+    def error_body(cls, status: int, message: str | None = None) -> dict[str, Any]:
+        """The provider's JSON body for an HTTP error ``status``."""
+        raise NotImplementedError
+
+    def frame_bytes(self, frame: Frame) -> bytes:
+        """One frame as it goes on the wire."""
+        data = frame if isinstance(frame, str) else orjson.dumps(frame).decode()
+        if self.framing == "ndjson":
+            return f"{data}\n".encode()
+        if self.framing == "sse-crlf":
+            return f"data: {data}\r\n\r\n".encode()
+        if self.framing == "sse-event" and isinstance(frame, Mapping) and "type" in frame:
+            return f"event: {frame['type']}\ndata: {data}\n\n".encode()
+        return f"data: {data}\n\n".encode()
+
+    def encode(self, part: Content) -> list[Frame]:
+        """The frames that say ``part``, opening the stream and blocks as needed."""
+        frames: list[Frame] = []
+        if not self._opened:
+            self._opened = True
+            frames += self.open()
+        kind = _kind(part)
+        if self._block is not None and (kind != self._block or kind == "tool"):
+            frames += self.end_block(self._block)
+            self._block = None
+        if kind in ("thinking", "text", "tool") and self._block is None:
+            frames += self.start_block(kind, part)
+            self._block = kind
+        if isinstance(part, Thinking):
+            frames += self.thinking(part.text)
+        elif isinstance(part, Text):
+            frames += self.text(part.text)
+        elif isinstance(part, ToolCallPart):
+            frames += self.tool_call(part)
+        elif isinstance(part, Finish):
+            frames += self.finish(part.reason)
+        else:
+            frames += self.error(part.message)
+        return frames
+
+    def open(self) -> list[Frame]:
+        """Frames that start the response."""
+        return []
+
+    def start_block(self, kind: str, part: Content) -> list[Frame]:
+        """Frames that open a block of ``kind`` ("thinking", "text" or "tool")."""
+        return []
+
+    def end_block(self, kind: str) -> list[Frame]:
+        """Frames that close the open block of ``kind``."""
+        return []
+
+    def thinking(self, text: str) -> list[Frame]:
+        """Frames of one thinking delta."""
+        raise NotImplementedError
+
+    def text(self, text: str) -> list[Frame]:
+        """Frames of one text delta."""
+        raise NotImplementedError
+
+    def tool_call(self, call: ToolCallPart) -> list[Frame]:
+        """Frames of one tool call (its block is open)."""
+        raise NotImplementedError
+
+    def finish(self, reason: str) -> list[Frame]:
+        """Frames of the completion signal, with usage."""
+        raise NotImplementedError
+
+    def error(self, message: str) -> list[Frame]:
+        """Frames of an in-stream provider error."""
+        raise NotImplementedError
+
+
+def _kind(part: Content) -> str:
+    if isinstance(part, Thinking):
+        return "thinking"
+    if isinstance(part, Text):
+        return "text"
+    if isinstance(part, ToolCallPart):
+        return "tool"
+    return "finish" if isinstance(part, Finish) else "error"

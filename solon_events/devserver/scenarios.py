@@ -1,0 +1,246 @@
+"""Scenarios: what the embedded provider answers, chosen by the request's model name.
+
+The model name reads ``"<scenario>[:<arg>[:<arg>]]"``; an unknown name means ``weather``
+(or ``replay`` when the server was given a recording). :func:`plan` turns a request into
+a :class:`~.turns.Script` (encoded by the route's wire format), or a :class:`Replay`,
+:class:`StatusReply` or :class:`HtmlReply`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from .encoders.base import RequestView, ToolDecl
+from .turns import (
+    Finish,
+    Part,
+    Pause,
+    Script,
+    StreamError,
+    Text,
+    Thinking,
+    ToolCallPart,
+    TurnUsage,
+    WaitGate,
+)
+
+__all__ = [
+    "SCENARIOS",
+    "HtmlReply",
+    "Plan",
+    "Replay",
+    "ScenarioError",
+    "StatusReply",
+    "example_arguments",
+    "plan",
+]
+
+HTML_BODY = "<!DOCTYPE html><html><body>Not here</body></html>"
+"""The body of the ``html`` scenario."""
+
+ERROR_FRAME_MESSAGE = "The engine is currently overloaded, please try again later"
+"""The in-stream error message of the ``error-frame`` scenario."""
+
+
+@attrs.frozen
+class Replay:
+    """Stream the server's recording."""
+
+
+@attrs.frozen
+class StatusReply:
+    """Answer with HTTP ``status`` and the dialect's JSON error body."""
+
+    status: int
+    message: str | None = None
+
+
+@attrs.frozen
+class HtmlReply:
+    """Answer 200 with an HTML page."""
+
+
+Plan = Script | Replay | StatusReply | HtmlReply
+"""What the server does with one request."""
+
+
+class ScenarioError(ValueError):
+    """A scenario name with arguments that cannot be used (answered with HTTP 400)."""
+
+
+def plan(view: RequestView, *, has_recording: bool = False) -> Plan:
+    """The plan for a request, from its model name."""
+    name, _, rest = view.model.partition(":")
+    args = rest.split(":") if rest else []
+    if name not in SCENARIOS:
+        name, args = ("replay" if has_recording else "weather"), []
+    if name == "replay" and not has_recording:
+        raise ScenarioError("the replay scenario needs a DevServer started with a recording")
+    return SCENARIOS[name][0](view, args)
+
+
+def _float(args: Sequence[str], index: int, default: float) -> float:
+    try:
+        return float(args[index]) if len(args) > index and args[index] else default
+    except ValueError:
+        raise ScenarioError(f"scenario argument {args[index]!r} is not a number") from None
+
+
+def _int(args: Sequence[str], index: int, default: int) -> int:
+    value = _float(args, index, default)
+    if value != int(value) or value < 0:
+        raise ScenarioError(f"scenario argument {args[index]!r} is not a count")
+    return int(value)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\s*\S+", text)
+
+
+def _chunks(text: str, count: int) -> list[str]:
+    words = _words(text)
+    size = max(1, -(-len(words) // count))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+def _fragments(json_text: str) -> tuple[str, ...]:
+    if len(json_text) < 6:
+        return (json_text,)
+    third = len(json_text) // 3
+    return (json_text[:third], json_text[third : 2 * third], json_text[2 * third :])
+
+
+def example_value(schema: Mapping[str, Any]) -> Any:
+    """A plausible value for a JSON schema: ``"Paris"``, 3, 1.5, true, an enum's first value."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = [o for o in schema.get(key) or () if isinstance(o, Mapping)]
+        options = [o for o in options if str(o.get("type", "")).lower() != "null"] or options
+        if options:
+            return example_value(options[0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    kind = str(kind or ("object" if "properties" in schema else "string")).lower()
+    if kind == "object":
+        return example_arguments(schema)
+    if kind == "array":
+        items = schema.get("items")
+        return [example_value(items)] if isinstance(items, Mapping) else []
+    return _EXAMPLES.get(kind, "Paris")
+
+
+_EXAMPLES: dict[str, Any] = {"integer": 3, "number": 1.5, "boolean": True, "null": None}
+
+
+def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments holding a value for each required property of an object schema."""
+    properties = schema.get("properties") or {}
+    return {
+        name: example_value(properties.get(name) or {})
+        for name in schema.get("required") or ()
+        if isinstance(name, str)
+    }
+
+
+def _weather(view: RequestView, args: Sequence[str]) -> Script:
+    if view.tool_results:
+        result = " and ".join(view.tool_results)
+        parts: list[Part] = [Text("It is "), Text(result), Text(" in Paris"), Text(" right now.")]
+        return Script([*parts, Finish("stop")], TurnUsage(prompt=80, completion=12))
+    if not view.tools:
+        answer = "I would look up the weather in Paris, but I was given no tool for it."
+        parts = [Text(chunk) for chunk in _chunks(answer, 4)]
+        return Script([*parts, Finish("stop")], TurnUsage(prompt=42, completion=15))
+    tool = view.tools[0]
+    thought = f"The user wants the weather in Paris. I should call {tool.name}."
+    call = _tool_call(tool)
+    parts = [Thinking(chunk) for chunk in _chunks(thought, 4)]
+    return Script(
+        [*parts, call, Finish("tool_calls")], TurnUsage(prompt=42, completion=17, thinking=9)
+    )
+
+
+def _tool_call(tool: ToolDecl) -> ToolCallPart:
+    arguments = orjson.dumps(example_arguments(tool.schema)).decode()
+    return ToolCallPart(tool.name, _fragments(arguments))
+
+
+def _echo(view: RequestView, args: Sequence[str]) -> Script:
+    words = _words(view.user_text)
+    parts: list[Part] = [Text(word) for word in words]
+    usage = TurnUsage(prompt=max(1, len(words)), completion=len(words))
+    return Script([*parts, Finish("stop")], usage)
+
+
+def _slow(view: RequestView, args: Sequence[str]) -> Script:
+    count, interval = _int(args, 0, 200), _float(args, 1, 0.05)
+    parts: list[Part] = []
+    for i in range(count):
+        if i:
+            parts.append(Pause(interval))
+        parts.append(Text(f"{i} "))
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=count))
+
+
+def _gate(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Text("Before the gate."), WaitGate(), Text(" After"), Text(" the gate.")]
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=3))
+
+
+def _first_delay(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Pause(_float(args, 0, 1.0)), Text("Hello"), Text(" after a delay.")]
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=2))
+
+
+def _stall(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Text("Stalling"), Pause(_float(args, 0, 1.0)), Text(" and done.")]
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=2))
+
+
+def _truncate(view: RequestView, args: Sequence[str]) -> Script:
+    return Script([Text("This is"), Text(" a partial"), Text(" answer")], TurnUsage(10, 3))
+
+
+def _error_frame(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Text("Partial"), Text(" answer"), StreamError(ERROR_FRAME_MESSAGE)]
+    return Script(parts, TurnUsage(prompt=10, completion=2))
+
+
+def _status(view: RequestView, args: Sequence[str]) -> StatusReply:
+    status = _int(args, 0, 500)
+    if not 400 <= status <= 599:
+        raise ScenarioError(f"status:{status} is not an HTTP error status (400-599)")
+    return StatusReply(status)
+
+
+def _html(view: RequestView, args: Sequence[str]) -> HtmlReply:
+    return HtmlReply()
+
+
+def _replay(view: RequestView, args: Sequence[str]) -> Replay:
+    return Replay()
+
+
+SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] = {
+    "weather": (_weather, "thinking, then a call of the first declared tool; then the answer"),
+    "echo": (_echo, "the last user message, word by word"),
+    "slow": (_slow, "slow:<n>:<interval> - n text deltas, one every interval seconds"),
+    "gate": (_gate, "one delta, then waits for DevServer.open_gate()"),
+    "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),
+    "stall": (_stall, "stall:<s> - one delta, a pause of s seconds, then the rest"),
+    "status": (_status, "status:<code> - that HTTP status with the provider's error body"),
+    "html": (_html, "200 with an HTML page"),
+    "truncate": (_truncate, "a few deltas, then the body ends without completion"),
+    "error-frame": (_error_frame, "some text, then an in-stream provider error"),
+    "replay": (_replay, "the server's recording, paced"),
+}
+"""Each scenario's planner and a one-line description."""

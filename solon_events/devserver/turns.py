@@ -1,0 +1,118 @@
+"""The abstract turn: what a scripted model says, before any provider's wire format.
+
+A :class:`Script` is a list of parts (thinking, text, tool calls, a finish or an in-stream
+error) interleaved with control parts (:class:`Pause`, :class:`WaitGate`) and the turn's
+:class:`TurnUsage`. Each dialect's encoder turns the content parts into its own frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import attrs
+import orjson
+
+__all__ = [
+    "Content",
+    "Finish",
+    "Part",
+    "Pause",
+    "Script",
+    "StreamError",
+    "Text",
+    "Thinking",
+    "ToolCallPart",
+    "TurnUsage",
+    "WaitGate",
+]
+
+FinishKind = Literal["stop", "tool_calls"]
+
+
+@attrs.frozen
+class Thinking:
+    """One reasoning delta."""
+
+    text: str
+
+
+@attrs.frozen
+class Text:
+    """One answer text delta."""
+
+    text: str
+
+
+@attrs.frozen
+class ToolCallPart:
+    """A whole tool call, its JSON arguments streamed as ``fragments`` where the wire allows."""
+
+    name: str
+    fragments: tuple[str, ...]
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as one JSON text."""
+        return "".join(self.fragments)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments as a dict."""
+        parsed = orjson.loads(self.arguments_json or "{}")
+        return parsed if isinstance(parsed, dict) else {}
+
+
+@attrs.frozen
+class Finish:
+    """The provider's completion signal: ``"stop"`` or ``"tool_calls"``, in abstract words."""
+
+    reason: FinishKind
+
+
+@attrs.frozen
+class StreamError:
+    """A provider error reported inside the stream (the stream then ends)."""
+
+    message: str
+
+
+@attrs.frozen
+class Pause:
+    """Wait ``seconds`` before the next part (before the headers when it comes first)."""
+
+    seconds: float
+
+
+@attrs.frozen
+class WaitGate:
+    """Wait until the server's gate is opened (:meth:`DevServer.open_gate`)."""
+
+
+Content = Thinking | Text | ToolCallPart | Finish | StreamError
+"""The parts an encoder turns into frames."""
+
+Part = Content | Pause | WaitGate
+"""Any part of a script."""
+
+
+@attrs.frozen
+class TurnUsage:
+    """Token counts of a turn; ``completion`` includes ``thinking``."""
+
+    prompt: int = 0
+    completion: int = 0
+    thinking: int = 0
+
+    @property
+    def total(self) -> int:
+        """``prompt + completion``."""
+        return self.prompt + self.completion
+
+
+@attrs.frozen
+class Script:
+    """A scripted turn: its parts in order and its usage."""
+
+    parts: Sequence[Part]
+    usage: TurnUsage = TurnUsage()
