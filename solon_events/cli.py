@@ -43,14 +43,14 @@ def get_weather(city: str) -> str:
     Args:
         city: The city's name, e.g. Paris.
     """
-    return f"18°C and sunny in {city}"
+    return "18°C and sunny"
 
 
 def demo(dialect: str, console: Console) -> int:
     """Stream the embedded provider's scripted tool-using conversation, rendered live."""
     from .devserver import DevServer
 
-    server = DevServer.run_in_thread()
+    server = DevServer.run_in_thread(pace=0.02)
     try:
         console.print(
             f"[bold]solon-events demo[/] — embedded {dialect} provider at {server.url}",
