@@ -67,6 +67,14 @@ def _decode(frame: Any, number: int) -> Any:
     )
 
 
+class _DownstreamError(Exception):
+    """Carries an exception raised by a subscriber through the dialect's frame handling."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(original)
+        self.original = original
+
+
 def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:
     """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
 

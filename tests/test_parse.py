@@ -1,0 +1,245 @@
+"""parse() and replay(): frames to one step's events, and bad input to a clear ChatError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import reactivex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solon_events import (
+    ChatError,
+    ChatEvent,
+    ChatEventFilter,
+    ChatEventType,
+    ChatProtocolError,
+    ChatStreamContext,
+    ProviderError,
+    parse,
+    replay,
+)
+from solon_events.dialects.base import ChatDialect
+from solon_events.sse import Frame
+
+T = ChatEventType
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "gpt-test",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+USAGE = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion.chunk",
+    "choices": [],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+}
+GOOD = [chunk({"content": "Hel"}), chunk({"content": "lo"}), chunk({}, "stop"), USAGE]
+
+
+def sse(payloads: list[Any]) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(p) + b"\n\n" for p in payloads) + b"data: [DONE]\n\n"
+
+
+def run_parse(
+    frames: list[Any], dialect: str | ChatDialect = "openai"
+) -> tuple[list[ChatEvent], list[BaseException]]:
+    events: list[ChatEvent] = []
+    errors: list[BaseException] = []
+    reactivex.from_iterable(frames).pipe(parse(dialect)).subscribe(events.append, errors.append)
+    return events, errors
+
+
+def run_replay(source: Any, dialect: str = "openai") -> tuple[list[ChatEvent], list[BaseException]]:
+    events: list[ChatEvent] = []
+    errors: list[BaseException] = []
+    replay(source, dialect=dialect, event_filter=ChatEventFilter.all()).subscribe(
+        events.append, errors.append
+    )
+    return events, errors
+
+
+def test_parse_brackets_one_step_and_carries_the_snapshot() -> None:
+    events, errors = run_parse(GOOD)
+    assert not errors
+    assert events[0].type is T.STEP_START and events[-1].type is T.STEP_END
+    end = events[-1]
+    assert end.response is not None and end.response.text == "Hello"
+    assert end.response.finish_reason == "stop" and end.response.model == "gpt-test"
+    assert end.usage is not None and end.usage.total_tokens == 5
+    assert end.response.provider_response_id == "chatcmpl-1"
+
+
+def test_parse_accepts_frames_text_bytes_and_dicts() -> None:
+    frames: list[Any] = [
+        Frame(data=orjson.dumps(GOOD[0]).decode()),
+        orjson.dumps(GOOD[1]),
+        orjson.dumps(GOOD[2]).decode(),
+        GOOD[3],
+        "[DONE]",
+    ]
+    events, errors = run_parse(frames)
+    assert not errors
+    assert events[-1].response is not None and events[-1].response.text == "Hello"
+
+
+def test_malformed_frame_names_its_number_and_keeps_what_came_before() -> None:
+    frames = [orjson.dumps(GOOD[0]).decode(), '{"choices": [', orjson.dumps(GOOD[1]).decode()]
+    events, errors = run_parse(frames)
+    assert len(errors) == 1 and isinstance(errors[0], ChatProtocolError)
+    assert "frame 2" in str(errors[0])
+    assert [e.text for e in events if e.type is T.TEXT_DELTA] == ["Hel"]
+
+
+def test_truncated_stream_fails_after_the_partial_events() -> None:
+    events, errors = run_replay(sse(GOOD[:2])[: -len(b"data: [DONE]\n\n")])
+    assert isinstance(errors[0], ChatProtocolError)
+    assert "truncated" in str(errors[0])
+    deltas = [e.text for e in events if e.type is T.TEXT_DELTA]
+    assert deltas == ["Hel", "lo"]
+    assert events[-1].type is T.ERROR
+    assert events[-1].response is not None and events[-1].response.text == "Hello"
+    assert not any(e.type is T.RESPONSE_END for e in events)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"\n\n", b"<!DOCTYPE html><html><body>Not here</body></html>", b"HTTP/1.1 502 Bad"],
+)
+def test_no_recognisable_frame_is_a_protocol_error(body: bytes) -> None:
+    events, errors = run_replay(body)
+    assert len(errors) == 1 and isinstance(errors[0], ChatProtocolError)
+    assert [e.type for e in events] == [T.RESPONSE_START, T.STEP_START, T.STEP_END, T.ERROR]
+
+
+def test_provider_error_frame_reaches_on_error_with_its_fields() -> None:
+    error = {"error": {"message": "overloaded", "type": "server_error", "code": 503}}
+    events, errors = run_replay(sse([GOOD[0], error]))
+    assert isinstance(errors[0], ProviderError)
+    assert errors[0].provider_error["code"] == 503
+    last = events[-1]
+    assert last.type is T.ERROR and last.error is errors[0]
+    assert last.raw["message"] == "overloaded"
+    assert last.response is not None and last.response.text == "Hel"
+
+
+def test_a_dialect_bug_becomes_a_protocol_error_naming_the_frame() -> None:
+    class Broken(ChatDialect):
+        name = "broken"
+
+        def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+            raise KeyError("choices")
+
+    events, errors = run_parse([{"a": 1}], Broken())
+    assert isinstance(errors[0], ChatProtocolError)
+    assert "frame 1" in str(errors[0]) and "KeyError" in str(errors[0])
+
+
+def test_a_subscriber_exception_is_not_blamed_on_the_dialect() -> None:
+    def explode(event: ChatEvent) -> None:
+        if event.type is T.TEXT_DELTA:
+            raise ZeroDivisionError("subscriber bug")
+
+    with pytest.raises(ZeroDivisionError):
+        reactivex.from_iterable(GOOD).pipe(parse("openai")).subscribe(explode)
+
+
+def test_next_response_splits_a_recorded_loop_into_steps() -> None:
+    class TwoResponses(ChatDialect):
+        name = "two"
+
+        def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+            if frame.get("new") and ctx.finished:
+                ctx.next_response()
+            if "text" in frame:
+                ctx.send(T.TEXT_DELTA, text=frame["text"])
+            if frame.get("done"):
+                ctx.finish("stop")
+
+    frames = [{"text": "a"}, {"done": True}, {"new": True, "text": "b"}, {"done": True}]
+    events, errors = run_parse(frames, TwoResponses())
+    assert not errors
+    steps = [(e.type, e.step) for e in events if e.type.group.name == "STEP"]
+    assert steps == [(T.STEP_START, 0), (T.STEP_END, 0), (T.STEP_START, 1), (T.STEP_END, 1)]
+    ends = [e.response.text for e in events if e.type is T.STEP_END and e.response]
+    assert ends == ["a", "b"]
+
+
+def test_replay_reads_paths_bytes_text_and_iterables(tmp_path: Path) -> None:
+    body = sse(GOOD)
+    path = tmp_path / "rec.sse"
+    path.write_bytes(body)
+    jsonl = tmp_path / "rec.jsonl"
+    jsonl.write_bytes(b"\n".join(orjson.dumps(p) for p in GOOD) + b"\n")
+    sources: list[Any] = [path, str(path), jsonl, body, body.decode(), GOOD]
+    for source in sources:
+        events, errors = run_replay(source)
+        assert not errors, source
+        assert events[-1].type is T.RESPONSE_END
+        assert events[-1].response is not None and events[-1].response.text == "Hello"
+
+
+def test_replay_is_cold_and_each_subscription_is_fresh() -> None:
+    stream = replay(sse(GOOD))
+    first: list[ChatEvent] = []
+    second: list[ChatEvent] = []
+    stream.subscribe(first.append)
+    stream.subscribe(second.append)
+    assert [e.type for e in first] == [e.type for e in second]
+    assert first[0].response_id != second[0].response_id
+    assert all(e.response_id == first[0].response_id for e in first)
+
+
+def test_replay_rejects_a_non_source() -> None:
+    with pytest.raises(TypeError):
+        replay(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown dialect"):
+        replay(b"", dialect="nope")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_only_ever_fail_with_chat_error(body: bytes) -> None:
+    for dialect in ("openai", "anthropic", "openai-responses", "gemini", "ollama"):
+        events, errors = run_replay(body, dialect)
+        assert len(errors) <= 1
+        if errors:
+            assert isinstance(errors[0], ChatError)
+            assert events[-1].type is T.ERROR
+        else:
+            assert events[-1].type is T.RESPONSE_END
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(
+                ["type", "choices", "delta", "message", "candidates", "done", "error", "index"]
+            ),
+            st.one_of(
+                st.none(),
+                st.integers(-1000, 1000),
+                st.text(max_size=5),
+                st.lists(st.integers(-9, 9), max_size=2),
+                st.dictionaries(st.text(max_size=3), st.integers(-9, 9), max_size=2),
+            ),
+            max_size=4,
+        ),
+        max_size=5,
+    )
+)
+def test_odd_but_valid_json_only_ever_fails_with_chat_error(payloads: list[dict[str, Any]]) -> None:
+    body = b"".join(orjson.dumps(p) + b"\n" for p in payloads)
+    for dialect in ("openai", "anthropic", "openai-responses", "gemini", "ollama"):
+        _events, errors = run_replay(body, dialect)
+        assert all(isinstance(e, ChatError) for e in errors)
