@@ -333,9 +333,6 @@ class StreamDecoder:
     def _start(self, *, final: bool) -> list[Frame]:
         fmt = self._sniff(final=final)
         if fmt is None:
-            line_start = len(_BOM) if self._head.startswith(_BOM) else 0
-            if len(self._head) - line_start > self.max_frame_size:
-                raise _too_large("line", self.max_frame_size)
             return []
         self._decoder = _make_decoder(fmt, self.max_frame_size)
         head = bytes(self._head)
@@ -346,24 +343,35 @@ class StreamDecoder:
         head = self._head
         if not final and len(head) < len(_BOM) and _BOM.startswith(head):
             return None
-        start = len(_BOM) if head.startswith(_BOM) else 0
+        line_start = self._drop_blank_lines(len(_BOM) if head.startswith(_BOM) else 0)
+        content = bytes(head[self._scanned : self._scanned + _PREVIEW_CHARS * 4])
+        fmt = _format_of(content, final=final) if content else None
+        if fmt == "unknown":
+            if final or len(content) >= _PREVIEW_CHARS or _LINE_END.search(content):
+                raise ChatProtocolError(
+                    f"not an event stream (SSE or JSON lines): {_preview(content)}"
+                )
+            fmt = None
+        if fmt is None and len(head) - line_start > self.max_frame_size:
+            raise _too_large("line", self.max_frame_size)
+        return fmt
+
+    def _drop_blank_lines(self, start: int) -> int:
+        """Skip the blank space at the head, keeping only its last line end; returns where
+        the current line starts.
+
+        Blank lines mean nothing in either format; the kept line end stops bytes that follow
+        from passing for a BOM at the start of the stream.
+        """
+        head = self._head
         seen = max(start, self._scanned)
         found = _NON_BLANK.search(head, seen)
         self._scanned = found.start() if found else len(head)
-        # Blank lines before the first frame mean nothing in either format: drop them.
         cut = max(head.rfind(b"\n", seen, self._scanned), head.rfind(b"\r", seen, self._scanned))
-        if cut >= start:
-            del head[start : cut + 1]
-            self._scanned -= cut + 1 - start
-        content = bytes(head[self._scanned : self._scanned + _PREVIEW_CHARS * 4])
-        if not content:
-            return None
-        fmt = _format_of(content, final=final)
-        if fmt == "unknown":
-            if not final and len(content) < _PREVIEW_CHARS and not _LINE_END.search(content):
-                return None
-            raise ChatProtocolError(f"not an event stream (SSE or JSON lines): {_preview(content)}")
-        return fmt
+        if cut > start:
+            del head[start:cut]
+            self._scanned -= cut - start
+        return start + 1 if head[start : start + 1] in (b"\n", b"\r") else start
 
 
 def _make_decoder(fmt: str, max_frame_size: int) -> SSEDecoder | JSONLinesDecoder:

@@ -139,7 +139,7 @@ def test_a_dialect_bug_becomes_a_protocol_error_naming_the_frame() -> None:
         def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
             raise KeyError("choices")
 
-    events, errors = run_parse([{"a": 1}], Broken())
+    _events, errors = run_parse([{"a": 1}], Broken())
     assert isinstance(errors[0], ChatProtocolError)
     assert "frame 1" in str(errors[0]) and "KeyError" in str(errors[0])
 

@@ -461,6 +461,13 @@ def test_blank_lines_before_the_first_frame_are_not_buffered() -> None:
     assert decode_all(decoder, [b"\ndata: x\n\n"]) == [Frame("x")]
 
 
+def test_a_bom_after_a_blank_line_is_not_the_streams_bom() -> None:
+    body = b"\r\xef\xbb\xbfdata: x\n\n"
+    for chunks in ([body], one_byte_chunks(body)):
+        with pytest.raises(ChatProtocolError, match=r"starts with '\\ufeffdata: x"):
+            decode_all(StreamDecoder(), chunks)
+
+
 def test_a_given_format_is_not_sniffed() -> None:
     decoder = StreamDecoder(format="jsonl")
     assert decoder.format == "jsonl"

@@ -83,7 +83,8 @@ class ChatEventNormalizer:
 
     TEXT and THINKING are strict: a bare DELTA gets its START, a duplicate START and an END
     with nothing open are dropped, switching between them (or a TOOL_CALL_START) closes the
-    open block, STEP_END and RESPONSE_END close everything first. TOOL_CALL is loose: starts
+    open block, STEP_START, STEP_END and the terminal events (RESPONSE_END, ABORT, ERROR)
+    close everything first, so no block outlives its step. TOOL_CALL is loose: starts
     are synthesized for orphan deltas, unmatched ENDs are kept, TOOL_CALL_CHUNK expands to
     START, ARGS_DELTA, END. Every other event passes through untouched.
     """
@@ -107,8 +108,11 @@ class ChatEventNormalizer:
             _T.TOOL_CALL_ARGS_DELTA: self._tool_delta,
             _T.TOOL_CALL_END: self._tool_end,
             _T.TOOL_CALL_CHUNK: self._tool_chunk,
+            _T.STEP_START: self._step_start,
             _T.STEP_END: self._close_then_emit,
             _T.RESPONSE_END: self._close_then_emit,
+            _T.ABORT: self._close_then_emit,
+            _T.ERROR: self._close_then_emit,
         }
 
     @property
@@ -118,12 +122,12 @@ class ChatEventNormalizer:
 
     def apply(self, event: ChatEvent, emit: Emit) -> None:
         """Pass ``event`` on through ``emit``, with whatever boundaries it needs around it."""
-        self._last = event
         handler = self._handlers.get(event.type)
         if handler is None:
             emit(event)
         else:
             handler(event, emit)
+        self._last = event
 
     def complete(self, emit: Emit) -> None:
         """Close every block still open (idempotent)."""
@@ -215,6 +219,12 @@ class ChatEventNormalizer:
 
     def _close_then_emit(self, event: ChatEvent, emit: Emit) -> None:
         self._close_all(event, emit)
+        emit(event)
+
+    def _step_start(self, event: ChatEvent, emit: Emit) -> None:
+        # what the previous step left open ends in that step, as complete() would end it
+        if self.has_open and self._last is not None:
+            self._close_all(self._last, emit)
         emit(event)
 
     def _close_all(self, cause: ChatEvent, emit: Emit) -> None:
