@@ -998,8 +998,8 @@ def test_minimal_request() -> None:
     http = build(request, api_key="sk-ant-secret")
     assert http.url == URL
     assert dict(http.headers) == {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
         "anthropic-version": "2023-06-01",
         "x-api-key": "sk-ant-secret",
     }
@@ -1018,8 +1018,8 @@ def test_headers_without_key_and_with_overrides() -> None:
     http = build(request, headers={"Anthropic-Version": "2024-10-22", "anthropic-beta": "x"})
     assert "x-api-key" not in http.headers
     assert dict(http.headers) == {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
         "Anthropic-Version": "2024-10-22",
         "anthropic-beta": "x",
     }

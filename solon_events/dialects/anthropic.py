@@ -51,7 +51,14 @@ from ..results import (
     ToolCall,
     Usage,
 )
-from .base import ChatDialect, ChatStreamContext, HttpRequest, ToolCallAssembler, make_usage
+from .base import (
+    ChatDialect,
+    ChatStreamContext,
+    HttpRequest,
+    ToolCallAssembler,
+    make_usage,
+    request_headers,
+)
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
 
@@ -98,10 +105,7 @@ class _Stream:
 
 
 def _stream(ctx: ChatStreamContext) -> _Stream:
-    stream = ctx.state.get(_STATE_KEY)
-    if stream is None:
-        stream = ctx.state[_STATE_KEY] = _Stream()
-    return stream
+    return ctx.state_of(_STATE_KEY, _Stream)
 
 
 class AnthropicDialect(ChatDialect):
@@ -667,18 +671,10 @@ def _list(value: Any) -> list[Any] | tuple[Any, ...]:
 
 
 def _headers(api_key: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept": "text/event-stream",
-        "anthropic-version": ANTHROPIC_VERSION,
-    }
+    defaults = {"Accept": "text/event-stream", "anthropic-version": ANTHROPIC_VERSION}
     if api_key:
-        headers["x-api-key"] = api_key
-    if extra:
-        overridden = {name.lower() for name in extra}
-        headers = {k: v for k, v in headers.items() if k not in overridden}
-        headers.update(extra)
-    return headers
+        defaults["x-api-key"] = api_key
+    return request_headers(defaults, extra)
 
 
 def _default_max_tokens(options: Mapping[str, Any]) -> int:

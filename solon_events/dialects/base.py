@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import orjson
@@ -26,12 +26,14 @@ __all__ = [
     "HttpRequest",
     "ToolCallAssembler",
     "data_url",
+    "request_headers",
     "get_dialect",
     "make_usage",
     "provider_error_message",
 ]
 
 _T = ChatEventType
+_S = TypeVar("_S")
 
 
 @attrs.frozen(kw_only=True)
@@ -142,6 +144,13 @@ class ChatStreamContext:
         self.provider_response_id = None
         self.model = None
 
+    def state_of(self, key: str, factory: Callable[[], _S]) -> _S:
+        """The dialect's state object under ``key`` in :attr:`state`, made on first use."""
+        value = self.state.get(key)
+        if value is None:
+            value = self.state[key] = factory()
+        return value  # type: ignore[no-any-return]
+
     def fail(self, error: ChatError | Mapping[str, Any] | str) -> None:
         """Record a provider failure: a ChatError, the provider's error fields, or a message."""
         if isinstance(error, ChatError):
@@ -216,6 +225,19 @@ def provider_error_message(body: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def request_headers(
+    defaults: Mapping[str, str], extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """JSON request headers: ``Content-Type``, then ``defaults`` (auth, versions), then
+    ``extra``, which replaces a default of the same name whatever its letter case."""
+    headers = {"Content-Type": "application/json", **defaults}
+    if extra:
+        replaced = {name.lower() for name in extra}
+        headers = {k: v for k, v in headers.items() if k.lower() not in replaced}
+        headers.update(extra)
+    return headers
 
 
 def data_url(data: str, mime_type: str | None, default: str) -> str:

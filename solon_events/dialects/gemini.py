@@ -52,7 +52,14 @@ from ..results import (
     ToolCall,
     Usage,
 )
-from .base import ChatDialect, ChatStreamContext, HttpRequest, ToolCallAssembler, make_usage
+from .base import (
+    ChatDialect,
+    ChatStreamContext,
+    HttpRequest,
+    ToolCallAssembler,
+    make_usage,
+    request_headers,
+)
 
 __all__ = [
     "FILTER_REASONS",
@@ -133,12 +140,8 @@ class GeminiDialect(ChatDialect):
         if request.tools:
             body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
         _apply_options(body, request.options)
-        all_headers = {"Content-Type": "application/json"}
         api_key = api_key or _url_key(api_url)
-        if api_key:
-            all_headers["x-goog-api-key"] = api_key
-        if headers:
-            all_headers.update(headers)
+        all_headers = request_headers({"x-goog-api-key": api_key} if api_key else {}, headers)
         return HttpRequest(url=stream_url(api_url, request.model), headers=all_headers, body=body)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
@@ -236,10 +239,7 @@ class _State:
 
 
 def _state(ctx: ChatStreamContext) -> _State:
-    state: _State | None = ctx.state.get(_STATE_KEY)
-    if state is None:
-        state = ctx.state[_STATE_KEY] = _State()
-    return state
+    return ctx.state_of(_STATE_KEY, _State)
 
 
 def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]) -> str | None:

@@ -24,7 +24,7 @@ from ..errors import ChatProtocolError
 from ..events import ChatEventType
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall
-from .base import ChatDialect, ChatStreamContext, HttpRequest, make_usage
+from .base import ChatDialect, ChatStreamContext, HttpRequest, make_usage, request_headers
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
@@ -112,11 +112,9 @@ class OllamaDialect(ChatDialect):
             body["tools"] = [_tool(t) for t in request.tools]
         _apply_options(body, request.options)
         body["stream"] = True
-        all_headers = {"Content-Type": "application/json"}
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        if headers:
-            all_headers.update(headers)
+        all_headers = request_headers(
+            {"Authorization": f"Bearer {api_key}"} if api_key else {}, headers
+        )
         return HttpRequest(url=_chat_url(api_url), headers=all_headers, body=body)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:

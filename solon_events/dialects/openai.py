@@ -29,6 +29,7 @@ from .base import (
     ToolCallAssembler,
     data_url,
     make_usage,
+    request_headers,
 )
 
 __all__ = ["OpenAIDialect"]
@@ -59,11 +60,9 @@ class OpenAIDialect(ChatDialect):
         headers: Mapping[str, str] | None = None,
     ) -> HttpRequest:
         """A streaming Chat Completions request; ``request.options`` override the body."""
-        all_headers = {"Content-Type": "application/json"}
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        if headers:
-            all_headers.update(headers)
+        all_headers = request_headers(
+            {"Authorization": f"Bearer {api_key}"} if api_key else {}, headers
+        )
         body: dict[str, Any] = {
             "model": request.model,
             "messages": [_message(m) for m in request.messages],

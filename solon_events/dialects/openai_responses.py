@@ -67,6 +67,7 @@ from .base import (
     ToolCallAssembler,
     data_url,
     make_usage,
+    request_headers,
 )
 
 __all__ = ["OpenAIResponsesDialect"]
@@ -148,10 +149,7 @@ class _Stream:
 
 
 def _stream(ctx: ChatStreamContext) -> _Stream:
-    stream: _Stream | None = ctx.state.get(_STATE)
-    if stream is None:
-        stream = ctx.state[_STATE] = _Stream()
-    return stream
+    return ctx.state_of(_STATE, _Stream)
 
 
 class OpenAIResponsesDialect(ChatDialect):
@@ -174,11 +172,8 @@ class OpenAIResponsesDialect(ChatDialect):
         plus one ``function_call`` item per tool call, tool results ``function_call_output``
         items.
         """
-        all_headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        if headers:
-            all_headers.update(headers)
+        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        all_headers = request_headers({"Accept": "text/event-stream", **auth}, headers)
         body: dict[str, Any] = {"model": request.model, "input": _input(request.messages)}
         if request.tools:
             body["tools"] = [_tool(spec) for spec in request.tools]
