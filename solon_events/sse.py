@@ -207,12 +207,16 @@ class SSEDecoder(_LineDecoder):
         rest = events.pop()
         fresh = not self._data and self._event is None and self._retry is None
         for event in events:
-            if fresh and event[:6] == b"data: " and b"\n" not in event:
-                frames.append(Frame(str(event[6:], "utf-8", "replace"), None, self.last_event_id))
-            else:
-                self._lines(event.split(b"\n"), frames)
-                self._end_event(frames)
-                fresh = True
+            if fresh:
+                if event[:6] == b"data: " and b"\n" not in event:
+                    frames.append(Frame(_decode(event[6:]), None, self.last_event_id))
+                    continue
+                if event[:7] == b"event: " and (frame := self._typed_frame(event)) is not None:
+                    frames.append(frame)
+                    continue
+            self._lines(event.split(b"\n"), frames)
+            self._end_event(frames)
+            fresh = True
         if rest:
             self._lines(rest[:-1].split(b"\n"), frames)
         self.frames_decoded += len(frames)
@@ -223,6 +227,13 @@ class SSEDecoder(_LineDecoder):
         self._end_event(frames)
         self.frames_decoded += len(frames)
         return frames
+
+    def _typed_frame(self, event: bytes) -> Frame | None:
+        """The frame of an ``event: X`` line then one ``data: Y`` line; None for other shapes."""
+        name, _, data = event.partition(b"\n")
+        if data[:6] != b"data: " or b"\n" in data:
+            return None
+        return Frame(_decode(data[6:]), _decode(name[7:]) or None, self.last_event_id)
 
     def _lines(self, lines: list[bytes], frames: list[Frame]) -> None:
         for line in lines:

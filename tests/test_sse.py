@@ -68,9 +68,9 @@ def decode_all(
     return frames
 
 
-def sse(body: bytes, *chunks: bytes) -> list[Frame]:
-    """Frames of an SSE body given whole (or as the given chunks, when there are any)."""
-    return decode_all(SSEDecoder(), chunks or (body,))
+def sse(*chunks: bytes) -> list[Frame]:
+    """Frames of an SSE body given as one or more chunks."""
+    return decode_all(SSEDecoder(), chunks)
 
 
 def one_byte_chunks(body: bytes) -> list[bytes]:
@@ -93,7 +93,7 @@ def test_each_line_end_kind_ends_lines_and_events(end: bytes) -> None:
     )
     expected = [Frame("one\ntwo", event="a"), Frame("3")]
     assert sse(body) == expected
-    assert sse(b"", *one_byte_chunks(body)) == expected
+    assert sse(*one_byte_chunks(body)) == expected
 
 
 def test_mixed_line_ends_in_one_stream() -> None:
@@ -101,19 +101,19 @@ def test_mixed_line_ends_in_one_stream() -> None:
 
 
 def test_cr_then_lf_across_a_chunk_boundary_is_one_line_end() -> None:
-    assert sse(b"", b"data: a\r", b"\ndata: b\r\n\r\n") == [Frame("a\nb")]
+    assert sse(b"data: a\r", b"\ndata: b\r\n\r\n") == [Frame("a\nb")]
 
 
 def test_cr_then_lf_across_an_empty_chunk_is_still_one_line_end() -> None:
-    assert sse(b"", b"data: a\r", b"", b"\ndata: b\n\n") == [Frame("a\nb")]
+    assert sse(b"data: a\r", b"", b"\ndata: b\n\n") == [Frame("a\nb")]
 
 
 def test_cr_then_lf_split_between_lines_of_one_chunk_is_two_line_ends() -> None:
-    assert sse(b"", b"data: a\rdata: b", b"\n\n") == [Frame("a\nb")]
+    assert sse(b"data: a\rdata: b", b"\n\n") == [Frame("a\nb")]
 
 
 def test_two_crs_are_a_line_end_and_a_blank_line() -> None:
-    assert sse(b"", b"data: a\r", b"\rdata: b\r\r") == [Frame("a"), Frame("b")]
+    assert sse(b"data: a\r", b"\rdata: b\r\r") == [Frame("a"), Frame("b")]
 
 
 # --- SSE: fields -----------------------------------------------------------------------------
@@ -201,7 +201,7 @@ def test_a_leading_bom_is_dropped() -> None:
 
 
 def test_a_leading_bom_split_over_chunks_is_dropped() -> None:
-    assert sse(b"", b"\xef", b"\xbb", b"\xbf", b"data: x\n\n") == [Frame("x")]
+    assert sse(b"\xef", b"\xbb", b"\xbf", b"data: x\n\n") == [Frame("x")]
 
 
 def test_a_bom_after_the_start_is_content() -> None:
@@ -221,7 +221,7 @@ def test_a_lone_partial_bom_is_content() -> None:
 
 def test_input_split_inside_multi_byte_characters() -> None:
     body = "data: héllo wörld ✓ 😀\n\n".encode()
-    assert sse(b"", *one_byte_chunks(body)) == [Frame("héllo wörld ✓ 😀")]
+    assert sse(*one_byte_chunks(body)) == [Frame("héllo wörld ✓ 😀")]
 
 
 def test_invalid_utf8_is_replaced_not_raised() -> None:
@@ -275,7 +275,6 @@ def test_default_limit_is_16_mib() -> None:
 
 
 def test_a_frame_at_the_limit_is_accepted() -> None:
-    assert sse(b"", b"data: " + b"x" * 10 + b"\n\n")[0].data == "x" * 10
     assert decode_all(SSEDecoder(max_frame_size=16), [b"data: " + b"x" * 10 + b"\n\n"]) == [
         Frame("x" * 10)
     ]
@@ -567,7 +566,7 @@ def test_any_split_of_an_sse_stream_decodes_to_its_frames(
 ) -> None:
     body, frames = stream
     assert sse(body) == frames
-    assert sse(body, *split_at(body, cuts)) == frames
+    assert sse(*split_at(body, cuts)) == frames
     assert list(iter_frames(split_at(body, cuts), format="sse")) == frames
 
 
@@ -575,7 +574,7 @@ def test_any_split_of_an_sse_stream_decodes_to_its_frames(
 @given(sse_streams())
 def test_byte_by_byte_sse_decodes_to_its_frames(stream: tuple[bytes, list[Frame]]) -> None:
     body, frames = stream
-    assert sse(body, *one_byte_chunks(body)) == frames
+    assert sse(*one_byte_chunks(body)) == frames
 
 
 @settings(max_examples=200)
