@@ -129,6 +129,7 @@ class ChatEventType(enum.Enum):
 
 _T = ChatEventType
 EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
+_new = object.__new__
 
 
 def _read_only(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -148,8 +149,6 @@ def _snapshot(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
         return EMPTY_MAPPING
     return MappingProxyType(dict(value))
 
-
-_setattr = object.__setattr__
 
 _FIELD_NAMES = (
     "type", "text", "response", "usage", "error", "step", "index", "response_id",
@@ -199,8 +198,8 @@ class ChatEvent(_EventSlots):
     raw: Mapping[str, Any] = EMPTY_MAPPING
     attrs: Mapping[str, Any] = EMPTY_MAPPING
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         type: ChatEventType,
         text: str | None = None,
         response: _ChatResponse | None = None,
@@ -220,11 +219,12 @@ class ChatEvent(_EventSlots):
         sub_type: str | None = None,
         raw: Mapping[str, Any] | None = None,
         attrs: Mapping[str, Any] | None = None,
-    ) -> None:
+    ) -> ChatEvent:
+        # Built in __new__ (there is no __init__): a writable _EventSlots is filled with
+        # plain attribute stores, then becomes the frozen, layout-identical ChatEvent.
         if type is None:
             raise TypeError("ChatEvent needs a type: ChatEvent(ChatEventType.X, ...)")
-        _setattr(self, "__class__", _EventSlots)
-        this: Any = self
+        this: Any = _new(_EventSlots)
         this.type = type
         this.text = text
         this.response = response
@@ -242,9 +242,10 @@ class ChatEvent(_EventSlots):
         this.search_result = search_result
         this.raw_type = raw_type
         this.sub_type = sub_type
-        this.raw = _read_only(raw)
-        this.attrs = _snapshot(attrs)
+        this.raw = EMPTY_MAPPING if not raw else _read_only(raw)
+        this.attrs = EMPTY_MAPPING if not attrs else _snapshot(attrs)
         this.__class__ = ChatEvent
+        return this  # type: ignore[no-any-return]
 
     @property
     def group(self) -> ChatEventGroup:
@@ -366,5 +367,3 @@ def with_response_id(event: ChatEvent, response_id: str | None) -> ChatEvent:
     copy.__class__ = ChatEvent
     return copy  # type: ignore[no-any-return]
 
-
-_new = object.__new__

@@ -26,6 +26,7 @@ from .errors import ChatError, ChatProtocolError
 from .events import ChatEvent, ChatEventType, with_response_id
 from .filters import ChatEventFilter
 from .results import ChatResponse
+from .sse import Frame
 
 __all__ = [
     "aggregate",
@@ -49,10 +50,11 @@ def _describe(data: str | bytes) -> str:
 
 def _decode(frame: Any, number: int) -> Any:
     """The JSON payload of ``frame``; ``_DONE`` for the sentinel."""
-    if isinstance(frame, (Mapping, list)):
+    kind = type(frame)
+    if kind is Frame:
+        frame = frame.data
+    elif kind is dict or kind is list or isinstance(frame, Mapping):
         return frame
-    if not isinstance(frame, (str, bytes)):
-        frame = getattr(frame, "data", frame)  # an sse.Frame
     if isinstance(frame, (str, bytes)):
         if frame.strip() in (_DONE, b"[DONE]"):
             return _DONE

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Literal
-
-import attrs
+from typing import Literal, NamedTuple
 
 from .errors import ChatProtocolError
 
@@ -45,13 +43,12 @@ _LINE_END = re.compile(rb"[\r\n]")
 _PREVIEW_CHARS = 80
 
 
-@attrs.frozen
-class Frame:
+class Frame(NamedTuple):
     """One payload of a stream: an SSE event (data and fields) or one JSON line (data only).
 
     ``id`` is the stream's last event ID when the event was dispatched (WHATWG: it persists
     across events until an ``id`` field changes it); ``retry`` is the reconnection time a
-    ``retry`` field of this very event set, if any.
+    ``retry`` field of this very event set, if any. A named tuple: one is made per frame.
     """
 
     data: str

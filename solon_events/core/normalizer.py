@@ -122,6 +122,10 @@ class ChatEventNormalizer:
 
     def apply(self, event: ChatEvent, emit: Emit) -> None:
         """Pass ``event`` on through ``emit``, with whatever boundaries it needs around it."""
+        if event.type is _T.TEXT_DELTA and (event.item_id, event.index) in self._text.open:
+            self._last = event  # the common case: more text for the open block
+            emit(event)
+            return
         handler = self._handlers.get(event.type)
         if handler is None:
             emit(event)

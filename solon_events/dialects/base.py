@@ -18,7 +18,7 @@ import orjson
 from ..errors import ChatError, ChatProtocolError, ProviderError
 from ..events import ChatEvent, ChatEventType
 from ..messages import ChatRequest
-from ..results import ToolCall, Usage
+from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage
 
 __all__ = [
     "ChatDialect",
@@ -34,6 +34,7 @@ __all__ = [
 
 _T = ChatEventType
 _S = TypeVar("_S")
+_build_event = ChatEvent.__new__  # positional: ChatEvent's fields in order
 
 
 @attrs.frozen(kw_only=True)
@@ -102,27 +103,62 @@ class ChatStreamContext:
         """Send ``event`` downstream (and into the step's accumulator)."""
         self._emit(event)
 
-    def event(self, type: ChatEventType, **fields: Any) -> ChatEvent:
-        """A new event of ``type`` carrying this step's ids, plus ``fields``."""
-        return ChatEvent(
-            type,
-            step=self.step,
-            response_id=self.response_id,
-            provider_response_id=self.provider_response_id,
-            **fields,
-        )
+    def event(
+        self,
+        type: ChatEventType,
+        text: str | None = None,
+        *,
+        index: int = -1,
+        item_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_call: ToolCall | None = None,
+        block: Any = None,
+        citation: Citation | None = None,
+        search_result: SearchResult | None = None,
+        raw_type: str | None = None,
+        sub_type: str | None = None,
+        raw: Mapping[str, Any] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        usage: Usage | None = None,
+        response: ChatResponse | None = None,
+        error: BaseException | None = None,
+    ) -> ChatEvent:
+        """A new event of ``type`` carrying this step's ids (step, response ids) and the
+        given fields."""
+        return _build_event(
+            ChatEvent, type, text, response, usage, error, self.step, index,
+            self.response_id, self.provider_response_id, item_id, tool_call_id, tool_call,
+            block, citation, search_result, raw_type, sub_type, raw, attrs,
+        )  # fmt: skip
 
-    def send(self, type: ChatEventType, **fields: Any) -> None:
-        """Build an event with :meth:`event` and :meth:`emit` it."""
+    def send(
+        self,
+        type: ChatEventType,
+        text: str | None = None,
+        *,
+        index: int = -1,
+        item_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_call: ToolCall | None = None,
+        block: Any = None,
+        citation: Citation | None = None,
+        search_result: SearchResult | None = None,
+        raw_type: str | None = None,
+        sub_type: str | None = None,
+        raw: Mapping[str, Any] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        usage: Usage | None = None,
+        response: ChatResponse | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Build an event as :meth:`event` does and :meth:`emit` it (the hot path)."""
         self._emit(
-            ChatEvent(
-                type,
-                step=self.step,
-                response_id=self.response_id,
-                provider_response_id=self.provider_response_id,
-                **fields,
+            _build_event(
+                ChatEvent, type, text, response, usage, error, self.step, index,
+                self.response_id, self.provider_response_id, item_id, tool_call_id, tool_call,
+                block, citation, search_result, raw_type, sub_type, raw, attrs,
             )
-        )
+        )  # fmt: skip
 
     def finish(self, reason: str | None = None) -> None:
         """Record the provider's completion signal; a later non-None reason wins."""

@@ -734,7 +734,12 @@ def _finish_server_tool(
 ) -> None:
     _start_server_tool(ctx, st, key, sub_type, item, index, frame)
     call_id = _call_id(item)
-    ids = {"item_id": key, "tool_call_id": call_id, "index": index, "sub_type": sub_type}
+    ids: dict[str, Any] = {
+        "item_id": key,
+        "tool_call_id": call_id,
+        "index": index,
+        "sub_type": sub_type,
+    }
     for result in _search_results(item):
         ctx.send(_T.SEARCH_RESULT, search_result=result, raw=frame, **ids)
     image = item.get("result")
