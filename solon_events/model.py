@@ -27,7 +27,7 @@ from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
 from .events import ChatEvent, ChatEventType
 from .messages import ChatRequest, Message, to_messages
-from .operators import aggregate, guard, normalize
+from .operators import respond
 from .results import ChatResponse
 from .tool_loop import StepPlan, ToolErrorPolicy, response_steps
 from .tools import Tool, ToolSet
@@ -185,7 +185,7 @@ class ChatPrompt:
         def pipeline(_scheduler: object) -> Observable[ChatEvent]:
             response_id = new_response_id()
             return response_steps(plan, response_id=response_id).pipe(
-                normalize(), aggregate(response_id=response_id), guard(event_filter)
+                respond(response_id=response_id, event_filter=event_filter)
             )
 
         io_scheduler = AsyncIOThreadSafeScheduler(self._model.transport.io.loop)

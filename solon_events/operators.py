@@ -12,18 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import attrs
 import orjson
 import reactivex
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
+from .core import stages
 from .core.accumulator import ChatAccumulator
-from .core.normalizer import ChatEventNormalizer
-from .core.session import ChatStreamSession
+from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import ChatError, ChatProtocolError
-from .events import ChatEvent, ChatEventType, with_response_id
+from .events import ChatEvent, ChatEventType
 from .filters import ChatEventFilter
 from .results import ChatResponse
 from .sse import Frame
@@ -35,6 +34,7 @@ __all__ = [
     "normalize",
     "parse",
     "reduce_response",
+    "respond",
     "text_deltas",
 ]
 
@@ -194,97 +194,29 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
     return operator
 
 
-def normalize() -> Operator:
-    """Complete block boundaries with a :class:`ChatEventNormalizer`.
-
-    On completion and on error the closers of still-open blocks are emitted first.
-    """
+def _stage_operator(make: Callable[[abc.ObserverBase[ChatEvent]], Sink]) -> Operator:
+    """An operator that runs ``make(observer)``, a fresh stage per subscription."""
 
     def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
         def subscribe(
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            normalizer = ChatEventNormalizer()
-            push = observer.on_next
-            apply = normalizer.apply
-
-            def on_next(event: ChatEvent) -> None:
-                apply(event, push)
-
-            def on_error(error: Exception) -> None:
-                normalizer.complete(push)
-                observer.on_error(error)
-
-            def on_completed() -> None:
-                normalizer.complete(push)
-                observer.on_completed()
-
-            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            stage = make(observer)
+            return source.subscribe(
+                stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
+            )
 
         return reactivex.create(subscribe)
 
     return operator
 
 
-class _ResponseState:
-    """What :func:`aggregate` tracks for one subscription."""
+def normalize() -> Operator:
+    """Complete block boundaries with a :class:`ChatEventNormalizer`.
 
-    __slots__ = ("ended", "last_event", "last_response", "session", "step", "step_open")
-
-    def __init__(self, response_id: str | None) -> None:
-        self.session = ChatStreamSession(response_id)
-        self.step = ChatAccumulator()
-        """Folds the open step's events, for STEP_ENDs without a response and for errors."""
-        self.step_open = False
-        self.last_event: ChatEvent | None = None
-        self.last_response: ChatResponse | None = None
-        self.ended = False
-
-    def step_end(self, event: ChatEvent) -> ChatEvent:
-        """``event`` (a STEP_END) with its response, counted into the total usage."""
-        usage = event.usage
-        response = event.response
-        if response is None:
-            response = self.step.snapshot(usage=usage)
-            if usage is None:
-                usage = response.usage
-            event = event.evolve(response=response, usage=usage)
-        elif usage is None and response.usage is not None:
-            usage = response.usage
-            event = event.evolve(usage=usage)
-        self.session.accumulate_usage(usage)
-        self.last_response = response
-        self.step = ChatAccumulator()
-        self.step_open = False
-        return with_response_id(event, self.session.response_id)
-
-    def synthesized_step_end(self) -> ChatEvent:
-        last = self.last_event
-        return self.step_end(
-            ChatEvent(
-                _T.STEP_END,
-                step=self.session.step,
-                provider_response_id=last.provider_response_id if last else None,
-            )
-        )
-
-    def partial_response(self) -> ChatResponse | None:
-        partial = self.step.snapshot()
-        if not partial.is_empty or self.last_response is None:
-            return partial
-        return self.last_response
-
-    def final_response(self) -> ChatResponse:
-        response = self.last_response or self.step.snapshot()
-        total = self.session.total_usage
-        if response.usage is not total:
-            response = attrs.evolve(response, usage=total)
-        return response
-
-
-_RESPONSE_LEVEL = frozenset(
-    {_T.STEP_START, _T.STEP_END, _T.RESPONSE_START, _T.RESPONSE_END, _T.ABORT, _T.ERROR}
-)
+    On completion and on error the closers of still-open blocks are emitted first.
+    """
+    return _stage_operator(NormalizeStage)
 
 
 def aggregate(*, response_id: str | None = None) -> Operator:
@@ -298,105 +230,15 @@ def aggregate(*, response_id: str | None = None) -> Operator:
     the same exception through ``on_error``.
 
     Each subscription gets a fresh response id, unless ``response_id`` is given (pass
-    the same id to :func:`parse` and events need no re-stamping: a pipeline built per
-    subscription, as :func:`~solon_events.replay` does, is faster that way).
+    the same id to :func:`parse` and events need no re-stamping).
     """
 
-    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
-        def subscribe(
-            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            state = _ResponseState(response_id)
-            session = state.session
-            rid = session.response_id
-            push = observer.on_next
-            add = state.step.add
+    def make(observer: abc.ObserverBase[ChatEvent]) -> Sink:
+        stage = AggregateStage(observer, response_id)
+        stage.start()
+        return stage
 
-            def on_next(event: ChatEvent) -> None:
-                nonlocal add
-                if state.ended:
-                    return
-                t = event.type
-                if t not in _RESPONSE_LEVEL:
-                    add(event)
-                    state.last_event = event
-                    push(with_response_id(event, rid))
-                elif t is _T.STEP_END:
-                    push(state.step_end(event))
-                    add = state.step.add
-                elif t is _T.STEP_START:
-                    _close_step()
-                    state.step_open = True
-                    session.next_step()
-                    push(with_response_id(event, rid))
-                else:
-                    _upstream_lifecycle(event)
-
-            def _upstream_lifecycle(event: ChatEvent) -> None:
-                if event.type is _T.ABORT:
-                    _close_step()
-                    state.ended = True
-                    push(with_response_id(event, rid))
-                    observer.on_completed()
-                elif event.type is _T.ERROR:
-                    error = event.error
-                    if not isinstance(error, Exception):
-                        error = ChatError(event.text or "the upstream reported an error")
-                    on_error(error)
-
-            def _close_step() -> None:
-                nonlocal add
-                if state.step_open:
-                    push(state.synthesized_step_end())
-                    add = state.step.add
-
-            def on_error(error: Exception) -> None:
-                if state.ended:
-                    return
-                _close_step()
-                state.ended = True
-                session.mark_response_ended()
-                provider_error = getattr(error, "provider_error", None)
-                push(
-                    ChatEvent(
-                        _T.ERROR,
-                        response_id=rid,
-                        step=session.step,
-                        error=error,
-                        response=state.partial_response(),
-                        usage=session.total_usage,
-                        raw=dict(provider_error) if provider_error else None,
-                        text=str(error),
-                    )
-                )
-                observer.on_error(error)
-
-            def on_completed() -> None:
-                if state.ended:
-                    return
-                _close_step()
-                state.ended = True
-                session.mark_response_ended()
-                response = state.final_response()
-                push(
-                    ChatEvent(
-                        _T.RESPONSE_END,
-                        response_id=rid,
-                        step=session.step,
-                        provider_response_id=response.provider_response_id,
-                        response=response,
-                        usage=session.total_usage,
-                    )
-                )
-                observer.on_completed()
-
-            session.mark_response_started()
-            push(ChatEvent(_T.RESPONSE_START, response_id=rid))
-            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-
-        return reactivex.create(subscribe)
-
-    return operator
+    return _stage_operator(make)
 
 
 def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
@@ -405,34 +247,24 @@ def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
     LIFECYCLE and STEP events (but HEARTBEAT) always pass; errors always reach
     ``on_error`` whatever the filter says about ERROR events.
     """
-    guarded = ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)
-    types = guarded.types
+    ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
+    return _stage_operator(lambda observer: GuardStage(observer, event_filter))
 
-    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
-        def subscribe(
-            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            push = observer.on_next
-            if types is not None:
 
-                def on_next(event: ChatEvent) -> None:
-                    if event.type in types:
-                        push(event)
+def respond(
+    *, response_id: str | None = None, event_filter: Callable[[ChatEvent], bool] | None = None
+) -> Operator:
+    """``normalize()``, ``aggregate()`` and ``guard(event_filter)`` fused into one operator.
 
-            else:
-                test = guarded.test
-
-                def on_next(event: ChatEvent) -> None:
-                    if test(event):
-                        push(event)
-
-            return source.subscribe(
-                on_next, observer.on_error, observer.on_completed, scheduler=scheduler
-            )
-
-        return reactivex.create(subscribe)
-
-    return operator
+    The same stages with direct calls between them instead of three subscriptions; what
+    :func:`~solon_events.replay` and :class:`~solon_events.ChatModel` use.
+    """
+    ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
+    return _stage_operator(
+        lambda observer: stages.respond(
+            observer, response_id=response_id, event_filter=event_filter
+        )
+    )
 
 
 def _is_text_delta(event: ChatEvent) -> bool:

@@ -13,7 +13,7 @@ from reactivex import Observable
 from .core.session import new_response_id
 from .dialects.base import ChatDialect, get_dialect
 from .events import ChatEvent
-from .operators import aggregate, guard, normalize, parse
+from .operators import parse, respond
 from .sse import iter_frames
 
 __all__ = ["ReplaySource", "replay"]
@@ -58,9 +58,7 @@ def replay(
         response_id = new_response_id()
         return reactivex.from_iterable(_frames(source)).pipe(
             parse(chosen, response_id=response_id),
-            normalize(),
-            aggregate(response_id=response_id),
-            guard(event_filter),
+            respond(response_id=response_id, event_filter=event_filter),
         )
 
     return reactivex.defer(pipeline)

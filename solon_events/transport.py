@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -24,6 +25,11 @@ from .dialects.base import ChatDialect, HttpRequest
 from .errors import ChatError, ChatHttpError, ChatProtocolError, ChatTimeoutError
 from .loop_thread import EventLoopThread
 from .sse import Frame, StreamDecoder
+
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as _deadline
+else:  # aiohttp depends on async-timeout before 3.11
+    from async_timeout import timeout as _deadline
 
 __all__ = ["HttpTransport", "redact_url"]
 
@@ -182,8 +188,11 @@ class HttpTransport:
         async def within(awaitable: Any, limit: float | None, label: str) -> Any:
             if limit is None:
                 return await awaitable
+            # Not asyncio.wait_for: before 3.12 it swallows a cancellation (disposal) that
+            # arrives as the awaited read completes, and the request would go on.
             try:
-                return await asyncio.wait_for(awaitable, max(limit, 0.0))
+                async with _deadline(max(limit, 0.0)):
+                    return await awaitable
             except asyncio.TimeoutError:
                 raise self._timeout(label, request) from None
 

@@ -1,0 +1,250 @@
+"""The response pipeline's stages as plain observers (sans-I/O).
+
+A stage has ``on_next``, ``on_error`` and ``on_completed`` and pushes into a downstream
+with the same three methods: an Rx observer, or the next stage. The Rx operators wrap one
+stage each; :func:`respond` chains the three response-level stages with direct calls, which
+is how the library's own pipelines (replay, ChatModel) run them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+
+from ..errors import ChatError
+from ..events import ChatEvent, ChatEventType, with_response_id
+from ..filters import ChatEventFilter
+from ..results import ChatResponse
+from .accumulator import ChatAccumulator
+from .normalizer import ChatEventNormalizer
+from .session import ChatStreamSession
+
+__all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "Sink", "respond"]
+
+_T = ChatEventType
+
+
+class Sink(Protocol):
+    """Where a stage pushes: an observer of events."""
+
+    def on_next(self, event: ChatEvent, /) -> Any: ...
+
+    def on_error(self, error: Exception, /) -> Any: ...
+
+    def on_completed(self) -> Any: ...
+
+
+class NormalizeStage:
+    """Applies a :class:`ChatEventNormalizer`; closes open blocks before completion or error."""
+
+    __slots__ = ("_down", "_normalizer", "on_next")
+
+    def __init__(self, down: Sink) -> None:
+        self._down = down
+        self._normalizer = normalizer = ChatEventNormalizer()
+        apply, push = normalizer.apply, down.on_next
+
+        def on_next(event: ChatEvent) -> None:
+            apply(event, push)
+
+        self.on_next = on_next
+
+    def on_error(self, error: Exception) -> None:
+        self._normalizer.complete(self._down.on_next)
+        self._down.on_error(error)
+
+    def on_completed(self) -> None:
+        self._normalizer.complete(self._down.on_next)
+        self._down.on_completed()
+
+
+class GuardStage:
+    """Delivers what ``ChatEventFilter.guarded(event_filter)`` passes; errors always pass."""
+
+    __slots__ = ("on_completed", "on_error", "on_next")
+
+    def __init__(self, down: Sink, event_filter: Callable[[ChatEvent], bool] | None) -> None:
+        guarded = ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)
+        push, types, test = down.on_next, guarded.types, guarded.test
+        if types is not None:
+
+            def on_next(event: ChatEvent) -> None:
+                if event.type in types:
+                    push(event)
+
+        else:
+
+            def on_next(event: ChatEvent) -> None:
+                if test(event):
+                    push(event)
+
+        self.on_next = on_next
+        self.on_error = down.on_error
+        self.on_completed = down.on_completed
+
+
+_RESPONSE_LEVEL = frozenset(
+    {_T.STEP_START, _T.STEP_END, _T.RESPONSE_START, _T.RESPONSE_END, _T.ABORT, _T.ERROR}
+)
+
+
+class AggregateStage:
+    """The response level: RESPONSE_START, stamped ids, step responses, usage, one terminal.
+
+    Call :meth:`start` once before the first event (it emits RESPONSE_START).
+    """
+
+    __slots__ = ("_down", "_last_event", "_last_response", "_step", "_step_open", "ended",
+                 "on_next", "session")  # fmt: skip
+
+    def __init__(self, down: Sink, response_id: str | None = None) -> None:
+        self._down = down
+        self.session = ChatStreamSession(response_id)
+        self._step = ChatAccumulator()
+        self._step_open = False
+        self._last_event: ChatEvent | None = None
+        self._last_response: ChatResponse | None = None
+        self.ended = False
+        rid = self.session.response_id
+        push = down.on_next
+        response_level = _RESPONSE_LEVEL
+
+        def on_next(event: ChatEvent) -> None:
+            if self.ended:
+                return
+            if event.type not in response_level:
+                self._step.add(event)
+                self._last_event = event
+                push(with_response_id(event, rid))
+            else:
+                self._response_level(event)
+
+        self.on_next = on_next
+
+    def start(self) -> None:
+        """Emit RESPONSE_START."""
+        self.session.mark_response_started()
+        self._down.on_next(ChatEvent(_T.RESPONSE_START, response_id=self.session.response_id))
+
+    def on_error(self, error: Exception) -> None:
+        """Close an open step, emit one ERROR event (with the partial response), then fail."""
+        if self.ended:
+            return
+        self._close_step()
+        self.ended = True
+        session = self.session
+        session.mark_response_ended()
+        provider_error = getattr(error, "provider_error", None)
+        self._down.on_next(
+            ChatEvent(
+                _T.ERROR,
+                response_id=session.response_id,
+                step=session.step,
+                error=error,
+                response=self._partial_response(),
+                usage=session.total_usage,
+                raw=dict(provider_error) if provider_error else None,
+                text=str(error),
+            )
+        )
+        self._down.on_error(error)
+
+    def on_completed(self) -> None:
+        """Close an open step, emit RESPONSE_END with the final response, then complete."""
+        if self.ended:
+            return
+        self._close_step()
+        self.ended = True
+        session = self.session
+        session.mark_response_ended()
+        response = self._last_response or self._step.snapshot()
+        total = session.total_usage
+        if response.usage is not total:
+            response = attrs.evolve(response, usage=total)
+        self._down.on_next(
+            ChatEvent(
+                _T.RESPONSE_END,
+                response_id=session.response_id,
+                step=session.step,
+                provider_response_id=response.provider_response_id,
+                response=response,
+                usage=total,
+            )
+        )
+        self._down.on_completed()
+
+    def _response_level(self, event: ChatEvent) -> None:
+        t = event.type
+        rid = self.session.response_id
+        if t is _T.STEP_END:
+            self._down.on_next(self._step_end(event))
+        elif t is _T.STEP_START:
+            self._close_step()
+            self._step_open = True
+            self.session.next_step()
+            self._down.on_next(with_response_id(event, rid))
+        elif t is _T.ABORT:
+            self._close_step()
+            self.ended = True
+            self._down.on_next(with_response_id(event, rid))
+            self._down.on_completed()
+        elif t is _T.ERROR:
+            error = event.error
+            if not isinstance(error, Exception):
+                error = ChatError(event.text or "the upstream reported an error")
+            self.on_error(error)
+        # an upstream RESPONSE_START or RESPONSE_END: this stage emits its own
+
+    def _step_end(self, event: ChatEvent) -> ChatEvent:
+        """``event`` (a STEP_END) with its response, counted into the total usage."""
+        usage = event.usage
+        response = event.response
+        if response is None:
+            response = self._step.snapshot(usage=usage)
+            if usage is None:
+                usage = response.usage
+            event = event.evolve(response=response, usage=usage)
+        elif usage is None and response.usage is not None:
+            usage = response.usage
+            event = event.evolve(usage=usage)
+        self.session.accumulate_usage(usage)
+        self._last_response = response
+        self._step = ChatAccumulator()
+        self._step_open = False
+        return with_response_id(event, self.session.response_id)
+
+    def _close_step(self) -> None:
+        if self._step_open:
+            last = self._last_event
+            self._down.on_next(
+                self._step_end(
+                    ChatEvent(
+                        _T.STEP_END,
+                        step=self.session.step,
+                        provider_response_id=last.provider_response_id if last else None,
+                    )
+                )
+            )
+
+    def _partial_response(self) -> ChatResponse | None:
+        partial = self._step.snapshot()
+        if not partial.is_empty or self._last_response is None:
+            return partial
+        return self._last_response
+
+
+def respond(
+    down: Sink,
+    *,
+    response_id: str | None = None,
+    event_filter: Callable[[ChatEvent], bool] | None = None,
+) -> NormalizeStage:
+    """normalize -> aggregate -> guard as one chain of stages into ``down``.
+
+    Returns the head to push events into; RESPONSE_START is emitted at once.
+    """
+    aggregate = AggregateStage(GuardStage(down, event_filter), response_id)
+    aggregate.start()
+    return NormalizeStage(aggregate)
