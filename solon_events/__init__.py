@@ -19,6 +19,7 @@ from .errors import (
 from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
 from .filters import ChatEventFilter
 from .messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from .model import ChatModel, ChatPrompt
 from .operators import (
     aggregate,
     final_response,
@@ -26,6 +27,7 @@ from .operators import (
     normalize,
     parse,
     reduce_response,
+    respond,
     text_deltas,
 )
 from .replay import replay
@@ -40,6 +42,7 @@ from .results import (
     ToolCall,
     Usage,
 )
+from .tools import Tool, ToolSet, tool
 
 __version__ = "0.1.0"
 
@@ -55,6 +58,8 @@ __all__ = [
     "ChatEventPhase",
     "ChatEventType",
     "ChatHttpError",
+    "ChatModel",
+    "ChatPrompt",
     "ChatProtocolError",
     "ChatRequest",
     "ChatResponse",
@@ -69,8 +74,10 @@ __all__ = [
     "SystemMessage",
     "TextBlock",
     "ToolCall",
+    "Tool",
     "ToolCallError",
     "ToolMessage",
+    "ToolSet",
     "ToolSpec",
     "Usage",
     "UserMessage",
@@ -82,5 +89,7 @@ __all__ = [
     "parse",
     "reduce_response",
     "replay",
+    "respond",
     "text_deltas",
+    "tool",
 ]

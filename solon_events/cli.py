@@ -109,16 +109,22 @@ def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Cons
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``solon-events``."""
     parser = argparse.ArgumentParser(
-        prog="solon-events", description="Semantic event streams from chat models."
+        prog="solon-events",
+        description="Semantic event streams from chat models.",
+        allow_abbrev=False,
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo_parser = commands.add_parser(
-        "demo", help="stream a scripted tool-using conversation from the embedded provider"
+        "demo",
+        help="stream a scripted tool-using conversation from the embedded provider",
+        allow_abbrev=False,
     )
     demo_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
 
-    replay_parser = commands.add_parser("replay", help="print the events of a recorded stream")
+    replay_parser = commands.add_parser(
+        "replay", help="print the events of a recorded stream", allow_abbrev=False
+    )
     replay_parser.add_argument("file")
     replay_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
     replay_parser.add_argument("--format", choices=("pretty", "jsonl"), default="pretty")
@@ -126,8 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="show every event, HEARTBEAT and RAW included"
     )
 
+    # No abbreviations: "--api-key sk-..." must not be taken for "--api-key-env".
     stream_parser = commands.add_parser(
-        "stream", help="stream a prompt from a provider (API key from an environment variable)"
+        "stream",
+        help="stream a prompt from a provider (API key from an environment variable)",
+        allow_abbrev=False,
     )
     stream_parser.add_argument("prompt")
     stream_parser.add_argument("--url", required=True, help="the endpoint to POST to")

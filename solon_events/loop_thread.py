@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["EventLoopThread"]
+__all__ = ["EventLoopThread", "cancel_other_tasks"]
 
 _R = TypeVar("_R")
 
@@ -66,7 +67,16 @@ class EventLoopThread:
         return self.submit(coro).result()
 
     def close(self) -> None:
-        """Stop the loop and join its thread (idempotent)."""
+        """Cancel what still runs on the loop, stop it and join its thread (idempotent).
+
+        Cancelled requests and tool runs report their failure to their subscribers first.
+        """
+        loop, thread = self._loop, self._thread
+        if loop is None or loop.is_closed():
+            return
+        if thread is not None and thread is not threading.current_thread():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(cancel_other_tasks(), loop).result(5)
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
@@ -76,3 +86,13 @@ class EventLoopThread:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
             loop.close()
+
+
+async def cancel_other_tasks(timeout: float = 5.0) -> None:
+    """Cancel every other task of the running loop and wait (up to ``timeout``) for them."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout)

@@ -99,6 +99,11 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 if not disposed:
                     observer.on_error(exc)
                 return
+            except asyncio.CancelledError:
+                if not disposed:  # not a disposal: the model was closed
+                    closed = "the tool loop was cancelled: its ChatModel was closed"
+                    observer.on_error(ChatError(closed))
+                raise
             if disposed:
                 return
             for call, (_tool, text) in zip(calls, results):

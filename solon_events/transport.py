@@ -23,7 +23,7 @@ from reactivex.disposable import Disposable
 
 from .dialects.base import ChatDialect, HttpRequest
 from .errors import ChatError, ChatHttpError, ChatProtocolError, ChatTimeoutError
-from .loop_thread import EventLoopThread
+from .loop_thread import EventLoopThread, cancel_other_tasks
 from .sse import Frame, StreamDecoder
 
 if sys.version_info >= (3, 11):
@@ -51,6 +51,19 @@ def _redact(text: str, secrets: Iterable[str]) -> str:
         if secret:
             text = text.replace(secret, "***")
     return text
+
+
+def _redact_payload(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` (decoded JSON) with every secret replaced in its strings."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return _redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: _redact_payload(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_payload(item, secrets) for item in value]
+    return value
 
 
 def _snippet(body: bytes, limit: int = 200) -> str:
@@ -109,7 +122,8 @@ class HttpTransport:
         return self._session
 
     async def aclose(self) -> None:
-        """Close the connection pool (on the I/O loop)."""
+        """Fail the requests in flight, then close the connection pool (on the I/O loop)."""
+        await cancel_other_tasks()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -141,6 +155,8 @@ class HttpTransport:
                 try:
                     await self.stream(request, dialect, on_frame)
                 except asyncio.CancelledError:
+                    if not disposed:  # not a disposal: the model was closed
+                        observer.on_error(self._closed_error(request))
                     return
                 except ChatError as exc:
                     if not disposed:
@@ -163,6 +179,10 @@ class HttpTransport:
             return Disposable(dispose)
 
         return rx_create(subscribe)
+
+    def _closed_error(self, request: HttpRequest) -> ChatError:
+        where = redact_url(request.url)
+        return ChatError(f"the request to {where} was cancelled: its ChatModel was closed")
 
     def _connection_error(self, request: HttpRequest, exc: BaseException) -> ChatError:
         where = redact_url(request.url)
@@ -248,7 +268,7 @@ class HttpTransport:
             body = await response.content.read(_ERROR_BODY_LIMIT)
             payload: Any = None
             with contextlib.suppress(orjson.JSONDecodeError):
-                payload = orjson.loads(body)
+                payload = _redact_payload(orjson.loads(body), self._secrets)
             message = dialect.error_message(payload) if payload is not None else None
             if not message:
                 message = _snippet(body) or response.reason or None
