@@ -101,14 +101,26 @@ class _LineDecoder:
         self._pending_size = 0
         self._skip_lf = False
         self._at_start = True
+        self._failure: ChatProtocolError | None = None
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        """Decode the next chunk of the stream; returns the frames it completed."""
+        """Decode the next chunk of the stream; returns the frames it completed.
+
+        When the chunk holds complete frames before an oversized line, those frames are
+        returned first and the ChatProtocolError is raised by the next call.
+        """
+        if self._failure is not None:
+            raise self._failure
         block = self._split(chunk)
-        return self._frames(block) if block else []
+        frames = self._frames(block) if block else []
+        if self._failure is not None and not frames:
+            raise self._failure
+        return frames
 
     def close(self) -> list[Frame]:
         """End the stream: decode a last line without line end and flush a pending frame."""
+        if self._failure is not None:
+            raise self._failure
         tail = b"".join(self._pending)
         self._pending = []
         self._pending_size = 0
@@ -143,18 +155,27 @@ class _LineDecoder:
             self._pending = []
             self._pending_size = 0
         if end < len(chunk):
-            self._hold(chunk[end:])
+            try:
+                self._hold(chunk[end:])
+            except ChatProtocolError as exc:
+                self._failure = exc
         elif chunk[-1] == _CR:
             self._skip_lf = True
         if b"\r" in block:
             block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if len(block) > self.max_frame_size + 1:
-            self._check_lines(block)
+            block = self._before_oversized_line(block)
         return block
 
-    def _check_lines(self, block: bytes) -> None:
-        if max(map(len, block.split(b"\n"))) > self.max_frame_size:
-            raise _too_large(self._line_name, self.max_frame_size)
+    def _before_oversized_line(self, block: bytes) -> bytes:
+        """``block`` up to its first line over the limit (recorded as the failure), if any."""
+        start = 0
+        for line in block.split(b"\n"):
+            if len(line) > self.max_frame_size:
+                self._failure = _too_large(self._line_name, self.max_frame_size)
+                return block[:start]
+            start += len(line) + 1
+        return block
 
     def _strip_bom(self, chunk: bytes) -> bytes:
         head = b"".join(self._pending) + chunk if self._pending else chunk
@@ -203,19 +224,22 @@ class SSEDecoder(_LineDecoder):
         events = block.split(b"\n\n")
         rest = events.pop()
         fresh = not self._data and self._event is None and self._retry is None
-        for event in events:
-            if fresh:
-                if event[:6] == b"data: " and b"\n" not in event:
-                    frames.append(Frame(_decode(event[6:]), None, self.last_event_id))
-                    continue
-                if event[:7] == b"event: " and (frame := self._typed_frame(event)) is not None:
-                    frames.append(frame)
-                    continue
-            self._lines(event.split(b"\n"), frames)
-            self._end_event(frames)
-            fresh = True
-        if rest:
-            self._lines(rest[:-1].split(b"\n"), frames)
+        try:
+            for event in events:
+                if fresh:
+                    if event[:6] == b"data: " and b"\n" not in event:
+                        frames.append(Frame(_decode(event[6:]), None, self.last_event_id))
+                        continue
+                    if event[:7] == b"event: " and (frame := self._typed_frame(event)):
+                        frames.append(frame)
+                        continue
+                self._lines(event.split(b"\n"), frames)
+                self._end_event(frames)
+                fresh = True
+            if rest:
+                self._lines(rest[:-1].split(b"\n"), frames)
+        except ChatProtocolError as exc:  # an event's data over the limit: keep what came first
+            self._failure = exc
         self.frames_decoded += len(frames)
         return frames
 

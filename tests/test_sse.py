@@ -641,3 +641,28 @@ def test_line_noise_decodes_the_same_however_it_is_split(
     parts: list[bytes], cuts: list[int]
 ) -> None:
     assert_split_invariant(b"".join(parts), cuts)
+
+
+def test_frames_before_an_oversized_line_in_the_same_chunk_are_kept() -> None:
+    decoder = SSEDecoder(max_frame_size=64)
+    body = b'data: {"a": 1}\n\ndata: ' + b"x" * 100 + b"\n\n"
+    frames = decoder.feed(body)
+    assert [f.data for f in frames] == ['{"a": 1}']
+    with pytest.raises(ChatProtocolError, match="64"):
+        decoder.close()
+
+
+def test_frames_before_oversized_joined_data_in_the_same_chunk_are_kept() -> None:
+    decoder = SSEDecoder(max_frame_size=64)
+    body = b"data: ok\n\n" + b"data: " + b"y" * 40 + b"\ndata: " + b"z" * 40 + b"\n\n"
+    assert [f.data for f in decoder.feed(body)] == ["ok"]
+    with pytest.raises(ChatProtocolError):
+        decoder.feed(b"data: more\n\n")
+
+
+def test_jsonl_lines_before_an_oversized_line_are_kept() -> None:
+    decoder = JSONLinesDecoder(max_frame_size=32)
+    frames = decoder.feed(b'{"a": 1}\n' + b"[" * 50 + b"\n")
+    assert [f.data for f in frames] == ['{"a": 1}']
+    with pytest.raises(ChatProtocolError):
+        decoder.close()
