@@ -129,7 +129,6 @@ class ChatEventType(enum.Enum):
 
 _T = ChatEventType
 EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
-_new = object.__new__
 
 
 def _read_only(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -224,7 +223,7 @@ class ChatEvent(_EventSlots):
         # plain attribute stores, then becomes the frozen, layout-identical ChatEvent.
         if type is None:
             raise TypeError("ChatEvent needs a type: ChatEvent(ChatEventType.X, ...)")
-        this: Any = _new(_EventSlots)
+        this: Any = _EventSlots()
         this.type = type
         this.text = text
         this.response = response
@@ -242,7 +241,12 @@ class ChatEvent(_EventSlots):
         this.search_result = search_result
         this.raw_type = raw_type
         this.sub_type = sub_type
-        this.raw = EMPTY_MAPPING if not raw else _read_only(raw)
+        if not raw:
+            this.raw = EMPTY_MAPPING
+        elif raw.__class__ is dict:  # the usual case: a decoded provider frame
+            this.raw = MappingProxyType(raw)
+        else:
+            this.raw = _read_only(raw)
         this.attrs = EMPTY_MAPPING if not attrs else _snapshot(attrs)
         this.__class__ = ChatEvent
         return this  # type: ignore[no-any-return]
@@ -344,7 +348,7 @@ def with_response_id(event: ChatEvent, response_id: str | None) -> ChatEvent:
     """``event`` with ``response_id`` set: a fast :meth:`ChatEvent.evolve` for the hot path."""
     if event.response_id == response_id:
         return event
-    copy: Any = _new(_EventSlots)
+    copy: Any = _EventSlots()
     copy.type = event.type
     copy.text = event.text
     copy.response = event.response
