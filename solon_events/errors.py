@@ -19,12 +19,15 @@ class ChatError(Exception):
 
     ``provider_error`` holds the provider's own error fields when the failure was
     reported by the provider (an error frame or an error body), else an empty mapping.
+    ``partial_response`` holds what the failed step had received before the failure
+    (a :class:`~solon_events.ChatResponse`), when the pipeline knows it.
     """
 
     def __init__(self, message: str, *, provider_error: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.provider_error: Mapping[str, Any] = dict(provider_error or {})
+        self.partial_response: Any = None
 
     def __str__(self) -> str:
         return self.message

@@ -9,6 +9,7 @@ not even a synthesized closer, is emitted after it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -67,6 +68,13 @@ def _decode(frame: Any, number: int) -> Any:
     raise ChatProtocolError(
         f"frame {number} is a {type(frame).__name__}; expected a Frame, JSON text or a dict"
     )
+
+
+def _attach_partial(error: Exception, partial: ChatResponse) -> None:
+    """Give ``error`` the step's partial response unless it already carries one."""
+    if getattr(error, "partial_response", None) is None:
+        with contextlib.suppress(AttributeError, TypeError):
+            error.partial_response = partial  # type: ignore[attr-defined]
 
 
 class _DownstreamError(Exception):
@@ -135,6 +143,7 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
                 nonlocal failed
                 if not failed:
                     failed = True
+                    _attach_partial(error, accumulator.snapshot(model=ctx.model))
                     observer.on_error(error)
 
             def on_next(frame: Any) -> None:
@@ -257,12 +266,14 @@ def respond(
     """``normalize()``, ``aggregate()`` and ``guard(event_filter)`` fused into one operator.
 
     The same stages with direct calls between them instead of three subscriptions; what
-    :func:`~solon_events.replay` and :class:`~solon_events.ChatModel` use.
+    :func:`~solon_events.replay` and :class:`~solon_events.ChatModel` use. It expects
+    :func:`parse` upstream: steps end with their response and failures carry their
+    ``partial_response``, so events are not folded a second time.
     """
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
     return _stage_operator(
         lambda observer: stages.respond(
-            observer, response_id=response_id, event_filter=event_filter
+            observer, response_id=response_id, event_filter=event_filter, fold_steps=False
         )
     )
 

@@ -97,12 +97,15 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 results = [await call_tool(call) for call in calls]
             except ChatError as exc:
                 if not disposed:
+                    if exc.partial_response is None:
+                        exc.partial_response = step_end.response
                     observer.on_error(exc)
                 return
             except asyncio.CancelledError:
                 if not disposed:  # not a disposal: the model was closed
-                    closed = "the tool loop was cancelled: its ChatModel was closed"
-                    observer.on_error(ChatError(closed))
+                    error = ChatError("the tool loop was cancelled: its ChatModel was closed")
+                    error.partial_response = step_end.response
+                    observer.on_error(error)
                 raise
             if disposed:
                 return

@@ -108,6 +108,7 @@ def test_truncated_stream_fails_after_the_partial_events() -> None:
     assert deltas == ["Hel", "lo"]
     assert events[-1].type is T.ERROR
     assert events[-1].response is not None and events[-1].response.text == "Hello"
+    assert errors[0].partial_response.text == "Hello"  # the caller of call() sees it too
     assert not any(e.type is T.RESPONSE_END for e in events)
 
 

@@ -93,13 +93,17 @@ _RESPONSE_LEVEL = frozenset(
 class AggregateStage:
     """The response level: RESPONSE_START, stamped ids, step responses, usage, one terminal.
 
-    Call :meth:`start` once before the first event (it emits RESPONSE_START).
+    Call :meth:`start` once before the first event (it emits RESPONSE_START). With
+    ``fold_steps=False`` step events are not folded here: upstream STEP_ENDs must carry
+    their response and failures their ``partial_response`` (as :func:`parse` does).
     """
 
-    __slots__ = ("_down", "_last_event", "_last_response", "_step", "_step_open", "ended",
-                 "on_next", "session")  # fmt: skip
+    __slots__ = ("_down", "_fold", "_given_partial", "_last_event", "_last_response", "_step",
+                 "_step_open", "ended", "on_next", "session")  # fmt: skip
 
-    def __init__(self, down: Sink, response_id: str | None = None) -> None:
+    def __init__(
+        self, down: Sink, response_id: str | None = None, *, fold_steps: bool = True
+    ) -> None:
         self._down = down
         self.session = ChatStreamSession(response_id)
         self._step = ChatAccumulator()
@@ -107,6 +111,8 @@ class AggregateStage:
         self._last_event: ChatEvent | None = None
         self._last_response: ChatResponse | None = None
         self.ended = False
+        self._fold = fold_steps
+        self._given_partial: ChatResponse | None = None
         rid = self.session.response_id
         push = down.on_next
         response_level = _RESPONSE_LEVEL
@@ -121,7 +127,16 @@ class AggregateStage:
             else:
                 self._response_level(event)
 
-        self.on_next = on_next
+        def on_next_unfolded(event: ChatEvent) -> None:
+            if self.ended:
+                return
+            if event.type not in response_level:
+                self._last_event = event
+                push(with_response_id(event, rid))
+            else:
+                self._response_level(event)
+
+        self.on_next = on_next if fold_steps else on_next_unfolded
 
     def start(self) -> None:
         """Emit RESPONSE_START."""
@@ -132,6 +147,8 @@ class AggregateStage:
         """Close an open step, emit one ERROR event (with the partial response), then fail."""
         if self.ended:
             return
+        if not self._fold:
+            self._given_partial = getattr(error, "partial_response", None)
         self._close_step()
         self.ended = True
         session = self.session
@@ -202,7 +219,7 @@ class AggregateStage:
         usage = event.usage
         response = event.response
         if response is None:
-            response = self._step.snapshot(usage=usage)
+            response = self._given_partial or self._step.snapshot(usage=usage)
             if usage is None:
                 usage = response.usage
             event = event.evolve(response=response, usage=usage)
@@ -229,7 +246,7 @@ class AggregateStage:
             )
 
     def _partial_response(self) -> ChatResponse | None:
-        partial = self._step.snapshot()
+        partial = self._given_partial or self._step.snapshot()
         if not partial.is_empty or self._last_response is None:
             return partial
         return self._last_response
@@ -240,11 +257,14 @@ def respond(
     *,
     response_id: str | None = None,
     event_filter: Callable[[ChatEvent], bool] | None = None,
+    fold_steps: bool = True,
 ) -> NormalizeStage:
     """normalize -> aggregate -> guard as one chain of stages into ``down``.
 
     Returns the head to push events into; RESPONSE_START is emitted at once.
     """
-    aggregate = AggregateStage(GuardStage(down, event_filter), response_id)
+    aggregate = AggregateStage(
+        GuardStage(down, event_filter), response_id, fold_steps=fold_steps
+    )
     aggregate.start()
     return NormalizeStage(aggregate)
