@@ -10,6 +10,8 @@ from ..events import ChatEvent, ChatEventType
 __all__ = ["ChatEventNormalizer"]
 
 _T = ChatEventType
+_TEXT_DELTA = _T.TEXT_DELTA
+_THINKING_DELTA = _T.THINKING_DELTA
 Emit = Callable[[ChatEvent], None]
 
 
@@ -122,11 +124,14 @@ class ChatEventNormalizer:
 
     def apply(self, event: ChatEvent, emit: Emit) -> None:
         """Pass ``event`` on through ``emit``, with whatever boundaries it needs around it."""
-        if event.type is _T.TEXT_DELTA and (event.item_id, event.index) in self._text.open:
-            self._last = event  # the common case: more text for the open block
-            emit(event)
-            return
-        handler = self._handlers.get(event.type)
+        t = event.type
+        if t is _TEXT_DELTA or t is _THINKING_DELTA:  # the common case: more of an open block
+            blocks = self._text.open if t is _TEXT_DELTA else self._thinking.open
+            if (event.item_id, event.index) in blocks:
+                self._last = event
+                emit(event)
+                return
+        handler = self._handlers.get(t)
         if handler is None:
             emit(event)
         else:

@@ -123,7 +123,7 @@ class AggregateStage:
             if event.type not in response_level:
                 self._step.add(event)
                 self._last_event = event
-                push(with_response_id(event, rid))
+                push(event if event.response_id is rid else with_response_id(event, rid))
             else:
                 self._response_level(event)
 
@@ -132,7 +132,7 @@ class AggregateStage:
                 return
             if event.type not in response_level:
                 self._last_event = event
-                push(with_response_id(event, rid))
+                push(event if event.response_id is rid else with_response_id(event, rid))
             else:
                 self._response_level(event)
 
