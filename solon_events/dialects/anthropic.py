@@ -63,6 +63,7 @@ from .base import (
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
 
 _T = ChatEventType
+_TEXT_DELTA = _T.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
 
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header sent with every request."""
@@ -144,7 +145,26 @@ class AnthropicDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Anthropic stream event into events on ``ctx``."""
-        if not isinstance(frame, Mapping):
+        # Most frames are text deltas of an open text block: plain lookups find their text; any
+        # other shape leaves ``text`` None (a missing key or a non-object raises on the way).
+        text = None
+        try:
+            if frame["type"] == "content_block_delta":
+                index = frame["index"]
+                delta = frame["delta"]
+                if (
+                    delta["type"] == "text_delta"
+                    and type(index) is int
+                    and ctx.state[_STATE_KEY].blocks[index].kind == "text"
+                ):
+                    text = delta["text"]
+        except (KeyError, TypeError):
+            pass
+        if type(text) is str:
+            if text:
+                ctx.send(_TEXT_DELTA, index=index, text=text, raw=frame)
+            return
+        if type(frame) is not dict and not isinstance(frame, Mapping):
             raise ChatProtocolError(
                 f"an Anthropic stream event is a JSON object, not {type(frame).__name__}"
             )

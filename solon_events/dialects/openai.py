@@ -35,6 +35,9 @@ from .base import (
 __all__ = ["OpenAIDialect"]
 
 _T = ChatEventType
+_TEXT_DELTA = _T.TEXT_DELTA  # bound once: each enum member lookup costs a thousand instructions
+_RARE_KEYS = frozenset(("error", "citations", "search_results", "x_groq"))
+"""Frame keys that need the full parse (the text-delta shortcut ignores them)."""
 
 # Keys of ctx.state used by this dialect.
 _CALLS = "openai.calls"  # the ToolCallAssembler of the step
@@ -88,11 +91,27 @@ class OpenAIDialect(ChatDialect):
             model = frame.get("model")
             if isinstance(model, str) and model:
                 ctx.model = model
+        choices = frame.get("choices")
+        # The common frame, a text delta of the only choice and nothing else: a few lookups.
+        if (
+            type(choices) is list
+            and len(choices) == 1
+            and frame.keys().isdisjoint(_RARE_KEYS)
+            and not frame.get("usage")
+        ):
+            choice = choices[0]
+            if type(choice) is dict and not choice.get("finish_reason") and not choice.get("index"):
+                delta = choice.get("delta")
+                if type(delta) is dict and len(delta) == 1:
+                    text = delta.get("content")
+                    if type(text) is str:
+                        if text:
+                            ctx.send(_TEXT_DELTA, text=text, raw=frame)
+                        return
         error = frame.get("error")
         if error:
             ctx.fail(error if isinstance(error, Mapping) else frame)
             return
-        choices = frame.get("choices")
         if choices and isinstance(choices, list):
             for choice in choices:
                 if isinstance(choice, dict) and not choice.get("index"):
