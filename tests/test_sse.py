@@ -666,3 +666,52 @@ def test_jsonl_lines_before_an_oversized_line_are_kept() -> None:
     assert [f.data for f in frames] == ['{"a": 1}']
     with pytest.raises(ChatProtocolError):
         decoder.close()
+
+
+@st.composite
+def long_mostly_simple_streams(draw: st.DrawFn) -> tuple[bytes, list[Frame]]:
+    """Streams longer than the decoder's windows: mostly one-line events, some of other shapes."""
+    payload = st.text(
+        st.characters(exclude_categories=["Cs"], exclude_characters="\r\n"), max_size=3000
+    )
+    body = b""
+    frames: list[Frame] = []
+    last_id: str | None = None
+    for _ in range(draw(st.integers(1, 30))):
+        data = draw(payload)
+        shape = draw(st.sampled_from(["data", "data", "typed", "typed", "untyped", "two", "id"]))
+        if shape == "data":
+            body += b"data: " + data.encode() + b"\n\n"
+            frames.append(Frame(data, None, last_id))
+        elif shape == "typed":
+            body += b"event: ev\ndata: " + data.encode() + b"\n\n"
+            frames.append(Frame(data, "ev", last_id))
+        elif shape == "untyped":
+            body += b"event: \ndata: " + data.encode() + b"\n\n"
+            frames.append(Frame(data, None, last_id))
+        elif shape == "two":
+            body += b"data: " + data.encode() + b"\ndata: second\n\n"
+            frames.append(Frame(data + "\nsecond", None, last_id))
+        else:
+            last_id = "n" + str(len(frames))
+            body += b"id: " + last_id.encode() + b"\ndata: " + data.encode() + b"\n\n"
+            frames.append(Frame(data, None, last_id))
+    return body, frames
+
+
+@settings(max_examples=60, deadline=None)
+@given(long_mostly_simple_streams(), st.lists(st.integers(0, 90_000), max_size=6))
+def test_long_streams_of_mixed_shapes_decode_the_same_whole_or_split(
+    stream: tuple[bytes, list[Frame]], cuts: list[int]
+) -> None:
+    body, frames = stream
+    assert sse(body) == frames
+    assert sse(*split_at(body, cuts)) == frames
+    assert list(iter_frames(body)) == frames
+
+
+def test_a_long_run_of_simple_events_then_an_open_event() -> None:
+    body = b"".join(b"event: e\ndata: %d\n\n" % i for i in range(5000)) + b"data: open\n"
+    frames = sse(body)
+    assert [f.data for f in frames] == [str(i) for i in range(5000)] + ["open"]
+    assert {f.event for f in frames[:-1]} == {"e"}
