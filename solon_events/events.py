@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import typing
 from collections.abc import Mapping, MutableMapping
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -127,7 +127,15 @@ class ChatEventType(enum.Enum):
         return self.name
 
 
-_T = ChatEventType
+TYPES: type[ChatEventType] = typing.cast(Any, SimpleNamespace(**ChatEventType.__members__))
+"""ChatEventType's members as plain attributes, for the library's hot paths.
+
+On Python 3.11, ``ChatEventType.TEXT_DELTA`` goes through ``EnumType.__getattr__``'s slow
+lookup hook (about ten times the cost of a plain attribute); ``TYPES.TEXT_DELTA`` is the
+same member, read from an ordinary namespace. Only attribute access works on it.
+"""
+
+_T = TYPES
 EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
 
 

@@ -25,7 +25,7 @@ from reactivex.scheduler.eventloop import AsyncIOThreadSafeScheduler
 from .core.session import new_response_id
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
-from .events import ChatEvent, ChatEventType
+from .events import TYPES, ChatEvent
 from .messages import ChatRequest, Message, to_messages
 from .operators import respond
 from .results import ChatResponse
@@ -35,7 +35,7 @@ from .transport import HttpTransport
 
 __all__ = ["ChatModel", "ChatPrompt"]
 
-_T = ChatEventType
+_T = TYPES
 EventFilter = Callable[[ChatEvent], bool]
 
 

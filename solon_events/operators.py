@@ -23,7 +23,7 @@ from .core.accumulator import ChatAccumulator
 from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import ChatError, ChatProtocolError
-from .events import ChatEvent, ChatEventType
+from .events import TYPES, ChatEvent
 from .filters import ChatEventFilter
 from .results import ChatResponse
 from .sse import Frame
@@ -39,7 +39,7 @@ __all__ = [
     "text_deltas",
 ]
 
-_T = ChatEventType
+_T = TYPES
 Operator = Callable[[Observable[Any]], Observable[ChatEvent]]
 _DONE = "[DONE]"
 

@@ -9,12 +9,12 @@ import orjson
 from rich.console import Console
 from rich.text import Text
 
-from .events import ChatEvent, ChatEventType
+from .events import TYPES, ChatEvent
 from .results import Usage
 
 __all__ = ["LiveRenderer", "event_to_json", "usage_line"]
 
-_T = ChatEventType
+_T = TYPES
 
 
 def usage_line(usage: Usage | None) -> str:

@@ -18,7 +18,7 @@ from reactivex.disposable import Disposable, SerialDisposable
 
 from .dialects.base import ChatDialect, HttpRequest
 from .errors import ChatError, ToolCallError
-from .events import ChatEvent, ChatEventType
+from .events import TYPES, ChatEvent
 from .messages import ChatRequest, Message, ToolMessage
 from .operators import parse
 from .results import ChatResponse, ToolCall
@@ -27,7 +27,7 @@ from .tools import Tool, ToolSet
 
 __all__ = ["ToolErrorPolicy", "response_steps"]
 
-_T = ChatEventType
+_T = TYPES
 ToolErrorPolicy = Literal["raise", "return"]
 """What a raising tool does: fail the response ("raise") or send the error text back."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import ChatEvent, ChatEventType
+from ..events import TYPES, ChatEvent, ChatEventType
 from ..results import (
     AssistantMessage,
     ChatResponse,
@@ -18,7 +18,7 @@ from ..results import (
 
 __all__ = ["ChatAccumulator"]
 
-_T = ChatEventType
+_T = TYPES
 
 
 class _CallParts:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import ChatEvent, ChatEventType
+from ..events import TYPES, ChatEvent, ChatEventType
 
 __all__ = ["ChatEventNormalizer"]
 
-_T = ChatEventType
+_T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA
 _THINKING_DELTA = _T.THINKING_DELTA
 Emit = Callable[[ChatEvent], None]

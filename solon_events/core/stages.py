@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import attrs
 
 from ..errors import ChatError
-from ..events import ChatEvent, ChatEventType, with_response_id
+from ..events import TYPES, ChatEvent, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse
 from .accumulator import ChatAccumulator
@@ -23,7 +23,7 @@ from .session import ChatStreamSession
 
 __all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "Sink", "respond"]
 
-_T = ChatEventType
+_T = TYPES
 
 
 class Sink(Protocol):

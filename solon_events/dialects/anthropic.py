@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from ..errors import ChatProtocolError
-from ..events import ChatEventType
+from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import (
     AssistantMessage,
@@ -62,7 +62,7 @@ from .base import (
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
 
-_T = ChatEventType
+_T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
 
 ANTHROPIC_VERSION = "2023-06-01"

@@ -16,7 +16,7 @@ import attrs
 import orjson
 
 from ..errors import ChatError, ChatProtocolError, ProviderError
-from ..events import ChatEvent, ChatEventType
+from ..events import TYPES, ChatEvent, ChatEventType
 from ..messages import ChatRequest
 from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage
 
@@ -32,7 +32,7 @@ __all__ = [
     "provider_error_message",
 ]
 
-_T = ChatEventType
+_T = TYPES
 _S = TypeVar("_S")
 _build_event = ChatEvent.__new__  # positional: ChatEvent's fields in order
 

@@ -40,7 +40,7 @@ from urllib.parse import parse_qsl
 import orjson
 
 from ..errors import ChatProtocolError
-from ..events import ChatEventType
+from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import (
     AssistantMessage,
@@ -69,7 +69,7 @@ __all__ = [
     "stream_url",
 ]
 
-_T = ChatEventType
+_T = TYPES
 
 FILTER_REASONS = frozenset(
     {

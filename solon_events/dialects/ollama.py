@@ -21,14 +21,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ChatProtocolError
-from ..events import ChatEventType
+from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall
 from .base import ChatDialect, ChatStreamContext, HttpRequest, make_usage, request_headers
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
-_T = ChatEventType
+_T = TYPES
 
 GENERATION_OPTIONS = frozenset(
     {

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ..errors import ChatProtocolError
-from ..events import ChatEventType
+from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, Citation, FileBlock, ImageBlock, SearchResult, TextBlock
 from .base import (
@@ -34,7 +34,7 @@ from .base import (
 
 __all__ = ["OpenAIDialect"]
 
-_T = ChatEventType
+_T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA  # bound once: each enum member lookup costs a thousand instructions
 _RARE_KEYS = frozenset(("error", "citations", "search_results", "x_groq"))
 """Frame keys that need the full parse (the text-delta shortcut ignores them)."""

@@ -49,7 +49,7 @@ from typing import Any
 import orjson
 
 from ..errors import ChatProtocolError
-from ..events import ChatEventType
+from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import (
     AssistantMessage,
@@ -72,7 +72,7 @@ from .base import (
 
 __all__ = ["OpenAIResponsesDialect"]
 
-_T = ChatEventType
+_T = TYPES
 _Frame = Mapping[str, Any]
 
 _STATE = "openai_responses"  # the key of this dialect's _Stream in ctx.state
