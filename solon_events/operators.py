@@ -9,24 +9,20 @@ not even a synthesized closer, is emitted after it.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
-import orjson
 import reactivex
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
 from .core import stages
-from .core.accumulator import ChatAccumulator
+from .core.parsing import ParseStage
 from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
-from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
-from .errors import ChatError, ChatProtocolError
+from .dialects.base import ChatDialect, get_dialect
 from .events import TYPES, ChatEvent
 from .filters import ChatEventFilter
 from .results import ChatResponse
-from .sse import Frame
 
 __all__ = [
     "aggregate",
@@ -44,47 +40,6 @@ Operator = Callable[[Observable[Any]], Observable[ChatEvent]]
 _DONE = "[DONE]"
 
 
-def _describe(data: str | bytes) -> str:
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return repr(text[:80] + ("..." if len(text) > 80 else ""))
-
-
-def _decode(frame: Any, number: int) -> Any:
-    """The JSON payload of ``frame``; ``_DONE`` for the sentinel."""
-    kind = type(frame)
-    if kind is Frame:
-        frame = frame.data
-    elif kind is dict or kind is list or isinstance(frame, Mapping):
-        return frame
-    if isinstance(frame, (str, bytes)):
-        if frame.strip() in (_DONE, b"[DONE]"):
-            return _DONE
-        try:
-            return orjson.loads(frame)
-        except orjson.JSONDecodeError as exc:
-            raise ChatProtocolError(
-                f"frame {number} is not valid JSON ({exc.msg}): {_describe(frame)}"
-            ) from None
-    raise ChatProtocolError(
-        f"frame {number} is a {type(frame).__name__}; expected a Frame, JSON text or a dict"
-    )
-
-
-def _attach_partial(error: Exception, partial: ChatResponse) -> None:
-    """Give ``error`` the step's partial response unless it already carries one."""
-    if getattr(error, "partial_response", None) is None:
-        with contextlib.suppress(AttributeError, TypeError):
-            error.partial_response = partial  # type: ignore[attr-defined]
-
-
-class _DownstreamError(Exception):
-    """Carries an exception raised by a subscriber through the dialect's frame handling."""
-
-    def __init__(self, original: Exception) -> None:
-        super().__init__(original)
-        self.original = original
-
-
 def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:
     """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
 
@@ -96,111 +51,12 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
     """
     the_dialect = get_dialect(dialect)
 
-    def operator(source: Observable[Any]) -> Observable[ChatEvent]:
-        def subscribe(
-            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            accumulator = ChatAccumulator()
-            push = observer.on_next
+    def make(observer: abc.ObserverBase[ChatEvent]) -> Sink:
+        stage = ParseStage(the_dialect, observer, step=step, response_id=response_id)
+        stage.start()
+        return stage
 
-            def emit(event: ChatEvent) -> None:
-                accumulator.add(event)
-                try:
-                    push(event)
-                except Exception as exc:  # the subscriber's own failure, not the dialect's
-                    raise _DownstreamError(exc) from exc
-
-
-            def end_step() -> None:
-                snapshot = accumulator.snapshot(
-                    finish_reason=ctx.finish_reason,
-                    model=ctx.model,
-                    provider_response_id=ctx.provider_response_id,
-                )
-                push(
-                    ChatEvent(
-                        _T.STEP_END,
-                        step=ctx.step,
-                        response_id=response_id,
-                        provider_response_id=ctx.provider_response_id,
-                        response=snapshot,
-                        usage=snapshot.usage,
-                    )
-                )
-
-            def next_response() -> None:
-                nonlocal accumulator
-                end_step()
-                accumulator = ChatAccumulator()
-                push(ChatEvent(_T.STEP_START, step=ctx.step + 1, response_id=response_id))
-
-            ctx = ChatStreamContext(
-                emit, step=step, response_id=response_id, on_next_response=next_response
-            )
-            failed = False
-
-            def fail(error: Exception) -> None:
-                nonlocal failed
-                if not failed:
-                    failed = True
-                    _attach_partial(error, accumulator.snapshot(model=ctx.model))
-                    observer.on_error(error)
-
-            def on_next(frame: Any) -> None:
-                if failed:
-                    return
-                ctx.frame_number += 1
-                try:
-                    payload = _decode(frame, ctx.frame_number)
-                    if payload is _DONE:
-                        the_dialect.parse_done(ctx)
-                    else:
-                        the_dialect.parse_frame(ctx, payload)
-                except _DownstreamError as exc:
-                    raise exc.original from None
-                except ChatError as exc:
-                    fail(exc)
-                    return
-                except Exception as exc:  # a dialect must never leak a bare KeyError
-                    fail(
-                        ChatProtocolError(
-                            f"frame {ctx.frame_number} could not be parsed by the "
-                            f"{the_dialect.name!r} dialect ({type(exc).__name__}: {exc})"
-                        )
-                    )
-                    return
-                if ctx.failure is not None:
-                    fail(ctx.failure)
-
-            def on_completed() -> None:
-                if failed:
-                    return
-                try:
-                    the_dialect.end_of_stream(ctx)
-                except ChatError as exc:
-                    fail(exc)
-                    return
-                if ctx.failure is not None:
-                    fail(ctx.failure)
-                elif ctx.frame_number == 0:
-                    fail(ChatProtocolError("the stream ended without a single frame"))
-                elif not ctx.finished:
-                    fail(
-                        ChatProtocolError(
-                            f"the stream ended after {ctx.frame_number} frames without the "
-                            "provider's completion signal (truncated)"
-                        )
-                    )
-                else:
-                    end_step()
-                    observer.on_completed()
-
-            push(ChatEvent(_T.STEP_START, step=step, response_id=response_id))
-            return source.subscribe(on_next, fail, on_completed, scheduler=scheduler)
-
-        return reactivex.create(subscribe)
-
-    return operator
+    return _stage_operator(make)
 
 
 def _stage_operator(make: Callable[[abc.ObserverBase[ChatEvent]], Sink]) -> Operator:

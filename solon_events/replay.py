@@ -7,13 +7,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Union
 
-import reactivex
-from reactivex import Observable
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.scheduler import CurrentThreadScheduler
 
+from .core import stages
+from .core.parsing import ParseStage
 from .core.session import new_response_id
 from .dialects.base import ChatDialect, get_dialect
 from .events import ChatEvent
-from .operators import parse, respond
+from .filters import ChatEventFilter
 from .sse import iter_frames
 
 __all__ = ["ReplaySource", "replay"]
@@ -54,11 +57,39 @@ def replay(
             f"not {type(source).__name__}"
         )
 
-    def pipeline(_scheduler: object) -> Observable[ChatEvent]:
-        response_id = new_response_id()
-        return reactivex.from_iterable(_frames(source)).pipe(
-            parse(chosen, response_id=response_id),
-            respond(response_id=response_id, event_filter=event_filter),
-        )
+    ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
 
-    return reactivex.defer(pipeline)
+    def subscribe(
+        observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        # What parse() and respond() do, with direct calls instead of Rx subscriptions.
+        response_id = new_response_id()
+        head = stages.respond(
+            observer, response_id=response_id, event_filter=event_filter, fold_steps=False
+        )
+        parser = ParseStage(chosen, head, response_id=response_id)
+        parser.start()
+        frames = _frames(source)
+        disposed = False
+
+        def run(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+            on_next = parser.on_next
+            while not disposed:
+                try:
+                    frame = next(frames)
+                except StopIteration:
+                    parser.on_completed()
+                    return
+                except Exception as exc:  # reading the source: a missing file, an SSE error
+                    parser.on_error(exc)
+                    return
+                on_next(frame)
+
+        def dispose() -> None:
+            nonlocal disposed
+            disposed = True
+
+        schedule = (scheduler or CurrentThreadScheduler.singleton()).schedule
+        return CompositeDisposable(schedule(run), Disposable(dispose))
+
+    return Observable(subscribe)

@@ -1,0 +1,236 @@
+"""One step's provider frames -> its events, through a dialect (sans-I/O).
+
+:class:`ParseStage` is the observer behind :func:`~solon_events.operators.parse`: it decodes
+each frame's JSON, hands the payload to the dialect, brackets the step with STEP_START and
+STEP_END (carrying the step's folded response) and turns every way a stream can go wrong
+into one :class:`~solon_events.errors.ChatError` that carries what was received before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from ..dialects.base import ChatDialect, ChatStreamContext
+from ..errors import ChatError, ChatProtocolError
+from ..events import TYPES, ChatEvent
+from ..results import ChatResponse
+from ..sse import Frame
+from .accumulator import ChatAccumulator
+from .stages import Sink
+
+__all__ = ["DONE", "ParseStage", "decode_payload"]
+
+_T = TYPES
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+
+
+class _Done:
+    """The type of :data:`DONE`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+DONE: Any = _Done()
+"""What :func:`decode_payload` returns for the ``[DONE]`` sentinel."""
+
+
+def _describe(data: str | bytes | bytearray) -> str:
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return repr(text[:80] + ("..." if len(text) > 80 else ""))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every mapping made a dict and every tuple a list, recursively."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def decode_payload(frame: Any, number: int) -> Any:
+    """The payload of frame ``number``: decoded JSON, or :data:`DONE` for the sentinel.
+
+    A :class:`~solon_events.sse.Frame`, JSON text (str or bytes), or an already decoded
+    payload. Dialects always receive plain dicts and lists: any other mapping is copied
+    into dicts first. Malformed JSON and other frame types raise ChatProtocolError naming
+    the frame.
+    """
+    if type(frame) is Frame:
+        frame = frame.data
+    if isinstance(frame, (str, bytes, bytearray)):
+        try:
+            return _loads(frame)
+        except _JSONDecodeError as exc:
+            if frame.strip() in ("[DONE]", b"[DONE]"):
+                return DONE
+            raise ChatProtocolError(
+                f"frame {number} is not valid JSON ({exc.msg}): {_describe(frame)}"
+            ) from None
+    if type(frame) is dict or type(frame) is list:
+        return frame
+    if isinstance(frame, Mapping):
+        return _plain(frame)
+    raise ChatProtocolError(
+        f"frame {number} is a {type(frame).__name__}; expected a Frame, JSON text or a dict"
+    )
+
+
+def _attach_partial(error: Exception, partial: ChatResponse) -> None:
+    """Give ``error`` the step's partial response unless it already carries one."""
+    if getattr(error, "partial_response", None) is None:
+        with contextlib.suppress(AttributeError, TypeError):
+            error.partial_response = partial  # type: ignore[attr-defined]
+
+
+class _DownstreamError(Exception):
+    """Carries an exception raised downstream through the dialect's frame handling."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(original)
+        self.original = original
+
+
+class ParseStage:
+    """Parses one step's frames with ``dialect`` and pushes the events into ``down``.
+
+    Call :meth:`start` first (it emits STEP_START), then :meth:`on_next` per frame and
+    :meth:`on_completed` or :meth:`on_error` once. The step's accumulator folds every event,
+    and STEP_END carries its snapshot as ``response`` and its usage. A stream that ends
+    without the provider's completion signal, or with no frame at all, fails with
+    :class:`ChatProtocolError`; so does a malformed frame (naming its number) and a
+    dialect's own bug; a provider-reported failure fails with its error. Every failure
+    carries the step's partial response as ``partial_response``. An exception raised by
+    ``down`` itself propagates unchanged.
+    """
+
+    __slots__ = ("_accumulator", "_dialect", "_down", "_push", "_response_id", "ctx", "failed")
+
+    def __init__(
+        self,
+        dialect: ChatDialect,
+        down: Sink,
+        *,
+        step: int = 0,
+        response_id: str | None = None,
+    ) -> None:
+        self._dialect = dialect
+        self._down = down
+        self._push = down.on_next
+        self._response_id = response_id
+        self._accumulator = ChatAccumulator()
+        self.failed = False
+        """True once the stage has failed; later frames are ignored."""
+        self.ctx = ChatStreamContext(
+            self._emit, step=step, response_id=response_id, on_next_response=self._next_step
+        )
+        """The context the dialect parses with."""
+
+    def start(self) -> None:
+        """Emit the step's STEP_START."""
+        self._push(ChatEvent(_T.STEP_START, step=self.ctx.step, response_id=self._response_id))
+
+    def _emit(self, event: ChatEvent) -> None:
+        self._accumulator.add(event)
+        try:
+            self._push(event)
+        except Exception as exc:
+            raise _DownstreamError(exc) from exc
+
+    def _end_step(self) -> None:
+        ctx = self.ctx
+        snapshot = self._accumulator.snapshot(
+            finish_reason=ctx.finish_reason,
+            model=ctx.model,
+            provider_response_id=ctx.provider_response_id,
+        )
+        self._push(
+            ChatEvent(
+                _T.STEP_END,
+                step=ctx.step,
+                response_id=self._response_id,
+                provider_response_id=ctx.provider_response_id,
+                response=snapshot,
+                usage=snapshot.usage,
+            )
+        )
+
+    def _next_step(self) -> None:
+        self._end_step()
+        self._accumulator = ChatAccumulator()
+        self._push(ChatEvent(_T.STEP_START, step=self.ctx.step + 1, response_id=self._response_id))
+
+    def on_next(self, frame: Any) -> None:
+        """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload."""
+        if self.failed:
+            return
+        ctx = self.ctx
+        number = ctx.frame_number = ctx.frame_number + 1
+        try:
+            if type(frame) is Frame and frame.data != "[DONE]":
+                try:
+                    payload = _loads(frame.data)
+                except _JSONDecodeError:
+                    payload = decode_payload(frame, number)
+            else:
+                payload = decode_payload(frame, number)
+            if payload is DONE:
+                self._dialect.parse_done(ctx)
+            else:
+                self._dialect.parse_frame(ctx, payload)
+        except _DownstreamError as exc:
+            raise exc.original from None
+        except ChatError as exc:
+            self.on_error(exc)
+            return
+        except Exception as exc:  # a dialect must never leak a bare KeyError
+            self.on_error(
+                ChatProtocolError(
+                    f"frame {number} could not be parsed by the {self._dialect.name!r} "
+                    f"dialect ({type(exc).__name__}: {exc})"
+                )
+            )
+            return
+        if ctx.failure is not None:
+            self.on_error(ctx.failure)
+
+    def on_error(self, error: Exception) -> None:
+        """Fail with ``error``, which gets the step's partial response (once only)."""
+        if self.failed:
+            return
+        self.failed = True
+        _attach_partial(error, self._accumulator.snapshot(model=self.ctx.model))
+        self._down.on_error(error)
+
+    def on_completed(self) -> None:
+        """The frames ended: end the step, or fail if the stream was cut short."""
+        if self.failed:
+            return
+        ctx = self.ctx
+        try:
+            self._dialect.end_of_stream(ctx)
+        except ChatError as exc:
+            self.on_error(exc)
+            return
+        if ctx.failure is not None:
+            self.on_error(ctx.failure)
+        elif ctx.frame_number == 0:
+            self.on_error(ChatProtocolError("the stream ended without a single frame"))
+        elif not ctx.finished:
+            self.on_error(
+                ChatProtocolError(
+                    f"the stream ended after {ctx.frame_number} frames without the "
+                    "provider's completion signal (truncated)"
+                )
+            )
+        else:
+            self._end_step()
+            self._down.on_completed()
