@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..dialects.base import ChatDialect, ChatStreamContext
+from ..dialects.base import ChatDialect, ChatStreamContext, plain_json
 from ..errors import ChatError, ChatProtocolError
 from ..events import TYPES, ChatEvent
 from ..results import ChatResponse
@@ -47,15 +47,6 @@ def _describe(data: str | bytes | bytearray) -> str:
     return repr(text[:80] + ("..." if len(text) > 80 else ""))
 
 
-def _plain(value: Any) -> Any:
-    """``value`` with every mapping made a dict and every tuple a list, recursively."""
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
-
-
 def decode_payload(frame: Any, number: int) -> Any:
     """The payload of frame ``number``: decoded JSON, or :data:`DONE` for the sentinel.
 
@@ -78,7 +69,7 @@ def decode_payload(frame: Any, number: int) -> Any:
     if type(frame) is dict or type(frame) is list:
         return frame
     if isinstance(frame, Mapping):
-        return _plain(frame)
+        return plain_json(frame)
     raise ChatProtocolError(
         f"frame {number} is a {type(frame).__name__}; expected a Frame, JSON text or a dict"
     )

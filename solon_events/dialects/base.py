@@ -29,6 +29,7 @@ __all__ = [
     "request_headers",
     "get_dialect",
     "make_usage",
+    "plain_json",
     "provider_error_message",
 ]
 
@@ -220,7 +221,11 @@ class ChatDialect:
         raise NotImplementedError
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
-        """Translate one decoded frame (usually a JSON object) into events on ``ctx``."""
+        """Translate one decoded frame (usually a JSON object) into events on ``ctx``.
+
+        ``frame`` is a plain JSON value: dicts, lists, str, int, float, bool and None only
+        (the parse stage copies any other mapping into dicts first).
+        """
         raise NotImplementedError
 
     def parse_done(self, ctx: ChatStreamContext) -> None:
@@ -259,6 +264,19 @@ def provider_error_message(body: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def plain_json(value: Any) -> Any:
+    """``value`` with every mapping made a dict and every tuple a list, recursively.
+
+    For the JSON encoder (read-only mappings in tool schemas) and for payloads handed to
+    :meth:`ChatDialect.parse_frame`, which only ever sees plain JSON values.
+    """
+    if isinstance(value, Mapping):
+        return {key: plain_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(item) for item in value]
+    return value
 
 
 def request_headers(

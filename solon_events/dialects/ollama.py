@@ -24,11 +24,20 @@ from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall
-from .base import ChatDialect, ChatStreamContext, HttpRequest, make_usage, request_headers
+from .base import (
+    ChatDialect,
+    ChatStreamContext,
+    HttpRequest,
+    make_usage,
+    plain_json,
+    request_headers,
+)
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
 _T = TYPES
+_TEXT_DELTA = _T.TEXT_DELTA
+_THINKING_DELTA = _T.THINKING_DELTA
 
 GENERATION_OPTIONS = frozenset(
     {
@@ -119,47 +128,42 @@ class OllamaDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one NDJSON line (a chat response object or an error) into events."""
-        if not isinstance(frame, Mapping):
+        if type(frame) is not dict:
             raise ChatProtocolError(
                 f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
             )
-        if frame.get("error"):
+        get = frame.get
+        if get("error"):
             ctx.fail(frame)
             return
-        model = frame.get("model")
-        if isinstance(model, str) and model:
+        model = get("model")
+        if model and model != ctx.model and type(model) is str:
             ctx.model = model
-        message = frame.get("message")
-        if isinstance(message, Mapping):
-            _message_events(ctx, message, frame)
-        if frame.get("done"):
+        message = get("message")
+        if type(message) is dict:
+            thinking = message.get("thinking")
+            if thinking and type(thinking) is str:
+                ctx.send(_THINKING_DELTA, text=thinking, raw=frame)
+            content = message.get("content")
+            if content and type(content) is str:
+                ctx.send(_TEXT_DELTA, text=content, raw=frame)
+            calls = message.get("tool_calls")
+            if calls and type(calls) is list:
+                for call in calls:
+                    if type(call) is dict:
+                        _tool_call(ctx, call)
+        if get("done"):
             _done(ctx, frame)
-        elif not isinstance(message, Mapping):
+        elif type(message) is not dict:
             ctx.send(_T.RAW, raw_type="ollama.unknown", raw=frame)
 
 
 # parsing
 
 
-def _message_events(
-    ctx: ChatStreamContext, message: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
-    thinking = message.get("thinking")
-    if isinstance(thinking, str) and thinking:
-        ctx.send(_T.THINKING_DELTA, text=thinking, raw=frame)
-    content = message.get("content")
-    if isinstance(content, str) and content:
-        ctx.send(_T.TEXT_DELTA, text=content, raw=frame)
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        for call in calls:
-            if isinstance(call, Mapping):
-                _tool_call(ctx, call)
-
-
-def _tool_call(ctx: ChatStreamContext, call: Mapping[str, Any]) -> None:
+def _tool_call(ctx: ChatStreamContext, call: dict[str, Any]) -> None:
     function = call.get("function")
-    if not isinstance(function, Mapping) or not function.get("name"):
+    if type(function) is not dict or not function.get("name"):
         ctx.send(_T.RAW, raw_type="ollama.tool_call", raw=call)
         return
     position = ctx.state.get(_COUNT_KEY, 0)
@@ -173,7 +177,7 @@ def _tool_call(ctx: ChatStreamContext, call: Mapping[str, Any]) -> None:
         else ToolCall(
             id=call_id,
             name=str(function["name"]),
-            arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+            arguments=dict(arguments) if type(arguments) is dict else {},
             index=position,
         )
     )
@@ -186,7 +190,7 @@ def _tool_call(ctx: ChatStreamContext, call: Mapping[str, Any]) -> None:
     )
 
 
-def _done(ctx: ChatStreamContext, frame: Mapping[str, Any]) -> None:
+def _done(ctx: ChatStreamContext, frame: dict[str, Any]) -> None:
     prompt = _count(frame.get("prompt_eval_count"))
     completion = _count(frame.get("eval_count"))
     if prompt or completion:
@@ -240,18 +244,9 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
         "function": {
             "name": spec.name,
             "description": spec.description,
-            "parameters": _plain(spec.parameters),
+            "parameters": plain_json(spec.parameters),
         },
     }
-
-
-def _plain(value: Any) -> Any:
-    """Read-only mappings and tuples as dicts and lists, for the JSON encoder."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _message(message: Any) -> dict[str, Any]:
