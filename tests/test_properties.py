@@ -13,6 +13,8 @@ from reactivex import Observable
 from solon_events import (
     ChatError,
     ChatEvent,
+    ChatEventFilter,
+    ChatEventGroup,
     ChatEventNormalizer,
     ChatEventType,
     Citation,
@@ -21,6 +23,7 @@ from solon_events import (
     aggregate,
     normalize,
 )
+from solon_events.core import stages
 
 T = ChatEventType
 
@@ -303,3 +306,61 @@ def test_response_lifecycle_invariants(case: tuple[list[ChatEvent], int | None, 
         assert log[-2:] == [T.ERROR, error]
         assert log[-1] is error
         assert "completed" not in log
+
+
+class _Recorder:
+    """A sink that records what reaches it."""
+
+    def __init__(self) -> None:
+        self.log: list[Any] = []
+
+    def on_next(self, event: ChatEvent) -> None:
+        self.log.append(event)
+
+    def on_error(self, error: Exception) -> None:
+        self.log.append(error)
+
+    def on_completed(self) -> None:
+        self.log.append("completed")
+
+
+FILTERS: list[Any] = [
+    None,
+    ChatEventFilter.all(),
+    ChatEventFilter.of(T.THINKING_DELTA),
+    ChatEventFilter.of_groups(ChatEventGroup.TEXT),
+    lambda event: event.type is not T.TEXT_DELTA or bool(event.text),
+]
+
+
+@SETTINGS
+@given(responses(), st.sampled_from(FILTERS), st.sampled_from([None, "fixed-id"]))
+def test_the_fused_respond_stage_delivers_what_the_chained_stages_deliver(
+    case: tuple[list[ChatEvent], int | None, str], event_filter: Any, upstream_id: str | None
+) -> None:
+    events, fail_at, _how = case
+    events = [e.evolve(response_id=upstream_id) for e in events]
+    fused, chained = _Recorder(), _Recorder()
+    head = stages.RespondStage(
+        fused, response_id="r", event_filter=event_filter, fold_steps=False
+    )
+    aggregate = stages.AggregateStage(
+        stages.GuardStage(chained, event_filter), "r", fold_steps=False
+    )
+    aggregate.start()
+    chain = stages.NormalizeStage(aggregate)
+    for sink in (head, chain):
+        for event in events[:fail_at]:
+            sink.on_next(event)
+        if fail_at is None:
+            sink.on_completed()
+        else:
+            sink.on_error(Boom("injected"))
+    assert len(fused.log) == len(chained.log)
+    for got, want in zip(fused.log, chained.log, strict=True):
+        if isinstance(want, ChatEvent) and want.type is T.ERROR:
+            assert got.evolve(error=None) == want.evolve(error=None)
+        elif isinstance(want, Exception):
+            assert type(got) is type(want)
+        else:
+            assert got == want

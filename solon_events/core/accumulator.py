@@ -19,6 +19,7 @@ from ..results import (
 __all__ = ["ChatAccumulator"]
 
 _T = TYPES
+_TEXT_DELTA = _T.TEXT_DELTA
 
 
 class _CallParts:
@@ -130,6 +131,10 @@ class ChatAccumulator:
         """Fold ``event`` into the step."""
         if self.provider_response_id is None and event.provider_response_id is not None:
             self.provider_response_id = event.provider_response_id
+        if event.type is _TEXT_DELTA:  # most events: one call less
+            if event.text:
+                self._text.append(event.text)
+            return
         handler = self._handlers.get(event.type)
         if handler is not None:
             handler(event)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..events import TYPES, ChatEvent, ChatEventType
@@ -91,13 +91,14 @@ class ChatEventNormalizer:
     START, ARGS_DELTA, END. Every other event passes through untouched.
     """
 
-    __slots__ = ("_calls", "_handlers", "_last", "_text", "_thinking")
+    __slots__ = ("_calls", "_handlers", "_text", "_thinking", "last_event")
 
     def __init__(self) -> None:
         self._text = _Blocks(_T.TEXT_START, _T.TEXT_END)
         self._thinking = _Blocks(_T.THINKING_START, _T.THINKING_END)
         self._calls: dict[Any, ChatEvent] = {}
-        self._last: ChatEvent | None = None
+        self.last_event: ChatEvent | None = None
+        """The latest event applied (closers take its response id and step)."""
         text, thinking = self._text, self._thinking
         self._handlers: dict[ChatEventType, Callable[[ChatEvent, Emit], None]] = {
             _T.TEXT_DELTA: lambda e, emit: self._delta(text, thinking, e, emit),
@@ -118,6 +119,16 @@ class ChatEventNormalizer:
         }
 
     @property
+    def open_text(self) -> Mapping[tuple[Any, int], ChatEvent]:
+        """The open text blocks: their START events by ``(item_id, index)`` (a live view)."""
+        return self._text.open
+
+    @property
+    def open_thinking(self) -> Mapping[tuple[Any, int], ChatEvent]:
+        """The open thinking blocks, as :attr:`open_text` (a live view)."""
+        return self._thinking.open
+
+    @property
     def has_open(self) -> bool:
         """True while a text, thinking or tool-call block is open."""
         return bool(self._text.open or self._thinking.open or self._calls)
@@ -128,7 +139,7 @@ class ChatEventNormalizer:
         if t is _TEXT_DELTA or t is _THINKING_DELTA:  # the common case: more of an open block
             blocks = self._text.open if t is _TEXT_DELTA else self._thinking.open
             if (event.item_id, event.index) in blocks:
-                self._last = event
+                self.last_event = event
                 emit(event)
                 return
         handler = self._handlers.get(t)
@@ -136,12 +147,12 @@ class ChatEventNormalizer:
             emit(event)
         else:
             handler(event, emit)
-        self._last = event
+        self.last_event = event
 
     def complete(self, emit: Emit) -> None:
         """Close every block still open (idempotent)."""
-        if self._last is not None and self.has_open:
-            self._close_all(self._last, emit)
+        if self.last_event is not None and self.has_open:
+            self._close_all(self.last_event, emit)
 
     # strict groups
 
@@ -232,8 +243,8 @@ class ChatEventNormalizer:
 
     def _step_start(self, event: ChatEvent, emit: Emit) -> None:
         # what the previous step left open ends in that step, as complete() would end it
-        if self.has_open and self._last is not None:
-            self._close_all(self._last, emit)
+        if self.has_open and self.last_event is not None:
+            self._close_all(self.last_event, emit)
         emit(event)
 
     def _close_all(self, cause: ChatEvent, emit: Emit) -> None:

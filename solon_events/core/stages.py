@@ -14,16 +14,18 @@ from typing import Any, Protocol
 import attrs
 
 from ..errors import ChatError
-from ..events import TYPES, ChatEvent, with_response_id
+from ..events import TYPES, ChatEvent, ChatEventType, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse
 from .accumulator import ChatAccumulator
 from .normalizer import ChatEventNormalizer
 from .session import ChatStreamSession
 
-__all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "Sink", "respond"]
+__all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "RespondStage", "Sink", "respond"]
 
 _T = TYPES
+_TEXT_DELTA = _T.TEXT_DELTA
+_THINKING_DELTA = _T.THINKING_DELTA
 
 
 class Sink(Protocol):
@@ -39,11 +41,11 @@ class Sink(Protocol):
 class NormalizeStage:
     """Applies a :class:`ChatEventNormalizer`; closes open blocks before completion or error."""
 
-    __slots__ = ("_down", "_normalizer", "on_next")
+    __slots__ = ("_down", "normalizer", "on_next")
 
     def __init__(self, down: Sink) -> None:
         self._down = down
-        self._normalizer = normalizer = ChatEventNormalizer()
+        self.normalizer = normalizer = ChatEventNormalizer()
         apply, push = normalizer.apply, down.on_next
 
         def on_next(event: ChatEvent) -> None:
@@ -52,22 +54,24 @@ class NormalizeStage:
         self.on_next = on_next
 
     def on_error(self, error: Exception) -> None:
-        self._normalizer.complete(self._down.on_next)
+        self.normalizer.complete(self._down.on_next)
         self._down.on_error(error)
 
     def on_completed(self) -> None:
-        self._normalizer.complete(self._down.on_next)
+        self.normalizer.complete(self._down.on_next)
         self._down.on_completed()
 
 
 class GuardStage:
     """Delivers what ``ChatEventFilter.guarded(event_filter)`` passes; errors always pass."""
 
-    __slots__ = ("on_completed", "on_error", "on_next")
+    __slots__ = ("on_completed", "on_error", "on_next", "types")
 
     def __init__(self, down: Sink, event_filter: Callable[[ChatEvent], bool] | None) -> None:
         guarded = ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)
         push, types, test = down.on_next, guarded.types, guarded.test
+        self.types = types
+        """The event types delivered, or None when the filter is a predicate."""
         if types is not None:
 
             def on_next(event: ChatEvent) -> None:
@@ -98,8 +102,8 @@ class AggregateStage:
     their response and failures their ``partial_response`` (as :func:`parse` does).
     """
 
-    __slots__ = ("_down", "_fold", "_given_partial", "_last_event", "_last_response", "_step",
-                 "_step_open", "ended", "on_next", "session")  # fmt: skip
+    __slots__ = ("_down", "_fold", "_given_partial", "_last_response", "_step", "_step_open",
+                 "ended", "last_event", "on_next", "session")  # fmt: skip
 
     def __init__(
         self, down: Sink, response_id: str | None = None, *, fold_steps: bool = True
@@ -108,7 +112,8 @@ class AggregateStage:
         self.session = ChatStreamSession(response_id)
         self._step = ChatAccumulator()
         self._step_open = False
-        self._last_event: ChatEvent | None = None
+        self.last_event: ChatEvent | None = None
+        """The latest event below the response level (a synthesized STEP_END takes its ids)."""
         self._last_response: ChatResponse | None = None
         self.ended = False
         self._fold = fold_steps
@@ -122,7 +127,7 @@ class AggregateStage:
                 return
             if event.type not in response_level:
                 self._step.add(event)
-                self._last_event = event
+                self.last_event = event
                 push(event if event.response_id is rid else with_response_id(event, rid))
             else:
                 self._response_level(event)
@@ -131,7 +136,7 @@ class AggregateStage:
             if self.ended:
                 return
             if event.type not in response_level:
-                self._last_event = event
+                self.last_event = event
                 push(event if event.response_id is rid else with_response_id(event, rid))
             else:
                 self._response_level(event)
@@ -234,7 +239,7 @@ class AggregateStage:
 
     def _close_step(self) -> None:
         if self._step_open:
-            last = self._last_event
+            last = self.last_event
             self._down.on_next(
                 self._step_end(
                     ChatEvent(
@@ -252,19 +257,80 @@ class AggregateStage:
         return self._last_response
 
 
+class RespondStage:
+    """normalize -> aggregate -> guard as one stage into ``down``; RESPONSE_START at once.
+
+    The three stages are chained with direct calls. A delta of a text or thinking block
+    that is already open (most of any stream) needs nothing from them but the response id
+    and the filter, and takes that short cut through all three in one call when steps are
+    not folded here.
+    """
+
+    __slots__ = ("aggregate", "normalize", "on_completed", "on_error", "on_next")
+
+    def __init__(
+        self,
+        down: Sink,
+        *,
+        response_id: str | None = None,
+        event_filter: Callable[[ChatEvent], bool] | None = None,
+        fold_steps: bool = True,
+    ) -> None:
+        guard = GuardStage(down, event_filter)
+        self.aggregate = aggregate = AggregateStage(guard, response_id, fold_steps=fold_steps)
+        self.normalize = normalize = NormalizeStage(aggregate)
+        self.on_error = normalize.on_error
+        self.on_completed = normalize.on_completed
+        aggregate.start()
+        general = normalize.on_next
+        if fold_steps:
+            self.on_next = general
+            return
+        normalizer = normalize.normalizer
+        open_text, open_thinking = normalizer.open_text, normalizer.open_thinking
+        rid = aggregate.session.response_id
+        types = guard.types
+
+        def deliverer(kind: ChatEventType) -> Callable[[ChatEvent], None] | None:
+            if types is None:
+                return guard.on_next
+            return down.on_next if kind in types else None
+
+        deliver_text, deliver_thinking = deliverer(_TEXT_DELTA), deliverer(_THINKING_DELTA)
+
+        def on_next(event: ChatEvent) -> None:
+            kind = event.type
+            if kind is _TEXT_DELTA:
+                blocks, deliver = open_text, deliver_text
+            elif kind is _THINKING_DELTA:
+                blocks, deliver = open_thinking, deliver_thinking
+            else:
+                general(event)
+                return
+            if (event.item_id, event.index) not in blocks or aggregate.ended:
+                general(event)
+                return
+            normalizer.last_event = event
+            if event.response_id is not rid:
+                event = with_response_id(event, rid)
+            aggregate.last_event = event
+            if deliver is not None:
+                deliver(event)
+
+        self.on_next = on_next
+
+
 def respond(
     down: Sink,
     *,
     response_id: str | None = None,
     event_filter: Callable[[ChatEvent], bool] | None = None,
     fold_steps: bool = True,
-) -> NormalizeStage:
-    """normalize -> aggregate -> guard as one chain of stages into ``down``.
+) -> RespondStage:
+    """normalize -> aggregate -> guard as one :class:`RespondStage` into ``down``.
 
     Returns the head to push events into; RESPONSE_START is emitted at once.
     """
-    aggregate = AggregateStage(
-        GuardStage(down, event_filter), response_id, fold_steps=fold_steps
+    return RespondStage(
+        down, response_id=response_id, event_filter=event_filter, fold_steps=fold_steps
     )
-    aggregate.start()
-    return NormalizeStage(aggregate)
