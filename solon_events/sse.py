@@ -46,6 +46,8 @@ _ASCII_BLANK = " \t\x0b\x0c"  # bytes.isspace() of a line without its line end
 # Runs of simple events are decoded in windows of about this many bytes: str.split and
 # str.replace search long separators fastest in haystacks shorter than 30,000 characters.
 _WINDOW = 16 * 1024
+# iter_frames() feeds a whole body to its decoder in pieces of this size.
+_PIECE = 64 * 1024
 
 
 class Frame(NamedTuple):
@@ -560,9 +562,20 @@ def iter_frames(
 ) -> Iterator[Frame]:
     """Yield the frames of a whole body (bytes or text) or of an iterable of chunks.
 
-    Lazy: nothing is read or decoded before the first frame is asked for.
+    Lazy: nothing is read or decoded before the first frame is asked for, and a whole body
+    is decoded a piece at a time, so its frames do not all exist at once.
     """
     return chain.from_iterable(_frame_lists(source, max_frame_size, format))
+
+
+def _pieces(body: bytes) -> Iterator[bytes]:
+    """``body`` in pieces of about ``_PIECE`` bytes."""
+    if len(body) <= _PIECE:
+        yield body
+        return
+    view = memoryview(body)
+    for start in range(0, len(body), _PIECE):
+        yield bytes(view[start : start + _PIECE])
 
 
 def _frame_lists(
@@ -571,9 +584,13 @@ def _frame_lists(
     format: StreamFormat,
 ) -> Iterator[list[Frame]]:
     decoder = StreamDecoder(max_frame_size, format=format)
-    chunks: Iterable[bytes | bytearray | str] = (
-        (source,) if isinstance(source, (bytes, bytearray, str)) else source
-    )
+    chunks: Iterable[bytes | bytearray | str]
+    if isinstance(source, str):
+        chunks = _pieces(source.encode("utf-8", "surrogatepass"))
+    elif isinstance(source, (bytes, bytearray)):
+        chunks = _pieces(bytes(source))
+    else:
+        chunks = source
     for chunk in chunks:
         yield decoder.feed(
             chunk.encode("utf-8", "surrogatepass") if isinstance(chunk, str) else bytes(chunk)

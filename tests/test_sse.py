@@ -715,3 +715,17 @@ def test_a_long_run_of_simple_events_then_an_open_event() -> None:
     frames = sse(body)
     assert [f.data for f in frames] == [str(i) for i in range(5000)] + ["open"]
     assert {f.event for f in frames[:-1]} == {"e"}
+
+
+def test_a_whole_body_over_many_decoding_pieces_gives_every_frame() -> None:
+    # Odd-length lines of two-byte characters put piece boundaries inside characters,
+    # inside "data: " and between CR and LF.
+    body = b"".join(
+        b"event: e\r\ndata: " + ("\u00e9" * (i % 97) + str(i)).encode() + b"\r\n\r\n"
+        for i in range(20_000)
+    )
+    assert len(body) > 20 * 64 * 1024
+    frames = list(iter_frames(body))
+    assert [f.data for f in frames] == ["\u00e9" * (i % 97) + str(i) for i in range(20_000)]
+    assert {f.event for f in frames} == {"e"}
+    assert list(iter_frames(body.decode())) == frames
