@@ -365,3 +365,50 @@ def test_images_must_be_data() -> None:
         build(ChatRequest(model="m", messages=[UserMessage(blocks=[FileBlock(data="AA")])]))
     with pytest.raises(TypeError, match="ollama"):
         build(ChatRequest(model="m", messages=[3.5]))
+
+
+def _fields(events: list[Any]) -> list[tuple[Any, ...]]:
+    return [(e.type, e.text, e.index, e.tool_call_id, e.tool_call, e.usage) for e in events]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        line("Hello"),
+        line(""),
+        line("Hi", thinking="hmm"),
+        {**line("Hi"), "model": 7},
+        {**line("Hi"), "model": ""},
+        {**line("Hi"), "error": "boom"},
+        {**line("Hi"), "done": True, "eval_count": 3},
+        {**line("Hi"), "done": 0},
+        {
+            "model": "m",
+            "message": {"content": "x", "tool_calls": [{"function": {"name": "f"}}]},
+            "done": False,
+        },
+        {"model": "m", "message": {"role": "assistant", "thinking": "t"}, "done": False},
+        {"model": "m", "message": {"role": "assistant", "content": 5}, "done": False},
+        {"message": {"role": "assistant", "content": "no model"}, "done": False},
+    ],
+)
+def test_common_lines_and_near_misses_give_what_the_general_path_gives(
+    frame: dict[str, Any],
+) -> None:
+    # An extra key in the message sends the same content down the general path.
+    general = {**frame, "message": {**frame["message"], "images": None}}
+    fast_events, fast_ctx = run([frame])
+    general_events, general_ctx = run([general])
+    assert _fields(fast_events) == _fields(general_events)
+    assert all(e.raw == frame for e in fast_events if e.type is T.TEXT_DELTA)
+    assert (fast_ctx.model, fast_ctx.finished, fast_ctx.failure is None) == (
+        general_ctx.model,
+        general_ctx.finished,
+        general_ctx.failure is None,
+    )
+
+
+def test_a_common_line_gives_one_text_delta_and_the_model() -> None:
+    events, ctx = run([line("Hello")])
+    assert [(e.type, e.text, e.raw["done"]) for e in events] == [(T.TEXT_DELTA, "Hello", False)]
+    assert ctx.model == "qwen3:8b"

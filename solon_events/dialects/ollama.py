@@ -128,6 +128,21 @@ class OllamaDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one NDJSON line (a chat response object or an error) into events."""
+        # Most lines are a message of role and content only, not done: plain lookups tell
+        # (a missing key or a non-object raises on the way, and the general code decides).
+        try:
+            message = frame["message"]
+            if frame["done"] is False and len(message) == 2 and "role" in message:
+                content = message["content"]
+                model = frame["model"]
+                if type(content) is str and type(model) is str and "error" not in frame:
+                    if model and model != ctx.model:
+                        ctx.model = model
+                    if content:
+                        ctx.send(_TEXT_DELTA, text=content, raw=frame)
+                    return
+        except (KeyError, TypeError):
+            pass
         if type(frame) is not dict:
             raise ChatProtocolError(
                 f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
