@@ -30,12 +30,12 @@ def _looks_like_path(source: str) -> bool:
 
 
 def _frames(source: ReplaySource) -> Iterator[Any]:
+    """The frames of ``source``; a file is read here, its frames decoded as they are taken."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
-        yield from iter_frames(Path(source).read_bytes())
-    elif isinstance(source, (str, bytes, bytearray, memoryview)):
-        yield from iter_frames(bytes(source) if not isinstance(source, str) else source)
-    else:
-        yield from source
+        return iter_frames(Path(source).read_bytes())
+    if isinstance(source, (str, bytes, bytearray, memoryview)):
+        return iter_frames(bytes(source) if not isinstance(source, str) else source)
+    return iter(source)
 
 
 def replay(
@@ -69,10 +69,14 @@ def replay(
         )
         parser = ParseStage(chosen, head, response_id=response_id)
         parser.start()
-        frames = _frames(source)
         disposed = False
 
         def run(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+            try:
+                frames = _frames(source)
+            except Exception as exc:  # a file that cannot be read, an iterable that cannot
+                parser.on_error(exc)
+                return
             on_next = parser.on_next
             while not disposed:
                 try:

@@ -200,6 +200,36 @@ def test_replay_is_cold_and_each_subscription_is_fresh() -> None:
     assert all(e.response_id == first[0].response_id for e in first)
 
 
+def test_replay_of_a_source_that_fails_midway_keeps_what_came_before() -> None:
+    def frames() -> Any:
+        yield from GOOD[:2]
+        raise OSError("disk gone")
+
+    events, errors = run_replay(frames())
+    assert [type(e) for e in errors] == [OSError]
+    assert events[-1].type is T.ERROR and events[-1].error is errors[0]
+    assert events[-1].response is not None and events[-1].response.text == "Hello"
+    assert errors[0].partial_response.text == "Hello"  # type: ignore[attr-defined]
+
+
+def test_replay_of_a_missing_file_fails_through_on_error(tmp_path: Path) -> None:
+    events, errors = run_replay(tmp_path / "absent.sse")
+    assert [type(e) for e in errors] == [FileNotFoundError]
+    assert [e.type for e in events] == [T.RESPONSE_START, T.STEP_START, T.STEP_END, T.ERROR]
+
+
+def test_replay_lets_a_subscriber_exception_propagate() -> None:
+    errors: list[Exception] = []
+
+    def explode(event: ChatEvent) -> None:
+        if event.type is T.TEXT_DELTA:
+            raise ZeroDivisionError("subscriber bug")
+
+    with pytest.raises(ZeroDivisionError):
+        replay(sse(GOOD)).subscribe(explode, errors.append)
+    assert errors == []
+
+
 def test_replay_rejects_a_non_source() -> None:
     with pytest.raises(TypeError):
         replay(42)  # type: ignore[arg-type]
