@@ -1020,3 +1020,51 @@ def test_corpus_recording(path: Path) -> None:
         want["completion_tokens"],
         want["total_tokens"],
     )
+
+
+def _fields(events: list[ChatEvent]) -> list[tuple[Any, ...]]:
+    return [
+        (e.type, e.text, e.index, e.tool_call_id, e.tool_call, e.usage, e.citation, e.raw_type)
+        for e in events
+    ]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        chunk({"content": "Hello"}),
+        chunk({"content": ""}),
+        chunk({"content": "Hi"}, "stop"),
+        chunk({"content": "Hi", "role": "assistant"}),
+        chunk({"content": "Hi"}, usage={"prompt_tokens": 3, "completion_tokens": 1}),
+        chunk({"content": "Hi"}, citations=["https://a.example"]),
+        chunk({"content": "Hi"}, search_results=[{"url": "https://b.example", "title": "B"}]),
+        chunk({"content": "Hi"}, x_groq={"id": "r", "usage": {"prompt_tokens": 3}}),
+        chunk({"content": "Hi"}, error={"message": "overloaded"}),
+        chunk({"content": 7}),
+        {
+            **chunk({"content": "Hi"}),
+            "choices": [{"index": 1, "delta": {"content": "Hi"}, "finish_reason": None}],
+        },
+        {**chunk({"content": "Hi"}), "choices": []},
+        {**chunk({"content": "Hi"}), "choices": {"only": 1}},
+    ],
+)
+def test_common_chunks_and_near_misses_give_what_the_general_path_gives(
+    frame: dict[str, Any],
+) -> None:
+    # A second key in the delta (a null refusal) sends the same content the general way.
+    choices = frame["choices"]
+    general = dict(frame)
+    if isinstance(choices, list) and choices:
+        first = choices[0]
+        general["choices"] = [{**first, "delta": {**first["delta"], "refusal": None}}]
+    fast_events, fast_ctx = run([frame])
+    general_events, general_ctx = run([general])
+    assert _fields(fast_events) == _fields(general_events)
+    assert (fast_ctx.model, fast_ctx.provider_response_id, fast_ctx.finish_reason) == (
+        general_ctx.model,
+        general_ctx.provider_response_id,
+        general_ctx.finish_reason,
+    )
+    assert (fast_ctx.failure is None) == (general_ctx.failure is None)

@@ -36,8 +36,6 @@ __all__ = ["OpenAIDialect"]
 
 _T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA  # bound once: each enum member lookup costs a thousand instructions
-_RARE_KEYS = frozenset(("error", "citations", "search_results", "x_groq"))
-"""Frame keys that need the full parse (the text-delta shortcut ignores them)."""
 
 # Keys of ctx.state used by this dialect.
 _CALLS = "openai.calls"  # the ToolCallAssembler of the step
@@ -91,26 +89,32 @@ class OpenAIDialect(ChatDialect):
             model = frame.get("model")
             if isinstance(model, str) and model:
                 ctx.model = model
+        # The common frame, a text delta of the only choice and nothing else: plain lookups
+        # tell (a missing key or an odd shape raises on the way, and the general code decides).
+        try:
+            (choice,) = frame["choices"]
+            delta = choice["delta"]
+            text = delta["content"]
+            if (
+                type(text) is str
+                and len(delta) == 1
+                and choice["finish_reason"] is None
+                and not choice["index"]
+                and not frame.get("usage")
+                and "error" not in frame
+                and "citations" not in frame
+                and "search_results" not in frame
+                and "x_groq" not in frame
+            ):
+                if text:
+                    ctx.send(_TEXT_DELTA, text=text, raw=frame)
+                return
+        except (KeyError, TypeError, ValueError):
+            pass
         choices = frame.get("choices")
-        # The common frame, a text delta of the only choice and nothing else: a few lookups.
-        if (
-            type(choices) is list
-            and len(choices) == 1
-            and frame.keys().isdisjoint(_RARE_KEYS)
-            and not frame.get("usage")
-        ):
-            choice = choices[0]
-            if type(choice) is dict and not choice.get("finish_reason") and not choice.get("index"):
-                delta = choice.get("delta")
-                if type(delta) is dict and len(delta) == 1:
-                    text = delta.get("content")
-                    if type(text) is str:
-                        if text:
-                            ctx.send(_TEXT_DELTA, text=text, raw=frame)
-                        return
         error = frame.get("error")
         if error:
-            ctx.fail(error if isinstance(error, Mapping) else frame)
+            ctx.fail(error if isinstance(error, dict) else frame)
             return
         if choices and isinstance(choices, list):
             for choice in choices:
