@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from solon_events.dialects import openai_responses
 from solon_events.dialects.base import ChatStreamContext, get_dialect
 from solon_events.dialects.openai_responses import OpenAIResponsesDialect
 from solon_events.errors import ChatProtocolError, ProviderError
@@ -851,6 +852,214 @@ def test_state_belongs_to_the_context_not_the_dialect() -> None:
     second, _ = parse(frames)
     assert [e.type for e in first] == [T.TOOL_CALL_START, T.TOOL_CALL_ARGS_DELTA]
     assert of(second, T.TOOL_CALL_END)[0].tool_call.arguments == {"a": 1}
+
+
+# the fast path: a delta of the part the previous frame streamed into
+
+
+def general(frames: Iterable[Any]) -> list[ChatEvent]:
+    """The events of ``frames`` when every frame takes the general path."""
+    events: list[ChatEvent] = []
+    ctx = ChatStreamContext(events.append)
+    for frame in frames:
+        openai_responses._parse_general(ctx, frame)
+    return events
+
+
+@pytest.fixture
+def general_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The frames that take the general path during the test."""
+    calls: list[Any] = []
+    general_path = openai_responses._parse_general
+
+    def counted(ctx: ChatStreamContext, frame: Any) -> None:
+        calls.append(frame)
+        general_path(ctx, frame)
+
+    monkeypatch.setattr(openai_responses, "_parse_general", counted)
+    return calls
+
+
+def reasoning_text_stream(deltas: tuple[str, ...]) -> list[dict[str, Any]]:
+    text = "".join(deltas)
+    return [
+        added(0, {"id": "rs_1", "type": "reasoning", "summary": [], "content": []}),
+        *(ev("response.reasoning_text.delta", "rs_1", content_index=0, delta=d) for d in deltas),
+        ev("response.reasoning_text.done", "rs_1", content_index=0, text=text),
+        done(0, {"id": "rs_1", "type": "reasoning", "summary": [],
+                 "content": [{"type": "reasoning_text", "text": text}]}),
+    ]  # fmt: skip
+
+
+FAST_STREAMS = {
+    "text": message_stream(parts=("a", "b", "c", "d")),
+    "summary": reasoning_stream((("a", "b", "c"), ("d", "e")), encrypted="enc"),
+    "reasoning-text": reasoning_text_stream(("a", "b", "c")),
+    "function-call": function_call_stream("fc_1", "call_1", "f", ('{"a"', ": ", "1", "}")),
+    "custom-tool": custom_call_stream(("SELECT ", "* ", "FROM t"), with_done=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAST_STREAMS))
+def test_the_fast_path_takes_every_delta_after_the_first_of_a_part(
+    name: str, general_calls: list[Any]
+) -> None:
+    frames = [created(), *FAST_STREAMS[name], completed(USAGE)]
+    parse(frames)
+    deltas = [f for f in frames if f["type"].endswith(".delta")]
+    parts = {(f["type"], f.get("content_index"), f.get("summary_index")) for f in deltas}
+    assert len(frames) - len(general_calls) == len(deltas) - len(parts)
+
+
+@pytest.mark.parametrize("name", sorted(FAST_STREAMS))
+def test_the_fast_path_sends_what_the_general_path_sends(name: str) -> None:
+    frames = [created(), *FAST_STREAMS[name], completed(USAGE)]
+    assert parse(frames)[0] == general(frames)
+
+
+DROP = object()
+"""A field value meaning: leave the field out."""
+
+
+def hot_text(*fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """An open message part two deltas into its text ("ab"), then ``fields`` as deltas."""
+    deltas = [ev("response.output_text.delta", "msg_1", content_index=0) | f for f in fields]
+    return [
+        *message_stream(parts=("a", "b"))[:4],
+        *({k: v for k, v in d.items() if v is not DROP} for d in deltas),
+    ]
+
+
+def text_done(text: str) -> dict[str, Any]:
+    return ev("response.output_text.done", "msg_1", content_index=0, text=text)
+
+
+NEAR_MISSES: dict[str, tuple[dict[str, Any], list[tuple[Any, ...]]]] = {
+    "never opened item": (
+        {"item_id": "msg_9", "delta": "x"},
+        [(T.TEXT_START, None, "msg_9", 0), (T.TEXT_DELTA, "x", "msg_9", 0)],
+    ),
+    "other content_index": ({"content_index": 1, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 0)]),
+    "content_index True": (
+        {"content_index": True, "delta": "x"},
+        [(T.TEXT_DELTA, "x", "msg_1", 0)],
+    ),
+    "content_index 0.0": ({"content_index": 0.0, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 0)]),
+    "no content_index": ({"content_index": DROP, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 0)]),
+    "no item_id": ({"item_id": DROP, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 0)]),
+    "empty item_id": ({"item_id": "", "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 0)]),
+    "item_id by position": (
+        {"item_id": DROP, "output_index": 1, "delta": "x"},
+        [(T.TEXT_START, None, "output:1", 1), (T.TEXT_DELTA, "x", "output:1", 1)],
+    ),
+    "other output_index": ({"output_index": 1, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 1)]),
+    "output_index False": (
+        {"output_index": False, "delta": "x"},
+        [(T.TEXT_DELTA, "x", "msg_1", -1)],
+    ),
+    "no output_index": ({"output_index": DROP, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", -1)]),
+    "big output_index": (
+        {"output_index": 10**6, "delta": "x"},
+        [(T.TEXT_DELTA, "x", "msg_1", 10**6)],
+    ),
+    "number delta": ({"delta": 5}, []),
+    "null delta": ({"delta": None}, []),
+    "list delta": ({"delta": ["x"]}, []),
+    "empty delta": ({"delta": ""}, []),
+    "no delta": ({}, []),
+    "refusal delta": (
+        {"type": "response.refusal.delta", "delta": "x"},
+        [(T.REFUSAL_DELTA, "x", "msg_1", 0)],
+    ),
+    "reasoning delta": (
+        {"type": "response.reasoning_text.delta", "delta": "x"},
+        [(T.THINKING_START, None, "msg_1", 0), (T.THINKING_DELTA, "x", "msg_1", 0)],
+    ),
+    "untyped delta": ({"type": DROP, "delta": "x"}, [(T.RAW, None, None, -1)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_near_misses_of_the_fast_path_send_their_own_events(name: str) -> None:
+    fields, expected = NEAR_MISSES[name]
+    frames = hot_text({"delta": "c"}, fields)
+    events, _ = parse(frames)
+    before = len(events) - len(expected)
+    assert events[:before] == parse(frames[:-1])[0]
+    assert [(e.type, e.text, e.item_id, e.index) for e in events[before:]] == expected
+    assert events == general(frames)
+    whole = [*frames, *hot_text({"delta": "d"}, {"delta": "e"})[4:], text_done("abcxdef")]
+    assert parse(whole)[0] == general(whole)
+
+
+def test_fast_deltas_count_towards_their_part() -> None:
+    events, _ = parse([*hot_text({"delta": "c"}, {"delta": "d"}), text_done("abcdef")])
+    assert [e.text for e in of(events, T.TEXT_DELTA)] == ["a", "b", "c", "d", "ef"]
+
+
+def test_a_delta_of_another_part_counts_towards_that_part() -> None:
+    frames = [*hot_text({"delta": "x", "content_index": 1}), text_done("abcd")]
+    events, _ = parse(frames)
+    assert [e.text for e in of(events, T.TEXT_DELTA)] == ["a", "b", "x", "cd"]
+
+
+def test_a_delta_after_its_part_closed_opens_it_again() -> None:
+    part = {"type": "output_text", "text": "ab", "annotations": []}
+    frames = [
+        *hot_text(),
+        ev("response.content_part.done", "msg_1", content_index=0, part=part),
+        *hot_text({"delta": "x"}, {"delta": "y"})[4:],
+    ]
+    events, _ = parse(frames)
+    assert events == general(frames)
+    assert [(e.type, e.text) for e in events[-4:]] == [
+        (T.TEXT_END, None),
+        (T.TEXT_START, None),
+        (T.TEXT_DELTA, "x"),
+        (T.TEXT_DELTA, "y"),
+    ]
+
+
+def test_a_new_thinking_part_is_separated_after_fast_deltas() -> None:
+    delta = "response.reasoning_summary_text.delta"
+    frames = [
+        added(0, {"id": "rs_1", "type": "reasoning", "summary": []}),
+        ev(delta, "rs_1", summary_index=0, delta="a"),
+        ev(delta, "rs_1", summary_index=0, delta="b"),
+        ev(delta, "rs_1", summary_index=1, delta="c"),
+        ev(delta, "rs_1", summary_index=1, delta="d"),
+    ]
+    events, _ = parse(frames)
+    assert events == general(frames)
+    deltas = of(events, T.THINKING_DELTA)
+    assert [(e.text, e.sub_type) for e in deltas] == [
+        ("a", "summary"),
+        ("b", "summary"),
+        ("\n\n", "summary"),
+        ("c", "summary"),
+        ("d", "summary"),
+    ]
+
+
+def test_a_frame_that_is_not_an_object_after_fast_deltas_is_a_protocol_error() -> None:
+    with pytest.raises(ChatProtocolError):
+        parse([*hot_text({"delta": "x"}), ["a", "list"]])
+
+
+def test_an_error_downstream_of_a_fast_delta_is_not_swallowed() -> None:
+    sent: list[ChatEvent] = []
+
+    def emit(event: ChatEvent) -> None:
+        if event.text == "x":
+            raise KeyError("downstream")
+        sent.append(event)
+
+    ctx = ChatStreamContext(emit)
+    for frame in hot_text():
+        DIALECT.parse_frame(ctx, frame)
+    with pytest.raises(KeyError, match="downstream"):
+        DIALECT.parse_frame(ctx, hot_text({"delta": "x"})[-1])
+    assert [e.text for e in of(sent, T.TEXT_DELTA)] == ["a", "b"]
 
 
 # the whole pipeline

@@ -49,7 +49,7 @@ from typing import Any
 import orjson
 
 from ..errors import ChatProtocolError
-from ..events import TYPES
+from ..events import TYPES, ChatEventType
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import (
     AssistantMessage,
@@ -76,6 +76,9 @@ _T = TYPES
 _Frame = Mapping[str, Any]
 
 _STATE = "openai_responses"  # the key of this dialect's _Stream in ctx.state
+_TEXT_DELTA = "response.output_text.delta"
+_SUMMARY_DELTA = "response.reasoning_summary_text.delta"
+_REASONING_DELTA = "response.reasoning_text.delta"
 _PART_SEPARATOR = "\n\n"  # between two thinking parts (summary parts, reasoning texts)
 
 _SERVER_TOOLS = {
@@ -115,6 +118,55 @@ _TOKEN_KEYS = frozenset(
 )
 
 
+class _Hot:
+    """The part the previous frame streamed into: text, thinking or a call's arguments.
+
+    A delta frame of the same part (same event type, ``item_id``, part index and
+    ``output_index``) changes no state but the part's sent count, which waits in
+    ``pending`` until the next frame that takes the general path.
+    """
+
+    __slots__ = (
+        "calls",
+        "event",
+        "field",
+        "index",
+        "key",
+        "kind",
+        "part",
+        "part_key",
+        "pending",
+        "sub_type",
+    )
+
+    def __init__(
+        self,
+        kind: str,
+        part_key: tuple[str, str, int],
+        *,
+        field: str,
+        part: int,
+        index: int,
+        event: ChatEventType,
+        sub_type: str | None = None,
+        calls: ToolCallAssembler | None = None,
+    ) -> None:
+        self.kind = kind
+        """The event type of the part's deltas."""
+        self.part_key = part_key
+        self.key = part_key[1]
+        self.field = field
+        """The event field holding ``part``."""
+        self.part = part
+        self.index = index
+        self.event = event
+        self.sub_type = sub_type
+        self.calls = calls
+        """The assembler to send arguments through (for a call's arguments)."""
+        self.pending = 0
+        """Characters sent on the fast path, not yet counted in ``_Stream.sent``."""
+
+
 class _Stream:
     """Per-step parsing state (kept in ``ctx.state``; the dialect object is shared)."""
 
@@ -124,6 +176,7 @@ class _Stream:
         "closed_calls",
         "done_items",
         "formats",
+        "hot",
         "open_text",
         "open_thinking",
         "sent",
@@ -146,6 +199,8 @@ class _Stream:
         """output_index -> item key, for events that carry no ``item_id``."""
         self.formats: dict[str, str] = {}
         """image generation item key -> output format."""
+        self.hot: _Hot | None = None
+        """The part the previous frame streamed into, if it did."""
 
 
 def _stream(ctx: ChatStreamContext) -> _Stream:
@@ -183,20 +238,67 @@ class OpenAIResponsesDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Responses streaming event into events on ``ctx``."""
-        if type(frame) is not dict and not isinstance(frame, Mapping):
-            raise ChatProtocolError(
-                f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
-            )
-        kind = frame.get("type")
-        if kind == "response.created" and ctx.finished:
-            # a recording of several responses in a row (a tool loop): one step each
-            ctx.state.pop(_STATE, None)
-            ctx.next_response()
-        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is not None:
-            handler(ctx, _stream(ctx), frame)
-        elif not _progress(ctx, kind, frame):
-            ctx.send(_T.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
+        # Most frames are deltas of the part the previous frame streamed into: plain lookups
+        # recognize them; any other shape leaves ``text`` None (a missing key or a non-object
+        # raises on the way) and takes the general path.
+        text = None
+        try:
+            hot = ctx.state[_STATE].hot
+            if hot is not None and frame["type"] == hot.kind:
+                key = frame["item_id"]
+                index = frame["output_index"]
+                delta = frame["delta"]
+                # ``is`` on the ints: the hot part's very objects (CPython shares small ints),
+                # so never True for 1; another int object merely takes the general path.
+                # ``delta > ""``: a non-empty str (other JSON values raise TypeError).
+                if (
+                    key == hot.key
+                    and index is hot.index
+                    and frame[hot.field] is hot.part
+                    and delta > ""
+                ):
+                    text = delta
+        except (KeyError, TypeError):
+            pass
+        if text is not None:
+            hot.pending += len(text)
+            if hot.calls is None:
+                ctx.send(
+                    hot.event, text=text, index=index, item_id=key, sub_type=hot.sub_type, raw=frame
+                )
+            else:
+                hot.calls.delta(ctx, key, text, raw=frame)
+            return
+        _parse_general(ctx, frame)
+
+
+def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
+    """Any frame: check it, then hand it to its event type's handler."""
+    if type(frame) is not dict:
+        raise ChatProtocolError(
+            f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
+        )
+    kind = frame.get("type")
+    if kind == "response.created" and ctx.finished:
+        # a recording of several responses in a row (a tool loop): one step each
+        ctx.state.pop(_STATE, None)
+        ctx.next_response()
+    st = ctx.state.get(_STATE)
+    if st is not None:
+        _cool(st)
+    handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+    if handler is not None:
+        handler(ctx, _stream(ctx), frame)
+    elif not _progress(ctx, kind, frame):
+        ctx.send(_T.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
+
+
+def _cool(st: _Stream) -> None:
+    """Count what the fast path sent into the hot part, and forget that part."""
+    hot = st.hot
+    if hot is not None:
+        st.hot = None
+        _sent(st, hot.part_key, hot.pending)
 
 
 # response lifecycle
@@ -223,7 +325,7 @@ def _on_incomplete(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     _complete_output(ctx, st, response, frame)
     _usage(ctx, response, frame)
     details = response.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, Mapping) else None
+    reason = details.get("reason") if isinstance(details, dict) else None
     if reason == "content_filter":
         ctx.send(_T.CONTENT_FILTER, text=reason, raw=frame)
     ctx.finish(reason if isinstance(reason, str) and reason else "incomplete")
@@ -235,13 +337,13 @@ def _on_failed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     _usage(ctx, response, frame)
     if ctx.failure is None:
         error = response.get("error")
-        ctx.fail(error if isinstance(error, Mapping) and error else "the response failed")
+        ctx.fail(error if isinstance(error, dict) and error else "the response failed")
     ctx.finish("failed")
 
 
 def _on_error(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     error = frame.get("error")
-    if not isinstance(error, Mapping):
+    if not isinstance(error, dict):
         error = {k: v for k, v in frame.items() if k not in ("type", "sequence_number")}
     if ctx.failure is None:
         ctx.fail(error if error else "an error event without details")
@@ -251,7 +353,7 @@ def _on_error(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
 def _identify(ctx: ChatStreamContext, frame: _Frame) -> _Frame:
     """The frame's ``response`` object; sets the provider's response id and model from it."""
     response = frame.get("response")
-    if not isinstance(response, Mapping):
+    if not isinstance(response, dict):
         return {}
     response_id = response.get("id")
     if isinstance(response_id, str) and response_id:
@@ -267,14 +369,14 @@ def _complete_output(ctx: ChatStreamContext, st: _Stream, response: _Frame, fram
     output = response.get("output")
     if isinstance(output, list):
         for position, item in enumerate(output):
-            if isinstance(item, Mapping):
+            if isinstance(item, dict):
                 _finish_item(ctx, st, item, position, frame)
     st.calls.end_all(ctx)
 
 
 def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
     usage = response.get("usage")
-    if not isinstance(usage, Mapping):
+    if not isinstance(usage, dict):
         return
     inputs = usage.get("input_tokens_details")
     outputs = usage.get("output_tokens_details")
@@ -285,10 +387,10 @@ def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
             completion_tokens=_int(usage.get("output_tokens")),
             total_tokens=_int(usage.get("total_tokens")),
             thinking_tokens=_int(outputs.get("reasoning_tokens"))
-            if isinstance(outputs, Mapping)
+            if isinstance(outputs, dict)
             else 0,
             cache_read_input_tokens=_int(inputs.get("cached_tokens"))
-            if isinstance(inputs, Mapping)
+            if isinstance(inputs, dict)
             else 0,
             server_tool_use={
                 key: value for key, value in usage.items() if key not in _TOKEN_KEYS and _int(value)
@@ -304,7 +406,7 @@ def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
 
 def _on_item_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     item = frame.get("item")
-    if not isinstance(item, Mapping):
+    if not isinstance(item, dict):
         ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
         return
     index = _index(frame.get("output_index"))
@@ -324,7 +426,7 @@ def _on_item_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
 
 def _on_item_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     item = frame.get("item")
-    if not isinstance(item, Mapping):
+    if not isinstance(item, dict):
         ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
         return
     _finish_item(ctx, st, item, _index(frame.get("output_index")), frame)
@@ -368,7 +470,7 @@ def _finish_message(
     content = item.get("content")
     if isinstance(content, list):
         for part_index, part in enumerate(content):
-            if isinstance(part, Mapping):
+            if isinstance(part, dict):
                 _complete_part(ctx, st, key, index, part_index, part, frame)
     _close_text(ctx, st, key, index, frame)
 
@@ -379,7 +481,7 @@ def _finish_reasoning(
     for kind, parts in (("summary", item.get("summary")), ("reasoning", item.get("content"))):
         if isinstance(parts, list):
             for part_index, part in enumerate(parts):
-                if isinstance(part, Mapping):
+                if isinstance(part, dict):
                     text = _catch_up(st, (kind, key, part_index), part.get("text"))
                     _thinking(ctx, st, key, index, (kind, key, part_index), text, frame)
     if key in st.open_thinking:
@@ -395,14 +497,14 @@ def _finish_reasoning(
 
 def _on_part_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     part = frame.get("part")
-    if isinstance(part, Mapping) and part.get("type") == "output_text":
+    if isinstance(part, dict) and part.get("type") == "output_text":
         index = _index(frame.get("output_index"))
         _open_text(ctx, st, _frame_key(st, frame), index, frame)
 
 
 def _on_part_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     part = frame.get("part")
-    if not isinstance(part, Mapping):
+    if not isinstance(part, dict):
         return
     index = _index(frame.get("output_index"))
     key = _frame_key(st, frame)
@@ -444,11 +546,19 @@ def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     delta = frame.get("delta")
     if type(delta) is str and delta:
         key = _frame_key(st, frame)
-        part_key = ("text", key, _index(frame.get("content_index")))
-        st.sent[part_key] = st.sent.get(part_key, 0) + len(delta)
+        part = _index(frame.get("content_index"))
+        part_key = ("text", key, part)
+        _sent(st, part_key, len(delta))
         index = _index(frame.get("output_index"))
-        if key not in st.open_text:
-            _open_text(ctx, st, key, index, frame)
+        _open_text(ctx, st, key, index, frame)
+        st.hot = _Hot(
+            _TEXT_DELTA,
+            part_key,
+            field="content_index",
+            part=part,
+            index=index,
+            event=_T.TEXT_DELTA,
+        )
         ctx.send(_T.TEXT_DELTA, text=delta, item_id=key, index=index, raw=frame)
 
 
@@ -501,7 +611,7 @@ def _annotation(
     frame: _Frame,
 ) -> None:
     _sent(st, ("annotation", key, part_index), 1)
-    if isinstance(annotation, Mapping):
+    if isinstance(annotation, dict):
         ctx.send(_T.CITATION, citation=_citation(annotation), item_id=key, index=index, raw=frame)
 
 
@@ -543,7 +653,7 @@ def _refusal(ctx: ChatStreamContext, key: str, index: int, text: str, frame: _Fr
 
 
 def _on_summary_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    _thinking_delta(ctx, st, frame, "summary", "summary_index")
+    _thinking_delta(ctx, st, frame, _SUMMARY_DELTA, "summary", "summary_index")
 
 
 def _on_summary_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
@@ -552,12 +662,12 @@ def _on_summary_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None
 
 def _on_summary_part_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     part = frame.get("part")
-    text = part.get("text") if isinstance(part, Mapping) else None
+    text = part.get("text") if isinstance(part, dict) else None
     _thinking_done(ctx, st, frame, "summary", "summary_index", text)
 
 
 def _on_reasoning_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    _thinking_delta(ctx, st, frame, "reasoning", "content_index")
+    _thinking_delta(ctx, st, frame, _REASONING_DELTA, "reasoning", "content_index")
 
 
 def _on_reasoning_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
@@ -565,14 +675,30 @@ def _on_reasoning_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> No
 
 
 def _thinking_delta(
-    ctx: ChatStreamContext, st: _Stream, frame: _Frame, kind: str, part_field: str
+    ctx: ChatStreamContext,
+    st: _Stream,
+    frame: _Frame,
+    event_type: str,
+    kind: str,
+    part_field: str,
 ) -> None:
     delta = frame.get("delta")
-    if isinstance(delta, str) and delta:
+    if type(delta) is str and delta:
         key = _frame_key(st, frame)
-        part_key = (kind, key, _index(frame.get(part_field)))
+        part = _index(frame.get(part_field))
+        part_key = (kind, key, part)
         _sent(st, part_key, len(delta))
-        _thinking(ctx, st, key, _index(frame.get("output_index")), part_key, delta, frame)
+        index = _index(frame.get("output_index"))
+        _thinking(ctx, st, key, index, part_key, delta, frame)
+        st.hot = _Hot(
+            event_type,
+            part_key,
+            field=part_field,
+            part=part,
+            index=index,
+            event=_T.THINKING_DELTA,
+            sub_type=kind,
+        )
 
 
 def _thinking_done(
@@ -632,12 +758,23 @@ def _start_call(ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, fra
 
 def _on_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     delta = frame.get("delta")
-    if isinstance(delta, str) and delta:
+    if type(delta) is str and delta:
         key = _frame_key(st, frame)
         if key in st.closed_calls:
             return
-        _sent(st, ("arguments", key, 0), len(delta))
+        part_key = ("arguments", key, 0)
+        _sent(st, part_key, len(delta))
         st.calls.delta(ctx, key, delta, raw=frame)
+        index = _index(frame.get("output_index"))
+        st.hot = _Hot(
+            frame["type"],
+            part_key,
+            field="output_index",
+            part=index,
+            index=index,
+            event=_T.TOOL_CALL_ARGS_DELTA,
+            calls=st.calls,
+        )
 
 
 def _on_arguments_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
@@ -758,10 +895,10 @@ def _finish_server_tool(
 def _search_results(item: _Frame) -> Iterable[SearchResult]:
     """Web search action sources and file search results of a finished tool item."""
     action = item.get("action")
-    sources = action.get("sources") if isinstance(action, Mapping) else None
+    sources = action.get("sources") if isinstance(action, dict) else None
     if isinstance(sources, list):
         for source in sources:
-            if isinstance(source, Mapping):
+            if isinstance(source, dict):
                 yield SearchResult(
                     url=_str(source.get("url")),
                     title=_str(source.get("title")),
@@ -771,7 +908,7 @@ def _search_results(item: _Frame) -> Iterable[SearchResult]:
     results = item.get("results")
     if isinstance(results, list):
         for result in results:
-            if isinstance(result, Mapping):
+            if isinstance(result, dict):
                 yield SearchResult(
                     url=_str(result.get("url")),
                     title=_str(result.get("filename")) or _str(result.get("title")),
