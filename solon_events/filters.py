@@ -11,6 +11,8 @@ __all__ = ["ChatEventFilter"]
 
 _T = ChatEventType
 _ALWAYS_DELIVERED_GROUPS = (ChatEventGroup.LIFECYCLE, ChatEventGroup.STEP)
+_FORCED = frozenset(t for t in _T if t.group in _ALWAYS_DELIVERED_GROUPS and t is not _T.HEARTBEAT)
+"""The types :meth:`ChatEventFilter.guarded` always delivers."""
 
 
 class ChatEventFilter:
@@ -24,7 +26,7 @@ class ChatEventFilter:
     DEFAULT: ClassVar[ChatEventFilter]
     """Every event but HEARTBEAT and RAW."""
 
-    __slots__ = ("_label", "_predicate", "_types")
+    __slots__ = ("_guarded", "_label", "_predicate", "_types")
 
     def __init__(
         self,
@@ -42,6 +44,7 @@ class ChatEventFilter:
         )
         self._predicate = predicate
         self._label = label
+        self._guarded: ChatEventFilter | None = None
 
     @property
     def types(self) -> frozenset[ChatEventType] | None:
@@ -85,17 +88,19 @@ class ChatEventFilter:
         says; HEARTBEAT and everything else are left to ``event_filter``.
         """
         _check_callable(event_filter, "guarded")
+        if isinstance(event_filter, ChatEventFilter) and event_filter._guarded is not None:
+            return event_filter._guarded
         types = getattr(event_filter, "types", None)
         label = f"guarded({event_filter!r})"
         if isinstance(types, frozenset):
-            forced = frozenset(
-                t for t in _T if t.group in _ALWAYS_DELIVERED_GROUPS and t is not _T.HEARTBEAT
-            )
-            return cls(types=types | forced, label=label)
+            guarded = cls(types=types | _FORCED, label=label)
+            if isinstance(event_filter, ChatEventFilter):
+                event_filter._guarded = guarded
+            return guarded
 
         def guarded_test(event: ChatEvent) -> bool:
             t = event.type
-            if t.group in _ALWAYS_DELIVERED_GROUPS and t is not _T.HEARTBEAT:
+            if t in _FORCED:
                 return True
             return bool(event_filter(event))
 

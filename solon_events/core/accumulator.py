@@ -74,7 +74,6 @@ class ChatAccumulator:
         "_call_ids",
         "_calls",
         "_citations",
-        "_handlers",
         "_metadata",
         "_refusal",
         "_search_results",
@@ -107,25 +106,6 @@ class ChatAccumulator:
         self.provider_response_id: str | None = None
         self.model: str | None = None
         self._metadata: dict[str, Any] = {}
-        self._handlers: dict[ChatEventType, Callable[[ChatEvent], None]] = {
-            _T.TEXT_DELTA: self._on_text,
-            _T.THINKING_DELTA: self._on_thinking,
-            _T.REFUSAL_DELTA: self._on_refusal,
-            _T.TOOL_CALL_START: self._on_call,
-            _T.TOOL_CALL_ARGS_DELTA: self._on_call_delta,
-            _T.TOOL_CALL_END: self._on_call_end,
-            _T.TOOL_CALL_CHUNK: self._on_call_end,
-            _T.CITATION: self._on_citation,
-            _T.SEARCH_RESULT: self._on_search_result,
-            _T.MEDIA_DONE: self._on_media,
-            _T.USAGE: self._on_usage,
-            _T.ERROR: self._on_error,
-            _T.THINKING_SIGNATURE: self._on_signature,
-            _T.THINKING_REDACTED: self._on_redacted,
-            _T.CONTENT_FILTER: self._on_content_filter,
-            _T.SERVER_TOOL_START: self._on_server_tool,
-            _T.STEP_END: self._on_usage,
-        }
 
     def add(self, event: ChatEvent) -> None:
         """Fold ``event`` into the step."""
@@ -135,9 +115,9 @@ class ChatAccumulator:
             if event.text:
                 self._text.append(event.text)
             return
-        handler = self._handlers.get(event.type)
+        handler = _HANDLERS.get(event.type)
         if handler is not None:
-            handler(event)
+            handler(self, event)
 
     def snapshot(
         self,
@@ -269,3 +249,25 @@ class ChatAccumulator:
                 "sub_type": event.sub_type,
             }
         )
+
+
+_HANDLERS: dict[ChatEventType, Callable[[ChatAccumulator, ChatEvent], None]] = {
+    _T.TEXT_DELTA: ChatAccumulator._on_text,
+    _T.THINKING_DELTA: ChatAccumulator._on_thinking,
+    _T.REFUSAL_DELTA: ChatAccumulator._on_refusal,
+    _T.TOOL_CALL_START: ChatAccumulator._on_call,
+    _T.TOOL_CALL_ARGS_DELTA: ChatAccumulator._on_call_delta,
+    _T.TOOL_CALL_END: ChatAccumulator._on_call_end,
+    _T.TOOL_CALL_CHUNK: ChatAccumulator._on_call_end,
+    _T.CITATION: ChatAccumulator._on_citation,
+    _T.SEARCH_RESULT: ChatAccumulator._on_search_result,
+    _T.MEDIA_DONE: ChatAccumulator._on_media,
+    _T.USAGE: ChatAccumulator._on_usage,
+    _T.ERROR: ChatAccumulator._on_error,
+    _T.THINKING_SIGNATURE: ChatAccumulator._on_signature,
+    _T.THINKING_REDACTED: ChatAccumulator._on_redacted,
+    _T.CONTENT_FILTER: ChatAccumulator._on_content_filter,
+    _T.SERVER_TOOL_START: ChatAccumulator._on_server_tool,
+    _T.STEP_END: ChatAccumulator._on_usage,
+}
+"""What each event type folds into (types not listed fold nothing)."""

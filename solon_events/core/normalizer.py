@@ -91,7 +91,7 @@ class ChatEventNormalizer:
     START, ARGS_DELTA, END. Every other event passes through untouched.
     """
 
-    __slots__ = ("_calls", "_handlers", "_text", "_thinking", "last_event")
+    __slots__ = ("_calls", "_text", "_thinking", "last_event")
 
     def __init__(self) -> None:
         self._text = _Blocks(_T.TEXT_START, _T.TEXT_END)
@@ -99,24 +99,6 @@ class ChatEventNormalizer:
         self._calls: dict[Any, ChatEvent] = {}
         self.last_event: ChatEvent | None = None
         """The latest event applied (closers take its response id and step)."""
-        text, thinking = self._text, self._thinking
-        self._handlers: dict[ChatEventType, Callable[[ChatEvent, Emit], None]] = {
-            _T.TEXT_DELTA: lambda e, emit: self._delta(text, thinking, e, emit),
-            _T.THINKING_DELTA: lambda e, emit: self._delta(thinking, text, e, emit),
-            _T.TEXT_START: lambda e, emit: self._start(text, thinking, e, emit),
-            _T.THINKING_START: lambda e, emit: self._start(thinking, text, e, emit),
-            _T.TEXT_END: lambda e, emit: self._end(text, e, emit),
-            _T.THINKING_END: lambda e, emit: self._end(thinking, e, emit),
-            _T.TOOL_CALL_START: self._tool_start,
-            _T.TOOL_CALL_ARGS_DELTA: self._tool_delta,
-            _T.TOOL_CALL_END: self._tool_end,
-            _T.TOOL_CALL_CHUNK: self._tool_chunk,
-            _T.STEP_START: self._step_start,
-            _T.STEP_END: self._close_then_emit,
-            _T.RESPONSE_END: self._close_then_emit,
-            _T.ABORT: self._close_then_emit,
-            _T.ERROR: self._close_then_emit,
-        }
 
     @property
     def open_text(self) -> Mapping[tuple[Any, int], ChatEvent]:
@@ -142,11 +124,11 @@ class ChatEventNormalizer:
                 self.last_event = event
                 emit(event)
                 return
-        handler = self._handlers.get(t)
+        handler = _HANDLERS.get(t)
         if handler is None:
             emit(event)
         else:
-            handler(event, emit)
+            handler(self, event, emit)
         self.last_event = event
 
     def complete(self, emit: Emit) -> None:
@@ -155,6 +137,24 @@ class ChatEventNormalizer:
             self._close_all(self.last_event, emit)
 
     # strict groups
+
+    def _text_delta(self, event: ChatEvent, emit: Emit) -> None:
+        self._delta(self._text, self._thinking, event, emit)
+
+    def _thinking_delta(self, event: ChatEvent, emit: Emit) -> None:
+        self._delta(self._thinking, self._text, event, emit)
+
+    def _text_start(self, event: ChatEvent, emit: Emit) -> None:
+        self._start(self._text, self._thinking, event, emit)
+
+    def _thinking_start(self, event: ChatEvent, emit: Emit) -> None:
+        self._start(self._thinking, self._text, event, emit)
+
+    def _text_end(self, event: ChatEvent, emit: Emit) -> None:
+        self._end(self._text, event, emit)
+
+    def _thinking_end(self, event: ChatEvent, emit: Emit) -> None:
+        self._end(self._thinking, event, emit)
 
     def _delta(self, mine: _Blocks, other: _Blocks, event: ChatEvent, emit: Emit) -> None:
         if mine.key_of(event) not in mine.open:
@@ -255,3 +255,24 @@ class ChatEventNormalizer:
             self._calls.clear()
             for start in opened:
                 emit(_closer(_T.TOOL_CALL_END, start, cause))
+
+
+_N = ChatEventNormalizer
+_HANDLERS: dict[ChatEventType, Callable[[ChatEventNormalizer, ChatEvent, Emit], Any]] = {
+    _T.TEXT_DELTA: _N._text_delta,
+    _T.THINKING_DELTA: _N._thinking_delta,
+    _T.TEXT_START: _N._text_start,
+    _T.THINKING_START: _N._thinking_start,
+    _T.TEXT_END: _N._text_end,
+    _T.THINKING_END: _N._thinking_end,
+    _T.TOOL_CALL_START: _N._tool_start,
+    _T.TOOL_CALL_ARGS_DELTA: _N._tool_delta,
+    _T.TOOL_CALL_END: _N._tool_end,
+    _T.TOOL_CALL_CHUNK: _N._tool_chunk,
+    _T.STEP_START: _N._step_start,
+    _T.STEP_END: _N._close_then_emit,
+    _T.RESPONSE_END: _N._close_then_emit,
+    _T.ABORT: _N._close_then_emit,
+    _T.ERROR: _N._close_then_emit,
+}
+"""How each event type is applied (types not listed pass through untouched)."""
