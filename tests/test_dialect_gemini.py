@@ -11,7 +11,10 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from solon_events.dialects import gemini
 from solon_events.dialects.base import ChatStreamContext, get_dialect
 from solon_events.dialects.gemini import SKIP_SIGNATURE, GeminiDialect, stream_url
 from solon_events.errors import ChatProtocolError, ProviderError
@@ -617,6 +620,276 @@ def test_state_belongs_to_the_context_not_the_dialect() -> None:
 def test_get_dialect_knows_gemini() -> None:
     dialect = get_dialect("gemini")
     assert isinstance(dialect, GeminiDialect) and dialect.name == "gemini"
+
+
+# the fast path for plain text frames
+
+# parse_frame reads the common frame (one candidate, index 0, one plain text part, nothing
+# else) with plain lookups; everything else goes through gemini._response, the general code.
+# These tests pin that both ways give the same events, and which way a frame goes.
+
+
+def general(frames: list[Any]) -> tuple[list[Any], ChatStreamContext]:
+    """Feed ``frames`` to the general code only: the reference the fast path must match."""
+    events: list[Any] = []
+    ctx = ChatStreamContext(events.append, step=0, response_id="r-1")
+    for each in frames:
+        ctx.frame_number += 1
+        gemini._response(ctx, each)
+    return events, ctx
+
+
+def outcome(events: list[Any], ctx: ChatStreamContext) -> tuple[Any, ...]:
+    """Everything a caller can see of a run: the events (all fields) and the context."""
+    failure = ctx.failure
+    return (
+        events,
+        ctx.provider_response_id,
+        ctx.model,
+        ctx.finished,
+        ctx.finish_reason,
+        None if failure is None else (type(failure), str(failure)),
+    )
+
+
+def assert_same_as_general(frames: list[Any]) -> list[Any]:
+    events, ctx = run(frames)
+    assert outcome(events, ctx) == outcome(*general(frames))
+    return events
+
+
+def plain(text: Any = "word ", **fields: Any) -> dict[str, Any]:
+    """The benchmark's frame shape; ``fields`` replace or add frame fields."""
+    body: dict[str, Any] = {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "resp-1",
+    }
+    body.update(fields)
+    return body
+
+
+@pytest.fixture
+def general_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The frames that reach the general code during a test."""
+    calls: list[Any] = []
+    real = gemini._response
+
+    def spy(ctx: ChatStreamContext, payload: Any) -> None:
+        calls.append(payload)
+        real(ctx, payload)
+
+    monkeypatch.setattr(gemini, "_response", spy)
+    return calls
+
+
+def test_plain_text_frames_take_the_fast_path(general_calls: list[Any]) -> None:
+    frames = [plain("Hel"), plain("lo", responseId="resp-2", modelVersion="m-2"), plain("!")]
+    events, ctx = run(frames)
+    assert general_calls == []
+    part = frames[1]["candidates"][0]["content"]["parts"][0]
+    assert events[1] == ChatEvent(
+        T.TEXT_DELTA, text="lo", step=0, response_id="r-1", provider_response_id="resp-2", raw=part
+    )
+    assert [(e.text, e.provider_response_id) for e in events] == [
+        ("Hel", "resp-1"),
+        ("lo", "resp-2"),
+        ("!", "resp-1"),
+    ]
+    assert (ctx.provider_response_id, ctx.model) == ("resp-1", "gemini-2.5-flash")
+    assert outcome(events, ctx) == outcome(*general(frames))
+
+
+def test_plain_text_frames_in_a_list_take_the_fast_path(general_calls: list[Any]) -> None:
+    events, _ = run([[plain("a"), plain("b")]])
+    assert [(e.type, e.text) for e in events] == [(T.TEXT_DELTA, "a"), (T.TEXT_DELTA, "b")]
+    assert general_calls == []
+
+
+def with_part(**part: Any) -> dict[str, Any]:
+    body = plain()
+    body["candidates"][0]["content"]["parts"] = [part]
+    return body
+
+
+def with_candidate(**fields: Any) -> dict[str, Any]:
+    body = plain()
+    body["candidates"][0].update(fields)
+    return body
+
+
+def without(key: str, body: dict[str, Any]) -> dict[str, Any]:
+    del body[key]
+    return body
+
+
+NEAR_MISSES: list[tuple[str, Any, list[tuple[ChatEventType, Any]]]] = [
+    ("thought", with_part(text="hm", thought=True), [(T.THINKING_DELTA, "hm")]),
+    ("thought false", with_part(text="hm", thought=False), [(T.TEXT_DELTA, "hm")]),
+    (
+        "signature",
+        with_part(text="a", thoughtSignature="c2ln"),
+        [(T.TEXT_DELTA, "a"), (T.THINKING_SIGNATURE, "c2ln")],
+    ),
+    ("empty text", plain(""), []),
+    (
+        "empty text with signature",
+        with_part(text="", thoughtSignature="s"),
+        [(T.THINKING_SIGNATURE, "s")],
+    ),
+    ("text not a string", plain(5), []),
+    ("text a list", plain(["x"]), []),
+    ("text null", plain(None), []),
+    ("function call too", with_part(text="a", functionCall=1), [(T.RAW, "gemini.functionCall")]),
+    (
+        "two parts",
+        with_candidate(content={"parts": [{"text": "a"}, {"text": "b"}]}),
+        [(T.TEXT_DELTA, "a"), (T.TEXT_DELTA, "b")],
+    ),
+    ("no parts", with_candidate(content={"parts": []}), []),
+    ("parts not objects", with_candidate(content={"parts": ["word"]}), []),
+    ("parts an object", with_candidate(content={"parts": {"text": "x"}}), []),
+    ("part a list", with_candidate(content={"parts": [["text"]]}), []),
+    ("content not an object", with_candidate(content=[{"parts": [{"text": "x"}]}]), []),
+    (
+        "two candidates",
+        plain(candidates=[plain()["candidates"][0], {"index": 1, "content": {"parts": []}}]),
+        [(T.TEXT_DELTA, "word "), (T.RAW, "gemini.candidate")],
+    ),
+    (
+        "candidates an object",
+        plain(candidates={"0": {"content": {"parts": [{"text": "x"}]}}}),
+        [(T.RAW, "gemini.unknown")],
+    ),
+    ("candidate index 1", with_candidate(index=1), [(T.RAW, "gemini.candidate")]),
+    ("candidate index false", with_candidate(index=False), [(T.TEXT_DELTA, "word ")]),
+    ("candidate index null", with_candidate(index=None), [(T.TEXT_DELTA, "word ")]),
+    (
+        "candidate without index",
+        plain(candidates=[{"content": {"parts": [{"text": "x"}]}}]),
+        [(T.TEXT_DELTA, "x")],
+    ),
+    ("finish reason", with_candidate(finishReason="STOP"), [(T.TEXT_DELTA, "word ")]),
+    (
+        "safety finish",
+        with_candidate(finishReason="SAFETY"),
+        [(T.TEXT_DELTA, "word "), (T.CONTENT_FILTER, "SAFETY")],
+    ),
+    ("safety ratings", with_candidate(safetyRatings=[]), [(T.TEXT_DELTA, "word ")]),
+    (
+        "citations",
+        with_candidate(citationMetadata={"citationSources": [{"uri": "https://a.example"}]}),
+        [(T.TEXT_DELTA, "word "), (T.CITATION, None)],
+    ),
+    (
+        "usage",
+        plain(usageMetadata={"promptTokenCount": 5, "totalTokenCount": 9}),
+        [(T.TEXT_DELTA, "word "), (T.USAGE, None)],
+    ),
+    (
+        "blocked prompt",
+        plain(promptFeedback={"blockReason": "SAFETY"}),
+        [(T.CONTENT_FILTER, "SAFETY"), (T.TEXT_DELTA, "word ")],
+    ),
+    ("error", plain(error={"code": 500, "message": "boom"}), []),
+    ("create time", plain(createTime="2025-01-01T00:00:00Z"), [(T.TEXT_DELTA, "word ")]),
+    ("no response id", without("responseId", plain()), [(T.TEXT_DELTA, "word ")]),
+    ("no model", without("modelVersion", plain()), [(T.TEXT_DELTA, "word ")]),
+    ("empty response id", plain(responseId=""), [(T.TEXT_DELTA, "word ")]),
+    ("response id not a string", plain(responseId=7), [(T.TEXT_DELTA, "word ")]),
+    ("model null", plain(modelVersion=None), [(T.TEXT_DELTA, "word ")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("odd", "expected"), [m[1:] for m in NEAR_MISSES], ids=[m[0] for m in NEAR_MISSES]
+)
+def test_near_misses_of_the_plain_shape_give_their_own_events(
+    odd: dict[str, Any], expected: list[tuple[ChatEventType, Any]]
+) -> None:
+    # After a plain frame, so a frame that changes nothing shows the ids it kept.
+    before = plain("x", responseId="resp-0", modelVersion="m-0")
+    events = assert_same_as_general([before, odd])[1:]
+    assert [(e.type, e.raw_type if e.type is T.RAW else e.text) for e in events] == expected
+
+
+# Near misses the fast path takes all the same: the ids are checked there as in the general code.
+FAST_TOO = {"candidate index false", "empty response id", "response id not a string", "model null"}
+
+
+@pytest.mark.parametrize(
+    ("name", "odd"), [m[:2] for m in NEAR_MISSES], ids=[m[0] for m in NEAR_MISSES]
+)
+def test_which_near_misses_go_the_general_way(
+    name: str, odd: dict[str, Any], general_calls: list[Any]
+) -> None:
+    run([odd])
+    assert general_calls == ([] if name in FAST_TOO else [odd])
+
+
+def test_response_id_and_model_follow_the_frames() -> None:
+    frames = [
+        plain("a", responseId="r-a", modelVersion="m-a"),
+        plain("b", responseId="", modelVersion=None),
+        plain("c", responseId=3, modelVersion="m-c"),
+        plain("d", responseId="r-d", modelVersion=""),
+    ]
+    events = assert_same_as_general(frames)
+    assert [e.provider_response_id for e in events] == ["r-a", "r-a", "r-a", "r-d"]
+    _, ctx = run(frames)
+    assert ctx.model == "m-c"
+
+
+JSON_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-1, 2), st.sampled_from(["", "x", "STOP", "SAFETY"])
+)
+TEXTS = st.sampled_from(["", "z", 5, True, None, ["x"], {"x": 1}])
+IDS = st.one_of(st.sampled_from(["r-1", "r-2", "m-1"]), JSON_SCALARS)
+# (where, key, values): one change to the plain shape; a drawn change may also delete the key.
+CHANGES: list[tuple[str, str, st.SearchStrategy[Any]]] = [
+    ("part", "text", TEXTS),
+    ("part", "thought", JSON_SCALARS),
+    ("part", "thoughtSignature", JSON_SCALARS),
+    ("part", "videoMetadata", st.just({})),
+    ("content", "parts", st.sampled_from([[], ["x"], [None], {"text": "x"}, [{"text": "y"}]])),
+    ("candidate", "index", JSON_SCALARS),
+    ("candidate", "finishReason", st.sampled_from(["STOP", "SAFETY", "", None])),
+    ("candidate", "citationMetadata", st.just({"citationSources": [{"uri": "https://a.b"}]})),
+    ("candidate", "safetyRatings", st.just([])),
+    ("candidate", "content", st.sampled_from([None, [], {}])),
+    ("frame", "candidates", st.sampled_from([None, [], [{"index": 1}], {"0": {}}])),
+    ("frame", "responseId", IDS),
+    ("frame", "modelVersion", IDS),
+    ("frame", "usageMetadata", st.sampled_from([{"promptTokenCount": 1}, None])),
+    ("frame", "promptFeedback", st.sampled_from([{"blockReason": "SAFETY"}, {}])),
+    ("frame", "createTime", JSON_SCALARS),
+]
+
+
+@st.composite
+def gemini_frames(draw: st.DrawFn) -> dict[str, Any]:
+    """The plain shape with random text and ids, then up to three changes anywhere in it."""
+    part: dict[str, Any] = {"text": draw(st.text(min_size=1, max_size=3))}
+    candidate: dict[str, Any] = {"content": {"parts": [part], "role": "model"}, "index": 0}
+    body: dict[str, Any] = {
+        "candidates": [candidate],
+        "modelVersion": draw(st.sampled_from(["m-1", "m-2"])),
+        "responseId": draw(st.sampled_from(["r-1", "r-2"])),
+    }
+    places = {"part": part, "content": candidate["content"], "candidate": candidate, "frame": body}
+    for where, key, values in draw(st.lists(st.sampled_from(CHANGES), max_size=3)):
+        target = places[where]
+        if key in target and draw(st.booleans()):
+            del target[key]
+        else:
+            target[key] = draw(values)
+    return body
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(gemini_frames(), min_size=1, max_size=4))
+def test_any_frame_gives_the_events_of_the_general_code(frames: list[Any]) -> None:
+    assert_same_as_general(frames)
 
 
 # request building

@@ -70,6 +70,7 @@ __all__ = [
 ]
 
 _T = TYPES
+_TEXT_DELTA = _T.TEXT_DELTA
 
 FILTER_REASONS = frozenset(
     {
@@ -146,49 +147,37 @@ class GeminiDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``GenerateContentResponse`` (or an error payload) into events."""
-        if isinstance(frame, list):
+        # Most frames hold one candidate (index 0) whose content is one text part, and nothing
+        # else: plain lookups reach its text. Any other shape raises on the way (a missing
+        # key, a non-object, a count other than one) or fails the checks below, and goes the
+        # general way.
+        try:
+            (candidate,) = frame["candidates"]
+            (part,) = candidate["content"]["parts"]
+            text = part["text"]
+            index = candidate["index"]
+            response_id = frame["responseId"]
+            model = frame["modelVersion"]
+        except (KeyError, TypeError, ValueError):
+            pass
+        else:
+            # Each dict holds at least the keys just read (1 + 2 + 3): a total of 6 means
+            # no part, candidate or frame field that makes events of its own.
+            if (
+                type(text) is str
+                and text
+                and index == 0
+                and len(part) + len(candidate) + len(frame) == 6
+            ):
+                if response_id != ctx.provider_response_id or model != ctx.model:
+                    _identify(ctx, response_id, model)
+                ctx.send(_TEXT_DELTA, text=text, raw=part)
+                return
+        if type(frame) is list:
             for item in frame:
                 self.parse_frame(ctx, item)
             return
-        if not isinstance(frame, Mapping):
-            raise ChatProtocolError(
-                f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
-            )
-        error = frame.get("error")
-        if error:
-            ctx.fail(error if isinstance(error, Mapping) else frame)
-            return
-        state = _state(ctx)
-        response_id = frame.get("responseId")
-        if isinstance(response_id, str) and response_id:
-            ctx.provider_response_id = response_id
-        model = frame.get("modelVersion")
-        if isinstance(model, str) and model:
-            ctx.model = model
-        known = False
-        blocked = None
-        feedback = frame.get("promptFeedback")
-        if isinstance(feedback, Mapping):
-            known = True
-            blocked = _prompt_feedback(ctx, state, feedback)
-        finish = None
-        candidates = frame.get("candidates")
-        if isinstance(candidates, list):
-            known = True
-            for candidate in candidates:
-                if isinstance(candidate, Mapping):
-                    finish = _candidate(ctx, state, candidate) or finish
-        usage = frame.get("usageMetadata")
-        if isinstance(usage, Mapping):
-            known = True
-            _usage(ctx, state, usage)
-        if finish is None and blocked and not candidates:
-            finish = blocked
-        if finish is not None:
-            state.close_call(ctx)
-            ctx.finish(finish)
-        if not known:
-            ctx.send(_T.RAW, raw_type="gemini.unknown", raw=frame)
+        _response(ctx, frame)
 
     def end_of_stream(self, ctx: ChatStreamContext) -> None:
         """Close a streamed function call the API left open."""
@@ -198,6 +187,52 @@ class GeminiDialect(ChatDialect):
 
 
 # parsing
+
+
+def _response(ctx: ChatStreamContext, frame: Any) -> None:
+    """Events of one ``GenerateContentResponse`` or error payload, whatever its shape."""
+    if not isinstance(frame, dict):
+        raise ChatProtocolError(
+            f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
+        )
+    error = frame.get("error")
+    if error:
+        ctx.fail(error if isinstance(error, dict) else frame)
+        return
+    state = _state(ctx)
+    _identify(ctx, frame.get("responseId"), frame.get("modelVersion"))
+    known = False
+    blocked = None
+    feedback = frame.get("promptFeedback")
+    if isinstance(feedback, dict):
+        known = True
+        blocked = _prompt_feedback(ctx, state, feedback)
+    finish = None
+    candidates = frame.get("candidates")
+    if isinstance(candidates, list):
+        known = True
+        for candidate in candidates:
+            if isinstance(candidate, dict):
+                finish = _candidate(ctx, state, candidate) or finish
+    usage = frame.get("usageMetadata")
+    if isinstance(usage, dict):
+        known = True
+        _usage(ctx, state, usage)
+    if finish is None and blocked and not candidates:
+        finish = blocked
+    if finish is not None:
+        state.close_call(ctx)
+        ctx.finish(finish)
+    if not known:
+        ctx.send(_T.RAW, raw_type="gemini.unknown", raw=frame)
+
+
+def _identify(ctx: ChatStreamContext, response_id: Any, model: Any) -> None:
+    """Take the frame's ``responseId`` and ``modelVersion`` when they are non-empty strings."""
+    if isinstance(response_id, str) and response_id:
+        ctx.provider_response_id = response_id
+    if isinstance(model, str) and model:
+        ctx.model = model
 
 
 class _State:
@@ -248,16 +283,16 @@ def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, An
         ctx.send(_T.RAW, raw_type="gemini.candidate", raw=candidate)
         return None
     content = candidate.get("content")
-    parts = content.get("parts") if isinstance(content, Mapping) else None
+    parts = content.get("parts") if isinstance(content, dict) else None
     if isinstance(parts, list):
         for part in parts:
-            if isinstance(part, Mapping):
+            if isinstance(part, dict):
                 _part(ctx, state, part)
     grounding = candidate.get("groundingMetadata")
-    if isinstance(grounding, Mapping):
+    if isinstance(grounding, dict):
         _grounding(ctx, state, grounding)
     citations = candidate.get("citationMetadata")
-    if isinstance(citations, Mapping):
+    if isinstance(citations, dict):
         _citation_sources(ctx, state, citations)
     reason = candidate.get("finishReason")
     if not isinstance(reason, str) or not reason:
@@ -307,7 +342,7 @@ def _function_call(
     ctx: ChatStreamContext, state: _State, part: Mapping[str, Any], call: Any
 ) -> None:
     """A whole call, or the opening, a piece or the close of a streamed one."""
-    if not isinstance(call, Mapping):
+    if not isinstance(call, dict):
         ctx.send(_T.RAW, raw_type="gemini.functionCall", raw=part)
         return
     name = call.get("name")
@@ -329,7 +364,7 @@ def _function_call(
         tool_call = ToolCall(
             id=call_id,
             name=str(name),
-            arguments=dict(args) if isinstance(args, Mapping) else {},
+            arguments=dict(args) if isinstance(args, dict) else {},
             index=position,
         )
         ctx.send(
@@ -343,7 +378,7 @@ def _function_call(
     state.calls.start(ctx, position, id=call_id, name=str(name), index=position, raw=part)
     state.open_call = position
     state.args = _PartialArgs()
-    if isinstance(args, Mapping):
+    if isinstance(args, dict):
         for key, value in args.items():
             _send_args(ctx, state, state.args.value((str(key),), value), part)
     _feed(ctx, state, partial, part)
@@ -356,7 +391,7 @@ def _feed(ctx: ChatStreamContext, state: _State, partial: Any, part: Mapping[str
     if not isinstance(partial, list) or state.args is None:
         return
     for entry in partial:
-        if isinstance(entry, Mapping):
+        if isinstance(entry, dict):
             _send_args(ctx, state, state.args.partial(entry), part)
 
 
@@ -369,8 +404,8 @@ def _send_args(
 
 def _media(ctx: ChatStreamContext, part: Mapping[str, Any]) -> None:
     inline = part.get("inlineData")
-    source = inline if isinstance(inline, Mapping) else part.get("fileData")
-    if not isinstance(source, Mapping):
+    source = inline if isinstance(inline, dict) else part.get("fileData")
+    if not isinstance(source, dict):
         ctx.send(_T.RAW, raw_type="gemini.media", raw=part)
         return
     mime_type = _str(source.get("mimeType"))
@@ -387,7 +422,7 @@ def _media(ctx: ChatStreamContext, part: Mapping[str, Any]) -> None:
 
 def _code(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> None:
     code = part.get("executableCode")
-    code = code if isinstance(code, Mapping) else {}
+    code = code if isinstance(code, dict) else {}
     item_id = _str(code.get("id")) or f"code_execution_{len(state.code_ids)}"
     state.code_ids.append(item_id)
     arguments = {"language": code.get("language"), "code": code.get("code")}
@@ -403,7 +438,7 @@ def _code(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> Non
 
 def _code_result(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> None:
     result = part.get("codeExecutionResult")
-    given = _str(result.get("id")) if isinstance(result, Mapping) else None
+    given = _str(result.get("id")) if isinstance(result, dict) else None
     item_id = given or (state.code_ids[-1] if state.code_ids else None)
     ctx.send(
         _T.SERVER_TOOL_RESULT,
@@ -430,7 +465,7 @@ def _grounding(ctx: ChatStreamContext, state: _State, grounding: Mapping[str, An
             ctx.send(_T.SEARCH_RESULT, search_result=result, raw=grounding)
     supports = grounding.get("groundingSupports")
     for support in supports if isinstance(supports, list) else ():
-        if isinstance(support, Mapping):
+        if isinstance(support, dict):
             _support(ctx, state, support, chunks, grounding)
 
 
@@ -442,7 +477,7 @@ def _support(
     grounding: Mapping[str, Any],
 ) -> None:
     segment = support.get("segment")
-    segment = segment if isinstance(segment, Mapping) else {}
+    segment = segment if isinstance(segment, dict) else {}
     text = _str(segment.get("text"))
     end = _int_or_none(segment.get("endIndex"))
     # The API leaves out a zero startIndex, as JSON of protocol buffers does.
@@ -472,10 +507,10 @@ def _support(
 
 def _chunk_source(chunk: Any) -> tuple[str | None, Mapping[str, Any] | None]:
     """The kind (``web``, ``retrievedContext``, ``maps``) and body of a grounding chunk."""
-    if isinstance(chunk, Mapping):
+    if isinstance(chunk, dict):
         for kind in ("web", "retrievedContext", "maps"):
             source = chunk.get(kind)
-            if isinstance(source, Mapping):
+            if isinstance(source, dict):
                 return kind, source
     return None, None
 
@@ -483,7 +518,7 @@ def _chunk_source(chunk: Any) -> tuple[str | None, Mapping[str, Any] | None]:
 def _citation_sources(ctx: ChatStreamContext, state: _State, metadata: Mapping[str, Any]) -> None:
     sources = metadata.get("citationSources") or metadata.get("citations")
     for source in sources if isinstance(sources, list) else ():
-        if not isinstance(source, Mapping):
+        if not isinstance(source, dict):
             continue
         url = _str(source.get("uri"))
         start = _int_or_none(source.get("startIndex"))
