@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
+from types import MappingProxyType
+from typing import Any
 
-from solon_events import ChatEvent, ChatEventType, ChatProtocolError, ProviderError
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solon_events import (
+    ChatEvent,
+    ChatEventType,
+    ChatProtocolError,
+    Citation,
+    ProviderError,
+    Usage,
+)
 from solon_events.dialects import (
     ChatStreamContext,
     HttpRequest,
@@ -105,3 +117,62 @@ def test_tool_call_assembler_streams_start_deltas_end() -> None:
     assert events[5].tool_call is not None and events[5].tool_call.arguments == {}
     with pytest.raises(ChatProtocolError):
         calls.delta(ctx, "never-started", "{}")
+
+
+_maybe_text = st.none() | st.text(max_size=4)
+_maybe_map = st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
+
+
+@settings(max_examples=200)
+@given(
+    kind=st.sampled_from(list(ChatEventType)),
+    text=_maybe_text,
+    index=st.integers(-1, 3),
+    item_id=_maybe_text,
+    tool_call_id=_maybe_text,
+    raw_type=_maybe_text,
+    sub_type=_maybe_text,
+    raw=_maybe_map | st.builds(MappingProxyType, st.dictionaries(st.text(max_size=2), st.none())),
+    extra=_maybe_map,
+    step=st.integers(0, 3),
+    provider_response_id=_maybe_text,
+)
+def test_send_emits_what_event_builds(
+    kind: ChatEventType,
+    text: str | None,
+    index: int,
+    item_id: str | None,
+    tool_call_id: str | None,
+    raw_type: str | None,
+    sub_type: str | None,
+    raw: Any,
+    extra: dict[str, int] | None,
+    step: int,
+    provider_response_id: str | None,
+) -> None:
+    sent: list[ChatEvent] = []
+    ctx = ChatStreamContext(sent.append, step=step, response_id="r")
+    ctx.provider_response_id = provider_response_id
+    fields: dict[str, Any] = {
+        "text": text,
+        "index": index,
+        "item_id": item_id,
+        "tool_call_id": tool_call_id,
+        "raw_type": raw_type,
+        "sub_type": sub_type,
+        "raw": raw,
+        "attrs": extra,
+        "usage": Usage(prompt_tokens=index + 1) if index > 1 else None,
+        "citation": Citation(url="u") if index == 0 else None,
+    }
+    ctx.send(kind, **fields)
+    expected = ChatEvent(
+        kind, step=step, response_id="r", provider_response_id=provider_response_id, **fields
+    )
+    assert sent == [expected] == [ctx.event(kind, **fields)]
+    assert type(sent[0]) is ChatEvent
+    if extra:
+        extra["changed"] = 1
+        assert "changed" not in sent[0].attrs
+    with pytest.raises(TypeError):
+        sent[0].raw["new"] = 1  # type: ignore[index]

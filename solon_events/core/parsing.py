@@ -41,6 +41,8 @@ class _Done:
 DONE: Any = _Done()
 """What :func:`decode_payload` returns for the ``[DONE]`` sentinel."""
 
+_NOT_DECODED: Any = object()
+
 
 def _describe(data: str | bytes | bytearray) -> str:
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
@@ -164,15 +166,14 @@ class ParseStage:
         if self.failed:
             return
         ctx = self.ctx
-        number = ctx.frame_number = ctx.frame_number + 1
+        ctx.frame_number += 1
         try:
-            if type(frame) is Frame and frame.data != "[DONE]":
-                try:
-                    payload = _loads(frame.data)
-                except _JSONDecodeError:
-                    payload = decode_payload(frame, number)
-            else:
-                payload = decode_payload(frame, number)
+            try:  # the common case inline; the sentinel and anything odd are decode_payload's
+                payload = _loads(frame.data) if type(frame) is Frame else _NOT_DECODED
+            except _JSONDecodeError:
+                payload = _NOT_DECODED
+            if payload is _NOT_DECODED:
+                payload = decode_payload(frame, ctx.frame_number)
             if payload is DONE:
                 self._dialect.parse_done(ctx)
             else:
@@ -185,7 +186,7 @@ class ParseStage:
         except Exception as exc:  # a dialect must never leak a bare KeyError
             self.on_error(
                 ChatProtocolError(
-                    f"frame {number} could not be parsed by the {self._dialect.name!r} "
+                    f"frame {ctx.frame_number} could not be parsed by the {self._dialect.name!r} "
                     f"dialect ({type(exc).__name__}: {exc})"
                 )
             )
