@@ -179,6 +179,21 @@ def synthetic_rows(n: int) -> list[str]:
     ]
 
 
+def stream_cost_rows(frames: int = 6) -> list[str]:
+    """What one short stream costs in all (per stream, not per frame), per dialect.
+
+    Subscribing, the stages, the step and response snapshots: fixed costs that dominate
+    the corpus rows, whose recordings are mostly a few frames long.
+    """
+    rows = []
+    for dialect, make in SYNTHETIC.items():
+        ours, base, _count = measure(make(frames), dialect)
+        rows.append(
+            f"{dialect:<48}{frames:>9}{ours * 1e6:>10.1f}{base * 1e6:>10.1f}{ours / base:>8.2f}"
+        )
+    return rows
+
+
 def scaling_rows(sizes: tuple[int, ...] = (1_000, 100_000, 1_000_000)) -> list[str]:
     """The cost per frame at growing stream lengths (it must stay flat)."""
     rows = []
@@ -193,6 +208,11 @@ def main(n: int = 100_000) -> None:
     for row in corpus_rows():
         print(row)
     for row in synthetic_rows(n):
+        print(row)
+    print()
+    print("one short stream (us per stream, not per frame):")
+    print(f"{'dialect':<48}{'frames':>9}{'us':>10}{'baseline':>10}{'ratio':>8}")
+    for row in stream_cost_rows():
         print(row)
     print()
     print("scaling (us/frame must stay flat):")

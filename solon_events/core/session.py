@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 
 from ..results import Usage
 
@@ -11,7 +11,7 @@ __all__ = ["ChatStreamSession", "new_response_id"]
 
 def new_response_id() -> str:
     """A fresh, unique response id."""
-    return f"resp_{uuid.uuid4().hex}"
+    return f"resp_{os.urandom(16).hex()}"
 
 
 class ChatStreamSession:

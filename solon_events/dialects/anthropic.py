@@ -164,7 +164,7 @@ class AnthropicDialect(ChatDialect):
             if text:
                 ctx.send(_TEXT_DELTA, index=index, text=text, raw=frame)
             return
-        if type(frame) is not dict and not isinstance(frame, Mapping):
+        if type(frame) is not dict:
             raise ChatProtocolError(
                 f"an Anthropic stream event is a JSON object, not {type(frame).__name__}"
             )
@@ -207,7 +207,7 @@ def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[st
 
 def _on_message_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
     usage = frame.get("usage")
-    if isinstance(usage, Mapping):
+    if isinstance(usage, dict):
         stream.usage.update((k, v) for k, v in usage.items() if v is not None)
         ctx.send(_T.USAGE, usage=_usage(stream.usage), raw=frame)
     delta = _mapping(frame.get("delta"))
@@ -242,8 +242,8 @@ def _on_error(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any])
 def _on_block_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
     index = _index(frame.get("index"))
     content = frame.get("content_block")
-    block_type = content.get("type") if isinstance(content, Mapping) else None
-    if not isinstance(content, Mapping) or not isinstance(block_type, str):
+    block_type = content.get("type") if isinstance(content, dict) else None
+    if not isinstance(content, dict) or not isinstance(block_type, str):
         ctx.send(_T.RAW, raw_type="content_block_start", raw=frame)
         return
     if index in stream.blocks:
@@ -308,7 +308,7 @@ def _open_text(
     citations = content.get("citations")
     if isinstance(citations, list):
         for citation in citations:
-            if isinstance(citation, Mapping):
+            if isinstance(citation, dict):
                 ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
     return _Block("text", "text")
 
@@ -412,7 +412,7 @@ def _open_tool_result(
     items = content.get("content")
     if isinstance(items, list):
         for item in items:
-            if isinstance(item, Mapping) and isinstance(item.get("url"), str):
+            if isinstance(item, dict) and isinstance(item.get("url"), str):
                 ctx.send(
                     _T.SEARCH_RESULT,
                     index=index,
@@ -507,7 +507,7 @@ def _citations_delta(
     frame: Mapping[str, Any],
 ) -> None:
     citation = delta.get("citation")
-    if isinstance(citation, Mapping):
+    if isinstance(citation, dict):
         ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
 
 
@@ -591,7 +591,7 @@ def _close_all(ctx: ChatStreamContext, stream: _Stream) -> None:
 
 def _arguments_str(block: _Block) -> str | None:
     """The tool input as text: the streamed fragments, else the input the block started with."""
-    if block.fragments or not isinstance(block.input, Mapping) or not block.input:
+    if block.fragments or not isinstance(block.input, dict) or not block.input:
         return None
     return orjson.dumps(dict(block.input)).decode()
 
@@ -600,7 +600,7 @@ def _server_call(block: _Block, index: int) -> ToolCall:
     if block.fragments:
         text = "".join(block.fragments)
         return ToolCall(id=block.id, name=block.name, arguments_str=text, index=index)
-    arguments = dict(block.input) if isinstance(block.input, Mapping) else {}
+    arguments = dict(block.input) if isinstance(block.input, dict) else {}
     return ToolCall(id=block.id, name=block.name, arguments=arguments, index=index)
 
 
@@ -617,7 +617,7 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
         completion_tokens=_int(raw.get("output_tokens")),
         cache_read_input_tokens=cache_read,
         cache_creation_input_tokens=cache_creation,
-        server_tool_use=server_tool_use if isinstance(server_tool_use, Mapping) else None,
+        server_tool_use=server_tool_use if isinstance(server_tool_use, dict) else None,
         source=dict(raw),
     )
 
@@ -651,12 +651,12 @@ def _is_error_result(content: Mapping[str, Any]) -> bool:
     if content.get("is_error") is True:
         return True
     inner = content.get("content")
-    inner_type = inner.get("type") if isinstance(inner, Mapping) else None
+    inner_type = inner.get("type") if isinstance(inner, dict) else None
     return isinstance(inner_type, str) and inner_type.endswith("_error")
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def _int(value: Any) -> int:
