@@ -274,3 +274,18 @@ def test_odd_but_valid_json_only_ever_fails_with_chat_error(payloads: list[dict[
     for dialect in ("openai", "anthropic", "openai-responses", "gemini", "ollama"):
         _events, errors = run_replay(body, dialect)
         assert all(isinstance(e, ChatError) for e in errors)
+
+
+def test_decoded_payloads_reach_the_dialect_as_plain_json() -> None:
+    from types import MappingProxyType
+
+    from solon_events.core.parsing import decode_payload
+
+    nested = {"a": MappingProxyType({"b": (1, MappingProxyType({"c": 2}))})}
+    payload = decode_payload(MappingProxyType(nested), 1)
+    assert payload == {"a": {"b": [1, {"c": 2}]}}
+    assert type(payload["a"]) is dict and type(payload["a"]["b"][1]) is dict
+    choice = MappingProxyType({"index": 0, "delta": MappingProxyType({"content": "Hi"})})
+    events, errors = run_replay([{**chunk({}), "choices": (choice,)}, chunk({}, "stop")])
+    assert not errors
+    assert events[-1].response is not None and events[-1].response.text == "Hi"

@@ -53,9 +53,9 @@ def decode_payload(frame: Any, number: int) -> Any:
     """The payload of frame ``number``: decoded JSON, or :data:`DONE` for the sentinel.
 
     A :class:`~solon_events.sse.Frame`, JSON text (str or bytes), or an already decoded
-    payload. Dialects always receive plain dicts and lists: any other mapping is copied
-    into dicts first. Malformed JSON and other frame types raise ChatProtocolError naming
-    the frame.
+    payload. Dialects always receive plain JSON values: a decoded payload is copied with
+    every mapping made a dict and every tuple a list. Malformed JSON and other frame types
+    raise ChatProtocolError naming the frame.
     """
     if type(frame) is Frame:
         frame = frame.data
@@ -68,9 +68,7 @@ def decode_payload(frame: Any, number: int) -> Any:
             raise ChatProtocolError(
                 f"frame {number} is not valid JSON ({exc.msg}): {_describe(frame)}"
             ) from None
-    if type(frame) is dict or type(frame) is list:
-        return frame
-    if isinstance(frame, Mapping):
+    if isinstance(frame, (Mapping, list, tuple)):  # given decoded: made plain JSON throughout
         return plain_json(frame)
     raise ChatProtocolError(
         f"frame {number} is a {type(frame).__name__}; expected a Frame, JSON text or a dict"
