@@ -244,15 +244,19 @@ class ChatResponse:
     provider_response_id: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        given = {name: value for name in _MIRRORED if (value := getattr(self, name)) is not None}
         message = self.message
-        if message is None and given:
-            message = AssistantMessage(**given)
-            object.__setattr__(self, "message", message)
+        if message is None:
+            given = {name: v for name in _MIRRORED if (v := getattr(self, name)) is not None}
+            if given:
+                message = AssistantMessage(**given)
+                object.__setattr__(self, "message", message)
         source = message if message is not None else _EMPTY_MESSAGE
-        for name in _MIRRORED:
-            value = getattr(source, name)
-            object.__setattr__(self, name, value)
+        set_field = object.__setattr__
+        set_field(self, "text", source.text)
+        set_field(self, "thinking", source.thinking)
+        set_field(self, "tool_calls", source.tool_calls)
+        set_field(self, "citations", source.citations)
+        set_field(self, "search_results", source.search_results)
 
     @property
     def is_empty(self) -> bool:
