@@ -37,7 +37,6 @@ __all__ = [
 
 _T = TYPES
 Operator = Callable[[Observable[Any]], Observable[ChatEvent]]
-_DONE = "[DONE]"
 
 
 def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:

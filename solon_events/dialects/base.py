@@ -44,7 +44,6 @@ __all__ = [
 
 _T = TYPES
 _S = TypeVar("_S")
-_build_event = ChatEvent.__new__  # positional: ChatEvent's fields in order
 
 
 @attrs.frozen(kw_only=True)
@@ -134,11 +133,27 @@ class ChatStreamContext:
     ) -> ChatEvent:
         """A new event of ``type`` carrying this step's ids (step, response ids) and the
         given fields."""
-        return _build_event(
-            ChatEvent, type, text, response, usage, error, self.step, index,
-            self.response_id, self.provider_response_id, item_id, tool_call_id, tool_call,
-            block, citation, search_result, raw_type, sub_type, raw, attrs,
-        )  # fmt: skip
+        return ChatEvent(
+            type,
+            text=text,
+            response=response,
+            usage=usage,
+            error=error,
+            step=self.step,
+            index=index,
+            response_id=self.response_id,
+            provider_response_id=self.provider_response_id,
+            item_id=item_id,
+            tool_call_id=tool_call_id,
+            tool_call=tool_call,
+            block=block,
+            citation=citation,
+            search_result=search_result,
+            raw_type=raw_type,
+            sub_type=sub_type,
+            raw=raw,
+            attrs=attrs,
+        )
 
     def send(
         self,
