@@ -6,7 +6,9 @@ reference; the recorded streams of ``../shared/corpus/gemini`` are read in place
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
@@ -670,17 +672,9 @@ def plain(text: Any = "word ", **fields: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def general_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def general_calls(record_frames: Callable[[ModuleType, str], list[Any]]) -> list[Any]:
     """The frames that reach the general code during a test."""
-    calls: list[Any] = []
-    real = gemini._response
-
-    def spy(ctx: ChatStreamContext, payload: Any) -> None:
-        calls.append(payload)
-        real(ctx, payload)
-
-    monkeypatch.setattr(gemini, "_response", spy)
-    return calls
+    return record_frames(gemini, "_response")
 
 
 def test_plain_text_frames_take_the_fast_path(general_calls: list[Any]) -> None:

@@ -7,8 +7,9 @@ it exists and is skipped otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
@@ -867,17 +868,9 @@ def general(frames: Iterable[Any]) -> list[ChatEvent]:
 
 
 @pytest.fixture
-def general_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def general_calls(record_frames: Callable[[ModuleType, str], list[Any]]) -> list[Any]:
     """The frames that take the general path during the test."""
-    calls: list[Any] = []
-    general_path = openai_responses._parse_general
-
-    def counted(ctx: ChatStreamContext, frame: Any) -> None:
-        calls.append(frame)
-        general_path(ctx, frame)
-
-    monkeypatch.setattr(openai_responses, "_parse_general", counted)
-    return calls
+    return record_frames(openai_responses, "_parse_general")
 
 
 def reasoning_text_stream(deltas: tuple[str, ...]) -> list[dict[str, Any]]:
