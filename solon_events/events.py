@@ -378,4 +378,3 @@ def with_response_id(event: ChatEvent, response_id: str | None) -> ChatEvent:
     copy.attrs = event.attrs
     copy.__class__ = ChatEvent
     return copy  # type: ignore[no-any-return]
-

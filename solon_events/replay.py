@@ -9,11 +9,13 @@ from typing import Any, Union
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.internal import default_error, noop
 from reactivex.scheduler import CurrentThreadScheduler
 
 from .core import stages
 from .core.parsing import ParseStage
 from .core.session import new_response_id
+from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
 from .events import ChatEvent
 from .filters import ChatEventFilter
@@ -59,26 +61,24 @@ def replay(
 
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
 
-    def subscribe(
-        observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-    ) -> abc.DisposableBase:
-        # What parse() and respond() do, with direct calls instead of Rx subscriptions.
+    def pipeline(observer: Sink) -> tuple[Callable[[], None], Callable[[], None]]:
+        """What parse() and respond() do, with direct calls: (run, stop) into ``observer``."""
         response_id = new_response_id()
         head = stages.respond(
             observer, response_id=response_id, event_filter=event_filter, fold_steps=False
         )
         parser = ParseStage(chosen, head, response_id=response_id)
         parser.start()
-        disposed = False
+        stopped = False
 
-        def run(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+        def run() -> None:
             try:
                 frames = _frames(source)
             except Exception as exc:  # a file that cannot be read, an iterable that cannot
                 parser.on_error(exc)
                 return
             on_next = parser.on_next
-            while not disposed:
+            while not stopped:
                 try:
                     frame = next(frames)
                 except StopIteration:
@@ -89,11 +89,87 @@ def replay(
                     return
                 on_next(frame)
 
-        def dispose() -> None:
-            nonlocal disposed
-            disposed = True
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
 
-        schedule = (scheduler or CurrentThreadScheduler.singleton()).schedule
-        return CompositeDisposable(schedule(run), Disposable(dispose))
+        return run, stop
 
-    return Observable(subscribe)
+    return _ReplayObservable(pipeline)
+
+
+class _Callbacks:
+    """The three callbacks of a subscription as a :class:`~solon_events.core.stages.Sink`."""
+
+    __slots__ = ("on_completed", "on_error", "on_next")
+
+    def __init__(
+        self,
+        on_next: abc.OnNext[ChatEvent] | None,
+        on_error: abc.OnError | None,
+        on_completed: abc.OnCompleted | None,
+    ) -> None:
+        self.on_next = on_next or noop
+        self.on_error = on_error or default_error
+        self.on_completed = on_completed or noop
+
+
+class _Stop(abc.DisposableBase):
+    """The disposable of a direct subscription: disposing it stops the replay."""
+
+    __slots__ = ("_stop",)
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        self._stop = stop
+
+    def dispose(self) -> None:
+        self._stop()
+
+
+class _ReplayObservable(Observable[ChatEvent]):
+    """The observable :func:`replay` returns.
+
+    Subscribed through operators (``replay(...).pipe(...)``) it is an ordinary Rx
+    observable whose replay runs on the current-thread trampoline, so that a downstream
+    ``take(n)`` stops it early. Subscribed directly outside any trampoline, where no
+    downstream operator can dispose it before ``subscribe`` returns, it runs the replay
+    at once, without Rx's two trampoline hops and per-event observer wrapper: the cost of
+    a short recording is mostly that subscription machinery otherwise.
+    """
+
+    def __init__(
+        self, pipeline: Callable[[Sink], tuple[Callable[[], None], Callable[[], None]]]
+    ) -> None:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            run, stop = pipeline(observer)
+
+            def action(_scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+                run()
+
+            schedule = (scheduler or CurrentThreadScheduler.singleton()).schedule
+            return CompositeDisposable(schedule(action), Disposable(stop))
+
+        super().__init__(subscribe)
+        self._pipeline = pipeline
+
+    def subscribe(
+        self,
+        on_next: abc.ObserverBase[ChatEvent] | abc.OnNext[ChatEvent] | None = None,
+        on_error: abc.OnError | None = None,
+        on_completed: abc.OnCompleted | None = None,
+        *,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> abc.DisposableBase:
+        """Subscribe an observer or callbacks, as :meth:`reactivex.Observable.subscribe`."""
+        if scheduler is not None or not CurrentThreadScheduler.singleton().schedule_required():
+            return super().subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+        sink: Sink
+        if isinstance(on_next, abc.ObserverBase) or callable(getattr(on_next, "on_next", None)):
+            sink = on_next  # type: ignore[assignment]
+        else:
+            sink = _Callbacks(on_next, on_error, on_completed)  # type: ignore[arg-type]
+        run, stop = self._pipeline(sink)
+        run()
+        return _Stop(stop)

@@ -2,6 +2,13 @@
 
 Every class is a frozen attrs value built by keyword; sequences are tuples and mappings
 are read-only, so a result handed to a subscriber cannot drift.
+
+The pipeline builds a :class:`Usage`, :class:`AssistantMessage` and :class:`ChatResponse`
+for every step, with :func:`new_usage`, :func:`new_message` and :func:`new_response`: they
+fill a writable twin with the same slots by plain attribute stores and then switch it to
+the frozen class, as :class:`~solon_events.events.ChatEvent` is built. attrs' frozen
+``__init__`` pays one ``object.__setattr__`` call per field, which costs more than the
+whole build this way.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ __all__ = [
     "TextBlock",
     "ToolCall",
     "Usage",
+    "new_message",
+    "new_response",
+    "new_usage",
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -57,8 +67,24 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+class _UsageSlots:
+    """The storage layout of Usage, writable; only ever seen inside :func:`new_usage`."""
+
+    __slots__ = (
+        "__weakref__",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "completion_tokens",
+        "prompt_tokens",
+        "server_tool_use",
+        "source",
+        "thinking_tokens",
+        "total_tokens",
+    )  # fmt: skip
+
+
 @attrs.frozen(kw_only=True)
-class Usage:
+class Usage(_UsageSlots):
     """Token accounting of one step, or of a whole response when steps are added.
 
     ``prompt_tokens`` counts every input token, cached ones included;
@@ -196,8 +222,24 @@ class FileBlock:
     name: str | None = None
 
 
+class _MessageSlots:
+    """The storage layout of AssistantMessage, writable; only seen inside :func:`new_message`."""
+
+    __slots__ = (
+        "__weakref__",
+        "blocks",
+        "citations",
+        "metadata",
+        "refusal",
+        "search_results",
+        "text",
+        "thinking",
+        "tool_calls",
+    )  # fmt: skip
+
+
 @attrs.frozen(kw_only=True)
-class AssistantMessage:
+class AssistantMessage(_MessageSlots):
     """What the assistant said in one step: text, thinking, tool calls, media and sources."""
 
     text: str = ""
@@ -223,8 +265,26 @@ class AssistantMessage:
 _EMPTY_MESSAGE = AssistantMessage()
 
 
+class _ResponseSlots:
+    """The storage layout of ChatResponse, writable; only seen inside :func:`new_response`."""
+
+    __slots__ = (
+        "__weakref__",
+        "citations",
+        "finish_reason",
+        "message",
+        "model",
+        "provider_response_id",
+        "search_results",
+        "text",
+        "thinking",
+        "tool_calls",
+        "usage",
+    )  # fmt: skip
+
+
 @attrs.frozen(kw_only=True)
-class ChatResponse:
+class ChatResponse(_ResponseSlots):
     """The aggregated result of a step or of a whole response.
 
     ``text``, ``thinking``, ``tool_calls``, ``citations`` and ``search_results`` mirror
@@ -266,3 +326,80 @@ class ChatResponse:
 
 
 _MIRRORED = ("text", "thinking", "tool_calls", "citations", "search_results")
+
+
+def new_usage(
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    total_tokens: int | None = None,
+    thinking_tokens: int = 0,
+    cache_creation_input_tokens: int = 0,
+    cache_read_input_tokens: int = 0,
+    server_tool_use: Mapping[str, Any] | None = None,
+    source: Any = None,
+) -> Usage:
+    """``Usage(...)`` with its fields by position (``total_tokens`` None: prompt +
+    completion), built at a fraction of the keyword constructor's cost."""
+    this: Any = _UsageSlots()
+    this.prompt_tokens = prompt_tokens
+    this.completion_tokens = completion_tokens
+    this.total_tokens = prompt_tokens + completion_tokens if total_tokens is None else total_tokens
+    this.thinking_tokens = thinking_tokens
+    this.cache_creation_input_tokens = cache_creation_input_tokens
+    this.cache_read_input_tokens = cache_read_input_tokens
+    this.server_tool_use = _frozen_mapping(server_tool_use)
+    this.source = source
+    this.__class__ = Usage
+    return this  # type: ignore[no-any-return]
+
+
+def new_message(
+    text: str = "",
+    thinking: str = "",
+    tool_calls: Iterable[ToolCall] | None = (),
+    blocks: Iterable[Any] | None = (),
+    citations: Iterable[Citation] | None = (),
+    search_results: Iterable[SearchResult] | None = (),
+    refusal: str = "",
+    metadata: Mapping[str, Any] | None = None,
+) -> AssistantMessage:
+    """``AssistantMessage(...)`` with its fields by position, built at a fraction of the
+    keyword constructor's cost."""
+    this: Any = _MessageSlots()
+    this.text = text
+    this.thinking = thinking
+    this.tool_calls = tool_calls if tool_calls.__class__ is tuple else _tuple(tool_calls)
+    this.blocks = blocks if blocks.__class__ is tuple else _tuple(blocks)
+    this.citations = citations if citations.__class__ is tuple else _tuple(citations)
+    this.search_results = (
+        search_results if search_results.__class__ is tuple else _tuple(search_results)
+    )
+    this.refusal = refusal
+    this.metadata = _frozen_mapping(metadata)
+    this.__class__ = AssistantMessage
+    return this  # type: ignore[no-any-return]
+
+
+def new_response(
+    message: AssistantMessage | None = None,
+    usage: Usage | None = None,
+    finish_reason: str | None = None,
+    model: str | None = None,
+    provider_response_id: str | None = None,
+) -> ChatResponse:
+    """``ChatResponse(message=message, ...)`` by position, built at a fraction of the
+    keyword constructor's cost; the mirrored fields come from ``message``."""
+    source = message if message is not None else _EMPTY_MESSAGE
+    this: Any = _ResponseSlots()
+    this.message = message
+    this.text = source.text
+    this.thinking = source.thinking
+    this.tool_calls = source.tool_calls
+    this.citations = source.citations
+    this.search_results = source.search_results
+    this.usage = usage
+    this.finish_reason = finish_reason
+    this.model = model
+    this.provider_response_id = provider_response_id
+    this.__class__ = ChatResponse
+    return this  # type: ignore[no-any-return]

@@ -10,6 +10,9 @@ import pytest
 import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reactivex import Observer
+from reactivex import operators as ops
+from reactivex.scheduler import CurrentThreadScheduler
 
 from solon_events import (
     ChatError,
@@ -289,3 +292,73 @@ def test_decoded_payloads_reach_the_dialect_as_plain_json() -> None:
     events, errors = run_replay([{**chunk({}), "choices": (choice,)}, chunk({}, "stop")])
     assert not errors
     assert events[-1].response is not None and events[-1].response.text == "Hi"
+
+
+def _summary(events: list[ChatEvent]) -> list[tuple[Any, ...]]:
+    return [(e.type, e.step, e.text, e.response.text if e.response else None) for e in events]
+
+
+def test_replay_delivers_the_same_subscribed_directly_or_through_operators() -> None:
+    stream = replay(sse(GOOD))
+    direct: list[ChatEvent] = []
+    piped: list[ChatEvent] = []
+    scheduled: list[ChatEvent] = []
+    stream.subscribe(direct.append)
+    stream.pipe(ops.map(lambda e: e)).subscribe(piped.append)
+    stream.subscribe(scheduled.append, scheduler=CurrentThreadScheduler())
+    assert _summary(direct) == _summary(piped) == _summary(scheduled)
+    assert direct[-1].type is T.RESPONSE_END and direct[-1].response.text == "Hello"  # type: ignore[union-attr]
+
+
+def test_replay_inside_a_running_trampoline_delivers_everything() -> None:
+    seen: list[ChatEvent] = []
+
+    def action(_scheduler: Any, _state: Any = None) -> None:
+        replay(sse(GOOD)).subscribe(seen.append)
+
+    CurrentThreadScheduler.singleton().schedule(action)
+    assert seen[-1].type is T.RESPONSE_END and seen[-1].response.text == "Hello"  # type: ignore[union-attr]
+
+
+def test_replay_through_take_stops_reading_the_source() -> None:
+    pulled: list[Any] = []
+
+    def frames() -> Any:
+        for payload in [chunk({"content": str(n)}) for n in range(50)] + GOOD:
+            pulled.append(payload)
+            yield payload
+
+    seen: list[ChatEvent] = []
+    replay(frames()).pipe(ops.take(4)).subscribe(seen.append)
+    assert len(seen) == 4
+    assert len(pulled) < 10
+
+
+def test_replay_takes_an_observer_object_and_its_failure_reaches_on_error() -> None:
+    seen: list[ChatEvent] = []
+    errors: list[Exception] = []
+    done: list[bool] = []
+    replay(sse(GOOD)).subscribe(Observer(seen.append, errors.append, lambda: done.append(True)))
+    assert done == [True] and not errors and seen[-1].type is T.RESPONSE_END
+    replay(sse(GOOD[:2])[: -len(b"data: [DONE]\n\n")]).subscribe(
+        Observer(seen.append, errors.append, lambda: done.append(True))
+    )
+    assert done == [True] and [type(e) for e in errors] == [ChatProtocolError]
+
+
+def test_replay_without_on_error_raises_the_failure() -> None:
+    truncated = sse(GOOD[:2])[: -len(b"data: [DONE]\n\n")]
+    with pytest.raises(ChatProtocolError):
+        replay(truncated).subscribe(lambda e: None)
+
+
+def test_replay_subscriber_can_subscribe_to_other_observables() -> None:
+    inner: list[int] = []
+
+    def on_next(event: ChatEvent) -> None:
+        if event.type is T.TEXT_DELTA:
+            reactivex.of(1, 2).subscribe(inner.append)
+
+    disposable = replay(sse(GOOD)).subscribe(on_next)
+    assert inner == [1, 2, 1, 2]
+    disposable.dispose()  # after the end: harmless

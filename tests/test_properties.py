@@ -341,9 +341,7 @@ def test_the_fused_respond_stage_delivers_what_the_chained_stages_deliver(
     events, fail_at, _how = case
     events = [e.evolve(response_id=upstream_id) for e in events]
     fused, chained = _Recorder(), _Recorder()
-    head = stages.RespondStage(
-        fused, response_id="r", event_filter=event_filter, fold_steps=False
-    )
+    head = stages.RespondStage(fused, response_id="r", event_filter=event_filter, fold_steps=False)
     aggregate = stages.AggregateStage(
         stages.GuardStage(chained, event_filter), "r", fold_steps=False
     )

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from solon_events import (
     AssistantMessage,
@@ -16,6 +21,7 @@ from solon_events import (
     ToolCall,
     Usage,
 )
+from solon_events.results import new_message, new_response, new_usage
 
 # Usage
 
@@ -253,3 +259,98 @@ def test_chat_response_is_frozen_and_keyword_only() -> None:
 )
 def test_chat_response_is_empty(message: AssistantMessage | None, empty: bool) -> None:
     assert ChatResponse(message=message).is_empty is empty
+
+
+# The positional builders the pipeline uses: the same values as the keyword constructors
+
+_counts = st.integers(min_value=0, max_value=10**6)
+_maybe_text = st.none() | st.text(max_size=5)
+_mapping = st.none() | st.dictionaries(st.text(max_size=3), st.integers(), max_size=3)
+
+
+def _sequence(item: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(item, max_size=3).flatmap(lambda xs: st.sampled_from([xs, tuple(xs)]))
+
+
+@given(
+    st.tuples(_counts, _counts, st.none() | _counts, _counts, _counts, _counts),
+    _mapping,
+    st.none() | st.integers(),
+)
+def test_new_usage_equals_the_keyword_constructor(
+    counts: tuple[Any, ...], server_tool_use: Any, source: Any
+) -> None:
+    prompt, completion, total, thinking, creation, read = counts
+    built = new_usage(prompt, completion, total, thinking, creation, read, server_tool_use, source)
+    keywords: dict[str, Any] = {} if total is None else {"total_tokens": total}
+    expected = Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        thinking_tokens=thinking,
+        cache_creation_input_tokens=creation,
+        cache_read_input_tokens=read,
+        server_tool_use=server_tool_use,
+        source=source,
+        **keywords,
+    )
+    assert type(built) is Usage
+    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.prompt_tokens = 1  # type: ignore[misc]
+
+
+@given(
+    st.text(max_size=5),
+    st.text(max_size=5),
+    _sequence(st.builds(ToolCall, name=st.text(max_size=3))),
+    _sequence(st.builds(TextBlock, text=st.text(max_size=3))),
+    _sequence(st.builds(Citation, url=_maybe_text)),
+    _sequence(st.builds(SearchResult, url=_maybe_text)),
+    st.text(max_size=5),
+    _mapping,
+    st.none() | st.sampled_from(["stop", "length"]),
+    st.booleans(),
+)
+def test_new_message_and_new_response_equal_the_keyword_constructors(
+    text: str,
+    thinking: str,
+    calls: Any,
+    blocks: Any,
+    citations: Any,
+    results: Any,
+    refusal: str,
+    metadata: Any,
+    finish: str | None,
+    with_message: bool,
+) -> None:
+    fields = (text, thinking, calls, blocks, citations, results, refusal, metadata)
+    message = new_message(*fields)
+    names = ("text", "thinking", "tool_calls", "blocks", "citations", "search_results")
+    expected = AssistantMessage(**dict(zip((*names, "refusal", "metadata"), fields)))
+    assert type(message) is AssistantMessage and message == expected
+    assert all(type(getattr(message, name)) is tuple for name in names[2:])
+    assert message.metadata == expected.metadata and type(message.metadata) is MappingProxyType
+
+    given_message = message if with_message else None
+    usage = Usage(prompt_tokens=1)
+    response = new_response(given_message, usage, finish, "m", "r")
+    assert type(response) is ChatResponse
+    assert response == ChatResponse(
+        message=given_message,
+        usage=usage,
+        finish_reason=finish,
+        model="m",
+        provider_response_id="r",
+    )
+    assert attrs.asdict(response, recurse=False) == attrs.asdict(
+        ChatResponse(
+            message=given_message,
+            usage=usage,
+            finish_reason=finish,
+            model="m",
+            provider_response_id="r",
+        ),
+        recurse=False,
+    )
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        response.text = "x"  # type: ignore[misc]

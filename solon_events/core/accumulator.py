@@ -7,13 +7,14 @@ from typing import Any
 
 from ..events import TYPES, ChatEvent, ChatEventType
 from ..results import (
-    AssistantMessage,
     ChatResponse,
     Citation,
     SearchResult,
     TextBlock,
     ToolCall,
     Usage,
+    new_message,
+    new_response,
 )
 
 __all__ = ["ChatAccumulator"]
@@ -128,32 +129,36 @@ class ChatAccumulator:
         usage: Usage | None = None,
     ) -> ChatResponse:
         """The step's response so far; the keyword arguments override what was folded."""
-        text = "".join(self._text)
-        blocks = list(self._blocks)
-        if blocks and self._text_flushed < len(self._text):
-            blocks.append(TextBlock(text="".join(self._text[self._text_flushed :])))
-        metadata = {
-            key: tuple(value) if isinstance(value, list) else value
-            for key, value in self._metadata.items()
-        }
-        if self.errors:
-            metadata["errors"] = tuple(self.errors)
-        message = AssistantMessage(
-            text=text,
-            thinking="".join(self._thinking),
-            tool_calls=tuple(parts.result() for parts in self._calls.values()),
-            blocks=blocks,
-            citations=self._citations,
-            search_results=self._search_results,
-            refusal="".join(self._refusal),
-            metadata=metadata,
+        blocks = self._blocks
+        if blocks:
+            blocks = list(blocks)
+            if self._text_flushed < len(self._text):
+                blocks.append(TextBlock(text="".join(self._text[self._text_flushed :])))
+        metadata = None
+        if self._metadata or self.errors:
+            metadata = {
+                key: tuple(value) if isinstance(value, list) else value
+                for key, value in self._metadata.items()
+            }
+            if self.errors:
+                metadata["errors"] = tuple(self.errors)
+        calls = self._calls
+        message = new_message(
+            "".join(self._text),
+            "".join(self._thinking),
+            tuple([parts.result() for parts in calls.values()]) if calls else (),
+            blocks,
+            self._citations,
+            self._search_results,
+            "".join(self._refusal),
+            metadata,
         )
-        return ChatResponse(
-            message=message,
-            usage=usage if usage is not None else self.usage,
-            finish_reason=finish_reason if finish_reason is not None else self.finish_reason,
-            model=model if model is not None else self.model,
-            provider_response_id=provider_response_id or self.provider_response_id,
+        return new_response(
+            message,
+            usage if usage is not None else self.usage,
+            finish_reason if finish_reason is not None else self.finish_reason,
+            model if model is not None else self.model,
+            provider_response_id or self.provider_response_id,
         )
 
     # handlers

@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import attrs
-
 from ..errors import ChatError
 from ..events import TYPES, ChatEvent, ChatEventType, with_response_id
 from ..filters import ChatEventFilter
-from ..results import ChatResponse
+from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
 from .normalizer import ChatEventNormalizer
 from .session import ChatStreamSession
@@ -184,7 +182,13 @@ class AggregateStage:
         response = self._last_response or self._step.snapshot()
         total = session.total_usage
         if response.usage is not total:
-            response = attrs.evolve(response, usage=total)
+            response = new_response(
+                response.message,
+                total,
+                response.finish_reason,
+                response.model,
+                response.provider_response_id,
+            )
         self._down.on_next(
             ChatEvent(
                 _T.RESPONSE_END,

@@ -27,7 +27,7 @@ from ..events import (
     _snapshot,
 )
 from ..messages import ChatRequest
-from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage
+from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage, new_usage
 
 __all__ = [
     "ChatDialect",
@@ -362,15 +362,15 @@ def make_usage(
     """
     prompt = prompt_tokens or 0
     completion = completion_tokens or 0
-    return Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=total_tokens if total_tokens else prompt + completion,
-        thinking_tokens=thinking_tokens or 0,
-        cache_read_input_tokens=cache_read_input_tokens or 0,
-        cache_creation_input_tokens=cache_creation_input_tokens or 0,
-        server_tool_use=server_tool_use or {},
-        source=source,
+    return new_usage(
+        prompt,
+        completion,
+        total_tokens if total_tokens else prompt + completion,
+        thinking_tokens or 0,
+        cache_creation_input_tokens or 0,
+        cache_read_input_tokens or 0,
+        server_tool_use,
+        source,
     )
 
 
@@ -491,6 +491,16 @@ def get_dialect(name: str | ChatDialect) -> ChatDialect:
     """
     if isinstance(name, ChatDialect):
         return name
+    dialect_class = _DIALECT_CLASSES.get(name) if isinstance(name, str) else None
+    if dialect_class is None:
+        dialect_class = _DIALECT_CLASSES[name] = _import_dialect(name)
+    return dialect_class()
+
+
+_DIALECT_CLASSES: dict[str, type[ChatDialect]] = {}
+
+
+def _import_dialect(name: object) -> type[ChatDialect]:
     target = _DIALECTS.get(name) if isinstance(name, str) else None
     if target is None:
         known = ", ".join(repr(n) for n in _DIALECTS)
@@ -500,5 +510,5 @@ def get_dialect(name: str | ChatDialect) -> ChatDialect:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise ValueError(f"dialect {name!r} is not available yet") from exc
-    dialect: ChatDialect = getattr(module, class_name)()
-    return dialect
+    dialect_class: type[ChatDialect] = getattr(module, class_name)
+    return dialect_class
