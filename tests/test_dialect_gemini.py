@@ -781,6 +781,16 @@ NEAR_MISSES: list[tuple[str, Any, list[tuple[ChatEventType, Any]]]] = [
         [(T.TEXT_DELTA, "word "), (T.USAGE, None)],
     ),
     (
+        "usage without counts",
+        plain(usageMetadata={"trafficType": "ON_DEMAND"}),
+        [(T.TEXT_DELTA, "word ")],
+    ),
+    (
+        "usage not an object",
+        plain(usageMetadata=[{"promptTokenCount": 5}]),
+        [(T.TEXT_DELTA, "word ")],
+    ),
+    (
         "blocked prompt",
         plain(promptFeedback={"blockReason": "SAFETY"}),
         [(T.CONTENT_FILTER, "SAFETY"), (T.TEXT_DELTA, "word ")],
@@ -808,7 +818,14 @@ def test_near_misses_of_the_plain_shape_give_their_own_events(
 
 
 # Near misses the fast path takes all the same: the ids are checked there as in the general code.
-FAST_TOO = {"candidate index false", "empty response id", "response id not a string", "model null"}
+FAST_TOO = {
+    "candidate index false",
+    "empty response id",
+    "response id not a string",
+    "model null",
+    "usage",
+    "usage without counts",
+}
 
 
 @pytest.mark.parametrize(
@@ -854,7 +871,13 @@ CHANGES: list[tuple[str, str, st.SearchStrategy[Any]]] = [
     ("frame", "candidates", st.sampled_from([None, [], [{"index": 1}], {"0": {}}])),
     ("frame", "responseId", IDS),
     ("frame", "modelVersion", IDS),
-    ("frame", "usageMetadata", st.sampled_from([{"promptTokenCount": 1}, None])),
+    (
+        "frame",
+        "usageMetadata",
+        st.sampled_from(
+            [{"promptTokenCount": 1}, {"promptTokenCount": 2}, {"trafficType": "x"}, [], None]
+        ),
+    ),
     ("frame", "promptFeedback", st.sampled_from([{"blockReason": "SAFETY"}, {}])),
     ("frame", "createTime", JSON_SCALARS),
 ]

@@ -51,13 +51,13 @@ from ..results import (
     TextBlock,
     ToolCall,
     Usage,
+    new_usage,
 )
 from .base import (
     ChatDialect,
     ChatStreamContext,
     HttpRequest,
     ToolCallAssembler,
-    make_usage,
     request_headers,
 )
 
@@ -90,13 +90,15 @@ SKIP_SIGNATURE = "skip_thought_signature_validator"
 """The placeholder signature Google documents for function calls whose signature is unknown."""
 
 _STATE_KEY = "gemini"
-_USAGE_COUNTS = (
-    "promptTokenCount",
-    "candidatesTokenCount",
-    "thoughtsTokenCount",
-    "cachedContentTokenCount",
-    "toolUsePromptTokenCount",
-    "totalTokenCount",
+_USAGE_COUNTS = frozenset(
+    {
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "thoughtsTokenCount",
+        "cachedContentTokenCount",
+        "toolUsePromptTokenCount",
+        "totalTokenCount",
+    }
 )
 
 
@@ -148,9 +150,9 @@ class GeminiDialect(ChatDialect):
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``GenerateContentResponse`` (or an error payload) into events."""
         # Most frames hold one candidate (index 0) whose content is one text part, and nothing
-        # else: plain lookups reach its text. Any other shape raises on the way (a missing
-        # key, a non-object, a count other than one) or fails the checks below, and goes the
-        # general way.
+        # else but the usage so far: plain lookups reach its text. Any other shape raises on
+        # the way (a missing key, a non-object, a count other than one) or fails the checks
+        # below, and goes the general way.
         try:
             (candidate,) = frame["candidates"]
             (part,) = candidate["content"]["parts"]
@@ -162,17 +164,18 @@ class GeminiDialect(ChatDialect):
             pass
         else:
             # Each dict holds at least the keys just read (1 + 2 + 3): a total of 6 means
-            # no part, candidate or frame field that makes events of its own.
-            if (
-                type(text) is str
-                and text
-                and index == 0
-                and len(part) + len(candidate) + len(frame) == 6
-            ):
-                if response_id != ctx.provider_response_id or model != ctx.model:
-                    _identify(ctx, response_id, model)
-                ctx.send(_TEXT_DELTA, text=text, raw=part)
-                return
+            # no part, candidate or frame field that makes events of its own; 7 with a
+            # usageMetadata object means that and the usage.
+            if type(text) is str and text and index == 0:
+                size = len(part) + len(candidate) + len(frame)
+                usage = frame.get("usageMetadata") if size == 7 else None
+                if size == 6 or type(usage) is dict:
+                    if response_id != ctx.provider_response_id or model != ctx.model:
+                        _identify(ctx, response_id, model)
+                    ctx.send(_TEXT_DELTA, text=text, raw=part)
+                    if usage is not None:
+                        _usage(ctx, _state(ctx), usage)
+                    return
         if type(frame) is list:
             for item in frame:
                 self.parse_frame(ctx, item)
@@ -545,21 +548,18 @@ def gemini_usage(usage: Mapping[str, Any]) -> Usage:
     ``cache_read_input_tokens`` = ``cachedContentTokenCount``; ``total_tokens`` =
     ``totalTokenCount``; ``source`` = the payload.
     """
-    thoughts = _count(usage.get("thoughtsTokenCount"))
-    return make_usage(
-        prompt_tokens=_count(usage.get("promptTokenCount"))
-        + _count(usage.get("toolUsePromptTokenCount")),
-        completion_tokens=_count(usage.get("candidatesTokenCount")) + thoughts,
-        total_tokens=_count(usage.get("totalTokenCount")),
-        thinking_tokens=thoughts,
-        cache_read_input_tokens=_count(usage.get("cachedContentTokenCount")),
-        source=usage,
-    )
+    get = usage.get
+    thoughts = _count(get("thoughtsTokenCount"))
+    prompt = _count(get("promptTokenCount")) + _count(get("toolUsePromptTokenCount"))
+    completion = _count(get("candidatesTokenCount")) + thoughts
+    total = _count(get("totalTokenCount")) or prompt + completion
+    cached = _count(get("cachedContentTokenCount"))
+    return new_usage(prompt, completion, total, thoughts, 0, cached, None, usage)
 
 
 def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any]) -> None:
     """USAGE when the payload holds counts and differs from the last one sent."""
-    if usage == state.usage or not any(key in usage for key in _USAGE_COUNTS):
+    if usage == state.usage or _USAGE_COUNTS.isdisjoint(usage):
         return
     state.usage = usage
     ctx.send(_T.USAGE, usage=gemini_usage(usage), raw=usage)
