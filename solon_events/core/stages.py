@@ -237,7 +237,8 @@ class AggregateStage:
             event = event.evolve(usage=usage)
         self.session.accumulate_usage(usage)
         self._last_response = response
-        self._step = ChatAccumulator()
+        if self._fold:  # unfolded, the step accumulator stays empty
+            self._step = ChatAccumulator()
         self._step_open = False
         return with_response_id(event, self.session.response_id)
 
