@@ -1048,6 +1048,27 @@ def _fields(events: list[ChatEvent]) -> list[tuple[Any, ...]]:
         },
         {**chunk({"content": "Hi"}), "choices": []},
         {**chunk({"content": "Hi"}), "choices": {"only": 1}},
+        {**chunk({"content": "Hi"}), "choices": [{"index": 0, "delta": {"content": "Hi"}}]},
+        chunk({"content": None, "reasoning_content": "We"}),
+        chunk({"reasoning_content": "We"}),
+        chunk({"content": None, "reasoning": "We"}),
+        chunk({"reasoning": "We"}),
+        {**chunk({}), "choices": [{"index": 0, "delta": {"reasoning_content": "We"}}]},
+        chunk({"content": None, "reasoning_content": ""}),
+        chunk({"content": None, "reasoning_content": 5}),
+        chunk({"content": None, "reasoning_content": None, "reasoning": "We"}),
+        chunk({"content": "Hi", "reasoning_content": "We"}),
+        chunk({"content": None, "reasoning_content": "We"}, "stop"),
+        chunk({"reasoning_content": "We"}, usage={"prompt_tokens": 3, "completion_tokens": 1}),
+        chunk({"content": None}),
+        chunk({"content": None, "reasoning_content": "We", "reasoning": "Us"}),
+        chunk({"role": "assistant", "reasoning_content": "We"}),
+        chunk(
+            {
+                "reasoning_content": "We",
+                "tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f"}}],
+            }
+        ),
     ],
 )
 def test_common_chunks_and_near_misses_give_what_the_general_path_gives(

@@ -36,6 +36,7 @@ __all__ = ["OpenAIDialect"]
 
 _T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA  # bound once: each enum member lookup costs a thousand instructions
+_THINKING_DELTA = _T.THINKING_DELTA
 
 # Keys of ctx.state used by this dialect.
 _CALLS = "openai.calls"  # the ToolCallAssembler of the step
@@ -89,16 +90,15 @@ class OpenAIDialect(ChatDialect):
             model = frame.get("model")
             if isinstance(model, str) and model:
                 ctx.model = model
-        # The common frame, a text delta of the only choice and nothing else: plain lookups
-        # tell (a missing key or an odd shape raises on the way, and the general code decides).
+        # The common frames, a text or reasoning delta of the only choice and nothing else:
+        # plain lookups tell (a missing key or an odd shape raises on the way, and the general
+        # code decides).
         try:
             (choice,) = frame["choices"]
             delta = choice["delta"]
-            text = delta["content"]
             if (
-                type(text) is str
-                and len(delta) == 1
-                and choice["finish_reason"] is None
+                type(delta) is dict
+                and choice.get("finish_reason") is None
                 and not choice["index"]
                 and not frame.get("usage")
                 and "error" not in frame
@@ -106,9 +106,19 @@ class OpenAIDialect(ChatDialect):
                 and "search_results" not in frame
                 and "x_groq" not in frame
             ):
-                if text:
-                    ctx.send(_TEXT_DELTA, text=text, raw=frame)
-                return
+                text = delta.get("content")
+                size = len(delta)
+                if type(text) is str and size == 1:
+                    if text:
+                        ctx.send(_TEXT_DELTA, text=text, raw=frame)
+                    return
+                if text is None and size <= 2:  # {"content": null, "reasoning_content": ...}
+                    thinking = delta.get("reasoning_content")
+                    if thinking is None:
+                        thinking = delta.get("reasoning")
+                    if type(thinking) is str and thinking and size == 1 + ("content" in delta):
+                        ctx.send(_THINKING_DELTA, text=thinking, raw=frame)
+                        return
         except (KeyError, TypeError, ValueError):
             pass
         choices = frame.get("choices")
