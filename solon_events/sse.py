@@ -39,6 +39,9 @@ _CR = 13
 _LF = 10
 _COLON = 0x3A
 _SSE_FIELDS = (b"data", b"event", b"id", b"retry")
+# How a stream (after a BOM) may start for its first bytes alone to tell its format.
+_JSONL_STARTS = (b"{", b"[")
+_SSE_STARTS = (b":", *(name + end for name in _SSE_FIELDS for end in (b":", b"\n", b"\r")))
 _NON_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
 _LINE_END = re.compile(rb"[\r\n]")
 _PREVIEW_CHARS = 80
@@ -94,13 +97,18 @@ def _decode(raw: bytes) -> str:
 
 # Frame(...) runs the named tuple's Python-level __new__; decoders build frames with this instead.
 _tuple_new = tuple.__new__
+# Endless repeats hold no state, so one of each serves every caller: repeat() costs about as
+# much as a frame.
+_FRAME_TYPE = repeat(Frame)
+_NONES = repeat(None)
 
 
 def _make_frames(
     data: Iterable[str], event: Iterable[str | None], last_id: str | None
 ) -> Iterator[Frame]:
     """Frames of the given data and event types, all with ``last_id`` and no retry."""
-    return map(_tuple_new, repeat(Frame), zip(data, event, repeat(last_id), repeat(None)))
+    ids = _NONES if last_id is None else repeat(last_id)
+    return map(_tuple_new, _FRAME_TYPE, zip(data, event, ids, _NONES))
 
 
 class _LineDecoder:
@@ -133,6 +141,7 @@ class _LineDecoder:
         frames = self._frames(block) if block else []
         if self._failure is not None and not frames:
             raise self._failure
+        self.frames_decoded += len(frames)
         return frames
 
     def close(self) -> list[Frame]:
@@ -145,6 +154,7 @@ class _LineDecoder:
         self._at_start = False
         frames = self._frames(tail + b"\n") if tail else []
         frames.extend(self._finish())
+        self.frames_decoded += len(frames)
         return frames
 
     def _frames(self, block: bytes) -> list[Frame]:
@@ -253,13 +263,11 @@ class SSEDecoder(_LineDecoder):
                 self._lines(block[start:-1].split(b"\n"), frames)
         except ChatProtocolError as exc:  # an event's data over the limit: keep what came first
             self._failure = exc
-        self.frames_decoded += len(frames)
         return frames
 
     def _finish(self) -> list[Frame]:
         frames: list[Frame] = []
         self._end_event(frames)
-        self.frames_decoded += len(frames)
         return frames
 
     def _complete_events(self, block: bytes, start: int, stop: int, frames: list[Frame]) -> None:
@@ -275,55 +283,9 @@ class SSEDecoder(_LineDecoder):
                 end = block.rfind(b"\n\n", start, start + _WINDOW) + 2
                 if end < start + 2:  # one event longer than the window
                     end = block.find(b"\n\n", start) + 2
-            if not self._simple_events(block, view, start, end, frames):
+            if not _simple_events(block, view, start, end, self.last_event_id, frames):
                 self._events(block[start:end], frames)
             start = end
-
-    def _simple_events(
-        self, block: bytes, view: memoryview, start: int, end: int, frames: list[Frame]
-    ) -> bool:
-        """Decode ``block[start:end]`` if each of its events is ``data: X`` or ``event: Y`` then
-        ``data: X`` (one space after each colon, no other line); False, decoding nothing, if not.
-        """
-        if block.startswith(b"data: ", start):
-            # Decoding from an offset that is a multiple of 8 takes CPython's fastest ASCII path;
-            # the ASCII before the first payload ("\n" or part of "data: ") is cut off after.
-            skip = (start + 6) & 7
-            data = str(view[start + 6 - skip : end - 2], "utf-8", "replace").split("\n\ndata: ")
-            data[0] = data[0][skip:]
-            # Each blank line is followed by a data line; a line end elsewhere is another shape.
-            if "\n" in "".join(data):
-                return False
-            frames.extend(_make_frames(data, repeat(None), self.last_event_id))
-            return True
-        if not block.startswith(b"event: ", start):
-            return False
-        skip = (start + 7) & 7
-        text = str(view[start + 7 - skip : end - 2], "utf-8", "replace")
-        if "\0" in text:
-            return False
-        # Y1 \n data: X1 \n\n event: Y2 ... becomes the parts Y1, X1, NUL, Y2, X2, NUL, ...:
-        # simple events exactly when every third part, and only those, is a NUL, and no part
-        # holds a line end.
-        parts = text.replace("\n\nevent: ", "\ndata: \0\ndata: ").split("\ndata: ")
-        events = parts[0::3]
-        events[0] = events[0][skip:]
-        data = parts[1::3]
-        ends = parts[2::3]
-        names = "".join(events)
-        payloads = "".join(data)
-        if (
-            len(parts) % 3 != 2
-            or ends.count("\0") != len(ends)
-            or "\n" in names
-            or "\0" in names
-            or "\n" in payloads
-            or "\0" in payloads
-        ):
-            return False
-        types: list[str | None] = [name or None for name in events]
-        frames.extend(_make_frames(data, types, self.last_event_id))
-        return True
 
     def _events(self, block: bytes, frames: list[Frame]) -> None:
         """Decode the complete lines in ``block`` one event at a time."""
@@ -398,6 +360,54 @@ class SSEDecoder(_LineDecoder):
         self._retry = None
 
 
+def _simple_events(
+    block: bytes, view: memoryview, start: int, end: int, last_id: str | None, frames: list[Frame]
+) -> bool:
+    """Decode ``block[start:end]`` (``view`` shows ``block``) into ``frames`` with ``last_id``
+    if each of its events is ``data: X`` or ``event: Y`` then ``data: X`` (one space after each
+    colon, no other line); False, decoding nothing, if not.
+    """
+    if block.startswith(b"data: ", start):
+        # Decoding from an offset that is a multiple of 8 takes CPython's fastest ASCII path;
+        # the ASCII before the first payload ("\n" or part of "data: ") is cut off after.
+        skip = (start + 6) & 7
+        data = str(view[start + 6 - skip : end - 2], "utf-8", "replace").split("\n\ndata: ")
+        data[0] = data[0][skip:]
+        # Each blank line is followed by a data line; a line end elsewhere is another shape.
+        if "\n" in "".join(data):
+            return False
+        frames.extend(_make_frames(data, _NONES, last_id))
+        return True
+    if not block.startswith(b"event: ", start):
+        return False
+    skip = (start + 7) & 7
+    text = str(view[start + 7 - skip : end - 2], "utf-8", "replace")
+    if "\0" in text:
+        return False
+    # Y1 \n data: X1 \n\n event: Y2 ... becomes the parts Y1, X1, NUL, Y2, X2, NUL, ...:
+    # simple events exactly when every third part, and only those, is a NUL, and no part
+    # holds a line end.
+    parts = text.replace("\n\nevent: ", "\ndata: \0\ndata: ").split("\ndata: ")
+    events = parts[0::3]
+    events[0] = events[0][skip:]
+    data = parts[1::3]
+    ends = parts[2::3]
+    names = "".join(events)
+    payloads = "".join(data)
+    if (
+        len(parts) % 3 != 2
+        or ends.count("\0") != len(ends)
+        or "\n" in names
+        or "\0" in names
+        or "\n" in payloads
+        or "\0" in payloads
+    ):
+        return False
+    types: list[str | None] = [name or None for name in events]
+    frames.extend(_make_frames(data, types, last_id))
+    return True
+
+
 class JSONLinesDecoder(_LineDecoder):
     """Incremental decoder of JSON lines (NDJSON): each non-blank line is one :class:`Frame`.
 
@@ -405,17 +415,20 @@ class JSONLinesDecoder(_LineDecoder):
     """
 
     def _frames(self, block: bytes) -> list[Frame]:
-        lines = str(block, "utf-8", "replace").split("\n")
-        lines.pop()  # after the block's last line end
-        # When the least line starts above " ", no line is empty or only blank space.
-        if not lines or min(lines)[:1] <= " ":
-            lines = [line for line in lines if line.strip(_ASCII_BLANK)]
-        frames = list(_make_frames(lines, repeat(None), None))
-        self.frames_decoded += len(frames)
-        return frames
+        return _json_lines(block)
 
     def _finish(self) -> list[Frame]:
         return []
+
+
+def _json_lines(block: bytes) -> list[Frame]:
+    """The frames of ``block``, complete lines each ended by one LF."""
+    lines = block.decode("utf-8", "replace").split("\n")
+    lines.pop()  # after the block's last line end
+    # When the least line starts above " ", no line is empty or only blank space.
+    if not lines or min(lines)[:1] <= " ":
+        lines = [line for line in lines if line.strip(_ASCII_BLANK)]
+    return list(_make_frames(lines, _NONES, None))
 
 
 class StreamDecoder:
@@ -583,16 +596,59 @@ def _frame_lists(
     max_frame_size: int,
     format: StreamFormat,
 ) -> Iterator[list[Frame]]:
-    decoder = StreamDecoder(max_frame_size, format=format)
     chunks: Iterable[bytes | bytearray | str]
-    if isinstance(source, str):
-        chunks = _pieces(source.encode("utf-8", "surrogatepass"))
-    elif isinstance(source, (bytes, bytearray)):
-        chunks = _pieces(bytes(source))
+    if isinstance(source, (bytes, bytearray, str)):
+        if isinstance(source, str):
+            body = source.encode("utf-8", "surrogatepass")
+        else:
+            body = source if type(source) is bytes else bytes(source)
+        if len(body) <= _PIECE and len(body) <= max_frame_size:
+            frames = _small_body_frames(body, format)
+            if frames is not None:
+                yield frames
+                return
+        chunks = _pieces(body)
     else:
         chunks = source
+    decoder = StreamDecoder(max_frame_size, format=format)
     for chunk in chunks:
         yield decoder.feed(
             chunk.encode("utf-8", "surrogatepass") if isinstance(chunk, str) else bytes(chunk)
         )
     yield decoder.close()
+
+
+def _small_body_frames(body: bytes, format: StreamFormat) -> list[Frame] | None:
+    """The frames of a whole body no longer than ``_PIECE`` or the frame size limit (which it
+    thus cannot hit), decoded at once; None if ``format`` is ``"auto"`` and the first bytes do
+    not tell the format, or if it is unknown.
+    """
+    if body.startswith(_BOM):
+        body = body[len(_BOM) :]
+    if format == "auto":
+        if body[:1] in _JSONL_STARTS:
+            format = "jsonl"
+        elif body.startswith(_SSE_STARTS):
+            format = "sse"
+        else:
+            return None
+    elif format not in ("sse", "jsonl"):
+        return None  # for StreamDecoder to refuse
+    if body.find(b"\r") >= 0:
+        body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if body[-1:] != b"\n":
+        body += b"\n"
+    if format == "jsonl":
+        return _json_lines(body)
+    frames: list[Frame] = []
+    # What SSEDecoder does with a body of one window of simple events, without making one.
+    if (
+        len(body) <= _WINDOW
+        and body[-2:] == b"\n\n"
+        and _simple_events(body, memoryview(body), 0, len(body), None, frames)
+    ):
+        return frames
+    decoder = SSEDecoder()
+    frames = decoder._frames(body)
+    frames.extend(decoder._finish())
+    return frames

@@ -18,6 +18,7 @@ from solon_events.sse import (
     JSONLinesDecoder,
     SSEDecoder,
     StreamDecoder,
+    StreamFormat,
     iter_frames,
 )
 
@@ -502,6 +503,15 @@ def test_iter_frames_text_with_lone_surrogates_raises_nothing_but_replaces() -> 
     assert list(iter_frames("data: a\ud800b\n\n")) == [Frame("a\ufffd\ufffd\ufffdb")]
 
 
+def test_iter_frames_checks_and_decodes_nothing_before_the_first_frame_is_asked_for() -> None:
+    refused = iter_frames(b"data: x\n\n", format="xml")  # type: ignore[arg-type]
+    html = iter_frames(b"<html>")
+    with pytest.raises(ValueError, match="format"):
+        next(refused)
+    with pytest.raises(ChatProtocolError, match="starts with '<html>'"):
+        next(html)
+
+
 # --- properties -----------------------------------------------------------------------------
 
 _field_text = st.text(
@@ -641,6 +651,46 @@ def test_line_noise_decodes_the_same_however_it_is_split(
     parts: list[bytes], cuts: list[int]
 ) -> None:
     assert_split_invariant(b"".join(parts), cuts)
+
+
+_simple_event = st.builds(
+    lambda event, data: (
+        (b"" if event is None else b"event: " + event.encode() + b"\n")
+        + b"data: "
+        + data.encode()
+        + b"\n\n"
+    ),
+    st.none() | _field_text,
+    _field_text,
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(
+        sse_streams().map(lambda stream: stream[0]),
+        jsonl_streams().map(lambda stream: stream[0]),
+        st.lists(_simple_event, max_size=6).map(b"".join),
+        st.lists(st.sampled_from([*_NOISE, b"{", b"<", b"data: ", b"event: "]), max_size=40).map(
+            b"".join
+        ),
+    ),
+    st.sampled_from(["auto", "sse", "jsonl"]),
+    st.lists(st.integers(0, 400), max_size=8),
+)
+def test_a_whole_body_decodes_as_its_pieces_fed_to_a_stream_decoder(
+    body: bytes, format: StreamFormat, cuts: list[int]
+) -> None:
+    try:
+        frames: list[Frame] | ChatProtocolError = list(iter_frames(body, format=format))
+    except ChatProtocolError as error:
+        frames = error
+    fed = outcome(StreamDecoder(format=format), split_at(body, cuts))
+    if isinstance(fed, list):
+        assert frames == fed
+    else:  # the error shows the body's start, as much of it as the first piece holds
+        assert isinstance(frames, ChatProtocolError)
+        assert str(frames) == str(outcome(StreamDecoder(format=format), [body]))
 
 
 def test_frames_before_an_oversized_line_in_the_same_chunk_are_kept() -> None:
