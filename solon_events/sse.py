@@ -99,7 +99,7 @@ def _decode(raw: bytes) -> str:
 _tuple_new = tuple.__new__
 # Endless repeats hold no state, so one of each serves every caller: repeat() costs about as
 # much as a frame.
-_FRAME_TYPE = repeat(Frame)
+_FRAME_TYPES = repeat(Frame)
 _NONES = repeat(None)
 
 
@@ -108,7 +108,7 @@ def _make_frames(
 ) -> Iterator[Frame]:
     """Frames of the given data and event types, all with ``last_id`` and no retry."""
     ids = _NONES if last_id is None else repeat(last_id)
-    return map(_tuple_new, _FRAME_TYPE, zip(data, event, ids, _NONES))
+    return map(_tuple_new, _FRAME_TYPES, zip(data, event, ids, _NONES))
 
 
 class _LineDecoder:
