@@ -8,13 +8,15 @@ directory does not exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import orjson
 import pytest
 
+from solon_events.dialects import anthropic
 from solon_events.dialects.anthropic import AnthropicDialect
 from solon_events.dialects.base import ChatStreamContext, get_dialect
 from solon_events.errors import ChatError, ChatProtocolError, ProviderError
@@ -59,7 +61,7 @@ def block_start(index: int, block: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "content_block_start", "index": index, "content_block": dict(block)}
 
 
-def delta(index: int, **payload: Any) -> dict[str, Any]:
+def delta(index: Any, **payload: Any) -> dict[str, Any]:
     return {"type": "content_block_delta", "index": index, "delta": payload}
 
 
@@ -984,6 +986,227 @@ def test_a_second_message_closes_the_first_and_starts_fresh() -> None:
     assert (usage.prompt_tokens, usage.completion_tokens) == (20, 5)
 
 
+# ---------------------------------------------------------------- the fast path for deltas
+
+# parse_frame hands a delta of an open block straight to that block's delta handler (and sends
+# a text delta of a text block itself), with plain lookups; everything else goes through
+# anthropic._parse_general, the general code. These tests pin that both ways give the same
+# events, and which way a frame goes.
+
+
+def general(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
+    """Feed ``frames`` to the general code only: the reference the fast path must match."""
+    events: list[ChatEvent] = []
+    ctx = ChatStreamContext(events.append, response_id="resp-1")
+    for number, frame in enumerate(frames, 1):
+        ctx.frame_number = number
+        anthropic._parse_general(ctx, frame)
+    DIALECT.end_of_stream(ctx)
+    return events, ctx
+
+
+def outcome(events: list[ChatEvent], ctx: ChatStreamContext) -> tuple[Any, ...]:
+    """Everything a caller can see of a run: the events (all fields) and the context."""
+    failure = ctx.failure
+    return (
+        events,
+        ctx.provider_response_id,
+        ctx.model,
+        ctx.finished,
+        ctx.finish_reason,
+        None if failure is None else (type(failure), str(failure)),
+    )
+
+
+def assert_same_as_general(frames: list[Any]) -> list[ChatEvent]:
+    events, ctx = run(frames)
+    assert outcome(events, ctx) == outcome(*general(frames))
+    return events
+
+
+@pytest.fixture
+def general_calls(record_frames: Callable[[ModuleType, str], list[Any]]) -> list[Any]:
+    """The frames that reach the general code during a test."""
+    return record_frames(anthropic, "_parse_general")
+
+
+def thinking_stream() -> list[dict[str, Any]]:
+    return [
+        message_start(),
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        delta(0, type="thinking_delta", thinking="Let me"),
+        delta(0, type="thinking_delta", thinking=" think."),
+        delta(0, type="signature_delta", signature="EqQBCgIYAhIM"),
+        block_stop(0),
+        block_start(1, TEXT_BLOCK),
+        text(1, "Done."),
+        block_stop(1),
+        message_delta("end_turn", output_tokens=9),
+        MESSAGE_STOP,
+    ]
+
+
+def tool_stream() -> list[dict[str, Any]]:
+    tool = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+    return [
+        message_start(),
+        block_start(0, TEXT_BLOCK),
+        text(0, "Let me check."),
+        block_stop(0),
+        block_start(1, tool),
+        json_delta(1, ""),
+        json_delta(1, '{"city": '),
+        json_delta(1, '"Paris"}'),
+        block_stop(1),
+        message_delta("tool_use", output_tokens=20),
+        MESSAGE_STOP,
+    ]
+
+
+FAST_STREAMS = {
+    "thinking": thinking_stream,
+    "tool": tool_stream,
+    "web search": web_search_stream,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAST_STREAMS))
+def test_deltas_of_open_blocks_take_the_fast_path(name: str, general_calls: list[Any]) -> None:
+    frames = FAST_STREAMS[name]()
+    run(frames)
+    assert general_calls == [f for f in frames if f["type"] != "content_block_delta"]
+
+
+@pytest.mark.parametrize("name", sorted(FAST_STREAMS))
+def test_the_fast_path_sends_what_the_general_path_sends(name: str) -> None:
+    assert_same_as_general(FAST_STREAMS[name]())
+
+
+# Open blocks: 0 text, 1 server tool, 2 thinking, 3 client tool.
+OPEN_BLOCKS = [
+    message_start(),
+    block_start(0, TEXT_BLOCK),
+    block_start(1, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}),
+    block_start(2, {"type": "thinking", "thinking": ""}),
+    block_start(3, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}),
+]
+CLOSE_BLOCKS = [*(block_stop(i) for i in range(4)), message_delta("end_turn"), MESSAGE_STOP]
+CITED = {"type": "web_search_result_location", "url": "https://a.example", "cited_text": "a"}
+
+
+NEAR_MISSES: list[tuple[str, Any, list[tuple[ChatEventType, Any]]]] = [
+    ("text", text(0, "a"), [(T.TEXT_DELTA, "a")]),
+    ("empty text", text(0, ""), []),
+    ("text not a string", delta(0, type="text_delta", text=5), []),
+    ("text null", delta(0, type="text_delta", text=None), []),
+    ("no text", delta(0, type="text_delta"), []),
+    ("server arguments", json_delta(1, '{"q": '), [(T.SERVER_TOOL_ARGS_DELTA, '{"q": ')]),
+    ("empty server arguments", json_delta(1, ""), []),
+    ("server arguments not a string", delta(1, type="input_json_delta", partial_json=[]), []),
+    ("tool arguments", json_delta(3, '{"a": '), [(T.TOOL_CALL_ARGS_DELTA, '{"a": ')]),
+    ("thinking", delta(2, type="thinking_delta", thinking="hm"), [(T.THINKING_DELTA, "hm")]),
+    (
+        "signature",
+        delta(2, type="signature_delta", signature="c2ln"),
+        [(T.THINKING_SIGNATURE, "c2ln")],
+    ),
+    ("citation", delta(0, type="citations_delta", citation=CITED), [(T.CITATION, None)]),
+    ("citation not an object", delta(0, type="citations_delta", citation=[CITED]), []),
+    (
+        "index True",
+        delta(True, type="input_json_delta", partial_json="x"),
+        [(T.RAW, "content_block_delta:input_json_delta")],
+    ),
+    (
+        "index 0.0",
+        delta(0.0, type="text_delta", text="a"),
+        [(T.RAW, "content_block_delta:text_delta")],
+    ),
+    (
+        "index a string",
+        delta("0", type="text_delta", text="a"),
+        [(T.RAW, "content_block_delta:text_delta")],
+    ),
+    (
+        "index a list",
+        delta([0], type="text_delta", text="a"),
+        [(T.RAW, "content_block_delta:text_delta")],
+    ),
+    (
+        "no index",
+        {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "a"}},
+        [(T.RAW, "content_block_delta:text_delta")],
+    ),
+    ("block never opened", text(9, "a"), [(T.RAW, "content_block_delta:text_delta")]),
+    ("text delta of a thinking block", text(2, "a"), [(T.RAW, "content_block_delta:text_delta")]),
+    ("text delta of a tool block", text(1, "a"), [(T.RAW, "content_block_delta:text_delta")]),
+    (
+        "arguments of a text block",
+        json_delta(0, "{}"),
+        [(T.RAW, "content_block_delta:input_json_delta")],
+    ),
+    (
+        "unknown delta",
+        delta(0, type="sparkle_delta"),
+        [(T.RAW, "content_block_delta:sparkle_delta")],
+    ),
+    ("delta type a number", delta(0, type=5, text="a"), [(T.RAW, "content_block_delta:")]),
+    ("delta type a list", delta(0, type=["text_delta"]), [(T.RAW, "content_block_delta:")]),
+    ("untyped delta", delta(0, text="a"), [(T.RAW, "content_block_delta:")]),
+    (
+        "delta a string",
+        {"type": "content_block_delta", "index": 0, "delta": "a"},
+        [(T.RAW, "content_block_delta:")],
+    ),
+    ("no delta", {"type": "content_block_delta", "index": 0}, [(T.RAW, "content_block_delta:")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("odd", "expected"), [m[1:] for m in NEAR_MISSES], ids=[m[0] for m in NEAR_MISSES]
+)
+def test_near_misses_of_the_fast_path_give_their_own_events(
+    odd: dict[str, Any], expected: list[tuple[ChatEventType, Any]]
+) -> None:
+    before = len(run(OPEN_BLOCKS)[0])
+    events = assert_same_as_general([*OPEN_BLOCKS, odd, *CLOSE_BLOCKS])
+    found = events[before : before + len(expected)]
+    assert [(e.type, e.raw_type if e.type is T.RAW else e.text) for e in found] == expected
+    assert len(run([*OPEN_BLOCKS, odd])[0]) == before + len(expected)
+
+
+# The near misses that take the fast path all the same: their handler skips what is not there.
+FAST_TOO = {
+    "text",
+    "empty text",
+    "server arguments",
+    "empty server arguments",
+    "server arguments not a string",
+    "tool arguments",
+    "thinking",
+    "signature",
+    "citation",
+    "citation not an object",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "odd"), [m[:2] for m in NEAR_MISSES], ids=[m[0] for m in NEAR_MISSES]
+)
+def test_which_near_misses_go_the_general_way(
+    name: str, odd: dict[str, Any], general_calls: list[Any]
+) -> None:
+    run([*OPEN_BLOCKS, odd])
+    assert general_calls == [*OPEN_BLOCKS, *([] if name in FAST_TOO else [odd])]
+
+
+def test_a_delta_after_its_block_stopped_goes_the_general_way(general_calls: list[Any]) -> None:
+    frames = [message_start(), block_start(0, TEXT_BLOCK), block_stop(0), text(0, "late")]
+    events, _ = run(frames)
+    assert general_calls == frames
+    assert (events[-1].type, events[-1].raw_type) == (T.RAW, "content_block_delta:text_delta")
+
+
 # ---------------------------------------------------------------- request building
 
 URL = "https://api.anthropic.com/v1/messages"
@@ -1222,9 +1445,12 @@ def _corpus_files() -> list[Path]:
     return sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
 
 
+def _corpus_frames(path: Path) -> list[Any]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
 def _replay_file(path: Path) -> tuple[list[ChatEvent], ChatStreamContext]:
-    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    return run(frames)
+    return run(_corpus_frames(path))
 
 
 def _assert_well_formed(events: list[ChatEvent], ctx: ChatStreamContext) -> None:
@@ -1271,3 +1497,8 @@ def test_corpus_recording(path: Path) -> None:
         "total_tokens": usage.total_tokens,
     } == expected["usage"]
     assert ctx.finish_reason == expected["finish_reason"]
+
+
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.stem)
+def test_corpus_recording_on_the_fast_path_is_as_on_the_general_path(path: Path) -> None:
+    assert_same_as_general(_corpus_frames(path))

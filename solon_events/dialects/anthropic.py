@@ -105,10 +105,6 @@ class _Stream:
         self.server_calls: dict[str | None, tuple[str | None, ToolCall | None]] = {}
 
 
-def _stream(ctx: ChatStreamContext) -> _Stream:
-    return ctx.state_of(_STATE_KEY, _Stream)
-
-
 class AnthropicDialect(ChatDialect):
     """Anthropic Messages API streaming (``POST /v1/messages`` with ``stream: true``)."""
 
@@ -145,35 +141,34 @@ class AnthropicDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Anthropic stream event into events on ``ctx``."""
-        # Most frames are text deltas of an open text block: plain lookups find their text; any
-        # other shape leaves ``text`` None (a missing key or a non-object raises on the way).
-        text = None
+        # Most frames are deltas of an open block: plain lookups find the block and the handler
+        # of the delta type; any other shape leaves ``handler`` None (a missing key or a
+        # non-object raises on the way) and takes the general path. The commonest, a text
+        # delta of a text block, is sent right here.
+        text = handler = None
         try:
             if frame["type"] == "content_block_delta":
                 index = frame["index"]
                 delta = frame["delta"]
-                if (
-                    delta["type"] == "text_delta"
-                    and type(index) is int
-                    and ctx.state[_STATE_KEY].blocks[index].kind == "text"
-                ):
-                    text = delta["text"]
+                if type(index) is int:  # a bool would find the block of its int
+                    if (
+                        delta["type"] == "text_delta"
+                        and ctx.state[_STATE_KEY].blocks[index].kind == "text"
+                    ):
+                        text = delta["text"]
+                    else:
+                        block = ctx.state[_STATE_KEY].blocks[index]
+                        handler = _DELTA_HANDLERS.get((block.kind, delta["type"]))
         except (KeyError, TypeError):
             pass
         if type(text) is str:
             if text:
-                ctx.send(_TEXT_DELTA, index=index, text=text, raw=frame)
+                ctx.send(_TEXT_DELTA, text, index, raw=frame)
             return
-        if type(frame) is not dict:
-            raise ChatProtocolError(
-                f"an Anthropic stream event is a JSON object, not {type(frame).__name__}"
-            )
-        kind = frame.get("type")
-        handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            ctx.send(_T.RAW, raw_type=str(kind), raw=frame)
+        if handler is not None:
+            handler(ctx, ctx.state[_STATE_KEY], block, index, delta, frame)
             return
-        handler(ctx, _stream(ctx), frame)
+        _parse_general(ctx, frame)
 
     def end_of_stream(self, ctx: ChatStreamContext) -> None:
         """After the completion signal, close blocks the provider left open."""
@@ -183,6 +178,20 @@ class AnthropicDialect(ChatDialect):
 
 
 # ---------------------------------------------------------------- stream events
+
+
+def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
+    """Any frame: check it, then hand it to its event type's handler."""
+    if type(frame) is not dict:
+        raise ChatProtocolError(
+            f"an Anthropic stream event is a JSON object, not {type(frame).__name__}"
+        )
+    kind = frame.get("type")
+    handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        ctx.send(_T.RAW, raw_type=str(kind), raw=frame)
+        return
+    handler(ctx, ctx.state_of(_STATE_KEY, _Stream), frame)
 
 
 def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -624,16 +633,34 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
 
 def _citation(raw: Mapping[str, Any]) -> Citation:
     """A Citation from any Anthropic citation location (char, page, block, web, search)."""
+    start, end, document = _positions(raw)
     return Citation(
         url=_opt_str(raw.get("url")) or _opt_str(raw.get("source")),
         title=_opt_str(raw.get("title")) or _opt_str(raw.get("document_title")),
         cited_text=_opt_str(raw.get("cited_text")),
-        start_index=_first_int(raw, "start_char_index", "start_page_number", "start_block_index"),
-        end_index=_first_int(raw, "end_char_index", "end_page_number", "end_block_index"),
-        document_index=_first_int(raw, "document_index", "search_result_index"),
+        start_index=start,
+        end_index=end,
+        document_index=document,
         file_id=_opt_str(raw.get("file_id")),
         type=_opt_str(raw.get("type")),
         raw=raw,
+    )
+
+
+_START_KEYS = ("start_char_index", "start_page_number", "start_block_index")
+_END_KEYS = ("end_char_index", "end_page_number", "end_block_index")
+_DOCUMENT_KEYS = ("document_index", "search_result_index")
+_POSITION_KEYS = frozenset((*_START_KEYS, *_END_KEYS, *_DOCUMENT_KEYS))
+
+
+def _positions(raw: Mapping[str, Any]) -> tuple[int | None, int | None, int | None]:
+    """A citation location's start, end and document index, whatever its kind."""
+    if _POSITION_KEYS.isdisjoint(raw):  # a web search result location has none
+        return None, None, None
+    return (
+        _first_int(raw, _START_KEYS),
+        _first_int(raw, _END_KEYS),
+        _first_int(raw, _DOCUMENT_KEYS),
     )
 
 
@@ -667,7 +694,7 @@ def _index(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
-def _first_int(raw: Mapping[str, Any], *keys: str) -> int | None:
+def _first_int(raw: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
     for key in keys:
         value = raw.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
