@@ -26,7 +26,7 @@ from solon_events import (
     replay,
 )
 from solon_events.dialects.base import ChatDialect
-from solon_events.sse import Frame
+from solon_events.sse import Frame, iter_frames
 
 T = ChatEventType
 
@@ -101,6 +101,21 @@ def test_malformed_frame_names_its_number_and_keeps_what_came_before() -> None:
     assert len(errors) == 1 and isinstance(errors[0], ChatProtocolError)
     assert "frame 2" in str(errors[0])
     assert [e.text for e in events if e.type is T.TEXT_DELTA] == ["Hel"]
+
+
+def test_bad_utf8_in_a_payload_is_replaced_as_in_text() -> None:
+    body = sse([chunk({"content": "caf\u00e9"}), *GOOD[1:]]).replace(b"\xc3\xa9", b"\xe9")
+    for source in (body, [Frame(f.data) for f in iter_frames(body)]):
+        events, errors = run_replay(source)
+        assert not errors
+        assert events[-1].response is not None and events[-1].response.text == "caf\ufffdlo"
+
+
+def test_a_malformed_bytes_frame_is_described_as_its_text_is() -> None:
+    bad = '{"choices": ["caf\u00e9"'
+    described = [str(run_parse([text])[1][0]) for text in (bad, bad.encode())]
+    assert described[0] == described[1]
+    assert "frame 1 is not valid JSON" in described[0] and "caf\u00e9" in described[0]
 
 
 def test_truncated_stream_fails_after_the_partial_events() -> None:

@@ -59,11 +59,16 @@ def decode_payload(frame: Any, number: int) -> Any:
     """
     if type(frame) is Frame:
         frame = frame.data
-    if isinstance(frame, (str, bytes, bytearray)):
+    if isinstance(frame, (bytes, bytearray)):
+        try:
+            return _loads(frame)
+        except _JSONDecodeError:  # read as the text of a Frame: bad UTF-8 replaced
+            frame = str(frame, "utf-8", "replace")
+    if isinstance(frame, str):
         try:
             return _loads(frame)
         except _JSONDecodeError as exc:
-            if frame.strip() in ("[DONE]", b"[DONE]"):
+            if frame.strip() == "[DONE]":
                 return DONE
             raise ChatProtocolError(
                 f"frame {number} is not valid JSON ({exc.msg}): {_describe(frame)}"
@@ -166,8 +171,15 @@ class ParseStage:
         ctx = self.ctx
         ctx.frame_number += 1
         try:
-            try:  # the common case inline; the sentinel and anything odd are decode_payload's
-                payload = _loads(frame.data) if type(frame) is Frame else _NOT_DECODED
+            try:  # the common cases inline; the sentinel and anything odd are decode_payload's
+                kind = type(frame)
+                payload = (
+                    _loads(frame.data)
+                    if kind is Frame
+                    else _loads(frame)
+                    if kind is bytes
+                    else _NOT_DECODED
+                )
             except _JSONDecodeError:
                 payload = _NOT_DECODED
             if payload is _NOT_DECODED:
