@@ -114,7 +114,7 @@ def _data_events(
     payloads = body[start + len(_DATA) : stop - 2].split(_NEXT_DATA)
     # Each event has exactly two line ends when its data holds none.
     if body.count(b"\n", start, stop) != 2 * len(payloads) or (
-        stop - start > max_frame_size and max(map(len, payloads)) > max_frame_size
-    ):
+        stop - start > max_frame_size and max(map(len, payloads)) + len(_DATA) > max_frame_size
+    ):  # the limit bounds each line, "data: " included
         return None, start
     return payloads, stop
