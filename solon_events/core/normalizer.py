@@ -7,7 +7,7 @@ from typing import Any
 
 from ..events import TYPES, ChatEvent, ChatEventType
 
-__all__ = ["ChatEventNormalizer"]
+__all__ = ["PASSED_THROUGH", "ChatEventNormalizer"]
 
 _T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA
@@ -276,3 +276,6 @@ _HANDLERS: dict[ChatEventType, Callable[[ChatEventNormalizer, ChatEvent, Emit], 
     _T.ERROR: _N._close_then_emit,
 }
 """How each event type is applied (types not listed pass through untouched)."""
+
+PASSED_THROUGH: frozenset[ChatEventType] = frozenset(ChatEventType) - _HANDLERS.keys()
+"""The event types :meth:`ChatEventNormalizer.apply` passes on untouched, closing nothing."""

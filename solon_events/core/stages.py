@@ -16,7 +16,7 @@ from ..events import TYPES, ChatEvent, ChatEventType, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
-from .normalizer import ChatEventNormalizer
+from .normalizer import PASSED_THROUGH, ChatEventNormalizer
 from .session import ChatStreamSession
 
 __all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "RespondStage", "Sink", "respond"]
@@ -90,6 +90,8 @@ class GuardStage:
 _RESPONSE_LEVEL = frozenset(
     {_T.STEP_START, _T.STEP_END, _T.RESPONSE_START, _T.RESPONSE_END, _T.ABORT, _T.ERROR}
 )
+# What neither normalizing nor aggregating (unfolded) does more with than pass on.
+_UNTOUCHED = PASSED_THROUGH - _RESPONSE_LEVEL
 
 
 class AggregateStage:
@@ -265,10 +267,11 @@ class AggregateStage:
 class RespondStage:
     """normalize -> aggregate -> guard as one stage into ``down``; RESPONSE_START at once.
 
-    The three stages are chained with direct calls. A delta of a text or thinking block
-    that is already open (most of any stream) needs nothing from them but the response id
-    and the filter, and takes that short cut through all three in one call when steps are
-    not folded here.
+    The three stages are chained with direct calls. When steps are not folded here, an
+    event that needs nothing from them but the response id and the filter takes a short
+    cut through all three in one call: a delta of a text or thinking block that is already
+    open (most of any stream), and any event of a type the normalizer passes through
+    untouched below the response level (usage, citations, server tools, ...).
     """
 
     __slots__ = ("aggregate", "normalize", "on_completed", "on_error", "on_next")
@@ -303,16 +306,22 @@ class RespondStage:
 
         deliver_text, deliver_thinking = deliverer(_TEXT_DELTA), deliverer(_THINKING_DELTA)
 
+        untouched, deliver_untouched = _UNTOUCHED, guard.on_next
+
         def on_next(event: ChatEvent) -> None:
             kind = event.type
             if kind is _TEXT_DELTA:
                 blocks, deliver = open_text, deliver_text
             elif kind is _THINKING_DELTA:
                 blocks, deliver = open_thinking, deliver_thinking
+            elif kind in untouched:
+                blocks, deliver = None, deliver_untouched
             else:
                 general(event)
                 return
-            if (event.item_id, event.index) not in blocks or aggregate.ended:
+            if aggregate.ended or (
+                blocks is not None and (event.item_id, event.index) not in blocks
+            ):
                 general(event)
                 return
             normalizer.last_event = event
