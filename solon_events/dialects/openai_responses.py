@@ -284,11 +284,11 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
         ctx.state.pop(_STATE, None)
         ctx.next_response()
     st = ctx.state.get(_STATE)
-    if st is not None:
+    if st is not None and st.hot is not None:
         _cool(st)
     handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
     if handler is not None:
-        handler(ctx, _stream(ctx), frame)
+        handler(ctx, st if st is not None else _stream(ctx), frame)
     elif not _progress(ctx, kind, frame):
         ctx.send(_T.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
 
@@ -920,8 +920,10 @@ def _search_results(item: _Frame) -> Iterable[SearchResult]:
 
 def _on_server_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     delta = frame.get("delta")
-    if isinstance(delta, str) and delta:
-        key = _frame_key(st, frame)
+    if type(delta) is str and delta:
+        key = frame.get("item_id")
+        if type(key) is not str or not key:
+            key = _frame_key(st, frame)
         ctx.send(
             _T.SERVER_TOOL_ARGS_DELTA,
             text=delta,
