@@ -5,7 +5,10 @@ Times are CPU time of this process (time.process_time), best of several runs.
 For each dialect: parse -> normalize -> aggregate -> guard over (a) every corpus recording
 (when ../shared/corpus exists) and (b) a synthetic stream of N text-delta frames. The
 baseline, measured in the same run, splits the same bytes into frames and ``orjson.loads``
-each payload: the least any consumer of these bytes must do.
+each payload: the least any consumer of these bytes must do. The "floor" column is the
+least any implementation of the event model must do, as a ratio to the same baseline: the
+baseline's work plus building as many events as the pipeline delivers and handing each to
+the subscriber (no parsing logic, no snapshots).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from pathlib import Path
 
 import orjson
 
-from solon_events import ChatError, ChatEventFilter, replay
+from solon_events import ChatError, ChatEventFilter, ChatEventType, replay
+from solon_events.dialects.base import ChatStreamContext
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 CORPUS_DIALECTS = {
@@ -113,6 +117,26 @@ def replay_once(body: bytes, dialect: str) -> None:
         raise failures[0]
 
 
+def delivered_events(body: bytes, dialect: str) -> int:
+    """How many events replaying ``body`` delivers (with the default filter)."""
+    events: list[object] = []
+    replay(body, dialect, ChatEventFilter.DEFAULT).subscribe(events.append, lambda _e: None)
+    return len(events)
+
+
+def floor_once(body: bytes, events: int) -> None:
+    """The floor's work: the baseline's, then ``events`` events built and delivered."""
+    split_and_decode(body)
+    send = ChatStreamContext(_discard).send
+    delta = ChatEventType.TEXT_DELTA
+    for _ in range(events):
+        send(delta)
+
+
+def _discard(_event: object) -> None:
+    """A subscriber's on_next that does nothing."""
+
+
 def _seconds(work: Callable[[], object], loops: int) -> float:
     """CPU seconds per call of ``work``, over ``loops`` calls in a row."""
     start = time.process_time()
@@ -123,8 +147,9 @@ def _seconds(work: Callable[[], object], loops: int) -> float:
 
 def measure(
     body: bytes, dialect: str, repeat: int = 5, batch_seconds: float = 0.02
-) -> tuple[float, float, int]:
-    """Best-of-``repeat`` (pipeline seconds, baseline seconds, frames) for one pass over ``body``.
+) -> tuple[float, float, float, int]:
+    """Best-of-``repeat`` (pipeline, baseline and floor seconds, frames) for one pass over
+    ``body``.
 
     Small bodies are processed many times in a row per batch (as ``timeit`` does), so
     that a batch lasts about ``batch_seconds`` and the clock's resolution and cold caches
@@ -133,22 +158,28 @@ def measure(
     """
     frames = split_and_decode(body)
     replay_once(body, dialect)  # fails early on a recording of a provider error
+    events = delivered_events(body, dialect)
     loops = max(1, int(batch_seconds / max(_seconds(lambda: replay_once(body, dialect), 1), 1e-6)))
-    ours = base = float("inf")
+    ours = base = floor = float("inf")
     for _ in range(repeat):
         gc.collect()
         base = min(base, _seconds(lambda: split_and_decode(body), loops))
         gc.collect()
         ours = min(ours, _seconds(lambda: replay_once(body, dialect), loops))
-    return ours, base, frames
+        gc.collect()
+        floor = min(floor, _seconds(lambda: floor_once(body, events), loops))
+    return ours, base, floor, frames
 
 
-def _row(label: str, ours: float, base: float, frames: int) -> str:
+def _row(label: str, ours: float, base: float, floor: float, frames: int) -> str:
     per = 1e6 / frames
-    return f"{label:<48}{frames:>9,}{ours * per:>10.2f}{base * per:>10.2f}{ours / base:>8.2f}"
+    return (
+        f"{label:<48}{frames:>9,}{ours * per:>10.2f}{base * per:>10.2f}"
+        f"{ours / base:>8.2f}{floor / base:>8.2f}"
+    )
 
 
-HEADER = f"{'stream':<48}{'frames':>9}{'us/frame':>10}{'baseline':>10}{'ratio':>8}"
+HEADER = f"{'stream':<48}{'frames':>9}{'us/frame':>10}{'baseline':>10}{'ratio':>8}{'floor':>8}"
 
 
 def corpus_rows() -> list[str]:
@@ -157,17 +188,19 @@ def corpus_rows() -> list[str]:
     if not CORPUS.is_dir():
         return ["(../shared/corpus not present: corpus rows skipped)"]
     for folder, dialect in CORPUS_DIALECTS.items():
-        total = [0.0, 0.0, 0]
+        ours = base = floor = 0.0
+        frames = 0
         for path in sorted((CORPUS / folder).glob("*.jsonl")):
             body = path.read_bytes()
             try:
-                ours, base, frames = measure(body, dialect, repeat=5)
+                times = measure(body, dialect, repeat=5)
             except ChatError:  # recordings of provider failures end in an error
                 continue
-            total[0] += ours
-            total[1] += base
-            total[2] += frames
-        rows.append(_row(f"corpus {folder} (all recordings)", total[0], total[1], int(total[2])))
+            ours += times[0]
+            base += times[1]
+            floor += times[2]
+            frames += times[3]
+        rows.append(_row(f"corpus {folder} (all recordings)", ours, base, floor, frames))
     return rows
 
 
@@ -187,9 +220,10 @@ def stream_cost_rows(frames: int = 6) -> list[str]:
     """
     rows = []
     for dialect, make in SYNTHETIC.items():
-        ours, base, _count = measure(make(frames), dialect)
+        ours, base, floor, _count = measure(make(frames), dialect)
         rows.append(
-            f"{dialect:<48}{frames:>9}{ours * 1e6:>10.1f}{base * 1e6:>10.1f}{ours / base:>8.2f}"
+            f"{dialect:<48}{frames:>9}{ours * 1e6:>10.1f}{base * 1e6:>10.1f}"
+            f"{ours / base:>8.2f}{floor / base:>8.2f}"
         )
     return rows
 
@@ -198,8 +232,8 @@ def scaling_rows(sizes: tuple[int, ...] = (1_000, 100_000, 1_000_000)) -> list[s
     """The cost per frame at growing stream lengths (it must stay flat)."""
     rows = []
     for n in sizes:
-        ours, base, frames = measure(_openai(n), "openai", repeat=1 if n >= 1_000_000 else 3)
-        rows.append(_row(f"openai, {n:,} frames", ours, base, frames))
+        times = measure(_openai(n), "openai", repeat=1 if n >= 1_000_000 else 3)
+        rows.append(_row(f"openai, {n:,} frames", *times))
     return rows
 
 
@@ -211,7 +245,7 @@ def main(n: int = 100_000) -> None:
         print(row)
     print()
     print("one short stream (us per stream, not per frame):")
-    print(f"{'dialect':<48}{'frames':>9}{'us':>10}{'baseline':>10}{'ratio':>8}")
+    print(f"{'dialect':<48}{'frames':>9}{'us':>10}{'baseline':>10}{'ratio':>8}{'floor':>8}")
     for row in stream_cost_rows():
         print(row)
     print()
