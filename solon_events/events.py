@@ -352,6 +352,27 @@ class ChatEvent(_EventSlots):
         return f"ChatEvent({', '.join(parts)})"
 
 
+def framing_event(
+    type: ChatEventType,
+    step: int,
+    response_id: str | None,
+    provider_response_id: str | None = None,
+    index: int = -1,
+    item_id: str | None = None,
+    tool_call_id: str | None = None,
+    tool_call: ToolCall | None = None,
+    response: _ChatResponse | None = None,
+    usage: Usage | None = None,
+) -> ChatEvent:
+    """A START, END or boundary event the pipeline makes: ``ChatEvent(type, ...)`` with these
+    fields, which it passes by position (binding them by keyword among ChatEvent's 19
+    parameters costs more than building the event)."""
+    return ChatEvent(
+        type, None, response, usage, None, step, index, response_id, provider_response_id,
+        item_id, tool_call_id, tool_call,
+    )  # fmt: skip
+
+
 def with_response_id(event: ChatEvent, response_id: str | None) -> ChatEvent:
     """``event`` with ``response_id`` set: a fast :meth:`ChatEvent.evolve` for the hot path."""
     if event.response_id == response_id:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..events import TYPES, ChatEvent, ChatEventType
+from ..events import TYPES, ChatEvent, ChatEventType, framing_event
+from ..results import ToolCall
 
 __all__ = ["PASSED_THROUGH", "ChatEventNormalizer"]
 
@@ -55,28 +56,30 @@ class _Blocks:
 
 def _closer(end_type: ChatEventType, start: ChatEvent, cause: ChatEvent) -> ChatEvent:
     """The END of the block ``start`` opened, caused by ``cause``."""
-    return ChatEvent(
+    return framing_event(
         end_type,
-        item_id=start.item_id,
-        index=start.index,
-        tool_call_id=start.tool_call_id,
-        provider_response_id=start.provider_response_id,
-        response_id=cause.response_id,
-        step=cause.step,
+        cause.step,
+        cause.response_id,
+        start.provider_response_id,
+        start.index,
+        start.item_id,
+        start.tool_call_id,
     )
 
 
-def _opener(start_type: ChatEventType, cause: ChatEvent, **extra: Any) -> ChatEvent:
+def _opener(
+    start_type: ChatEventType, cause: ChatEvent, tool_call: ToolCall | None = None
+) -> ChatEvent:
     """A synthesized START carrying the ids of the event it is made for."""
-    return ChatEvent(
+    return framing_event(
         start_type,
-        item_id=cause.item_id,
-        index=cause.index,
-        tool_call_id=cause.tool_call_id,
-        provider_response_id=cause.provider_response_id,
-        response_id=cause.response_id,
-        step=cause.step,
-        **extra,
+        cause.step,
+        cause.response_id,
+        cause.provider_response_id,
+        cause.index,
+        cause.item_id,
+        cause.tool_call_id,
+        tool_call,
     )
 
 

@@ -16,7 +16,7 @@ import orjson
 
 from ..dialects.base import ChatDialect, ChatStreamContext, plain_json
 from ..errors import ChatError, ChatProtocolError
-from ..events import TYPES, ChatEvent
+from ..events import TYPES, ChatEvent, framing_event
 from ..results import ChatResponse
 from ..sse import Frame
 from .accumulator import ChatAccumulator
@@ -132,7 +132,7 @@ class ParseStage:
 
     def start(self) -> None:
         """Emit the step's STEP_START."""
-        self._push(ChatEvent(_T.STEP_START, step=self.ctx.step, response_id=self._response_id))
+        self._push(framing_event(_T.STEP_START, self.ctx.step, self._response_id))
 
     def _emit(self, event: ChatEvent) -> None:
         self._accumulator.add(event)
@@ -149,11 +149,11 @@ class ParseStage:
             provider_response_id=ctx.provider_response_id,
         )
         self._push(
-            ChatEvent(
+            framing_event(
                 _T.STEP_END,
-                step=ctx.step,
-                response_id=self._response_id,
-                provider_response_id=ctx.provider_response_id,
+                ctx.step,
+                self._response_id,
+                ctx.provider_response_id,
                 response=snapshot,
                 usage=snapshot.usage,
             )
@@ -162,7 +162,7 @@ class ParseStage:
     def _next_step(self) -> None:
         self._end_step()
         self._accumulator = ChatAccumulator()
-        self._push(ChatEvent(_T.STEP_START, step=self.ctx.step + 1, response_id=self._response_id))
+        self._push(framing_event(_T.STEP_START, self.ctx.step + 1, self._response_id))
 
     def on_next(self, frame: Any) -> None:
         """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ChatError
-from ..events import TYPES, ChatEvent, ChatEventType, with_response_id
+from ..events import TYPES, ChatEvent, ChatEventType, framing_event, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
@@ -90,6 +90,8 @@ class GuardStage:
 _RESPONSE_LEVEL = frozenset(
     {_T.STEP_START, _T.STEP_END, _T.RESPONSE_START, _T.RESPONSE_END, _T.ABORT, _T.ERROR}
 )
+# The step accumulator of every unfolded AggregateStage: it only ever reads it.
+_NOTHING_FOLDED = ChatAccumulator()
 # What neither normalizing nor aggregating (unfolded) does more with than pass on.
 _UNTOUCHED = PASSED_THROUGH - _RESPONSE_LEVEL
 
@@ -110,7 +112,7 @@ class AggregateStage:
     ) -> None:
         self._down = down
         self.session = ChatStreamSession(response_id)
-        self._step = ChatAccumulator()
+        self._step = ChatAccumulator() if fold_steps else _NOTHING_FOLDED
         self._step_open = False
         self.last_event: ChatEvent | None = None
         """The latest event below the response level (a synthesized STEP_END takes its ids)."""
@@ -146,7 +148,7 @@ class AggregateStage:
     def start(self) -> None:
         """Emit RESPONSE_START."""
         self.session.mark_response_started()
-        self._down.on_next(ChatEvent(_T.RESPONSE_START, response_id=self.session.response_id))
+        self._down.on_next(framing_event(_T.RESPONSE_START, 0, self.session.response_id))
 
     def on_error(self, error: Exception) -> None:
         """Close an open step, emit one ERROR event (with the partial response), then fail."""
@@ -192,11 +194,11 @@ class AggregateStage:
                 response.provider_response_id,
             )
         self._down.on_next(
-            ChatEvent(
+            framing_event(
                 _T.RESPONSE_END,
-                response_id=session.response_id,
-                step=session.step,
-                provider_response_id=response.provider_response_id,
+                session.step,
+                session.response_id,
+                response.provider_response_id,
                 response=response,
                 usage=total,
             )
