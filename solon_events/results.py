@@ -4,7 +4,8 @@ Every class is a frozen attrs value built by keyword; sequences are tuples and m
 are read-only, so a result handed to a subscriber cannot drift.
 
 The pipeline builds a :class:`Usage`, :class:`AssistantMessage` and :class:`ChatResponse`
-for every step, with :func:`new_usage`, :func:`new_message` and :func:`new_response`: they
+for every step, with :func:`new_usage`, :func:`new_message` and :func:`new_response`, and
+the dialects build sources with :func:`new_citation` and :func:`new_search_result`: they
 fill a writable twin with the same slots by plain attribute stores and then switch it to
 the frozen class, as :class:`~solon_events.events.ChatEvent` is built. attrs' frozen
 ``__init__`` pays one ``object.__setattr__`` call per field, which costs more than the
@@ -29,8 +30,10 @@ __all__ = [
     "TextBlock",
     "ToolCall",
     "Usage",
+    "new_citation",
     "new_message",
     "new_response",
+    "new_search_result",
     "new_usage",
 ]
 
@@ -163,8 +166,25 @@ class ToolCall:
             object.__setattr__(self, "arguments_str", orjson.dumps(self.arguments).decode())
 
 
+class _CitationSlots:
+    """The storage layout of Citation, writable; only ever seen inside :func:`new_citation`."""
+
+    __slots__ = (
+        "__weakref__",
+        "cited_text",
+        "document_index",
+        "end_index",
+        "file_id",
+        "raw",
+        "start_index",
+        "title",
+        "type",
+        "url",
+    )  # fmt: skip
+
+
 @attrs.frozen(kw_only=True)
-class Citation:
+class Citation(_CitationSlots):
     """A source the answer cites, with the cited text and its position where given."""
 
     url: str | None = None
@@ -178,8 +198,22 @@ class Citation:
     raw: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
 
 
+class _SearchResultSlots:
+    """The storage layout of SearchResult, writable; only seen inside :func:`new_search_result`."""
+
+    __slots__ = (
+        "__weakref__",
+        "date",
+        "raw",
+        "snippet",
+        "title",
+        "type",
+        "url",
+    )  # fmt: skip
+
+
 @attrs.frozen(kw_only=True)
-class SearchResult:
+class SearchResult(_SearchResultSlots):
     """A source a search tool found (not necessarily cited)."""
 
     url: str | None = None
@@ -402,4 +436,52 @@ def new_response(
     this.model = model
     this.provider_response_id = provider_response_id
     this.__class__ = ChatResponse
+    return this  # type: ignore[no-any-return]
+
+
+def new_citation(
+    url: str | None = None,
+    title: str | None = None,
+    cited_text: str | None = None,
+    start_index: int | None = None,
+    end_index: int | None = None,
+    document_index: int | None = None,
+    file_id: str | None = None,
+    type: str | None = None,
+    raw: Mapping[str, Any] | None = None,
+) -> Citation:
+    """``Citation(...)`` with its fields by position, built at a fraction of the keyword
+    constructor's cost."""
+    this: Any = _CitationSlots()
+    this.url = url
+    this.title = title
+    this.cited_text = cited_text
+    this.start_index = start_index
+    this.end_index = end_index
+    this.document_index = document_index
+    this.file_id = file_id
+    this.type = type
+    this.raw = _frozen_mapping(raw)
+    this.__class__ = Citation
+    return this  # type: ignore[no-any-return]
+
+
+def new_search_result(
+    url: str | None = None,
+    title: str | None = None,
+    snippet: str | None = None,
+    date: str | None = None,
+    type: str | None = None,
+    raw: Mapping[str, Any] | None = None,
+) -> SearchResult:
+    """``SearchResult(...)`` with its fields by position, built at a fraction of the keyword
+    constructor's cost."""
+    this: Any = _SearchResultSlots()
+    this.url = url
+    this.title = title
+    this.snippet = snippet
+    this.date = date
+    this.type = type
+    this.raw = _frozen_mapping(raw)
+    this.__class__ = SearchResult
     return this  # type: ignore[no-any-return]

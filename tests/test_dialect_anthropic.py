@@ -13,8 +13,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import attrs
 import orjson
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from solon_events.dialects import anthropic
 from solon_events.dialects.anthropic import AnthropicDialect
@@ -24,8 +27,10 @@ from solon_events.events import ChatEvent, ChatEventType
 from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.results import (
     AssistantMessage,
+    Citation,
     FileBlock,
     ImageBlock,
+    SearchResult,
     TextBlock,
     ToolCall,
     Usage,
@@ -769,6 +774,91 @@ def test_citations_delta(citation: dict[str, Any], expected: tuple[Any, ...]) ->
     assert found.type == citation["type"]
     assert found.raw == citation
     assert event.index == 0
+
+
+# Sources are built by the positional builders: these pin them to the keyword constructors,
+# field by field, for any shape of location or search result item.
+
+_SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["", "a", "b"])
+_START_KEYS = ["start_char_index", "start_page_number", "start_block_index"]
+_END_KEYS = ["end_char_index", "end_page_number", "end_block_index"]
+_DOCUMENT_KEYS = ["document_index", "search_result_index"]
+_LOCATION_KEYS = [
+    *("type", "url", "source", "title", "document_title", "cited_text", "file_id"),
+    *(_START_KEYS + _END_KEYS + _DOCUMENT_KEYS),
+]
+_RESULT_KEYS = ["type", "url", "title", "page_age", "snippet", "encrypted_content"]
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _first_int(raw: Mapping[str, Any], keys: list[str]) -> int | None:
+    values = [raw.get(key) for key in keys]
+    return next((v for v in values if isinstance(v, int) and not isinstance(v, bool)), None)
+
+
+def expected_citation(raw: Mapping[str, Any]) -> Citation:
+    """The Citation a location maps to, spelled out with the keyword constructor."""
+    return Citation(
+        url=_opt_str(raw.get("url")) or _opt_str(raw.get("source")),
+        title=_opt_str(raw.get("title")) or _opt_str(raw.get("document_title")),
+        cited_text=_opt_str(raw.get("cited_text")),
+        start_index=_first_int(raw, _START_KEYS),
+        end_index=_first_int(raw, _END_KEYS),
+        document_index=_first_int(raw, _DOCUMENT_KEYS),
+        file_id=_opt_str(raw.get("file_id")),
+        type=_opt_str(raw.get("type")),
+        raw=raw,
+    )
+
+
+def assert_same_value(found: Any, expected: Any) -> None:
+    assert type(found) is type(expected)
+    assert attrs.asdict(found, recurse=False) == attrs.asdict(expected, recurse=False)
+
+
+@given(st.dictionaries(st.sampled_from(_LOCATION_KEYS), _SCALARS, min_size=4))
+@example({"url": "", "source": "a", "title": "", "document_title": "b"})
+@example({"url": "", "source": 1, "title": "", "document_title": None})
+@example({"start_char_index": True, "start_page_number": 2, "search_result_index": 3})
+def test_a_citation_maps_every_field_of_its_location(location: dict[str, Any]) -> None:
+    events = assert_same_as_general(
+        [
+            message_start(),
+            block_start(0, {"type": "text", "text": "", "citations": [location]}),
+            delta(0, type="citations_delta", citation=location),
+        ]
+    )
+    found = of(events, T.CITATION)
+    assert len(found) == 2
+    for event in found:
+        assert_same_value(event.citation, expected_citation(location))
+
+
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(_RESULT_KEYS), _SCALARS) | _SCALARS | st.just([]),
+        max_size=4,
+    )
+)
+def test_a_search_result_maps_every_field_of_its_item(items: list[Any]) -> None:
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": items}
+    events = assert_same_as_general([message_start(), block_start(0, result)])
+    found = of(events, T.SEARCH_RESULT)
+    with_url = [i for i in items if isinstance(i, dict) and isinstance(i.get("url"), str)]
+    assert [e.raw for e in found] == with_url
+    for event, item in zip(found, with_url):
+        assert (event.index, event.tool_call_id, event.sub_type) == (0, "srvtoolu_1", "web_search")
+        expected = SearchResult(
+            url=item["url"],
+            title=_opt_str(item.get("title")),
+            date=_opt_str(item.get("page_age")),
+            type=_opt_str(item.get("type")),
+            raw=item,
+        )
+        assert_same_value(event.search_result, expected)
 
 
 # ---------------------------------------------------------------- safety and errors

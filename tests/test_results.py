@@ -21,7 +21,13 @@ from solon_events import (
     ToolCall,
     Usage,
 )
-from solon_events.results import new_message, new_response, new_usage
+from solon_events.results import (
+    new_citation,
+    new_message,
+    new_response,
+    new_search_result,
+    new_usage,
+)
 
 # Usage
 
@@ -354,3 +360,50 @@ def test_new_message_and_new_response_equal_the_keyword_constructors(
     )
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         response.text = "x"  # type: ignore[misc]
+
+
+_maybe_int = st.none() | st.integers()
+_raw = st.none() | st.dictionaries(st.text(max_size=3), _maybe_text, max_size=3)
+
+
+@given(
+    st.tuples(_maybe_text, _maybe_text, _maybe_text),
+    st.tuples(_maybe_int, _maybe_int, _maybe_int),
+    st.tuples(_maybe_text, _maybe_text),
+    _raw,
+)
+def test_new_citation_equals_the_keyword_constructor(
+    texts: tuple[Any, ...], positions: tuple[Any, ...], ids: tuple[Any, ...], raw: Any
+) -> None:
+    url, title, cited_text = texts
+    start, end, document = positions
+    file_id, kind = ids
+    built = new_citation(url, title, cited_text, start, end, document, file_id, kind, raw)
+    expected = Citation(
+        url=url,
+        title=title,
+        cited_text=cited_text,
+        start_index=start,
+        end_index=end,
+        document_index=document,
+        file_id=file_id,
+        type=kind,
+        raw=raw,
+    )
+    assert type(built) is Citation and built == expected
+    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    assert type(built.raw) is MappingProxyType and built.raw is not raw
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.url = "x"  # type: ignore[misc]
+
+
+@given(st.tuples(_maybe_text, _maybe_text, _maybe_text, _maybe_text, _maybe_text), _raw)
+def test_new_search_result_equals_the_keyword_constructor(texts: tuple[Any, ...], raw: Any) -> None:
+    url, title, snippet, date, kind = texts
+    built = new_search_result(url, title, snippet, date, kind, raw)
+    expected = SearchResult(url=url, title=title, snippet=snippet, date=date, type=kind, raw=raw)
+    assert type(built) is SearchResult and built == expected
+    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    assert type(built.raw) is MappingProxyType and built.raw is not raw
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.url = "x"  # type: ignore[misc]

@@ -50,6 +50,8 @@ from ..results import (
     TextBlock,
     ToolCall,
     Usage,
+    new_citation,
+    new_search_result,
 )
 from .base import (
     ChatDialect,
@@ -77,12 +79,16 @@ _TOOL_RESULT_SUFFIX = "_tool_result"
 
 
 class _Block:
-    """An open content block: what kind it is and what it has gathered so far."""
+    """An open content block: what kind it is and what it has gathered so far.
 
-    __slots__ = ("fragments", "id", "input", "kind", "name", "sub_type", "type")
+    ``deltas`` maps the delta types the block takes to their handlers.
+    """
+
+    __slots__ = ("deltas", "fragments", "id", "input", "kind", "name", "sub_type", "type")
 
     def __init__(self, kind: str, type: str, id: str | None = None, name: str = "") -> None:
         self.kind = kind
+        self.deltas = _DELTA_HANDLERS.get(kind, _NO_DELTAS)
         self.type = type
         self.id = id
         self.name = name
@@ -151,14 +157,13 @@ class AnthropicDialect(ChatDialect):
                 index = frame["index"]
                 delta = frame["delta"]
                 if type(index) is int:  # a bool would find the block of its int
-                    if (
-                        delta["type"] == "text_delta"
-                        and ctx.state[_STATE_KEY].blocks[index].kind == "text"
-                    ):
+                    stream = ctx.state[_STATE_KEY]
+                    block = stream.blocks[index]
+                    delta_type = delta["type"]
+                    if delta_type == "text_delta" and block.kind == "text":
                         text = delta["text"]
                     else:
-                        block = ctx.state[_STATE_KEY].blocks[index]
-                        handler = _DELTA_HANDLERS.get((block.kind, delta["type"]))
+                        handler = block.deltas.get(delta_type)
         except (KeyError, TypeError):
             pass
         if type(text) is str:
@@ -166,7 +171,7 @@ class AnthropicDialect(ChatDialect):
                 ctx.send(_TEXT_DELTA, text, index, raw=frame)
             return
         if handler is not None:
-            handler(ctx, ctx.state[_STATE_KEY], block, index, delta, frame)
+            handler(ctx, stream, block, index, delta, frame)
             return
         _parse_general(ctx, frame)
 
@@ -191,7 +196,10 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     if handler is None:
         ctx.send(_T.RAW, raw_type=str(kind), raw=frame)
         return
-    handler(ctx, ctx.state_of(_STATE_KEY, _Stream), frame)
+    stream = ctx.state.get(_STATE_KEY)
+    if stream is None:
+        stream = ctx.state[_STATE_KEY] = _Stream()
+    handler(ctx, stream, frame)
 
 
 def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -268,7 +276,7 @@ def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
     block = stream.blocks.get(index)
     delta = _mapping(frame.get("delta"))
     delta_type = _str(delta.get("type"))
-    handler = _DELTA_HANDLERS.get((block.kind, delta_type)) if block is not None else None
+    handler = block.deltas.get(delta_type) if block is not None else None
     if handler is None or block is None:
         ctx.send(_T.RAW, index=index, raw_type=f"content_block_delta:{delta_type}", raw=frame)
         return
@@ -319,7 +327,7 @@ def _open_text(
         for citation in citations:
             if isinstance(citation, dict):
                 ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
-    return _Block("text", "text")
+    return _TEXT_BLOCK
 
 
 def _open_thinking(
@@ -336,7 +344,7 @@ def _open_thinking(
     signature = content.get("signature")
     if isinstance(signature, str) and signature:
         ctx.send(_T.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
-    return _Block("thinking", "thinking")
+    return _THINKING_BLOCK
 
 
 def _open_redacted_thinking(
@@ -350,7 +358,7 @@ def _open_redacted_thinking(
     ctx.send(
         _T.THINKING_REDACTED, index=index, text=data if isinstance(data, str) else "", raw=frame
     )
-    return _Block("redacted", "redacted_thinking")
+    return _REDACTED_BLOCK
 
 
 def _open_tool_use(
@@ -420,17 +428,30 @@ def _open_tool_result(
     )
     items = content.get("content")
     if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict) and isinstance(item.get("url"), str):
+        _send_search_results(ctx, index, call_id, sub_type, items)
+    return _Block("result", block_type, call_id)
+
+
+def _send_search_results(
+    ctx: ChatStreamContext,
+    index: int,
+    call_id: str | None,
+    sub_type: str | None,
+    items: list[Any],
+) -> None:
+    """A SEARCH_RESULT for each item of a tool result that has a ``url``."""
+    for item in items:
+        if isinstance(item, dict):
+            url = item.get("url")
+            if isinstance(url, str):
                 ctx.send(
                     _T.SEARCH_RESULT,
                     index=index,
                     tool_call_id=call_id,
                     sub_type=sub_type,
-                    search_result=_search_result(item),
+                    search_result=_search_result(url, item),
                     raw=item,
                 )
-    return _Block("result", block_type, call_id)
 
 
 def _open_unknown(
@@ -559,14 +580,21 @@ _DeltaHandler = Callable[
     [ChatStreamContext, _Stream, _Block, int, Mapping[str, Any], Mapping[str, Any]], None
 ]
 
-_DELTA_HANDLERS: dict[tuple[str, Any], _DeltaHandler] = {
-    ("text", "text_delta"): _text_delta,
-    ("text", "citations_delta"): _citations_delta,
-    ("thinking", "thinking_delta"): _thinking_delta,
-    ("thinking", "signature_delta"): _signature_delta,
-    ("tool", "input_json_delta"): _tool_args_delta,
-    ("server", "input_json_delta"): _server_args_delta,
+_DELTA_HANDLERS: dict[str, dict[str, _DeltaHandler]] = {
+    "text": {"text_delta": _text_delta, "citations_delta": _citations_delta},
+    "thinking": {"thinking_delta": _thinking_delta, "signature_delta": _signature_delta},
+    "tool": {"input_json_delta": _tool_args_delta},
+    "server": {"input_json_delta": _server_args_delta},
 }
+"""The delta handlers of each block kind, by delta type."""
+
+_NO_DELTAS: dict[str, _DeltaHandler] = {}
+
+# Text and thinking blocks gather nothing (only tool blocks do): one block of each kind serves
+# them all, which spares building one per block.
+_TEXT_BLOCK = _Block("text", "text")
+_THINKING_BLOCK = _Block("thinking", "thinking")
+_REDACTED_BLOCK = _Block("redacted", "redacted_thinking")
 
 
 # ---------------------------------------------------------------- block closing
@@ -634,17 +662,27 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
 def _citation(raw: Mapping[str, Any]) -> Citation:
     """A Citation from any Anthropic citation location (char, page, block, web, search)."""
     start, end, document = _positions(raw)
-    return Citation(
-        url=_opt_str(raw.get("url")) or _opt_str(raw.get("source")),
-        title=_opt_str(raw.get("title")) or _opt_str(raw.get("document_title")),
-        cited_text=_opt_str(raw.get("cited_text")),
-        start_index=start,
-        end_index=end,
-        document_index=document,
-        file_id=_opt_str(raw.get("file_id")),
-        type=_opt_str(raw.get("type")),
-        raw=raw,
+    cited_text, file_id, kind = raw.get("cited_text"), raw.get("file_id"), raw.get("type")
+    return new_citation(
+        _either_str(raw, "url", "source"),
+        _either_str(raw, "title", "document_title"),
+        cited_text if isinstance(cited_text, str) else None,
+        start,
+        end,
+        document,
+        file_id if isinstance(file_id, str) else None,
+        kind if isinstance(kind, str) else None,
+        raw,
     )
+
+
+def _either_str(raw: Mapping[str, Any], key: str, fallback: str) -> str | None:
+    """``raw[key]`` if it is a non-empty string, else ``raw[fallback]`` if it is a string."""
+    value = raw.get(key)
+    if isinstance(value, str) and value:
+        return value
+    value = raw.get(fallback)
+    return value if isinstance(value, str) else None
 
 
 _START_KEYS = ("start_char_index", "start_page_number", "start_block_index")
@@ -664,13 +702,16 @@ def _positions(raw: Mapping[str, Any]) -> tuple[int | None, int | None, int | No
     )
 
 
-def _search_result(raw: Mapping[str, Any]) -> SearchResult:
-    return SearchResult(
-        url=_opt_str(raw.get("url")),
-        title=_opt_str(raw.get("title")),
-        date=_opt_str(raw.get("page_age")),
-        type=_opt_str(raw.get("type")),
-        raw=raw,
+def _search_result(url: str, raw: Mapping[str, Any]) -> SearchResult:
+    """A SearchResult from a search result item ``raw`` whose ``url`` is given."""
+    title, date, kind = raw.get("title"), raw.get("page_age"), raw.get("type")
+    return new_search_result(
+        url,
+        title if isinstance(title, str) else None,
+        None,
+        date if isinstance(date, str) else None,
+        kind if isinstance(kind, str) else None,
+        raw,
     )
 
 
