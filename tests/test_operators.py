@@ -276,6 +276,19 @@ def test_a_filter_that_hides_error_still_gets_on_error() -> None:
     assert seen.error is failure
 
 
+def test_a_filter_that_raises_fails_the_stream_once_with_its_exception() -> None:
+    def no_refusal(event: ChatEvent) -> bool:
+        if event.type is T.REFUSAL_DELTA:
+            raise ValueError("a bug in the filter")
+        return True
+
+    events = step(0, text("x"), ChatEvent(T.REFUSAL_DELTA, text="no"), text("y"))
+    seen = collect(pipeline(events).pipe(guard(no_refusal)))
+    assert isinstance(seen.error, ValueError)
+    assert seen.log == ["RESPONSE_START", "STEP_START", "TEXT_START", "TEXT_DELTA", "on_error"]
+    assert not seen.completed
+
+
 def test_text_deltas() -> None:
     events = step(
         0, text("a"), text(""), ChatEvent(T.TEXT_DELTA), ChatEvent(T.STATUS, text="s"), text("b")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,28 @@ def test_replay_lets_a_subscriber_exception_propagate() -> None:
     with pytest.raises(ZeroDivisionError):
         replay(sse(GOOD)).subscribe(explode, errors.append)
     assert errors == []
+
+
+def test_replay_with_a_filter_that_raises_fails_and_run_raises_instead_of_hanging() -> None:
+    def needs_text(event: ChatEvent) -> bool:
+        return event.text.startswith("H")  # type: ignore[union-attr]
+
+    events, errors = [], []
+    replay(sse(GOOD), event_filter=needs_text).subscribe(events.append, errors.append)
+    assert [type(e) for e in errors] == [AttributeError]
+    assert [e.type for e in events] == [T.RESPONSE_START, T.STEP_START]  # TEXT_START has no text
+    outcome: list[BaseException] = []
+
+    def run() -> None:  # .run() subscribes on a new thread and waits for the outcome
+        try:
+            replay(sse(GOOD), event_filter=needs_text).run()
+        except AttributeError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and len(outcome) == 1
 
 
 def test_replay_rejects_a_non_source() -> None:

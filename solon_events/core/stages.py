@@ -61,30 +61,54 @@ class NormalizeStage:
 
 
 class GuardStage:
-    """Delivers what ``ChatEventFilter.guarded(event_filter)`` passes; errors always pass."""
+    """Delivers what ``ChatEventFilter.guarded(event_filter)`` passes; errors always pass.
 
-    __slots__ = ("on_completed", "on_error", "on_next", "types")
+    A predicate that raises fails the stream with its exception, as ``ops.filter`` does:
+    ``on_error`` once, nothing after it.
+    """
+
+    __slots__ = ("_failed", "on_completed", "on_error", "on_next", "types")
 
     def __init__(self, down: Sink, event_filter: Callable[[ChatEvent], bool] | None) -> None:
         guarded = ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)
         push, types, test = down.on_next, guarded.types, guarded.test
         self.types = types
         """The event types delivered, or None when the filter is a predicate."""
+        self._failed = False
         if types is not None:
 
             def on_next(event: ChatEvent) -> None:
                 if event.type in types:
                     push(event)
 
-        else:
+            self.on_next = on_next
+            self.on_error = down.on_error
+            self.on_completed = down.on_completed
+            return
 
-            def on_next(event: ChatEvent) -> None:
-                if test(event):
-                    push(event)
+        def on_next_tested(event: ChatEvent) -> None:
+            if self._failed:
+                return
+            try:
+                passed = test(event)
+            except Exception as exc:
+                self._failed = True
+                down.on_error(exc)
+                return
+            if passed:
+                push(event)
 
-        self.on_next = on_next
-        self.on_error = down.on_error
-        self.on_completed = down.on_completed
+        def on_error(error: Exception) -> None:
+            if not self._failed:
+                down.on_error(error)
+
+        def on_completed() -> None:
+            if not self._failed:
+                down.on_completed()
+
+        self.on_next = on_next_tested
+        self.on_error = on_error
+        self.on_completed = on_completed
 
 
 _RESPONSE_LEVEL = frozenset(
