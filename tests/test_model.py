@@ -622,6 +622,22 @@ def test_a_filter_hiding_error_still_gets_on_error(
     assert run.types[0] is T.RESPONSE_START
 
 
+def test_a_filter_that_raises_ends_the_stream_with_its_exception(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    def no_text(event: ChatEvent) -> bool:
+        if event.type is T.TEXT_DELTA:
+            raise ValueError("a bug in the filter")
+        return True
+
+    model = make_model(server, "weather")
+    run = collect(model.prompt("hi").event_filter(no_text))
+    assert isinstance(run.error, ValueError)
+    assert run.order[-1] == ("error", run.error) and not run.completed
+    with pytest.raises(ValueError, match="a bug in the filter"):
+        model.prompt("hi").event_filter(no_text).call()
+
+
 # --- concurrency and threads
 
 
