@@ -826,16 +826,53 @@ FAST_TOO = {
     "usage",
     "usage without counts",
 }
+# Near misses the one-part path takes (see below): still one candidate holding one part, and
+# no field the general code reads that the one-part path does not.
+ONE_PART = {
+    "thought",
+    "thought false",
+    "signature",
+    "empty text",
+    "empty text with signature",
+    "text not a string",
+    "text a list",
+    "text null",
+    "function call too",
+    "candidate index null",
+    "candidate without index",
+    "finish reason",
+    "safety finish",
+    "safety ratings",
+    "usage not an object",
+    "create time",
+}
+
+
+@pytest.fixture
+def one_part_frames(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The frames gemini._one_part takes during a test (not those it leaves to the general code)."""
+    taken: list[Any] = []
+    real = gemini._one_part
+
+    def recorded(ctx: ChatStreamContext, frame: Any, *rest: Any) -> bool:
+        done = real(ctx, frame, *rest)
+        if done:
+            taken.append(frame)
+        return done
+
+    monkeypatch.setattr(gemini, "_one_part", recorded)
+    return taken
 
 
 @pytest.mark.parametrize(
     ("name", "odd"), [m[:2] for m in NEAR_MISSES], ids=[m[0] for m in NEAR_MISSES]
 )
 def test_which_near_misses_go_the_general_way(
-    name: str, odd: dict[str, Any], general_calls: list[Any]
+    name: str, odd: dict[str, Any], general_calls: list[Any], one_part_frames: list[Any]
 ) -> None:
     run([odd])
-    assert general_calls == ([] if name in FAST_TOO else [odd])
+    assert general_calls == ([] if name in FAST_TOO or name in ONE_PART else [odd])
+    assert one_part_frames == ([odd] if name in ONE_PART else [])
 
 
 def test_response_id_and_model_follow_the_frames() -> None:
@@ -906,6 +943,131 @@ def gemini_frames(draw: st.DrawFn) -> dict[str, Any]:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(gemini_frames(), min_size=1, max_size=4))
 def test_any_frame_gives_the_events_of_the_general_code(frames: list[Any]) -> None:
+    assert_same_as_general(frames)
+
+
+# the one-part path: function calls and every other single part
+
+# parse_frame hands any other frame with one candidate holding one part to gemini._one_part,
+# which sends that part's events as the general code does, as long as the frame and the
+# candidate hold no field but those it knows. Streamed function calls come this way: Vertex AI
+# sends each piece in a frame of its own, without a candidate index.
+
+
+def vertex(call: Any, **part: Any) -> dict[str, Any]:
+    """A function call frame as Vertex AI streams it; ``part`` adds part fields."""
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": call, **part}]}}],
+        "usageMetadata": {"trafficType": "ON_DEMAND"},
+        "modelVersion": "gemini-3-flash-preview",
+        "createTime": "2026-05-04T20:01:02.264968Z",
+        "responseId": "resp-1",
+    }
+
+
+OPEN = {"name": "read_screen", "willContinue": True}
+PIECE = {
+    "partialArgs": [{"jsonPath": "$.id", "stringValue": "A", "willContinue": True}],
+    "willContinue": True,
+}
+LAST_PIECE = {"partialArgs": [{"jsonPath": "$.id", "stringValue": ""}], "willContinue": True}
+WHOLE = {"name": "read_theme"}
+
+
+def test_streamed_function_calls_take_the_one_part_path(general_calls: list[Any]) -> None:
+    frames = [
+        vertex(WHOLE, thoughtSignature="c2ln"),
+        *[vertex(call) for call in (OPEN, PIECE, LAST_PIECE, {}, OPEN, PIECE, LAST_PIECE)],
+        vertex({}),
+    ]
+    frames[-1]["candidates"][0]["finishReason"] = "STOP"
+    frames[-1]["usageMetadata"] = {"promptTokenCount": 9, "totalTokenCount": 20}
+    events, ctx = run(frames)
+    assert general_calls == []
+    assert outcome(events, ctx) == outcome(*general(frames))
+    streamed_call = [T.TOOL_CALL_START, *[T.TOOL_CALL_ARGS_DELTA] * 3, T.TOOL_CALL_END]
+    assert kinds(events) == [
+        T.TOOL_CALL_CHUNK,
+        T.THINKING_SIGNATURE,
+        *streamed_call,
+        *streamed_call,
+        T.USAGE,
+    ]
+    assert [e.tool_call.arguments for e in only(events, T.TOOL_CALL_END)] == [{"id": "A"}] * 2
+    assert (ctx.finish_reason, ctx.provider_response_id) == ("STOP", "resp-1")
+
+
+PARTIAL_ARGS = st.sampled_from(
+    [
+        [],
+        None,
+        "x",
+        [None],
+        PIECE["partialArgs"],
+        LAST_PIECE["partialArgs"],
+        [{"jsonPath": "$.n", "numberValue": 2.0}, {"jsonPath": "$.b", "boolValue": True}],
+        [{"jsonPath": 5, "stringValue": "x"}, {"jsonPath": "$.z", "nullValue": None}],
+    ]
+)
+# (where, key, values) as in CHANGES, for function call frames.
+CALL_CHANGES: list[tuple[str, str, st.SearchStrategy[Any]]] = [
+    ("call", "name", st.sampled_from(["f", "g", "", None, 3])),
+    ("call", "id", st.sampled_from(["c-1", "", 3, None])),
+    ("call", "willContinue", JSON_SCALARS),
+    ("call", "args", st.sampled_from([{"k": 1}, {}, [], None])),
+    ("call", "partialArgs", PARTIAL_ARGS),
+    ("part", "functionCall", st.sampled_from([None, 1, [], "x", {}])),
+    ("part", "thoughtSignature", JSON_SCALARS),
+    ("part", "text", TEXTS),
+    ("part", "thought", JSON_SCALARS),
+    ("part", "inlineData", st.just({"mimeType": "image/png", "data": "iVBO"})),
+    ("content", "parts", st.sampled_from([[], [None], [{"text": "y"}, {"text": "z"}]])),
+    ("candidate", "index", JSON_SCALARS),
+    ("candidate", "finishReason", st.sampled_from(["STOP", "SAFETY", "", None, 1])),
+    ("candidate", "safetyRatings", st.just([])),
+    ("candidate", "citationMetadata", st.just({"citationSources": [{"uri": "https://a.b"}]})),
+    ("candidate", "groundingMetadata", st.just({"groundingChunks": [{"web": {"uri": "u"}}]})),
+    ("candidate", "finishMessage", st.just("done")),
+    ("frame", "candidates", st.sampled_from([None, [], [{"index": 1}]])),
+    ("frame", "responseId", IDS),
+    ("frame", "modelVersion", IDS),
+    (
+        "frame",
+        "usageMetadata",
+        st.sampled_from([{"promptTokenCount": 1}, {"trafficType": "x"}, [], None]),
+    ),
+    ("frame", "promptFeedback", st.sampled_from([{"blockReason": "SAFETY"}, {}])),
+    ("frame", "error", st.sampled_from([{"code": 500, "message": "boom"}, None, ""])),
+    ("frame", "createTime", JSON_SCALARS),
+]
+
+
+@st.composite
+def function_call_frames(draw: st.DrawFn) -> dict[str, Any]:
+    """A streamed (or whole) function call frame, then up to three changes anywhere in it."""
+    call = dict(draw(st.sampled_from([OPEN, PIECE, LAST_PIECE, {}, WHOLE])))
+    body = vertex(call)
+    body["responseId"] = draw(st.sampled_from(["r-1", "r-2"]))
+    candidate = body["candidates"][0]
+    places = {
+        "call": call,
+        "part": candidate["content"]["parts"][0],
+        "content": candidate["content"],
+        "candidate": candidate,
+        "frame": body,
+    }
+    for where, key, values in draw(st.lists(st.sampled_from(CALL_CHANGES), max_size=3)):
+        target = places[where]
+        if key in target and draw(st.booleans()):
+            del target[key]
+        else:
+            target[key] = draw(values)
+    return body
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(function_call_frames(), min_size=1, max_size=8))
+def test_any_function_call_frame_gives_the_events_of_the_general_code(frames: list[Any]) -> None:
     assert_same_as_general(frames)
 
 

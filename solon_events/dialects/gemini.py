@@ -31,6 +31,7 @@ events it becomes:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -90,6 +91,12 @@ SKIP_SIGNATURE = "skip_thought_signature_validator"
 """The placeholder signature Google documents for function calls whose signature is unknown."""
 
 _STATE_KEY = "gemini"
+_ONE_PART_FRAME = frozenset(
+    {"candidates", "usageMetadata", "modelVersion", "responseId", "createTime"}
+)
+"""The frame fields a one-part frame may hold and still take :func:`_one_part`."""
+_ONE_PART_CANDIDATE = frozenset({"content", "index", "finishReason", "safetyRatings"})
+"""The candidate fields a one-part frame may hold and still take :func:`_one_part`."""
 _USAGE_COUNTS = frozenset(
     {
         "promptTokenCount",
@@ -149,24 +156,22 @@ class GeminiDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``GenerateContentResponse`` (or an error payload) into events."""
-        # Most frames hold one candidate (index 0) whose content is one text part, and nothing
-        # else but the usage so far: plain lookups reach its text. Any other shape raises on
-        # the way (a missing key, a non-object, a count other than one) or fails the checks
-        # below, and goes the general way.
+        # Most frames hold one candidate whose content is one part (an object): plain lookups
+        # reach it. Any other shape raises on the way (a missing key, a non-object, a count
+        # other than one) or fails the checks below, and goes the general way.
         try:
             (candidate,) = frame["candidates"]
             (part,) = candidate["content"]["parts"]
-            text = part["text"]
-            index = candidate["index"]
+            text = part.get("text")
             response_id = frame["responseId"]
             model = frame["modelVersion"]
-        except (KeyError, TypeError, ValueError):
+        except (AttributeError, KeyError, TypeError, ValueError):
             pass
         else:
-            # Each dict holds at least the keys just read (1 + 2 + 3): a total of 6 means
-            # no part, candidate or frame field that makes events of its own; 7 with a
-            # usageMetadata object means that and the usage.
-            if type(text) is str and text and index == 0:
+            # A plain text frame: each dict holds at least the keys read (part 1, candidate 2
+            # with the index, frame 3), so a total of 6 means no field that makes events of
+            # its own; 7 with a usageMetadata object means that and the usage.
+            if type(text) is str and text and candidate.get("index") == 0:
                 size = len(part) + len(candidate) + len(frame)
                 usage = frame.get("usageMetadata") if size == 7 else None
                 if size == 6 or type(usage) is dict:
@@ -176,6 +181,8 @@ class GeminiDialect(ChatDialect):
                     if usage is not None:
                         _usage(ctx, _state(ctx), usage)
                     return
+            if _one_part(ctx, frame, candidate, part, response_id, model):
+                return
         if type(frame) is list:
             for item in frame:
                 self.parse_frame(ctx, item)
@@ -230,6 +237,41 @@ def _response(ctx: ChatStreamContext, frame: Any) -> None:
         ctx.send(_T.RAW, raw_type="gemini.unknown", raw=frame)
 
 
+def _one_part(
+    ctx: ChatStreamContext,
+    frame: dict[str, Any],
+    candidate: dict[str, Any],
+    part: dict[str, Any],
+    response_id: Any,
+    model: Any,
+) -> bool:
+    """The events :func:`_response` gives a frame with one candidate holding one part.
+
+    Only frame and candidate fields the general code ignores or reads here may be there
+    (:data:`_ONE_PART_FRAME`, :data:`_ONE_PART_CANDIDATE`) and the candidate's index must be
+    0, null or missing; for any other frame this returns False having done nothing.
+    """
+    if (
+        candidate.get("index")
+        or not _ONE_PART_FRAME.issuperset(frame)
+        or not _ONE_PART_CANDIDATE.issuperset(candidate)
+    ):
+        return False
+    state: _State = ctx.state.get(_STATE_KEY) or _state(ctx)
+    if response_id != ctx.provider_response_id or model != ctx.model:
+        _identify(ctx, response_id, model)
+    _part(ctx, state, part)
+    reason = _finish_reason(ctx, state, candidate) if "finishReason" in candidate else None
+    usage = frame.get("usageMetadata")
+    # Vertex AI sends a usage without counts on every frame but the last.
+    if type(usage) is dict and not _USAGE_COUNTS.isdisjoint(usage):
+        _usage(ctx, state, usage)
+    if reason is not None:
+        state.close_call(ctx)
+        ctx.finish(reason)
+    return True
+
+
 def _identify(ctx: ChatStreamContext, response_id: Any, model: Any) -> None:
     """Take the frame's ``responseId`` and ``modelVersion`` when they are non-empty strings."""
     if isinstance(response_id, str) and response_id:
@@ -277,7 +319,11 @@ class _State:
 
 
 def _state(ctx: ChatStreamContext) -> _State:
-    return ctx.state_of(_STATE_KEY, _State)
+    """The step's :class:`_State` in ``ctx.state``, made on first use."""
+    state: _State | None = ctx.state.get(_STATE_KEY)
+    if state is None:
+        state = ctx.state[_STATE_KEY] = _State()
+    return state
 
 
 def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]) -> str | None:
@@ -297,6 +343,13 @@ def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, An
     citations = candidate.get("citationMetadata")
     if isinstance(citations, dict):
         _citation_sources(ctx, state, citations)
+    return _finish_reason(ctx, state, candidate)
+
+
+def _finish_reason(
+    ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]
+) -> str | None:
+    """The candidate's finish reason, if it has one; CONTENT_FILTER (once) for a safety one."""
     reason = candidate.get("finishReason")
     if not isinstance(reason, str) or not reason:
         return None
@@ -355,12 +408,15 @@ def _function_call(
         if state.open_call is None:
             ctx.send(_T.RAW, raw_type="gemini.functionCall", raw=part)
             return
-        _feed(ctx, state, partial, part)
+        if partial:
+            _feed(ctx, state, partial, part)
         if not more:
             state.close_call(ctx, part)
         return
     state.close_call(ctx)
-    call_id = call.get("id") if isinstance(call.get("id"), str) else None
+    call_id = call.get("id")
+    if not isinstance(call_id, str):
+        call_id = None
     args = call.get("args")
     position = state.next_position()
     if not more and not partial:
@@ -384,18 +440,22 @@ def _function_call(
     if isinstance(args, dict):
         for key, value in args.items():
             _send_args(ctx, state, state.args.value((str(key),), value), part)
-    _feed(ctx, state, partial, part)
+    if partial:
+        _feed(ctx, state, partial, part)
     if not more:
         state.close_call(ctx, part)
 
 
 def _feed(ctx: ChatStreamContext, state: _State, partial: Any, part: Mapping[str, Any]) -> None:
     """TOOL_CALL_ARGS_DELTA for each ``partialArgs`` entry of the open call."""
-    if not isinstance(partial, list) or state.args is None:
+    args = state.args
+    if not isinstance(partial, list) or args is None:
         return
     for entry in partial:
         if isinstance(entry, dict):
-            _send_args(ctx, state, state.args.partial(entry), part)
+            fragment = args.partial(entry)
+            if fragment and state.open_call is not None:
+                state.calls.delta(ctx, state.open_call, fragment, raw=part)
 
 
 def _send_args(
@@ -584,6 +644,7 @@ _PATH_SEGMENT = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
 def _json_path(path: str) -> tuple[str | int, ...]:
     """The segments of a JSON path such as ``$.a.b[0]['c d']``; raises on anything else."""
     if not path.startswith("$"):
@@ -692,6 +753,8 @@ class _PartialArgs:
             self.counts.append(0)
             text += "{"
         parent = segments[:-1]
+        if not parent and not self.path:  # a member of the root object, the usual case
+            return text + self._key(segments[0])
         common = 0
         while (
             common < len(self.path) and common < len(parent) and self.path[common] == parent[common]
@@ -719,6 +782,14 @@ class _PartialArgs:
 
 def _assign(root: dict[str, Any], segments: Sequence[str | int], value: Any, append: bool) -> None:
     """Set (or extend, for a string piece) the value at ``segments`` inside ``root``."""
+    if len(segments) == 1:  # a member of the root object, the usual case
+        key = str(segments[0])
+        if append:
+            current = root.get(key)
+            if isinstance(current, str):
+                value = current + value
+        root[key] = value
+        return
     node: Any = root
     for segment, following in itertools.pairwise(segments):
         child = _child(node, segment)
