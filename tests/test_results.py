@@ -26,6 +26,7 @@ from solon_events.results import (
     new_message,
     new_response,
     new_search_result,
+    new_tool_call,
     new_usage,
 )
 
@@ -407,3 +408,21 @@ def test_new_search_result_equals_the_keyword_constructor(texts: tuple[Any, ...]
     assert type(built.raw) is MappingProxyType and built.raw is not raw
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.url = "x"  # type: ignore[misc]
+
+
+_arguments = st.none() | st.dictionaries(st.text(max_size=3), st.integers(-9, 9), max_size=2)
+_arguments_text = st.sampled_from(["", " ", "{}", '{"a": 1}', "[1]", "{bad", '{"b": "x"}'])
+
+
+@given(_maybe_text, st.text(max_size=4), _arguments, _arguments_text, st.integers(-1, 3))
+def test_new_tool_call_equals_the_keyword_constructor(
+    call_id: Any, name: str, arguments: Any, arguments_str: str, index: int
+) -> None:
+    built = new_tool_call(call_id, name, arguments, arguments_str, index)
+    expected = ToolCall(
+        id=call_id, name=name, arguments=arguments, arguments_str=arguments_str, index=index
+    )
+    assert type(built) is ToolCall and built == expected
+    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        built.name = "x"  # type: ignore[misc]

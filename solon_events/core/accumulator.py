@@ -15,6 +15,7 @@ from ..results import (
     Usage,
     new_message,
     new_response,
+    new_tool_call,
 )
 
 __all__ = ["ChatAccumulator"]
@@ -49,16 +50,14 @@ class _CallParts:
             final = self.final
             if (final.id or not self.id) and (final.name or not self.name):
                 return final
-            return ToolCall(
-                id=final.id or self.id,
-                name=final.name or self.name,
-                arguments=final.arguments,
-                arguments_str=final.arguments_str,
-                index=final.index,
+            return new_tool_call(
+                final.id or self.id,
+                final.name or self.name,
+                final.arguments,
+                final.arguments_str,
+                final.index,
             )
-        return ToolCall(
-            id=self.id, name=self.name, arguments_str="".join(self.fragments), index=self.index
-        )
+        return new_tool_call(self.id, self.name, None, "".join(self.fragments), self.index)
 
 
 class ChatAccumulator:

@@ -52,6 +52,7 @@ from ..results import (
     Usage,
     new_citation,
     new_search_result,
+    new_tool_call,
 )
 from .base import (
     ChatDialect,
@@ -636,9 +637,9 @@ def _arguments_str(block: _Block) -> str | None:
 def _server_call(block: _Block, index: int) -> ToolCall:
     if block.fragments:
         text = "".join(block.fragments)
-        return ToolCall(id=block.id, name=block.name, arguments_str=text, index=index)
+        return new_tool_call(block.id, block.name, None, text, index)
     arguments = dict(block.input) if isinstance(block.input, dict) else {}
-    return ToolCall(id=block.id, name=block.name, arguments=arguments, index=index)
+    return new_tool_call(block.id, block.name, arguments, "", index)
 
 
 # ---------------------------------------------------------------- value mapping

@@ -27,7 +27,15 @@ from ..events import (
     _snapshot,
 )
 from ..messages import ChatRequest
-from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage, new_usage
+from ..results import (
+    ChatResponse,
+    Citation,
+    SearchResult,
+    ToolCall,
+    Usage,
+    new_tool_call,
+    new_usage,
+)
 
 __all__ = [
     "ChatDialect",
@@ -411,7 +419,7 @@ class ToolCallAssembler:
             index=position,
             tool_call_id=id,
             item_id=item_id,
-            tool_call=ToolCall(id=id, name=name, index=position, arguments={}),
+            tool_call=new_tool_call(id, name, {}, "", position),
             raw=raw,
         )
 
@@ -453,7 +461,7 @@ class ToolCallAssembler:
             return None
         id, name, position, fragments, item_id = call
         text = arguments_str if arguments_str is not None else "".join(fragments)
-        tool_call = ToolCall(id=id, name=name, arguments_str=text, index=position)
+        tool_call = new_tool_call(id, name, None, text, position)
         ctx.send(
             _T.TOOL_CALL_END,
             index=position,

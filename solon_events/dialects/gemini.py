@@ -52,6 +52,7 @@ from ..results import (
     TextBlock,
     ToolCall,
     Usage,
+    new_tool_call,
     new_usage,
 )
 from .base import (
@@ -420,12 +421,8 @@ def _function_call(
     args = call.get("args")
     position = state.next_position()
     if not more and not partial:
-        tool_call = ToolCall(
-            id=call_id,
-            name=str(name),
-            arguments=dict(args) if isinstance(args, dict) else {},
-            index=position,
-        )
+        arguments = dict(args) if isinstance(args, dict) else {}
+        tool_call = new_tool_call(call_id, str(name), arguments, "", position)
         ctx.send(
             _T.TOOL_CALL_CHUNK,
             index=position,
