@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import orjson
 import pytest
+from dialect_runs import feed, outcome
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -99,13 +100,7 @@ TEXT_BLOCK = {"type": "text", "text": ""}
 
 def run(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
     """Feed ``frames`` to the dialect the way the parse operator does."""
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append, response_id="resp-1")
-    for number, frame in enumerate(frames, 1):
-        ctx.frame_number = number
-        DIALECT.parse_frame(ctx, frame)
-    DIALECT.end_of_stream(ctx)
-    return events, ctx
+    return feed(DIALECT.parse_frame, frames, response_id="resp-1", end=DIALECT.end_of_stream)
 
 
 def shape(events: Iterable[ChatEvent]) -> list[tuple[str, int, str | None]]:
@@ -1086,26 +1081,7 @@ def test_a_second_message_closes_the_first_and_starts_fresh() -> None:
 
 def general(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
     """Feed ``frames`` to the general code only: the reference the fast path must match."""
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append, response_id="resp-1")
-    for number, frame in enumerate(frames, 1):
-        ctx.frame_number = number
-        anthropic._parse_general(ctx, frame)
-    DIALECT.end_of_stream(ctx)
-    return events, ctx
-
-
-def outcome(events: list[ChatEvent], ctx: ChatStreamContext) -> tuple[Any, ...]:
-    """Everything a caller can see of a run: the events (all fields) and the context."""
-    failure = ctx.failure
-    return (
-        events,
-        ctx.provider_response_id,
-        ctx.model,
-        ctx.finished,
-        ctx.finish_reason,
-        None if failure is None else (type(failure), str(failure)),
-    )
+    return feed(anthropic._parse_general, frames, response_id="resp-1", end=DIALECT.end_of_stream)
 
 
 def assert_same_as_general(frames: list[Any]) -> list[ChatEvent]:

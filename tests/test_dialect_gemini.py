@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from dialect_runs import feed, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,14 +34,13 @@ def run(
     frames: list[Any], *, step: int = 0, end: bool = False
 ) -> tuple[list[Any], ChatStreamContext]:
     """Feed ``frames`` to the dialect; the events (typed loosely for brevity) and the context."""
-    events: list[Any] = []
-    ctx = ChatStreamContext(events.append, step=step, response_id="r-1")
-    for frame in frames:
-        ctx.frame_number += 1
-        DIALECT.parse_frame(ctx, frame)
-    if end:
-        DIALECT.end_of_stream(ctx)
-    return events, ctx
+    return feed(
+        DIALECT.parse_frame,
+        frames,
+        response_id="r-1",
+        step=step,
+        end=DIALECT.end_of_stream if end else None,
+    )
 
 
 def kinds(events: list[ChatEvent]) -> list[ChatEventType]:
@@ -633,25 +633,7 @@ def test_get_dialect_knows_gemini() -> None:
 
 def general(frames: list[Any]) -> tuple[list[Any], ChatStreamContext]:
     """Feed ``frames`` to the general code only: the reference the fast path must match."""
-    events: list[Any] = []
-    ctx = ChatStreamContext(events.append, step=0, response_id="r-1")
-    for each in frames:
-        ctx.frame_number += 1
-        gemini._response(ctx, each)
-    return events, ctx
-
-
-def outcome(events: list[Any], ctx: ChatStreamContext) -> tuple[Any, ...]:
-    """Everything a caller can see of a run: the events (all fields) and the context."""
-    failure = ctx.failure
-    return (
-        events,
-        ctx.provider_response_id,
-        ctx.model,
-        ctx.finished,
-        ctx.finish_reason,
-        None if failure is None else (type(failure), str(failure)),
-    )
+    return feed(gemini._response, frames, response_id="r-1")
 
 
 def assert_same_as_general(frames: list[Any]) -> list[Any]:
