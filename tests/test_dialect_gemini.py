@@ -256,6 +256,21 @@ def test_streamed_call_seeded_with_args() -> None:
     )
 
 
+def test_arguments_streamed_into_seeded_args_leave_the_frames_as_received() -> None:
+    first = streamed({"name": "f", "args": {"a": {"b": 1}, "l": [1]}, "willContinue": True})
+    second = streamed(
+        {"partialArgs": [{"jsonPath": "$.a.c", "stringValue": "x"}], "willContinue": True}
+    )
+    third = streamed({"partialArgs": [{"jsonPath": "$.l[1]", "numberValue": 2}]})
+    received = orjson.loads(orjson.dumps([first, second, third]))
+    events, _ = run([first, second, third])
+    assert [first, second, third] == received  # and so the events' raw, views of them
+    end = only(events, T.TOOL_CALL_END)[0]
+    assert end.tool_call.arguments == {"a": {"b": 1, "c": "x"}, "l": [1, 2]}
+    start = only(events, T.TOOL_CALL_START)[0]
+    assert start.raw["functionCall"]["args"] == {"a": {"b": 1}, "l": [1]}
+
+
 def test_whole_and_streamed_calls_share_the_running_index() -> None:
     events, _ = run(
         [

@@ -724,8 +724,11 @@ class _PartialArgs:
 
     def value(self, segments: tuple[str | int, ...], value: Any) -> str:
         """A whole value (any JSON value) at ``segments``."""
+        text = orjson.dumps(value)
+        if isinstance(value, (dict, list)):  # later pieces go inside: not into the frame's own
+            value = orjson.loads(text)
         _assign(self.root, segments, value, append=False)
-        return self._member(segments) + orjson.dumps(value).decode()
+        return self._member(segments) + text.decode()
 
     def finish(self) -> str:
         """The text that closes every container still open."""
