@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Union
@@ -130,6 +131,17 @@ class _Stop(abc.DisposableBase):
         self._stop()
 
 
+class _ThisThread(threading.local):
+    """This thread's current-thread trampoline, looked up once: Rx looks it up on every
+    ``schedule_required()``, through the thread and two weak mappings."""
+
+    def __init__(self) -> None:
+        self.trampoline = CurrentThreadScheduler.singleton().get_trampoline()
+
+
+_THIS_THREAD = _ThisThread()
+
+
 class _ReplayObservable(Observable[ChatEvent]):
     """The observable :func:`replay` returns.
 
@@ -167,7 +179,7 @@ class _ReplayObservable(Observable[ChatEvent]):
         scheduler: abc.SchedulerBase | None = None,
     ) -> abc.DisposableBase:
         """Subscribe an observer or callbacks, as :meth:`reactivex.Observable.subscribe`."""
-        if scheduler is not None or not CurrentThreadScheduler.singleton().schedule_required():
+        if scheduler is not None or not _THIS_THREAD.trampoline.idle():
             return super().subscribe(on_next, on_error, on_completed, scheduler=scheduler)
         sink: Sink
         if isinstance(on_next, abc.ObserverBase) or callable(getattr(on_next, "on_next", None)):

@@ -372,6 +372,29 @@ def test_replay_through_take_stops_reading_the_source() -> None:
     assert len(pulled) < 10
 
 
+def test_each_thread_tells_its_own_running_trampoline() -> None:
+    results: list[tuple[int, str]] = []
+
+    def in_a_thread() -> None:
+        inside: list[ChatEvent] = []
+
+        def action(_scheduler: Any, _state: Any = None) -> None:
+            replay(sse(GOOD)).pipe(ops.take(3)).subscribe(inside.append)
+            # inside this thread's running trampoline, the frames wait for this action (the
+            # response and its step start at subscription)
+            results.append((len(inside), "queued"))
+
+        CurrentThreadScheduler.singleton().schedule(action)
+        results.append((len(inside), "ran"))
+
+    replay(sse(GOOD)).subscribe(lambda _e: None)  # this thread's trampoline, looked up
+    for _ in range(2):
+        thread = threading.Thread(target=in_a_thread)
+        thread.start()
+        thread.join(timeout=30)
+    assert results == [(2, "queued"), (3, "ran")] * 2
+
+
 def test_replay_takes_an_observer_object_and_its_failure_reaches_on_error() -> None:
     seen: list[ChatEvent] = []
     errors: list[Exception] = []
