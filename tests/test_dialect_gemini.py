@@ -928,13 +928,18 @@ def gemini_frames(draw: st.DrawFn) -> dict[str, Any]:
         "responseId": draw(st.sampled_from(["r-1", "r-2"])),
     }
     places = {"part": part, "content": candidate["content"], "candidate": candidate, "frame": body}
-    for where, key, values in draw(st.lists(st.sampled_from(CHANGES), max_size=3)):
+    change(draw, places, CHANGES)
+    return body
+
+
+def change(draw: st.DrawFn, places: dict[str, dict[str, Any]], changes: list[Any]) -> None:
+    """Up to three of ``changes`` (place, key, values) made: the key removed or set anew."""
+    for where, key, values in draw(st.lists(st.sampled_from(changes), max_size=3)):
         target = places[where]
         if key in target and draw(st.booleans()):
             del target[key]
         else:
             target[key] = draw(values)
-    return body
 
 
 @settings(max_examples=300, deadline=None)
@@ -1053,12 +1058,7 @@ def function_call_frames(draw: st.DrawFn) -> dict[str, Any]:
         "candidate": candidate,
         "frame": body,
     }
-    for where, key, values in draw(st.lists(st.sampled_from(CALL_CHANGES), max_size=3)):
-        target = places[where]
-        if key in target and draw(st.booleans()):
-            del target[key]
-        else:
-            target[key] = draw(values)
+    change(draw, places, CALL_CHANGES)
     return body
 
 
