@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solon_events.dialects import openai_responses
 from solon_events.dialects.base import ChatStreamContext, get_dialect
@@ -884,8 +886,38 @@ def reasoning_text_stream(deltas: tuple[str, ...]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def annotated_text_stream() -> list[dict[str, Any]]:
+    """A message whose text deltas are interleaved with annotations, keepalives and ignored
+    boundary events (none of which cool the hot part)."""
+    frames = message_stream(parts=("a", "b", "c", "d", "e"))
+    note = ev("response.output_text.annotation.added", "msg_1", content_index=0,
+              annotation_index=0, annotation=ANNOTATIONS[0])  # fmt: skip
+    frames[4:4] = [note]
+    frames[6:6] = [{"type": "keepalive"}, note | {"annotation_index": 1}]
+    frames[8:8] = [ev("response.reasoning_summary_part.added", "rs_9")]
+    return frames
+
+
+def code_stream(deltas: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A code interpreter item whose code streams as ``deltas``, then its progress."""
+    code = "".join(deltas)
+    return server_tool_case(
+        "code_interpreter_call",
+        {"status": "in_progress", "code": "", "container_id": "cntr_1", "outputs": []},
+        {"status": "completed", "code": code, "container_id": "cntr_1", "outputs": []},
+        [*(ev("response.code_interpreter_call_code.delta", "it_1", delta=d) for d in deltas),
+         ev("response.code_interpreter_call_code.done", "it_1", code=code),
+         ev("response.code_interpreter_call.interpreting", "it_1")],
+    )  # fmt: skip
+
+
 FAST_STREAMS = {
     "text": message_stream(parts=("a", "b", "c", "d")),
+    "annotated-text": annotated_text_stream(),
+    "code": code_stream(("print(", "1", ")")),
+    "mcp-arguments": SERVER_TOOL_CASES["mcp"][1][:1]
+    + [ev("response.mcp_call_arguments.delta", "it_1", delta=d) for d in ('{"n"', ": ", "2}")]
+    + SERVER_TOOL_CASES["mcp"][1][2:],
     "summary": reasoning_stream((("a", "b", "c"), ("d", "e")), encrypted="enc"),
     "reasoning-text": reasoning_text_stream(("a", "b", "c")),
     "function-call": function_call_stream("fc_1", "call_1", "f", ('{"a"', ": ", "1", "}")),
@@ -1037,6 +1069,103 @@ def test_a_new_thinking_part_is_separated_after_fast_deltas() -> None:
 def test_a_frame_that_is_not_an_object_after_fast_deltas_is_a_protocol_error() -> None:
     with pytest.raises(ChatProtocolError):
         parse([*hot_text({"delta": "x"}), ["a", "list"]])
+
+
+def test_a_delta_after_an_annotation_counts_towards_its_part() -> None:
+    note = ev("response.output_text.annotation.added", "msg_1", content_index=0,
+              annotation=ANNOTATIONS[0])  # fmt: skip
+    frames = [*hot_text({"delta": "c"}), note, *hot_text({"delta": "d"})[4:], text_done("abcdef")]
+    events, _ = parse(frames)
+    assert events == general(frames)
+    assert [e.text for e in of(events, T.TEXT_DELTA)] == ["a", "b", "c", "d", "ef"]
+
+
+# random streams: every frame kind that heats, keeps or cools a part, with near-miss fields
+
+ITEMS = [
+    added(0, {"id": "msg_1", "type": "message", "content": []}),
+    added(1, {"id": "rs_1", "type": "reasoning", "summary": []}),
+    added(2, {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f"}),
+    added(3, {"id": "ci_1", "type": "code_interpreter_call", "code": ""}),
+    added(4, {"id": "mcp_1", "type": "mcp_call", "name": "roll", "server_label": "dice"}),
+]
+RANDOM_KINDS = {
+    "response.output_text.delta": ("msg_1", 0, "content_index"),
+    "response.refusal.delta": ("msg_1", 0, "content_index"),
+    "response.reasoning_summary_text.delta": ("rs_1", 1, "summary_index"),
+    "response.reasoning_text.delta": ("rs_1", 1, "content_index"),
+    "response.function_call_arguments.delta": ("fc_1", 2, None),
+    "response.code_interpreter_call_code.delta": ("ci_1", 3, None),
+    "response.mcp_call_arguments.delta": ("mcp_1", 4, None),
+    "response.shell_call_command.delta": ("ci_1", 3, None),
+    "response.output_text.annotation.added": ("msg_1", 0, "content_index"),
+    "response.code_interpreter_call.interpreting": ("ci_1", 3, None),
+    "response.code_interpreter_call_code.done": ("ci_1", 3, None),
+    "response.output_text.done": ("msg_1", 0, "content_index"),
+    "response.content_part.done": ("msg_1", 0, "content_index"),
+    "response.reasoning_summary_part.done": ("rs_1", 1, "summary_index"),
+    "response.function_call_arguments.done": ("fc_1", 2, None),
+    "keepalive": ("msg_1", 0, None),
+}
+NEAR = st.sampled_from([0, 1, -1, True, 0.0, 10**6, None, "0", DROP])
+RANDOM_IDS = st.sampled_from(["msg_1", "rs_1", "fc_1", "ci_1", "mcp_1", "", 3, None, DROP])
+RANDOM_DELTAS = st.sampled_from(["x", "yz", "", 5, None, ["x"], DROP])
+
+
+@st.composite
+def random_frames(draw: st.DrawFn, kinds: list[str]) -> dict[str, Any]:
+    """A frame of one of ``kinds``, well formed but for up to three near-miss fields."""
+    kind = draw(st.sampled_from(kinds))
+    item_id, index, part_field = RANDOM_KINDS[kind]
+    frame: dict[str, Any] = {"type": kind, "item_id": item_id, "output_index": index}
+    if part_field is not None:
+        frame[part_field] = 0
+    frame |= {
+        "delta": "ab",
+        "text": "abcdefgh",
+        "arguments": "{}",
+        "part": {"type": "output_text", "text": "abcdefgh", "annotations": ANNOTATIONS},
+        "annotation": ANNOTATIONS[1],
+    }
+    changes = {
+        "item_id": RANDOM_IDS,
+        "output_index": NEAR,
+        "content_index": NEAR,
+        "summary_index": NEAR,
+        "delta": RANDOM_DELTAS,
+        "type": st.sampled_from(sorted(RANDOM_KINDS)),
+    }
+    for key in draw(st.lists(st.sampled_from(sorted(changes)), max_size=3)):
+        frame[key] = draw(changes[key])
+    return {k: v for k, v in frame.items() if v is not DROP}
+
+
+@st.composite
+def random_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Frames of a few of ``RANDOM_KINDS`` (so that related frames often follow each other)."""
+    kinds = draw(st.lists(st.sampled_from(sorted(RANDOM_KINDS)), min_size=1, max_size=3))
+    frames = draw(st.lists(random_frames(kinds), max_size=12))
+    return [created(), *ITEMS, *frames, completed(USAGE)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(random_streams())
+def test_any_stream_gives_the_events_of_the_general_path(stream: list[dict[str, Any]]) -> None:
+    assert outcome(DIALECT.parse_frame, stream) == outcome(openai_responses._parse_general, stream)
+
+
+def outcome(
+    parse_frame: Callable[[ChatStreamContext, Any], None], frames: list[Any]
+) -> tuple[list[ChatEvent], str | None]:
+    """The events ``parse_frame`` sends for ``frames``, and the protocol error that ends them."""
+    events: list[ChatEvent] = []
+    ctx = ChatStreamContext(events.append)
+    try:
+        for frame in frames:
+            parse_frame(ctx, frame)
+    except ChatProtocolError as exc:
+        return events, str(exc)
+    return events, None
 
 
 def test_an_error_downstream_of_a_fast_delta_is_not_swallowed() -> None:

@@ -21,7 +21,16 @@ import orjson
 from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, Citation, FileBlock, ImageBlock, SearchResult, TextBlock
+from ..results import (
+    AssistantMessage,
+    Citation,
+    FileBlock,
+    ImageBlock,
+    SearchResult,
+    TextBlock,
+    new_citation,
+    new_search_result,
+)
 from .base import (
     ChatDialect,
     ChatStreamContext,
@@ -400,17 +409,14 @@ def _sources(ctx: ChatStreamContext, frame: dict[str, Any]) -> bool:
 
 def _citation(item: Any) -> Citation:
     if isinstance(item, str):
-        return Citation(url=item)
-    return Citation(url=_str(item.get("url")), title=_str(item.get("title")), raw=item)
+        return new_citation(item)
+    return new_citation(_str(item.get("url")), _str(item.get("title")), raw=item)
 
 
 def _search_result(item: dict[str, Any]) -> SearchResult:
-    return SearchResult(
-        url=_str(item.get("url")),
-        title=_str(item.get("title")),
-        snippet=_str(item.get("snippet")),
-        date=_str(item.get("date")),
-        raw=item,
+    get = item.get
+    return new_search_result(
+        _str(get("url")), _str(get("title")), _str(get("snippet")), _str(get("date")), None, item
     )
 
 
@@ -424,17 +430,13 @@ def _annotations(ctx: ChatStreamContext, annotations: list[Any], frame: dict[str
         if kind != "url_citation" or not isinstance(body, dict):
             ctx.send(_T.RAW, raw_type=f"annotation.{kind}", raw=annotation)
             continue
-        citation = Citation(
-            url=_str(body.get("url")),
-            title=_str(body.get("title")),
-            cited_text=_str(body.get("content")),
-            start_index=_int_or_none(body.get("start_index")),
-            end_index=_int_or_none(body.get("end_index")),
-            type=kind,
-            raw=annotation,
-        )
-        key = ("annotation", citation.url, citation.start_index, citation.end_index)
-        if not _sent_before(ctx, key):
+        url = _str(body.get("url"))
+        start = _int_or_none(body.get("start_index"))
+        end = _int_or_none(body.get("end_index"))
+        if not _sent_before(ctx, ("annotation", url, start, end)):
+            title = _str(body.get("title"))
+            text = _str(body.get("content"))
+            citation = new_citation(url, title, text, start, end, None, None, kind, annotation)
             ctx.send(_T.CITATION, citation=citation, raw=frame)
 
 

@@ -59,6 +59,8 @@ from ..results import (
     SearchResult,
     TextBlock,
     ToolCall,
+    new_citation,
+    new_search_result,
 )
 from .base import (
     ChatDialect,
@@ -106,6 +108,14 @@ _PROGRESS_TOOLS = {
 }
 """Tools whose progress events are ``response.<item type>.<progress word>``."""
 
+_PROGRESS_WORDS = ("in_progress", "searching", "interpreting", "generating", "completed", "failed")
+_PROGRESS_EVENTS = {
+    f"response.{tool}.{word}": (word, sub_type)
+    for tool, sub_type in _PROGRESS_TOOLS.items()
+    for word in _PROGRESS_WORDS
+}
+"""The documented progress events, read without parsing their type: type -> (word, tool)."""
+
 _SERVER_TOOL_ARGUMENT_KEYS = ("action", "code", "queries", "operation", "server_label")
 _TOKEN_KEYS = frozenset(
     (
@@ -119,11 +129,12 @@ _TOKEN_KEYS = frozenset(
 
 
 class _Hot:
-    """The part the previous frame streamed into: text, thinking or a call's arguments.
+    """The part the previous frame streamed into: text, thinking, a call's arguments or a
+    built-in tool's code, arguments or command.
 
     A delta frame of the same part (same event type, ``item_id``, part index and
     ``output_index``) changes no state but the part's sent count, which waits in
-    ``pending`` until the next frame that takes the general path.
+    ``pending`` until a frame takes the general path to a handler not in ``_KEEP_HOT``.
     """
 
     __slots__ = (
@@ -142,7 +153,8 @@ class _Hot:
     def __init__(
         self,
         kind: str,
-        part_key: tuple[str, str, int],
+        key: str,
+        part_key: tuple[str, str, int] | None,
         *,
         field: str,
         part: int,
@@ -153,8 +165,9 @@ class _Hot:
     ) -> None:
         self.kind = kind
         """The event type of the part's deltas."""
+        self.key = key
         self.part_key = part_key
-        self.key = part_key[1]
+        """The part's key in ``_Stream.sent``; None for a part whose sent count nobody reads."""
         self.field = field
         """The event field holding ``part``."""
         self.part = part
@@ -284,9 +297,9 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
         ctx.state.pop(_STATE, None)
         ctx.next_response()
     st = ctx.state.get(_STATE)
-    if st is not None and st.hot is not None:
-        _cool(st)
     handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+    if st is not None and st.hot is not None and handler not in _KEEP_HOT:
+        _cool(st)
     if handler is not None:
         handler(ctx, st if st is not None else _stream(ctx), frame)
     elif not _progress(ctx, kind, frame):
@@ -298,7 +311,8 @@ def _cool(st: _Stream) -> None:
     hot = st.hot
     if hot is not None:
         st.hot = None
-        _sent(st, hot.part_key, hot.pending)
+        if hot.part_key is not None:
+            _sent(st, hot.part_key, hot.pending)
 
 
 # response lifecycle
@@ -553,6 +567,7 @@ def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
         _open_text(ctx, st, key, index, frame)
         st.hot = _Hot(
             _TEXT_DELTA,
+            key,
             part_key,
             field="content_index",
             part=part,
@@ -617,15 +632,23 @@ def _annotation(
 
 def _citation(annotation: _Frame) -> Citation:
     """A Citation from any annotation type: url, file, container file and file path."""
-    start = annotation.get("start_index")
-    return Citation(
-        url=_str(annotation.get("url")),
-        title=_str(annotation.get("title")) or _str(annotation.get("filename")),
-        start_index=_int(start if start is not None else annotation.get("index")),
-        end_index=_int(annotation.get("end_index")),
-        file_id=_str(annotation.get("file_id")),
-        type=_str(annotation.get("type")),
-        raw=annotation,
+    get = annotation.get
+    title = get("title")
+    if type(title) is not str or not title:
+        title = get("filename")
+    start = get("start_index")
+    if start is None:
+        start = get("index")
+    return new_citation(
+        _str(get("url")),
+        _str(title),
+        None,
+        _int(start),
+        _int(get("end_index")),
+        None,
+        _str(get("file_id")),
+        _str(get("type")),
+        annotation,
     )
 
 
@@ -692,6 +715,7 @@ def _thinking_delta(
         _thinking(ctx, st, key, index, part_key, delta, frame)
         st.hot = _Hot(
             event_type,
+            key,
             part_key,
             field=part_field,
             part=part,
@@ -768,6 +792,7 @@ def _on_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> N
         index = _index(frame.get("output_index"))
         st.hot = _Hot(
             frame["type"],
+            key,
             part_key,
             field="output_index",
             part=index,
@@ -869,26 +894,40 @@ def _finish_server_tool(
     index: int,
     frame: _Frame,
 ) -> None:
-    _start_server_tool(ctx, st, key, sub_type, item, index, frame)
+    if key not in st.server_started:
+        _start_server_tool(ctx, st, key, sub_type, item, index, frame)
     call_id = _call_id(item)
-    ids: dict[str, Any] = {
-        "item_id": key,
-        "tool_call_id": call_id,
-        "index": index,
-        "sub_type": sub_type,
-    }
     for result in _search_results(item):
-        ctx.send(_T.SEARCH_RESULT, search_result=result, raw=frame, **ids)
+        ctx.send(
+            _T.SEARCH_RESULT,
+            item_id=key,
+            tool_call_id=call_id,
+            index=index,
+            sub_type=sub_type,
+            search_result=result,
+            raw=frame,
+        )
     image = item.get("result")
     if sub_type == "image_generation" and isinstance(image, str) and image:
         fmt = item.get("output_format")
         block = ImageBlock(data=image, mime_type=_mime(fmt, st.formats.get(key)), id=key)
-        ctx.send(_T.MEDIA_DONE, block=block, raw=frame, **ids)
+        ctx.send(
+            _T.MEDIA_DONE,
+            item_id=key,
+            tool_call_id=call_id,
+            index=index,
+            sub_type=sub_type,
+            block=block,
+            raw=frame,
+        )
     ctx.send(
         _T.SERVER_TOOL_RESULT,
+        item_id=key,
+        tool_call_id=call_id,
+        index=index,
+        sub_type=sub_type,
         tool_call=_server_call(item, sub_type, call_id, index),
         raw=item,
-        **ids,
     )
 
 
@@ -899,37 +938,42 @@ def _search_results(item: _Frame) -> Iterable[SearchResult]:
     if isinstance(sources, list):
         for source in sources:
             if isinstance(source, dict):
-                yield SearchResult(
-                    url=_str(source.get("url")),
-                    title=_str(source.get("title")),
-                    type=_str(source.get("type")),
-                    raw=source,
+                get = source.get
+                yield new_search_result(
+                    _str(get("url")), _str(get("title")), None, None, _str(get("type")), source
                 )
     results = item.get("results")
     if isinstance(results, list):
         for result in results:
             if isinstance(result, dict):
-                yield SearchResult(
-                    url=_str(result.get("url")),
-                    title=_str(result.get("filename")) or _str(result.get("title")),
-                    snippet=_str(result.get("text")),
-                    type=_str(result.get("type")) or "file",
-                    raw=result,
+                get = result.get
+                title = get("filename")
+                if type(title) is not str or not title:
+                    title = get("title")
+                yield new_search_result(
+                    _str(get("url")),
+                    _str(title),
+                    _str(get("text")),
+                    None,
+                    _str(get("type")) or "file",
+                    result,
                 )
 
 
 def _on_server_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     delta = frame.get("delta")
     if type(delta) is str and delta:
-        key = frame.get("item_id")
-        if type(key) is not str or not key:
-            key = _frame_key(st, frame)
-        ctx.send(
-            _T.SERVER_TOOL_ARGS_DELTA,
-            text=delta,
-            item_id=key,
-            index=_index(frame.get("output_index")),
-            raw=frame,
+        key = _frame_key(st, frame)
+        index = _index(frame.get("output_index"))
+        ctx.send(_T.SERVER_TOOL_ARGS_DELTA, text=delta, item_id=key, index=index, raw=frame)
+        st.hot = _Hot(
+            frame["type"],
+            key,
+            None,
+            field="output_index",
+            part=index,
+            index=index,
+            event=_T.SERVER_TOOL_ARGS_DELTA,
         )
 
 
@@ -960,6 +1004,20 @@ def _progress(ctx: ChatStreamContext, kind: Any, frame: _Frame) -> bool:
     sub_type = _PROGRESS_TOOLS.get(tool)
     if sub_type is None or not word or "." in word:
         return False
+    _send_progress(ctx, kind, word, sub_type, frame)
+    return True
+
+
+def _on_progress(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+    """A documented progress event: what :func:`_progress` makes of it."""
+    kind = frame["type"]
+    word, sub_type = _PROGRESS_EVENTS[kind]
+    _send_progress(ctx, kind, word, sub_type, frame)
+
+
+def _send_progress(
+    ctx: ChatStreamContext, kind: str, word: str, sub_type: str, frame: _Frame
+) -> None:
     ctx.send(
         _T.STATUS,
         text=word,
@@ -969,7 +1027,6 @@ def _progress(ctx: ChatStreamContext, kind: Any, frame: _Frame) -> bool:
         raw_type=kind,
         raw=frame,
     )
-    return True
 
 
 def _on_heartbeat(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
@@ -981,6 +1038,7 @@ def _ignore(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
 
 
 _HANDLERS: dict[str, Callable[[ChatStreamContext, _Stream, _Frame], None]] = {
+    **dict.fromkeys(_PROGRESS_EVENTS, _on_progress),
     "response.created": _on_status,
     "response.in_progress": _on_status,
     "response.queued": _on_status,
@@ -1017,6 +1075,9 @@ _HANDLERS: dict[str, Callable[[ChatStreamContext, _Stream, _Frame], None]] = {
     "response.shell_call_command.done": _ignore,
     "response.image_generation_call.partial_image": _on_partial_image,
 }
+
+_KEEP_HOT = frozenset((_on_annotation, _on_progress, _on_heartbeat, _ignore))
+"""Handlers that neither read nor change what the fast path relies on: the hot part stays."""
 
 
 # small helpers
