@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall
+from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall, new_tool_call
 from .base import (
     ChatDialect,
     ChatStreamContext,
@@ -187,13 +187,14 @@ def _tool_call(ctx: ChatStreamContext, call: dict[str, Any]) -> None:
     call_id = given if isinstance(given, str) and given else f"ollama_call_{ctx.step}_{position}"
     arguments = function.get("arguments")
     tool_call = (
-        ToolCall(id=call_id, name=str(function["name"]), arguments_str=arguments, index=position)
+        new_tool_call(call_id, str(function["name"]), None, arguments, position)
         if isinstance(arguments, str)
-        else ToolCall(
-            id=call_id,
-            name=str(function["name"]),
-            arguments=dict(arguments) if type(arguments) is dict else {},
-            index=position,
+        else new_tool_call(
+            call_id,
+            str(function["name"]),
+            dict(arguments) if type(arguments) is dict else {},
+            "",
+            position,
         )
     )
     ctx.send(

@@ -61,6 +61,7 @@ from ..results import (
     ToolCall,
     new_citation,
     new_search_result,
+    new_tool_call,
 )
 from .base import (
     ChatDialect,
@@ -848,9 +849,9 @@ def _server_call(item: _Frame, sub_type: str, call_id: str | None, index: int) -
     if not isinstance(arguments, str):
         arguments = item.get("input")
     if isinstance(arguments, str):
-        return ToolCall(id=call_id, name=name, arguments_str=arguments, index=index)
+        return new_tool_call(call_id, name, None, arguments, index)
     given = {k: item[k] for k in _SERVER_TOOL_ARGUMENT_KEYS if item.get(k)}
-    return ToolCall(id=call_id, name=name, arguments=given, index=index)
+    return new_tool_call(call_id, name, given, "", index)
 
 
 def _call_id(item: _Frame) -> str | None:
