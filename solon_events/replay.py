@@ -104,9 +104,11 @@ def replay(
 
 
 class _Callbacks:
-    """The three callbacks of a subscription as a :class:`~solon_events.core.stages.Sink`."""
+    """The three callbacks of a subscription as a :class:`~solon_events.core.stages.Sink`;
+    a failure first stops reading the source (``stop``), as Rx's auto-detaching observer
+    disposes its subscription."""
 
-    __slots__ = ("on_completed", "on_error", "on_next")
+    __slots__ = ("_on_error", "on_completed", "on_next", "stop")
 
     def __init__(
         self,
@@ -115,8 +117,14 @@ class _Callbacks:
         on_completed: abc.OnCompleted | None,
     ) -> None:
         self.on_next = on_next or noop
-        self.on_error = on_error or default_error
+        self._on_error = on_error or default_error
         self.on_completed = on_completed or noop
+        self.stop: Callable[[], None] = noop
+
+    def on_error(self, error: Exception) -> None:
+        """Stop reading the source, then hand ``error`` on."""
+        self.stop()
+        self._on_error(error)
 
 
 class _Stop(abc.DisposableBase):
@@ -181,11 +189,12 @@ class _ReplayObservable(Observable[ChatEvent]):
         """Subscribe an observer or callbacks, as :meth:`reactivex.Observable.subscribe`."""
         if scheduler is not None or not _THIS_THREAD.trampoline.idle():
             return super().subscribe(on_next, on_error, on_completed, scheduler=scheduler)
-        sink: Sink
-        if isinstance(on_next, abc.ObserverBase) or callable(getattr(on_next, "on_next", None)):
-            sink = on_next  # type: ignore[assignment]
+        observer: Any = on_next
+        if isinstance(observer, abc.ObserverBase) or callable(getattr(observer, "on_next", None)):
+            sink = _Callbacks(observer.on_next, observer.on_error, observer.on_completed)
         else:
             sink = _Callbacks(on_next, on_error, on_completed)  # type: ignore[arg-type]
         run, stop = self._pipeline(sink)
+        sink.stop = stop
         run()
         return _Stop(stop)

@@ -372,6 +372,51 @@ def test_replay_through_take_stops_reading_the_source() -> None:
     assert len(pulled) < 10
 
 
+def test_a_failure_stops_reading_the_source() -> None:
+    pulled: list[Any] = []
+
+    def frames(bad: Any) -> Any:
+        for payload in [chunk({"content": "a"}), bad] + [chunk({"content": "b"})] * 50 + GOOD:
+            pulled.append(payload)
+            yield payload
+
+    def no_refusal(event: ChatEvent) -> bool:
+        if event.type is T.REFUSAL_DELTA:
+            raise ValueError("a bug in the filter")
+        return True
+
+    class Observer:
+        def __init__(self) -> None:
+            self.errors: list[Exception] = []
+
+        def on_next(self, _event: ChatEvent) -> None:
+            pass
+
+        def on_error(self, error: Exception) -> None:
+            self.errors.append(error)
+
+        def on_completed(self) -> None:
+            pass
+
+    cases = [
+        ("{not json", None, ChatProtocolError),
+        (chunk({"refusal": "no"}), no_refusal, ValueError),
+    ]
+    for bad, event_filter, kind in cases:
+        for through_callbacks in (True, False):
+            pulled.clear()
+            errors: list[Exception] = []
+            stream = replay(frames(bad), event_filter=event_filter)
+            if through_callbacks:
+                stream.subscribe(lambda _e: None, errors.append)
+            else:
+                observer = Observer()
+                stream.subscribe(observer)
+                errors = observer.errors
+            assert [type(e) for e in errors] == [kind]
+            assert len(pulled) == 2
+
+
 def test_each_thread_tells_its_own_running_trampoline() -> None:
     results: list[tuple[int, str]] = []
 
