@@ -66,12 +66,13 @@ def _payload_lists(
         yield iter_frames(body, max_frame_size=max_frame_size, format=format)
         return
     cut = _json_lines if format == "jsonl" else _data_events
-    end = len(body)
+    first, end = start, len(body)
     while start < end:
         payloads, stop = cut(body, start, end, max_frame_size)
         if payloads is None:
-            # A blank line first keeps iter_frames from taking bytes here for a BOM.
-            rest = b"\n" + body[start:]
+            # From the middle, a blank line first keeps iter_frames from taking bytes there
+            # for a BOM.
+            rest = body if start == first else b"\n" + body[start:]
             yield iter_frames(rest, max_frame_size=max_frame_size, format=format)
             return
         yield payloads
