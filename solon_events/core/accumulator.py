@@ -22,6 +22,7 @@ __all__ = ["ChatAccumulator"]
 
 _T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA
+_THINKING_DELTA = _T.THINKING_DELTA
 
 
 class _CallParts:
@@ -111,11 +112,16 @@ class ChatAccumulator:
         """Fold ``event`` into the step."""
         if self.provider_response_id is None and event.provider_response_id is not None:
             self.provider_response_id = event.provider_response_id
-        if event.type is _TEXT_DELTA:  # most events: one call less
+        kind = event.type
+        if kind is _TEXT_DELTA:  # most events: one call less
             if event.text:
                 self._text.append(event.text)
             return
-        handler = _HANDLERS.get(event.type)
+        if kind is _THINKING_DELTA:
+            if event.text:
+                self._thinking.append(event.text)
+            return
+        handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event)
 
