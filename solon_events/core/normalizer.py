@@ -114,6 +114,12 @@ class ChatEventNormalizer:
         return self._thinking.open
 
     @property
+    def open_calls(self) -> Mapping[Any, ChatEvent]:
+        """The open tool calls: their START events by ``tool_call_id`` (a made-up key for a
+        call without one or with one already open; a live view)."""
+        return self._calls
+
+    @property
     def has_open(self) -> bool:
         """True while a text, thinking or tool-call block is open."""
         return bool(self._text.open or self._thinking.open or self._calls)

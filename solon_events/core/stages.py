@@ -24,6 +24,7 @@ __all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "RespondStage", "Si
 _T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA
 _THINKING_DELTA = _T.THINKING_DELTA
+_TOOL_CALL_ARGS_DELTA = _T.TOOL_CALL_ARGS_DELTA
 
 
 class Sink(Protocol):
@@ -296,8 +297,9 @@ class RespondStage:
     The three stages are chained with direct calls. When steps are not folded here, an
     event that needs nothing from them but the response id and the filter takes a short
     cut through all three in one call: a delta of a text or thinking block that is already
-    open (most of any stream), and any event of a type the normalizer passes through
-    untouched below the response level (usage, citations, server tools, ...).
+    open (most of any stream), the arguments of a call open under their ``tool_call_id``,
+    and any event of a type the normalizer passes through untouched below the response
+    level (usage, citations, server tools, ...).
     """
 
     __slots__ = ("aggregate", "normalize", "on_completed", "on_error", "on_next")
@@ -322,6 +324,7 @@ class RespondStage:
             return
         normalizer = normalize.normalizer
         open_text, open_thinking = normalizer.open_text, normalizer.open_thinking
+        open_calls = normalizer.open_calls
         rid = aggregate.session.response_id
         types = guard.types
 
@@ -337,17 +340,18 @@ class RespondStage:
         def on_next(event: ChatEvent) -> None:
             kind = event.type
             if kind is _TEXT_DELTA:
-                blocks, deliver = open_text, deliver_text
+                open_block, deliver = (event.item_id, event.index) in open_text, deliver_text
             elif kind is _THINKING_DELTA:
-                blocks, deliver = open_thinking, deliver_thinking
+                open_block = (event.item_id, event.index) in open_thinking
+                deliver = deliver_thinking
             elif kind in untouched:
-                blocks, deliver = None, deliver_untouched
+                open_block, deliver = True, deliver_untouched
+            elif kind is _TOOL_CALL_ARGS_DELTA:
+                open_block, deliver = event.tool_call_id in open_calls, deliver_untouched
             else:
                 general(event)
                 return
-            if aggregate.ended or (
-                blocks is not None and (event.item_id, event.index) not in blocks
-            ):
+            if not open_block or aggregate.ended:
                 general(event)
                 return
             normalizer.last_event = event
