@@ -16,20 +16,20 @@ from collections.abc import Iterable, Iterator
 from itertools import chain
 
 from .sse import (
+    _ASCII_BLANK,
     _BOM,
-    _JSONL_STARTS,
     _PIECE,
-    _SSE_STARTS,
-    _WINDOW,
     DEFAULT_MAX_FRAME_SIZE,
     Frame,
     StreamFormat,
+    _whole_body_format,
+    _window_end,
     iter_frames,
 )
 
 __all__ = ["iter_payloads"]
 
-_BLANK = b" \t\x0b\x0c"  # what JSONLinesDecoder strips to tell a blank line
+_BLANK = _ASCII_BLANK.encode()  # what JSONLinesDecoder strips to tell a blank line
 _DATA = b"data: "
 _NEXT_DATA = b"\n\ndata: "
 
@@ -57,14 +57,11 @@ def _payload_lists(
     body: bytes, max_frame_size: int, format: StreamFormat
 ) -> Iterator[list[bytes] | Iterator[Frame]]:
     start = len(_BOM) if body.startswith(_BOM) else 0
-    if format == "auto":
-        if body[start : start + 1] in _JSONL_STARTS:
-            format = "jsonl"
-        elif body.startswith(_SSE_STARTS, start):
-            format = "sse"
-    if format not in ("sse", "jsonl") or max_frame_size < 1 or body.find(b"\r") >= 0:
+    known = _whole_body_format(body, start, format)
+    if known is None or max_frame_size < 1 or body.find(b"\r") >= 0:
         yield iter_frames(body, max_frame_size=max_frame_size, format=format)
         return
+    format = known
     cut = _json_lines if format == "jsonl" else _data_events
     first, end = start, len(body)
     while start < end:
@@ -103,13 +100,7 @@ def _data_events(
     """The payloads of the ``data: X`` events from ``start`` to about ``_WINDOW`` bytes on, and
     where they stop; None unless every event there is one such line and its blank line.
     """
-    if end - start > _WINDOW:
-        stop = body.rfind(b"\n\n", start, start + _WINDOW) + 2
-        if stop < start + 2:  # one event longer than the window
-            found = body.find(b"\n\n", start)
-            stop = end if found < 0 else found + 2
-    else:
-        stop = end
+    stop = _window_end(body, start, end)
     if not body.startswith(_DATA, start) or body[stop - 2 : stop] != b"\n\n":
         return None, start
     payloads = body[start + len(_DATA) : stop - 2].split(_NEXT_DATA)

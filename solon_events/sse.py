@@ -278,11 +278,7 @@ class SSEDecoder(_LineDecoder):
         """
         view = memoryview(block)  # decoded from without copying
         while start < stop:
-            end = stop
-            if end - start > _WINDOW:
-                end = block.rfind(b"\n\n", start, start + _WINDOW) + 2
-                if end < start + 2:  # one event longer than the window
-                    end = block.find(b"\n\n", start) + 2
+            end = _window_end(block, start, stop)
             if not _simple_events(block, view, start, end, self.last_event_id, frames):
                 self._events(block[start:end], frames)
             start = end
@@ -358,6 +354,19 @@ class SSEDecoder(_LineDecoder):
         self._data_size = -1
         self._event = None
         self._retry = None
+
+
+def _window_end(block: bytes, start: int, stop: int) -> int:
+    """Where the window of events from ``start`` (an event's start) ends: after the last blank
+    line within ``_WINDOW`` bytes, else after the first one (an event longer than the window),
+    else at ``stop``, the end of what there is."""
+    if stop - start <= _WINDOW:
+        return stop
+    end = block.rfind(b"\n\n", start, start + _WINDOW) + 2
+    if end < start + 2:
+        found = block.find(b"\n\n", start, stop)
+        end = stop if found < 0 else found + 2
+    return end
 
 
 def _simple_events(
@@ -618,6 +627,19 @@ def _frame_lists(
     yield decoder.close()
 
 
+def _whole_body_format(
+    body: bytes, start: int, format: StreamFormat
+) -> Literal["sse", "jsonl"] | None:
+    """The format of a whole body whose content (after any BOM) begins at ``start``: the given
+    one, or for ``"auto"`` the one its first bytes tell; None if they do not tell, or if the
+    given format is unknown."""
+    if format == "auto":
+        if body[start : start + 1] in _JSONL_STARTS:
+            return "jsonl"
+        return "sse" if body.startswith(_SSE_STARTS, start) else None
+    return format if format in ("sse", "jsonl") else None
+
+
 def _small_body_frames(body: bytes, format: StreamFormat) -> list[Frame] | None:
     """The frames of a whole body no longer than ``_PIECE`` or the frame size limit (which it
     thus cannot hit), decoded at once; None if ``format`` is ``"auto"`` and the first bytes do
@@ -625,15 +647,10 @@ def _small_body_frames(body: bytes, format: StreamFormat) -> list[Frame] | None:
     """
     if body.startswith(_BOM):
         body = body[len(_BOM) :]
-    if format == "auto":
-        if body[:1] in _JSONL_STARTS:
-            format = "jsonl"
-        elif body.startswith(_SSE_STARTS):
-            format = "sse"
-        else:
-            return None
-    elif format not in ("sse", "jsonl"):
-        return None  # for StreamDecoder to refuse
+    known = _whole_body_format(body, 0, format)
+    if known is None:
+        return None  # for StreamDecoder to sniff further, or to refuse
+    format = known
     if body.find(b"\r") >= 0:
         body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if body[-1:] != b"\n":
