@@ -164,10 +164,21 @@ class ToolCall(_ToolCallSlots):
     index: int = -1
 
     def __attrs_post_init__(self) -> None:
-        if self.arguments is None:
-            object.__setattr__(self, "arguments", _parse_arguments(self.arguments_str))
-        elif not self.arguments_str and self.arguments:
-            object.__setattr__(self, "arguments_str", orjson.dumps(self.arguments).decode())
+        arguments, arguments_str = _completed(self.arguments, self.arguments_str)
+        if arguments is not self.arguments:
+            object.__setattr__(self, "arguments", arguments)
+        if arguments_str is not self.arguments_str:
+            object.__setattr__(self, "arguments_str", arguments_str)
+
+
+def _completed(arguments: dict[str, Any] | None, arguments_str: str) -> tuple[dict[str, Any], str]:
+    """A tool call's arguments and their text, each completed from the other: no arguments
+    are the text parsed, and given arguments without text get their JSON as text."""
+    if arguments is None:
+        return _parse_arguments(arguments_str), arguments_str
+    if not arguments_str and arguments:
+        return arguments, orjson.dumps(arguments).decode()
+    return arguments, arguments_str
 
 
 class _CitationSlots:
@@ -500,10 +511,7 @@ def new_tool_call(
 ) -> ToolCall:
     """``ToolCall(...)`` with its fields by position, built at a fraction of the keyword
     constructor's cost; ``arguments`` and ``arguments_str`` complete each other as there."""
-    if arguments is None:
-        arguments = _parse_arguments(arguments_str)
-    elif not arguments_str and arguments:
-        arguments_str = orjson.dumps(arguments).decode()
+    arguments, arguments_str = _completed(arguments, arguments_str)
     this: Any = _ToolCallSlots()
     this.id = id
     this.name = name
