@@ -197,10 +197,7 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     if handler is None:
         ctx.send(_T.RAW, raw_type=str(kind), raw=frame)
         return
-    stream = ctx.state.get(_STATE_KEY)
-    if stream is None:
-        stream = ctx.state[_STATE_KEY] = _Stream()
-    handler(ctx, stream, frame)
+    handler(ctx, ctx.state_of(_STATE_KEY, _Stream), frame)
 
 
 def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -663,27 +660,22 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
 def _citation(raw: Mapping[str, Any]) -> Citation:
     """A Citation from any Anthropic citation location (char, page, block, web, search)."""
     start, end, document = _positions(raw)
-    cited_text, file_id, kind = raw.get("cited_text"), raw.get("file_id"), raw.get("type")
     return new_citation(
         _either_str(raw, "url", "source"),
         _either_str(raw, "title", "document_title"),
-        cited_text if isinstance(cited_text, str) else None,
+        _opt_str(raw.get("cited_text")),
         start,
         end,
         document,
-        file_id if isinstance(file_id, str) else None,
-        kind if isinstance(kind, str) else None,
+        _opt_str(raw.get("file_id")),
+        _opt_str(raw.get("type")),
         raw,
     )
 
 
 def _either_str(raw: Mapping[str, Any], key: str, fallback: str) -> str | None:
     """``raw[key]`` if it is a non-empty string, else ``raw[fallback]`` if it is a string."""
-    value = raw.get(key)
-    if isinstance(value, str) and value:
-        return value
-    value = raw.get(fallback)
-    return value if isinstance(value, str) else None
+    return _opt_str(raw.get(key)) or _opt_str(raw.get(fallback))
 
 
 _START_KEYS = ("start_char_index", "start_page_number", "start_block_index")
@@ -705,13 +697,12 @@ def _positions(raw: Mapping[str, Any]) -> tuple[int | None, int | None, int | No
 
 def _search_result(url: str, raw: Mapping[str, Any]) -> SearchResult:
     """A SearchResult from a search result item ``raw`` whose ``url`` is given."""
-    title, date, kind = raw.get("title"), raw.get("page_age"), raw.get("type")
     return new_search_result(
         url,
-        title if isinstance(title, str) else None,
+        _opt_str(raw.get("title")),
         None,
-        date if isinstance(date, str) else None,
-        kind if isinstance(kind, str) else None,
+        _opt_str(raw.get("page_age")),
+        _opt_str(raw.get("type")),
         raw,
     )
 

@@ -258,14 +258,13 @@ def _one_part(
         or not _ONE_PART_CANDIDATE.issuperset(candidate)
     ):
         return False
-    state: _State = ctx.state.get(_STATE_KEY) or _state(ctx)
+    state = _state(ctx)
     if response_id != ctx.provider_response_id or model != ctx.model:
         _identify(ctx, response_id, model)
     _part(ctx, state, part)
     reason = _finish_reason(ctx, state, candidate) if "finishReason" in candidate else None
     usage = frame.get("usageMetadata")
-    # Vertex AI sends a usage without counts on every frame but the last.
-    if type(usage) is dict and not _USAGE_COUNTS.isdisjoint(usage):
+    if type(usage) is dict:
         _usage(ctx, state, usage)
     if reason is not None:
         state.close_call(ctx)
@@ -321,10 +320,7 @@ class _State:
 
 def _state(ctx: ChatStreamContext) -> _State:
     """The step's :class:`_State` in ``ctx.state``, made on first use."""
-    state: _State | None = ctx.state.get(_STATE_KEY)
-    if state is None:
-        state = ctx.state[_STATE_KEY] = _State()
-    return state
+    return ctx.state_of(_STATE_KEY, _State)
 
 
 def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]) -> str | None:
@@ -450,9 +446,7 @@ def _feed(ctx: ChatStreamContext, state: _State, partial: Any, part: Mapping[str
         return
     for entry in partial:
         if isinstance(entry, dict):
-            fragment = args.partial(entry)
-            if fragment and state.open_call is not None:
-                state.calls.delta(ctx, state.open_call, fragment, raw=part)
+            _send_args(ctx, state, args.partial(entry), part)
 
 
 def _send_args(

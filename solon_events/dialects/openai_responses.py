@@ -634,15 +634,12 @@ def _annotation(
 def _citation(annotation: _Frame) -> Citation:
     """A Citation from any annotation type: url, file, container file and file path."""
     get = annotation.get
-    title = get("title")
-    if type(title) is not str or not title:
-        title = get("filename")
     start = get("start_index")
     if start is None:
         start = get("index")
     return new_citation(
         _str(get("url")),
-        _str(title),
+        _str(get("title")) or _str(get("filename")),
         None,
         _int(start),
         _int(get("end_index")),
@@ -948,12 +945,9 @@ def _search_results(item: _Frame) -> Iterable[SearchResult]:
         for result in results:
             if isinstance(result, dict):
                 get = result.get
-                title = get("filename")
-                if type(title) is not str or not title:
-                    title = get("title")
                 yield new_search_result(
                     _str(get("url")),
-                    _str(title),
+                    _str(get("filename")) or _str(get("title")),
                     _str(get("text")),
                     None,
                     _str(get("type")) or "file",
