@@ -9,7 +9,8 @@ into one :class:`~solon_events.errors.ChatError` that carries what was received 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -80,6 +81,19 @@ def decode_payload(frame: Any, number: int) -> Any:
     )
 
 
+def _weak_next_step(stage: ParseStage) -> Callable[[], None]:
+    """``stage._next_step`` through a weak reference: the context that calls it is the
+    stage's own, and a strong one would make a reference cycle."""
+    ref = weakref.ref(stage)
+
+    def next_step() -> None:
+        alive = ref()
+        if alive is not None:
+            alive._next_step()
+
+    return next_step
+
+
 def _attach_partial(error: Exception, partial: ChatResponse) -> None:
     """Give ``error`` the step's partial response unless it already carries one."""
     if getattr(error, "partial_response", None) is None:
@@ -95,6 +109,27 @@ class _DownstreamError(Exception):
         self.original = original
 
 
+class _StepEvents:
+    """Where the dialect's events go: into the step's accumulator, then downstream.
+
+    It holds neither the stage nor its context, so no reference cycle keeps a finished
+    stream's objects alive until the garbage collector finds them.
+    """
+
+    __slots__ = ("accumulator", "push")
+
+    def __init__(self, push: Callable[[ChatEvent], Any]) -> None:
+        self.accumulator = ChatAccumulator()
+        self.push = push
+
+    def emit(self, event: ChatEvent) -> None:
+        self.accumulator.add(event)
+        try:
+            self.push(event)
+        except Exception as exc:
+            raise _DownstreamError(exc) from exc
+
+
 class ParseStage:
     """Parses one step's frames with ``dialect`` and pushes the events into ``down``.
 
@@ -108,7 +143,8 @@ class ParseStage:
     ``down`` itself propagates unchanged.
     """
 
-    __slots__ = ("_accumulator", "_dialect", "_down", "_push", "_response_id", "ctx", "failed")
+    __slots__ = ("__weakref__", "_dialect", "_down", "_events", "_push", "_response_id", "ctx",
+                 "failed")  # fmt: skip
 
     def __init__(
         self,
@@ -122,11 +158,14 @@ class ParseStage:
         self._down = down
         self._push = down.on_next
         self._response_id = response_id
-        self._accumulator = ChatAccumulator()
+        self._events = _StepEvents(self._push)
         self.failed = False
         """True once the stage has failed; later frames are ignored."""
         self.ctx = ChatStreamContext(
-            self._emit, step=step, response_id=response_id, on_next_response=self._next_step
+            self._events.emit,
+            step=step,
+            response_id=response_id,
+            on_next_response=_weak_next_step(self),
         )
         """The context the dialect parses with."""
 
@@ -134,16 +173,9 @@ class ParseStage:
         """Emit the step's STEP_START."""
         self._push(framing_event(_T.STEP_START, self.ctx.step, self._response_id))
 
-    def _emit(self, event: ChatEvent) -> None:
-        self._accumulator.add(event)
-        try:
-            self._push(event)
-        except Exception as exc:
-            raise _DownstreamError(exc) from exc
-
     def _end_step(self) -> None:
         ctx = self.ctx
-        snapshot = self._accumulator.snapshot(
+        snapshot = self._events.accumulator.snapshot(
             finish_reason=ctx.finish_reason,
             model=ctx.model,
             provider_response_id=ctx.provider_response_id,
@@ -161,7 +193,7 @@ class ParseStage:
 
     def _next_step(self) -> None:
         self._end_step()
-        self._accumulator = ChatAccumulator()
+        self._events.accumulator = ChatAccumulator()
         self._push(framing_event(_T.STEP_START, self.ctx.step + 1, self._response_id))
 
     def on_next(self, frame: Any) -> None:
@@ -209,7 +241,7 @@ class ParseStage:
         if self.failed:
             return
         self.failed = True
-        _attach_partial(error, self._accumulator.snapshot(model=self.ctx.model))
+        _attach_partial(error, self._events.accumulator.snapshot(model=self.ctx.model))
         self._down.on_error(error)
 
     def on_completed(self) -> None:

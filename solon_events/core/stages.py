@@ -68,14 +68,13 @@ class GuardStage:
     ``on_error`` once, nothing after it.
     """
 
-    __slots__ = ("_failed", "on_completed", "on_error", "on_next", "types")
+    __slots__ = ("on_completed", "on_error", "on_next", "types")
 
     def __init__(self, down: Sink, event_filter: Callable[[ChatEvent], bool] | None) -> None:
         guarded = ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)
         push, types, test = down.on_next, guarded.types, guarded.test
         self.types = types
         """The event types delivered, or None when the filter is a predicate."""
-        self._failed = False
         if types is not None:
 
             def on_next(event: ChatEvent) -> None:
@@ -87,24 +86,29 @@ class GuardStage:
             self.on_completed = down.on_completed
             return
 
+        # The closures share the flag, not the stage: no reference cycle through the stage,
+        # so it is freed as soon as its stream is.
+        failed = False
+
         def on_next_tested(event: ChatEvent) -> None:
-            if self._failed:
+            nonlocal failed
+            if failed:
                 return
             try:
                 passed = test(event)
             except Exception as exc:
-                self._failed = True
+                failed = True
                 down.on_error(exc)
                 return
             if passed:
                 push(event)
 
         def on_error(error: Exception) -> None:
-            if not self._failed:
+            if not failed:
                 down.on_error(error)
 
         def on_completed() -> None:
-            if not self._failed:
+            if not failed:
                 down.on_completed()
 
         self.on_next = on_next_tested
@@ -129,13 +133,14 @@ class AggregateStage:
     their response and failures their ``partial_response`` (as :func:`parse` does).
     """
 
-    __slots__ = ("_down", "_fold", "_given_partial", "_last_response", "_step", "_step_open",
-                 "ended", "last_event", "on_next", "session")  # fmt: skip
+    __slots__ = ("_down", "_fold", "_given_partial", "_last_response", "_push", "_step",
+                 "_step_open", "ended", "last_event", "session")  # fmt: skip
 
     def __init__(
         self, down: Sink, response_id: str | None = None, *, fold_steps: bool = True
     ) -> None:
         self._down = down
+        self._push = down.on_next
         self.session = ChatStreamSession(response_id)
         self._step = ChatAccumulator() if fold_steps else _NOTHING_FOLDED
         self._step_open = False
@@ -145,30 +150,19 @@ class AggregateStage:
         self.ended = False
         self._fold = fold_steps
         self._given_partial: ChatResponse | None = None
+
+    def on_next(self, event: ChatEvent) -> None:
+        """Fold (when folding), stamp and pass on ``event``; handle the response level."""
+        if self.ended:
+            return
+        if event.type in _RESPONSE_LEVEL:
+            self._response_level(event)
+            return
+        if self._fold:
+            self._step.add(event)
+        self.last_event = event
         rid = self.session.response_id
-        push = down.on_next
-        response_level = _RESPONSE_LEVEL
-
-        def on_next(event: ChatEvent) -> None:
-            if self.ended:
-                return
-            if event.type not in response_level:
-                self._step.add(event)
-                self.last_event = event
-                push(event if event.response_id is rid else with_response_id(event, rid))
-            else:
-                self._response_level(event)
-
-        def on_next_unfolded(event: ChatEvent) -> None:
-            if self.ended:
-                return
-            if event.type not in response_level:
-                self.last_event = event
-                push(event if event.response_id is rid else with_response_id(event, rid))
-            else:
-                self._response_level(event)
-
-        self.on_next = on_next if fold_steps else on_next_unfolded
+        self._push(event if event.response_id is rid else with_response_id(event, rid))
 
     def start(self) -> None:
         """Emit RESPONSE_START."""
