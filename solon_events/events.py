@@ -253,6 +253,8 @@ class ChatEvent(_EventSlots):
             this.raw = EMPTY_MAPPING
         elif raw.__class__ is dict:  # the usual case: a decoded provider frame
             this.raw = MappingProxyType(raw)
+        elif raw.__class__ is MappingProxyType:  # another event's raw
+            this.raw = raw
         else:
             this.raw = _read_only(raw)
         this.attrs = EMPTY_MAPPING if not attrs else _snapshot(attrs)
@@ -363,13 +365,15 @@ def framing_event(
     tool_call: ToolCall | None = None,
     response: _ChatResponse | None = None,
     usage: Usage | None = None,
+    raw: Mapping[str, Any] | None = None,
+    text: str | None = None,
 ) -> ChatEvent:
     """A START, END or boundary event the pipeline makes: ``ChatEvent(type, ...)`` with these
     fields, which it passes by position (binding them by keyword among ChatEvent's 19
     parameters costs more than building the event)."""
     return ChatEvent(
-        type, None, response, usage, None, step, index, response_id, provider_response_id,
-        item_id, tool_call_id, tool_call,
+        type, text, response, usage, None, step, index, response_id, provider_response_id,
+        item_id, tool_call_id, tool_call, None, None, None, None, None, raw,
     )  # fmt: skip
 
 

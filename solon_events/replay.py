@@ -190,7 +190,7 @@ class _ReplayObservable(Observable[ChatEvent]):
         if scheduler is not None or not _THIS_THREAD.trampoline.idle():
             return super().subscribe(on_next, on_error, on_completed, scheduler=scheduler)
         observer: Any = on_next
-        if isinstance(observer, abc.ObserverBase) or callable(getattr(observer, "on_next", None)):
+        if callable(getattr(observer, "on_next", None)):  # an observer, abc.ObserverBase or not
             sink = _Callbacks(observer.on_next, observer.on_error, observer.on_completed)
         else:
             sink = _Callbacks(on_next, on_error, on_completed)  # type: ignore[arg-type]

@@ -142,7 +142,7 @@ class ChatEventNormalizer:
 
     def complete(self, emit: Emit) -> None:
         """Close every block still open (idempotent)."""
-        if self.last_event is not None and self.has_open:
+        if self.last_event is not None:
             self._close_all(self.last_event, emit)
 
     # strict groups
@@ -228,21 +228,21 @@ class ChatEventNormalizer:
 
     def _tool_chunk(self, event: ChatEvent, emit: Emit) -> None:
         call = event.tool_call
-        fields: dict[str, Any] = {
-            "index": event.index if event.index != -1 or call is None else call.index,
-            "tool_call_id": event.tool_call_id or (call.id if call is not None else None),
-            "item_id": event.item_id,
-            "tool_call": call,
-            "step": event.step,
-            "response_id": event.response_id,
-            "provider_response_id": event.provider_response_id,
-            "raw": event.raw,
-        }
-        key = self._tool_start(ChatEvent(_T.TOOL_CALL_START, **fields), emit)
+        raw = event.raw
+        ids = (
+            event.step,
+            event.response_id,
+            event.provider_response_id,
+            event.index if event.index != -1 or call is None else call.index,
+            event.item_id,
+            event.tool_call_id or (call.id if call is not None else None),
+            call,
+        )
+        key = self._tool_start(framing_event(_T.TOOL_CALL_START, *ids, raw=raw), emit)
         text = call.arguments_str if call is not None else (event.text or "")
-        emit(ChatEvent(_T.TOOL_CALL_ARGS_DELTA, text=text, **fields))
+        emit(framing_event(_T.TOOL_CALL_ARGS_DELTA, *ids, raw=raw, text=text))
         del self._calls[key]
-        emit(ChatEvent(_T.TOOL_CALL_END, **fields))
+        emit(framing_event(_T.TOOL_CALL_END, *ids, raw=raw))
 
     # closing everything
 
@@ -252,13 +252,15 @@ class ChatEventNormalizer:
 
     def _step_start(self, event: ChatEvent, emit: Emit) -> None:
         # what the previous step left open ends in that step, as complete() would end it
-        if self.has_open and self.last_event is not None:
+        if self.last_event is not None:
             self._close_all(self.last_event, emit)
         emit(event)
 
     def _close_all(self, cause: ChatEvent, emit: Emit) -> None:
-        self._thinking.close_all(cause, emit)
-        self._text.close_all(cause, emit)
+        if self._thinking.open:
+            self._thinking.close_all(cause, emit)
+        if self._text.open:
+            self._text.close_all(cause, emit)
         if self._calls:
             opened = list(self._calls.values())
             self._calls.clear()

@@ -322,26 +322,18 @@ class RespondStage:
         rid = aggregate.session.response_id
         types = guard.types
 
-        def deliverer(kind: ChatEventType) -> Callable[[ChatEvent], None] | None:
-            if types is None:
-                return guard.on_next
-            return down.on_next if kind in types else None
-
-        deliver_text, deliver_thinking = deliverer(_TEXT_DELTA), deliverer(_THINKING_DELTA)
-
-        untouched, deliver_untouched = _UNTOUCHED, guard.on_next
+        push, test, untouched = down.on_next, guard.on_next, _UNTOUCHED
 
         def on_next(event: ChatEvent) -> None:
             kind = event.type
             if kind is _TEXT_DELTA:
-                open_block, deliver = (event.item_id, event.index) in open_text, deliver_text
+                open_block = (event.item_id, event.index) in open_text
             elif kind is _THINKING_DELTA:
                 open_block = (event.item_id, event.index) in open_thinking
-                deliver = deliver_thinking
             elif kind in untouched:
-                open_block, deliver = True, deliver_untouched
+                open_block = True
             elif kind is _TOOL_CALL_ARGS_DELTA:
-                open_block, deliver = event.tool_call_id in open_calls, deliver_untouched
+                open_block = event.tool_call_id in open_calls
             else:
                 general(event)
                 return
@@ -352,8 +344,10 @@ class RespondStage:
             if event.response_id is not rid:
                 event = with_response_id(event, rid)
             aggregate.last_event = event
-            if deliver is not None:
-                deliver(event)
+            if types is None:  # a predicate: the guard tests it
+                test(event)
+            elif kind in types:
+                push(event)
 
         self.on_next = on_next
 
