@@ -42,8 +42,6 @@ class _Done:
 DONE: Any = _Done()
 """What :func:`decode_payload` returns for the ``[DONE]`` sentinel."""
 
-_NOT_DECODED: Any = object()
-
 
 def _describe(data: str | bytes | bytearray) -> str:
     text = data if isinstance(data, str) else data.decode("utf-8", "replace")
@@ -203,18 +201,14 @@ class ParseStage:
         ctx = self.ctx
         ctx.frame_number += 1
         try:
-            try:  # the common cases inline; the sentinel and anything odd are decode_payload's
-                kind = type(frame)
-                payload = (
-                    _loads(frame.data)
-                    if kind is Frame
-                    else _loads(frame)
-                    if kind is bytes
-                    else _NOT_DECODED
-                )
-            except _JSONDecodeError:
-                payload = _NOT_DECODED
-            if payload is _NOT_DECODED:
+            # the common cases inline; the sentinel and anything odd are decode_payload's
+            kind = frame.__class__
+            if kind is bytes or kind is Frame:
+                try:
+                    payload = _loads(frame if kind is bytes else frame.data)
+                except _JSONDecodeError:
+                    payload = decode_payload(frame, ctx.frame_number)
+            else:
                 payload = decode_payload(frame, ctx.frame_number)
             if payload is DONE:
                 self._dialect.parse_done(ctx)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ChatError
-from ..events import TYPES, ChatEvent, ChatEventType, framing_event, with_response_id
+from ..events import TYPES, ChatEvent, framing_event, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator

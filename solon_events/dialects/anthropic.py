@@ -720,11 +720,11 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if type(value) is int else 0  # JSON's integers: int exactly, never bool
 
 
 def _index(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+    return value if type(value) is int else -1
 
 
 def _first_int(raw: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
