@@ -7,6 +7,8 @@ from types import MappingProxyType
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from solon_events import (
     AssistantMessage,
@@ -19,7 +21,7 @@ from solon_events import (
     ToolCall,
     Usage,
 )
-from solon_events.events import with_response_id
+from solon_events.events import framing_event, with_response_id
 
 T = ChatEventType
 G = ChatEventGroup
@@ -299,6 +301,57 @@ def test_with_response_id_equals_evolve() -> None:
 
 
 # message projection
+
+
+_IDS = st.none() | st.text(max_size=3)
+
+
+@given(
+    event_type=st.sampled_from(list(ChatEventType)),
+    step=st.integers(0, 3),
+    ids=st.tuples(_IDS, _IDS, _IDS, _IDS),
+    index=st.integers(-1, 3),
+    call=st.none() | st.builds(ToolCall, id=st.text(max_size=2), name=st.text(max_size=2)),
+    response=st.none() | st.just(ChatResponse(text="r")),
+    usage=st.none() | st.builds(Usage, prompt_tokens=st.integers(0, 9)),
+    raw=st.none() | st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+    text=st.none() | st.text(max_size=3),
+)
+def test_framing_event_builds_what_the_constructor_builds(
+    event_type: ChatEventType,
+    step: int,
+    ids: tuple[str | None, str | None, str | None, str | None],
+    index: int,
+    call: ToolCall | None,
+    response: ChatResponse | None,
+    usage: Usage | None,
+    raw: dict[str, int] | None,
+    text: str | None,
+) -> None:
+    response_id, provider_response_id, item_id, tool_call_id = ids
+    built = framing_event(
+        event_type, step, response_id, provider_response_id, index, item_id, tool_call_id,
+        call, response, usage, raw, text,
+    )  # fmt: skip
+    expected = ChatEvent(
+        event_type,
+        text=text,
+        response=response,
+        usage=usage,
+        step=step,
+        index=index,
+        response_id=response_id,
+        provider_response_id=provider_response_id,
+        item_id=item_id,
+        tool_call_id=tool_call_id,
+        tool_call=call,
+        raw=raw,
+    )
+    assert type(built) is ChatEvent
+    assert {name: getattr(built, name) for name in attrs.fields_dict(ChatEvent)} == {
+        name: getattr(expected, name) for name in attrs.fields_dict(ChatEvent)
+    }
+    assert isinstance(built.raw, MappingProxyType) or built.raw == {}
 
 
 def test_message_of_an_event_with_a_response_is_the_responses() -> None:

@@ -323,6 +323,7 @@ class RespondStage:
         types = guard.types
 
         push, test, untouched = down.on_next, guard.on_next, _UNTOUCHED
+        apply, aggregate_next = normalizer.apply, aggregate.on_next  # what normalize does
 
         def on_next(event: ChatEvent) -> None:
             kind = event.type
@@ -335,10 +336,10 @@ class RespondStage:
             elif kind is _TOOL_CALL_ARGS_DELTA:
                 open_block = event.tool_call_id in open_calls
             else:
-                general(event)
+                apply(event, aggregate_next)
                 return
             if not open_block or aggregate.ended:
-                general(event)
+                apply(event, aggregate_next)
                 return
             normalizer.last_event = event
             if event.response_id is not rid:
