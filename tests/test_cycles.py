@@ -129,11 +129,12 @@ def cyclic_garbage(run: Callable[[], Any]) -> list[str]:
 
 
 def replayed(frames: list[Any], dialect: str, event_filter: Any = None) -> Callable[[], int]:
-    """A run that replays ``frames`` and returns how many events it delivered."""
+    """A run that replays ``frames`` and returns how many events it delivered (without
+    ``on_error``, a failure raises)."""
 
     def run() -> int:
         events: list[Any] = []
-        replay(frames, dialect, event_filter).subscribe(events.append, lambda _error: None)
+        replay(frames, dialect, event_filter).subscribe(events.append)
         return len(events)
 
     return run
