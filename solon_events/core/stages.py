@@ -312,9 +312,8 @@ class RespondStage:
         self.on_error = normalize.on_error
         self.on_completed = normalize.on_completed
         aggregate.start()
-        general = normalize.on_next
         if fold_steps:
-            self.on_next = general
+            self.on_next = normalize.on_next
             return
         normalizer = normalize.normalizer
         open_text, open_thinking = normalizer.open_text, normalizer.open_thinking
