@@ -1,13 +1,13 @@
 """``python -m benchmarks``: every benchmark, printed as tables of ratios to same-run baselines.
 
-``python -m benchmarks --quick`` runs smaller streams (for a fast look).
+``python -m benchmarks --quick`` runs smaller streams and fewer rounds (for a fast look).
 """
 
 from __future__ import annotations
 
 import sys
 
-from . import bench_dialects, bench_pipeline
+from . import bench_breakdown, bench_dialects, bench_pipeline
 
 
 def main() -> None:
@@ -17,6 +17,9 @@ def main() -> None:
     print()
     print("== replay pipeline per dialect ==")
     bench_dialects.main(10_000 if quick else 100_000)
+    print()
+    print("== where a corpus replay's time goes (each layer as a ratio to the baseline) ==")
+    bench_breakdown.main(5 if quick else 15)
 
 
 if __name__ == "__main__":

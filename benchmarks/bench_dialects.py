@@ -145,6 +145,26 @@ def _seconds(work: Callable[[], object], loops: int) -> float:
     return (time.process_time() - start) / loops
 
 
+def best_of(works: dict[str, Callable[[], object]], loops: int, repeat: int) -> dict[str, float]:
+    """The least CPU seconds per call of each of ``works`` over ``repeat`` rounds.
+
+    In each round every work runs ``loops`` times in a row, after a full garbage
+    collection, one work after the other: a burst of load on the machine weighs on all
+    of them alike.
+    """
+    best = dict.fromkeys(works, float("inf"))
+    for _ in range(repeat):
+        for name, work in works.items():
+            gc.collect()
+            best[name] = min(best[name], _seconds(work, loops))
+    return best
+
+
+def loops_for(work: Callable[[], object], batch_seconds: float) -> int:
+    """How many calls of ``work`` in a row last about ``batch_seconds``."""
+    return max(1, int(batch_seconds / max(_seconds(work, 1), 1e-6)))
+
+
 def measure(
     body: bytes, dialect: str, repeat: int = 5, batch_seconds: float = 0.02
 ) -> tuple[float, float, float, int]:
@@ -153,22 +173,21 @@ def measure(
 
     Small bodies are processed many times in a row per batch (as ``timeit`` does), so
     that a batch lasts about ``batch_seconds`` and the clock's resolution and cold caches
-    weigh on neither side. Baseline and pipeline batches alternate, each after a full
-    garbage collection, so that a burst of load on the machine weighs on both alike.
+    weigh on neither side (see :func:`best_of`).
     """
     frames = split_and_decode(body)
     replay_once(body, dialect)  # fails early on a recording of a provider error
     events = delivered_events(body, dialect)
-    loops = max(1, int(batch_seconds / max(_seconds(lambda: replay_once(body, dialect), 1), 1e-6)))
-    ours = base = floor = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        base = min(base, _seconds(lambda: split_and_decode(body), loops))
-        gc.collect()
-        ours = min(ours, _seconds(lambda: replay_once(body, dialect), loops))
-        gc.collect()
-        floor = min(floor, _seconds(lambda: floor_once(body, events), loops))
-    return ours, base, floor, frames
+    best = best_of(
+        {
+            "base": lambda: split_and_decode(body),
+            "ours": lambda: replay_once(body, dialect),
+            "floor": lambda: floor_once(body, events),
+        },
+        loops_for(lambda: replay_once(body, dialect), batch_seconds),
+        repeat,
+    )
+    return best["ours"], best["base"], best["floor"], frames
 
 
 def _row(label: str, ours: float, base: float, floor: float, frames: int) -> str:
