@@ -6,6 +6,7 @@ lifecycle and errors) with clean boundaries, per-step and whole-response aggrega
 a delivery filter. See SPEC.md for the contract.
 """
 
+from ._version import __version__ as __version__
 from .core import ChatAccumulator, ChatEventNormalizer, ChatStreamSession
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import (
@@ -43,8 +44,6 @@ from .results import (
     Usage,
 )
 from .tools import Tool, ToolSet, tool
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AssistantMessage",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from ._version import __version__
 from .dialects.base import dialect_names
 from .events import ChatEvent
 from .filters import ChatEventFilter
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Semantic event streams from chat models.",
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo_parser = commands.add_parser(

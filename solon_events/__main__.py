@@ -1,0 +1,7 @@
+"""``python -m solon_events``: the ``solon-events`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
