@@ -195,14 +195,22 @@ class ParseStage:
         self._push(framing_event(_T.STEP_START, self.ctx.step + 1, self._response_id))
 
     def on_next(self, frame: Any) -> None:
-        """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload."""
+        """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload.
+
+        A :class:`~solon_events.events.ChatEvent` among the frames is not from the provider
+        but from the I/O side about the request itself (a retry's STATUS): it is passed on
+        through :meth:`relay`.
+        """
         if self.failed:
+            return
+        kind = frame.__class__
+        if kind is ChatEvent:
+            self.relay(frame)
             return
         ctx = self.ctx
         ctx.frame_number += 1
         try:
             # the common cases inline; the sentinel and anything odd are decode_payload's
-            kind = frame.__class__
             if kind is bytes or kind is Frame:
                 try:
                     payload = _loads(frame if kind is bytes else frame.data)
@@ -229,6 +237,16 @@ class ParseStage:
             return
         if ctx.failure is not None:
             self.on_error(ctx.failure)
+
+    def relay(self, event: ChatEvent) -> None:
+        """Pass on ``event``, stamped with this step and response id, as it is.
+
+        For what the I/O side reports about the request (a retry's STATUS event before the
+        provider's first frame): it is not a frame, so it is not counted, parsed or folded
+        into the step's response.
+        """
+        if not self.failed:
+            self._push(event.evolve(step=self.ctx.step, response_id=self._response_id))
 
     def on_error(self, error: Exception) -> None:
         """Fail with ``error``, which gets the step's partial response (once only)."""
