@@ -1,0 +1,258 @@
+"""Tests of solon_events.tools.docstrings: descriptions read by docstring-parser, and without it."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+import pytest
+
+from solon_events.tools import Tool, tool
+from solon_events.tools import docstrings as docstrings_module
+from solon_events.tools.docstrings import INSTALL_HINT, parse_docstring
+
+
+def props(t: Tool[..., Any]) -> dict[str, Any]:
+    """The properties of a tool's parameter schema."""
+    properties: dict[str, Any] = t.parameters["properties"]
+    return properties
+
+
+def test_google_docstring() -> None:
+    @tool
+    def weather(city: str, days: int = 1, unit: str = "C") -> str:
+        """Get the weather forecast.
+
+        Uses the national service; results are cached.
+
+        Args:
+            city: The city to look up,
+                spelled in English.
+            days (int): How many days ahead.
+            unit (str, optional): Temperature unit.
+
+        Returns:
+            The forecast as text.
+
+        Raises:
+            ValueError: never.
+        """
+        return ""
+
+    assert weather.description == (
+        "Get the weather forecast.\n\nUses the national service; results are cached."
+    )
+    assert props(weather)["city"]["description"] == "The city to look up, spelled in English."
+    assert props(weather)["days"]["description"] == "How many days ahead."
+    assert props(weather)["unit"]["description"] == "Temperature unit."
+
+
+@pytest.mark.parametrize("header", ["Args", "Arguments", "Parameters"])
+def test_google_section_names(header: str) -> None:
+    def f(a: int, b: int) -> None:
+        pass
+
+    f.__doc__ = f"Add.\n\n{header}:\n    a: first\n    b: second\n"
+    t = tool(f)
+    assert t.description == "Add."
+    assert [props(t)[n]["description"] for n in ("a", "b")] == ["first", "second"]
+
+
+def test_rest_docstring() -> None:
+    @tool
+    def search(query: str, limit: int = 10) -> list[str]:
+        """Search the index.
+
+        :param query: What to look for,
+            in plain words.
+        :type query: str
+        :param int limit: At most this many hits.
+        :returns: The hits.
+        :rtype: list[str]
+        """
+        return []
+
+    assert search.description == "Search the index."
+    assert props(search)["query"]["description"] == "What to look for, in plain words."
+    assert props(search)["limit"]["description"] == "At most this many hits."
+
+
+def test_numpy_docstring() -> None:
+    @tool
+    def scale(x: float, y: float, factor: float = 2.0) -> float:
+        """Scale a vector.
+
+        Both coordinates are multiplied.
+
+        Parameters
+        ----------
+        x, y : float
+            The coordinates.
+        factor : float, optional
+            The multiplier,
+            applied to both.
+
+        Returns
+        -------
+        float
+            Nothing useful.
+        """
+        return x
+
+    assert scale.description == "Scale a vector.\n\nBoth coordinates are multiplied."
+    assert props(scale)["x"]["description"] == "The coordinates."
+    assert props(scale)["y"]["description"] == "The coordinates."
+    assert props(scale)["factor"]["description"] == "The multiplier, applied to both."
+
+
+def test_no_docstring_gives_empty_description() -> None:
+    @tool
+    def f(a: int) -> None:
+        pass
+
+    assert f.description == ""
+    assert props(f)["a"] == {"type": "integer"}
+
+
+def test_summary_only_docstring() -> None:
+    @tool
+    def f(a: int) -> None:
+        """Do the thing."""
+
+    assert f.description == "Do the thing."
+    assert "description" not in props(f)["a"]
+
+
+def test_docstring_that_starts_with_a_section() -> None:
+    @tool
+    def f(a: int) -> None:
+        """
+        Args:
+            a: the a
+        """
+
+    assert f.description == ""
+    assert props(f)["a"]["description"] == "the a"
+
+
+def test_description_override_keeps_parameter_docs() -> None:
+    @tool(description="Custom.")
+    def f(a: int) -> None:
+        """Original.
+
+        Args:
+            a: the a
+        """
+
+    assert f.description == "Custom."
+    assert props(f)["a"]["description"] == "the a"
+
+
+@pytest.mark.parametrize("header", ["Keyword Args", "Other Parameters"])
+def test_google_keyword_sections(header: str) -> None:
+    doc = f"Search.\n\n    Args:\n        query: what\n    {header}:\n        limit: at most\n"
+    assert parse_docstring(doc) == ("Search.", {"query": "what", "limit": "at most"})
+
+
+def test_star_names_and_blank_lines_in_descriptions() -> None:
+    doc = """Run.
+
+    Args:
+        *items: the items,
+
+            all of them
+        **options: settings
+    """
+    assert parse_docstring(doc).params == {"items": "the items, all of them", "options": "settings"}
+
+
+def test_a_docstring_the_library_cannot_read_keeps_its_text() -> None:
+    doc = "Odd.\n\n    :param: nothing named\n"
+    assert parse_docstring(doc).description.startswith("Odd.")
+
+
+# --------------------------------------------------------------------------- without the library
+
+
+@pytest.fixture
+def without_docstring_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``import docstring_parser`` fails, as when the tools extra is not installed."""
+    monkeypatch.setitem(sys.modules, "docstring_parser", None)
+    monkeypatch.setattr(docstrings_module, "_warned", False)
+
+
+@pytest.mark.usefixtures("without_docstring_parser")
+def test_without_the_library_the_description_is_the_summary() -> None:
+    def weather(city: str, days: int = 1) -> str:
+        """Get the weather forecast.
+
+        Uses the national service.
+
+        Args:
+            city: The city.
+        """
+        return ""
+
+    with pytest.warns(UserWarning) as caught:
+        t = tool(weather)
+    assert t.description == "Get the weather forecast."
+    assert "description" not in props(t)["city"]
+    assert props(t)["city"] == {"type": "string"}
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert INSTALL_HINT in message and "docstring-parser" in message
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.usefixtures("without_docstring_parser")
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "Add.\n\n    :param a: first\n",
+        "Add.\n\n    Parameters\n    ----------\n    a : int\n        first\n",
+        "Add.\n    Args:\n        a: first\n",
+    ],
+    ids=["rest", "numpy", "google-without-blank-line"],
+)
+def test_without_the_library_every_style_warns_once(doc: str) -> None:
+    def add(a: int) -> int:
+        return a
+
+    add.__doc__ = doc
+    with pytest.warns(UserWarning, match="solon-events\\[tools\\]"):
+        first = tool(add)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        second = tool(add)
+    assert first.description == second.description == "Add."
+    assert (
+        first.parameters
+        == second.parameters
+        == {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    )
+
+
+@pytest.mark.usefixtures("without_docstring_parser")
+def test_without_the_library_a_docstring_with_no_parameter_section_does_not_warn() -> None:
+    def add(a: int) -> int:
+        """Add one.
+
+        The sum is exact.
+        """
+        return a
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tool(add).description == "Add one."
+
+
+@pytest.mark.usefixtures("without_docstring_parser")
+def test_without_the_library_a_docstring_that_starts_with_a_section_has_no_description() -> None:
+    with pytest.warns(UserWarning):
+        assert parse_docstring("\n    Args:\n        a: the a\n") == ("", {})
