@@ -1,4 +1,4 @@
-"""The ``solon-events`` command: ``demo``, ``replay`` and ``stream``."""
+"""The ``solon-events`` command: ``demo``, ``replay``, ``stream`` and ``record``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rich.console import Console
 
 from ._version import __version__
 from .dialects.base import dialect_names
+from .errors import ChatError
 from .events import ChatEvent
 from .filters import ChatEventFilter
 from .model import ChatModel
@@ -140,17 +141,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="stream a prompt from a provider (API key from an environment variable)",
         allow_abbrev=False,
     )
-    stream_parser.add_argument("prompt")
-    stream_parser.add_argument("--url", required=True, help="the endpoint to POST to")
-    stream_parser.add_argument("--model", required=True)
-    stream_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
-    stream_parser.add_argument(
+    _provider_options(stream_parser)
+
+    record_parser = commands.add_parser(
+        "record",
+        help="stream a prompt and save its raw frames with their arrival times "
+        "(a JSON-lines recording that replay reads)",
+        allow_abbrev=False,
+    )
+    _provider_options(record_parser)
+    record_parser.add_argument("--out", required=True, metavar="FILE", help="the recording")
+    return parser
+
+
+def _provider_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("prompt")
+    parser.add_argument("--url", required=True, help="the endpoint to POST to")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+    parser.add_argument(
         "--api-key-env",
         metavar="NAME",
         help="environment variable holding the API key "
         "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY by dialect)",
     )
-    return parser
+
+
+def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> int:
+    """Stream ``prompt`` rendered live and save what was received as a recording."""
+    from .recording import read_recording, record
+
+    request = model.prompt(prompt).event_filter(ChatEventFilter.all())
+    failed = False
+    try:
+        record(request, out, on_event=LiveRenderer(console), header={"prompt": prompt})
+    except ChatError as exc:
+        console.print(f"[bold red]failed:[/] {exc}")
+        failed = True
+    console.print()
+    recording = read_recording(out)
+    console.print(
+        f"recorded {len(recording.frames)} frames in {len(recording.steps)} step(s) to {out}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -169,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(f"[bold red]{exc}[/]")
         return 2
     with model:
+        if args.command == "record":
+            return record_file(model, args.prompt, args.out, console)
         return _render_live(model, args.prompt, console, False)
 
 

@@ -29,6 +29,7 @@ from .events import TYPES, ChatEvent
 from .messages import ChatRequest, Message, to_messages
 from .operators import respond
 from .results import ChatResponse
+from .sse import Frame
 from .tool_loop import StepPlan, ToolErrorPolicy, response_steps
 from .tools import Tool, ToolSet
 from .transport import HttpTransport
@@ -134,6 +135,8 @@ class ChatPrompt:
     _options: Mapping[str, Any] = attrs.field(factory=dict)
     _event_filter: EventFilter | None = None
     _auto_tool_call: bool = True
+    # Sees every raw frame received, in order (solon_events.recording.record sets it).
+    _frame_tap: Callable[[Frame], Any] | None = None
 
     def tools(self, *tools: Tool | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, or plain typed functions)."""
@@ -167,12 +170,16 @@ class ChatPrompt:
             request=request,
             dialect=model.dialect,
             build=model.build_http_request,
-            frames=lambda http: model.transport.frames(http, model.dialect),
+            frames=self._frames,
             tools=toolset,
             auto_tool_call=self._auto_tool_call,
             max_steps=model.max_steps,
             tool_errors=model.tool_errors,
         )
+
+    def _frames(self, http: HttpRequest) -> Observable[Frame]:
+        frames = self._model.transport.frames(http, self._model.dialect)
+        return frames if self._frame_tap is None else frames.pipe(ops.do_action(self._frame_tap))
 
     def stream(self) -> Observable[ChatEvent]:
         """A cold Observable of the response's events; each subscription is a new request.

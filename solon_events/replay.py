@@ -21,6 +21,7 @@ from .dialects.base import ChatDialect, get_dialect
 from .events import ChatEvent
 from .filters import ChatEventFilter
 from .payloads import iter_payloads
+from .recording import is_recording, replay_recording
 
 __all__ = ["ReplaySource", "replay"]
 
@@ -55,8 +56,13 @@ def replay(
     ``source`` is a path, the bytes or text of a recording (SSE text or one JSON payload
     per line, detected automatically), or an iterable of frames (SSE ``Frame`` values,
     JSON strings or decoded payloads). The observable is cold: each subscription reads
-    the source again (an iterator source can be read only once).
+    the source again (an iterator source can be read only once). A recording made by
+    ``solon-events record`` (:mod:`solon_events.recording`) replays with each event's
+    arrival time in ``attrs["received_at"]``; with ``dialect="auto"`` (or None), in the
+    dialect its header names.
     """
+    if is_recording(source):
+        return replay_recording(source, dialect, event_filter)  # type: ignore[arg-type]
     chosen = get_dialect(dialect)
     if not isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike, Iterable)):
         raise TypeError(

@@ -10,8 +10,8 @@
 
 The request's model name picks the scenario: ``weather`` (the default: thinking, a call of
 the first declared tool, then an answer quoting the tool result), ``echo``,
-``slow:<n>:<interval>``, ``gate``, ``first-delay:<s>``, ``stall:<s>``, ``status:<code>``,
-``html``, ``truncate``, ``error-frame`` and ``replay``. Run it from a shell with
+``think``, ``slow:<n>:<interval>``, ``gate``, ``first-delay:<s>``, ``stall:<s>``,
+``status:<code>``, ``html``, ``truncate``, ``error-frame`` and ``replay``. Run it from a shell with
 ``python -m solon_events.devserver --port 8000``.
 """
 

@@ -169,6 +169,20 @@ def _weather(view: RequestView, args: Sequence[str]) -> Script:
     )
 
 
+def _think(view: RequestView, args: Sequence[str]) -> Script:
+    thought = (
+        "The user asks why the sky is blue. Rayleigh scattering: shorter wavelengths scatter more."
+    )
+    answer = (
+        "The sky looks blue because air molecules scatter short (blue) wavelengths of "
+        "sunlight much more than long (red) ones, so blue light reaches your eyes from "
+        "every direction."
+    )
+    parts: list[Part] = [Thinking(chunk) for chunk in _chunks(thought, 5)]
+    parts += [Text(chunk) for chunk in _chunks(answer, 8)]
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=14, completion=48, thinking=16))
+
+
 def _tool_call(tool: ToolDecl) -> ToolCallPart:
     arguments = orjson.dumps(example_arguments(tool.schema)).decode()
     return ToolCallPart(tool.name, _fragments(arguments))
@@ -233,6 +247,7 @@ def _replay(view: RequestView, args: Sequence[str]) -> Replay:
 SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] = {
     "weather": (_weather, "thinking, then a call of the first declared tool; then the answer"),
     "echo": (_echo, "the last user message, word by word"),
+    "think": (_think, "thinking, then an answer (no tool)"),
     "slow": (_slow, "slow:<n>:<interval> - n text deltas, one every interval seconds"),
     "gate": (_gate, "one delta, then waits for DevServer.open_gate()"),
     "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),

@@ -15,6 +15,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ..loop_thread import EventLoopThread
+from ..recording import is_recording, read_recording
 from .app import create_app
 from .encoders import Frame
 
@@ -35,7 +36,10 @@ class RecordedRequest(NamedTuple):
 def load_recording(path: str | Path) -> list[Frame]:
     """The frames of a recording: one JSON payload per line (``data:`` prefixes and
     ``event:`` lines of an SSE recording are accepted too); a line that is not JSON, such
-    as ``[DONE]``, is kept as raw text."""
+    as ``[DONE]``, is kept as raw text. A timed recording (:mod:`solon_events.recording`)
+    gives its frames, every step's in a row."""
+    if is_recording(path):
+        return [_payload(frame.data) for frame in read_recording(path).frames]
     frames: list[Frame] = []
     for raw in Path(path).read_text(encoding="utf-8").splitlines():
         line = raw.strip()
@@ -43,11 +47,15 @@ def load_recording(path: str | Path) -> list[Frame]:
             continue
         if line.startswith("data:"):
             line = line[5:].strip()
-        try:
-            frames.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            frames.append(line)
+        frames.append(_payload(line))
     return frames
+
+
+def _payload(text: str) -> Frame:
+    try:
+        return orjson.loads(text)  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:
+        return text
 
 
 class DevServer:

@@ -1,0 +1,432 @@
+"""Recordings: the raw frames of a live response with their arrival times, as JSON lines.
+
+A recording is a JSON-lines file. Its first line is a header naming the format and what was
+recorded; each later line has ``"t"``, the seconds since the first request was sent::
+
+    {"solon_events_recording": 1, "dialect": "openai", "model": "weather", "url": "...", ...}
+    {"t": 0.0, "step": 0}
+    {"t": 0.0031, "json": {"id": "chatcmpl-1", "choices": [...]}}
+    {"t": 0.0034, "data": "[DONE]"}
+    {"t": 0.0035, "tool_result": {"tool_call_id": "call_1", "name": "get_weather", "text": "18°C"}}
+    {"t": 0.0036, "step": 1}
+    ...
+
+A ``step`` line marks a provider request being sent (a tool loop makes one per step); the
+lines after it are that request's frames, as the provider sent them: a payload that is a
+JSON object or array under ``"json"`` (readable, and equal to what was received once
+decoded), any other payload as its text under ``"data"``, an SSE ``event:`` name as
+``"event"``. A ``tool_result`` line is what a tool returned between two steps. A file
+without step lines is one step.
+
+:func:`~solon_events.replay` reads recordings: each step's frames go through the same
+pipeline as a live response (``parse`` per step, then ``respond``), tool results are
+emitted where the tool loop emitted them, and every event carries the arrival time of the
+frame that produced it in ``event.attrs["received_at"]`` (which
+:func:`solon_events.display.timeline` draws over).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from ._version import __version__
+from .errors import ChatProtocolError
+from .events import ChatEvent, ChatEventType
+from .sse import Frame
+
+if TYPE_CHECKING:
+    from reactivex import Observable
+
+    from .dialects.base import ChatDialect
+    from .model import ChatPrompt
+    from .results import ChatResponse
+
+__all__ = [
+    "FORMAT_KEY",
+    "RECEIVED_AT",
+    "RecordedStep",
+    "RecordedToolResult",
+    "Recording",
+    "is_recording",
+    "read_recording",
+    "record",
+    "replay_recording",
+    "write_recording",
+]
+
+FORMAT_KEY = "solon_events_recording"
+"""The header's key; its value is the format's version (1)."""
+
+RECEIVED_AT = "received_at"
+"""The ``attrs`` key of a replayed event's arrival time, in seconds from the first request."""
+
+_HEADER_START = b'{"' + FORMAT_KEY.encode() + b'"'
+_VERSION = 1
+_T = ChatEventType
+
+
+@attrs.frozen
+class RecordedToolResult:
+    """What a tool returned between two steps, and when."""
+
+    at: float
+    tool_call_id: str | None
+    name: str
+    text: str
+
+
+@attrs.frozen
+class RecordedStep:
+    """One provider request of a recording: when it was sent, its frames and their arrival
+    times, and the tool results that followed it."""
+
+    number: int
+    sent_at: float
+    frames: tuple[Frame, ...] = ()
+    times: tuple[float, ...] = ()
+    tool_results: tuple[RecordedToolResult, ...] = ()
+
+
+@attrs.frozen
+class Recording:
+    """A recording read back: its header and its steps."""
+
+    header: Mapping[str, Any]
+    steps: tuple[RecordedStep, ...]
+
+    @property
+    def dialect(self) -> str | None:
+        """The dialect the stream was recorded in, from the header."""
+        value = self.header.get("dialect")
+        return value if isinstance(value, str) else None
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        """Every frame of every step, in order."""
+        return tuple(frame for step in self.steps for frame in step.frames)
+
+    @property
+    def times(self) -> tuple[float, ...]:
+        """The arrival time of each of :attr:`frames`."""
+        return tuple(at for step in self.steps for at in step.times)
+
+    def replay(
+        self,
+        dialect: str | ChatDialect | None = None,
+        event_filter: Callable[[ChatEvent], bool] | None = None,
+    ) -> Observable[ChatEvent]:
+        """The recorded response's events, as the live pipeline made them, each with
+        ``attrs["received_at"]``: the arrival time of the frame that produced it (a step's
+        STEP_START has the time its request was sent; an event made at the end, such as
+        RESPONSE_END, the last frame's). ``dialect`` defaults to the header's."""
+        import reactivex
+        from reactivex import operators as ops
+
+        from .core.session import new_response_id
+        from .operators import parse, respond
+
+        chosen = dialect if dialect not in (None, "auto") else self.dialect
+        if chosen is None:
+            raise ValueError("the recording's header names no dialect: pass dialect=")
+
+        def timed_replay(_scheduler: Any) -> Observable[ChatEvent]:
+            response_id = new_response_id()
+            clock = [0.0]
+
+            def step_events(step: RecordedStep) -> Observable[ChatEvent]:
+                def frames() -> Iterator[Frame]:
+                    # parse() turns each frame into events before it takes the next, so
+                    # those events are stamped while the clock shows the frame's time.
+                    for at, frame in zip(step.times, step.frames):
+                        clock[0] = at
+                        yield frame
+
+                def start(_scheduler: Any) -> Observable[ChatEvent]:
+                    clock[0] = step.sent_at
+                    events = reactivex.from_iterable(frames()).pipe(
+                        parse(chosen, step=step.number, response_id=response_id)
+                    )
+                    if step.tool_results:
+                        events = events.pipe(_tool_results_before_step_end(step, clock))
+                    return events
+
+                return reactivex.defer(start)
+
+            def stamp(event: ChatEvent) -> ChatEvent:
+                return event.evolve(attrs={**event.attrs, RECEIVED_AT: clock[0]})
+
+            steps = [step_events(step) for step in self.steps]
+            return reactivex.concat(*steps).pipe(
+                respond(response_id=response_id, event_filter=event_filter), ops.map(stamp)
+            )
+
+        return reactivex.defer(timed_replay)
+
+
+def _tool_results_before_step_end(
+    step: RecordedStep, clock: list[float]
+) -> Callable[[Observable[ChatEvent]], Observable[ChatEvent]]:
+    """Emit the step's TOOL_RESULT events just before its STEP_END, as the tool loop does."""
+    import reactivex
+
+    def tool_results(step_end: ChatEvent) -> Iterator[ChatEvent]:
+        response = step_end.response
+        calls = {call.id: call for call in (response.tool_calls if response else ())}
+        for result in step.tool_results:
+            clock[0] = result.at
+            call = calls.get(result.tool_call_id)
+            yield ChatEvent(
+                _T.TOOL_RESULT,
+                step=step_end.step,
+                response_id=step_end.response_id,
+                index=call.index if call is not None else -1,
+                tool_call_id=result.tool_call_id,
+                tool_call=call,
+                text=result.text,
+                provider_response_id=step_end.provider_response_id,
+            )
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(observer: Any, scheduler: Any = None) -> Any:
+            def on_next(event: ChatEvent) -> None:
+                if event.type is _T.STEP_END:
+                    for result in tool_results(event):
+                        observer.on_next(result)
+                observer.on_next(event)
+
+            return source.subscribe(
+                on_next, observer.on_error, observer.on_completed, scheduler=scheduler
+            )
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+def replay_recording(
+    source: str | os.PathLike[str] | bytes,
+    dialect: str | ChatDialect | None = None,
+    event_filter: Callable[[ChatEvent], bool] | None = None,
+) -> Observable[ChatEvent]:
+    """:meth:`Recording.replay` of the recording ``source``, read at each subscription."""
+    import reactivex
+
+    return reactivex.defer(lambda _: read_recording(source).replay(dialect, event_filter))
+
+
+def is_recording(source: Any) -> bool:
+    """Whether ``source`` (a path, bytes or text) is a recording in this format."""
+    if isinstance(source, (str, os.PathLike)) and _is_path(source):
+        with open(source, "rb") as file:
+            start = file.read(len(_HEADER_START))
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        start = bytes(source[: len(_HEADER_START)])
+    elif isinstance(source, str):
+        start = source[: len(_HEADER_START)].encode()
+    else:
+        return False
+    return start == _HEADER_START
+
+
+def _is_path(source: str | os.PathLike[str]) -> bool:
+    if isinstance(source, str) and ("\n" in source or len(source) >= 4096):
+        return False
+    return os.path.isfile(source)
+
+
+def read_recording(source: str | os.PathLike[str] | bytes) -> Recording:
+    """Read a recording from a path, its bytes or its text; a line that is wrong raises
+    :class:`~solon_events.errors.ChatProtocolError` naming it."""
+    if isinstance(source, bytes):
+        body = source
+    elif isinstance(source, str) and not _is_path(source) and source.startswith("{"):
+        body = source.encode()
+    else:
+        body = Path(source).read_bytes()
+    lines = [line for line in body.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith(_HEADER_START):
+        raise ChatProtocolError(
+            f"not a solon-events recording: it must start with {{{FORMAT_KEY!r}"
+        )
+    header = _load(lines[0], 1)
+    if header.get(FORMAT_KEY) != _VERSION:
+        raise ChatProtocolError(f"unknown recording version {header.get(FORMAT_KEY)!r}")
+    steps: list[RecordedStep] = []
+    frames: list[Frame] = []
+    times: list[float] = []
+    results: list[RecordedToolResult] = []
+    number, sent_at, marked = 0, 0.0, False
+
+    def end_step(last: bool = False) -> None:
+        if frames or results or marked or (last and not steps):
+            steps.append(RecordedStep(number, sent_at, tuple(frames), tuple(times), tuple(results)))
+        frames.clear()
+        times.clear()
+        results.clear()
+
+    for line_number, line in enumerate(lines[1:], start=2):
+        entry = _load(line, line_number)
+        at = entry.get("t")
+        if not isinstance(at, (int, float)):
+            raise ChatProtocolError(f"line {line_number} of the recording has no time 't'")
+        if "step" in entry:
+            end_step()
+            number, sent_at, marked = int(entry["step"]), float(at), True
+        elif "json" in entry:
+            frames.append(Frame(orjson.dumps(entry["json"]).decode(), entry.get("event")))
+            times.append(float(at))
+        elif "data" in entry:
+            frames.append(Frame(str(entry["data"]), entry.get("event")))
+            times.append(float(at))
+        elif isinstance(entry.get("tool_result"), dict):
+            result = entry["tool_result"]
+            results.append(
+                RecordedToolResult(
+                    float(at),
+                    result.get("tool_call_id"),
+                    str(result.get("name") or ""),
+                    str(result.get("text") or ""),
+                )
+            )
+        else:
+            raise ChatProtocolError(
+                f"line {line_number} of the recording is neither a step, a frame nor a tool result"
+            )
+    end_step(last=True)
+    return Recording(header, tuple(steps))
+
+
+def _load(line: bytes, number: int) -> dict[str, Any]:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise ChatProtocolError(f"line {number} of the recording is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ChatProtocolError(f"line {number} of the recording is not a JSON object")
+    return value
+
+
+def frame_line(at: float, frame: Frame | str) -> dict[str, Any]:
+    """One frame's line, as a dict."""
+    data, event = (frame.data, frame.event) if isinstance(frame, Frame) else (frame, None)
+    entry: dict[str, Any] = {"t": at}
+    if event:
+        entry["event"] = event
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        payload = None
+    if isinstance(payload, (dict, list)):
+        entry["json"] = payload
+    else:
+        entry["data"] = data
+    return entry
+
+
+def write_recording(
+    path: str | os.PathLike[str], lines: Iterable[Mapping[str, Any]], **header: Any
+) -> None:
+    """Write a recording: a header holding ``header``, then ``lines`` (step, frame and
+    tool-result lines as dicts, each with its time ``t``, rounded here to microseconds)."""
+    out = [orjson.dumps({FORMAT_KEY: _VERSION, **header})]
+    out += [orjson.dumps({**line, "t": round(float(line["t"]), 6)}) for line in lines]
+    Path(path).write_bytes(b"\n".join(out) + b"\n")
+
+
+class _Log:
+    """The lines of a live response as they happen on the model's I/O thread: requests
+    sent (seen as STEP_START), frames received, tool results."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.lines: list[dict[str, Any]] = []
+        self.frame_count = 0
+        self._lock = threading.Lock()
+
+    def _now(self) -> float:
+        return time.monotonic() - self.started
+
+    def frame(self, frame: Frame) -> None:
+        with self._lock:
+            self.lines.append(frame_line(self._now(), frame))
+            self.frame_count += 1
+
+    def event(self, event: ChatEvent) -> None:
+        if event.type is _T.STEP_START:
+            line: dict[str, Any] = {"step": event.step}
+        elif event.type is _T.TOOL_RESULT:
+            call = event.tool_call
+            line = {
+                "tool_result": {
+                    "tool_call_id": event.tool_call_id,
+                    "name": call.name if call is not None else "",
+                    "text": event.text or "",
+                }
+            }
+        else:
+            return
+        with self._lock:
+            self.lines.append({"t": self._now(), **line})
+
+
+def record(
+    prompt: ChatPrompt,
+    out: str | os.PathLike[str],
+    *,
+    on_event: Callable[[ChatEvent], Any] | None = None,
+    header: Mapping[str, Any] | None = None,
+) -> ChatResponse:
+    """Run ``prompt`` (its tool loop included), write what it received to the recording
+    ``out`` and return the response; blocks like :meth:`ChatPrompt.call`.
+
+    ``on_event`` sees each event the prompt's filter delivers, as it arrives (on the
+    model's I/O thread); ``header`` adds fields to the recording's header, or replaces them (the
+    command line adds the prompt). When the response fails, what was received is written all the
+    same, then its error is raised.
+    """
+    from .filters import ChatEventFilter
+    from .model import _outcome
+    from .transport import redact_url
+
+    log = _Log()
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+    model = prompt._model
+    delivered = ChatEventFilter.guarded(prompt._event_filter or ChatEventFilter.DEFAULT)
+
+    def on_next(event: ChatEvent) -> None:
+        log.event(event)
+        if on_event is not None and delivered(event):
+            on_event(event)
+        if event.type is _T.RESPONSE_END:
+            outcome["response"] = event.response
+
+    def on_error(error: Exception) -> None:
+        outcome["error"] = error
+        done.set()
+
+    tapped = attrs.evolve(prompt, frame_tap=log.frame, event_filter=ChatEventFilter.all())
+    subscription = tapped.stream().subscribe(on_next, on_error, done.set)
+    try:
+        done.wait()
+    finally:
+        subscription.dispose()
+    fields = {
+        "dialect": model.dialect.name,
+        "model": model.model,
+        "url": redact_url(model.api_url),
+        "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "solon_events": __version__,
+        **(header or {}),
+    }
+    write_recording(out, log.lines, **fields)
+    return _outcome(outcome)
