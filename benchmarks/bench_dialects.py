@@ -16,14 +16,14 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import orjson
 
 from solon_events import ChatError, ChatEventFilter, ChatEventType, replay
 from solon_events.dialects.base import ChatStreamContext
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+from .recordings import CORPUS
+
 CORPUS_DIALECTS = {
     "openai-chat": "openai",
     "anthropic": "anthropic",
@@ -231,44 +231,9 @@ def synthetic_rows(n: int) -> list[str]:
     ]
 
 
-def stream_cost_rows(frames: int = 6) -> list[str]:
-    """What one short stream costs in all (per stream, not per frame), per dialect.
-
-    Subscribing, the stages, the step and response snapshots: fixed costs that dominate
-    the corpus rows, whose recordings are mostly a few frames long.
-    """
-    rows = []
-    for dialect, make in SYNTHETIC.items():
-        ours, base, floor, _count = measure(make(frames), dialect, 15, 0.01)
-        rows.append(
-            f"{dialect:<48}{frames:>9}{ours * 1e6:>10.1f}{base * 1e6:>10.1f}"
-            f"{ours / base:>8.2f}{floor / base:>8.2f}"
-        )
-    return rows
-
-
-def scaling_rows(sizes: tuple[int, ...] = (1_000, 100_000, 1_000_000)) -> list[str]:
-    """The cost per frame at growing stream lengths (it must stay flat)."""
-    rows = []
-    for n in sizes:
-        times = measure(_openai(n), "openai", repeat=1 if n >= 1_000_000 else 3)
-        rows.append(_row(f"openai, {n:,} frames", *times))
-    return rows
-
-
 def main(n: int = 100_000) -> None:
     print(HEADER)
     for row in corpus_rows():
         print(row)
     for row in synthetic_rows(n):
-        print(row)
-    print()
-    print("one short stream (us per stream, not per frame):")
-    print(f"{'dialect':<48}{'frames':>9}{'us':>10}{'baseline':>10}{'ratio':>8}{'floor':>8}")
-    for row in stream_cost_rows():
-        print(row)
-    print()
-    print("scaling (us/frame must stay flat):")
-    print(HEADER)
-    for row in scaling_rows():
         print(row)

@@ -1,0 +1,56 @@
+"""The machine a run measured, and the versions it ran, for the printout and the JSON."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("solon-events", "orjson", "reactivex", "aiohttp", "attrs")
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def version(package: str) -> str | None:
+    """The installed version of ``package``, None when it is not installed."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def describe() -> dict[str, Any]:
+    """The CPU, core count, memory, OS, Python and the versions of :data:`PACKAGES`."""
+    memory = None
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory / 2**30, 1) if memory else None,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": f"{platform.python_implementation()} {sys.version.split()[0]}",
+        "packages": {name: version(name) for name in PACKAGES},
+    }
+
+
+def summary(machine: dict[str, Any]) -> str:
+    """One line: CPU, cores, memory, OS, Python and the package versions."""
+    packages = ", ".join(f"{name} {v}" for name, v in machine["packages"].items() if v)
+    return (
+        f"{machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
+        f"{machine['os']}; {machine['python']}; {packages}"
+    )

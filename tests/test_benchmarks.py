@@ -1,0 +1,53 @@
+"""The benchmarks' stretched recordings are real streams: they replay to the text of their
+deltas repeated, with the recording's head and tail kept."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from benchmarks import recordings
+from solon_events import ChatEventType, replay
+
+pytestmark = pytest.mark.skipif(not recordings.available(), reason="../shared/corpus absent")
+
+
+def _events(body: bytes, dialect: str) -> list:
+    events: list = []
+    failures: list = []
+    replay(body, dialect).subscribe(events.append, failures.append)
+    assert not failures
+    return events
+
+
+@pytest.mark.parametrize("recording", recordings.recordings(), ids=lambda r: r.dialect)
+def test_stretched_keeps_head_and_tail_and_repeats_the_deltas(recording):
+    n = recording.fixed_frames + 2 * len(recording.deltas) + 1
+    payloads = recordings.payloads(recording, n)
+    assert len(payloads) == n
+    assert payloads[: len(recording.head)] == list(recording.head)
+    assert payloads[len(payloads) - len(recording.tail) :] == list(recording.tail)
+    assert payloads[len(recording.head) + len(recording.deltas)] == recording.deltas[0]
+
+
+@pytest.mark.parametrize("recording", recordings.recordings(), ids=lambda r: r.dialect)
+def test_stretched_replays_one_text_delta_per_added_frame(recording):
+    def deltas(body: bytes) -> list[str]:
+        events = _events(body, recording.dialect)
+        assert events[-1].type is ChatEventType.RESPONSE_END
+        texts = [e.text for e in events if e.type is ChatEventType.TEXT_DELTA]
+        assert "".join(texts) == events[-1].response.text
+        return texts
+
+    deltas(recordings.empty(recording))
+    short = deltas(recordings.stretched(recording, recording.fixed_frames + 1))
+    long = deltas(recordings.stretched(recording, recording.fixed_frames + 50))
+    assert len(long) - len(short) == 49
+
+
+def test_event_lines_name_each_payload():
+    recording = next(r for r in recordings.recordings() if r.event_lines)
+    body = recordings.empty(recording)
+    for event in body.split(b"\n\n")[:-1]:
+        name, data = event.split(b"\n")
+        assert name == b"event: " + orjson.loads(data[len(b"data: ") :])["type"].encode()
