@@ -7,7 +7,7 @@ a delivery filter. See SPEC.md for the contract.
 """
 
 from ._version import __version__ as __version__
-from .core import ChatAccumulator, ChatEventNormalizer, ChatStreamSession
+from .core import ChatAccumulator, ChatEventNormalizer, ChatStreamSession, PartialJsonParser
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import (
     ChatError,
@@ -68,6 +68,7 @@ __all__ = [
     "Citation",
     "FileBlock",
     "ImageBlock",
+    "PartialJsonParser",
     "ProviderError",
     "SearchResult",
     "SystemMessage",
