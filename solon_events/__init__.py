@@ -43,7 +43,7 @@ from .results import (
     ToolCall,
     Usage,
 )
-from .tools import Tool, ToolSet, tool
+from .tools import Tool, ToolContext, ToolSet, tool
 
 __all__ = [
     "AssistantMessage",
@@ -76,6 +76,7 @@ __all__ = [
     "ToolCall",
     "Tool",
     "ToolCallError",
+    "ToolContext",
     "ToolMessage",
     "ToolSet",
     "ToolSpec",

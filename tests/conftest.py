@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from solon_events.cli import ROUTES
+from solon_events.devserver import DevServer, RunningServer
+from solon_events.model import ChatModel
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    """One embedded provider for the module's tests that do not count disconnects."""
+    running = DevServer.run_in_thread()
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def make_model() -> Iterator[Callable[..., ChatModel]]:
+    """``make_model(server_or_url, model, dialect="openai", **options)``: ChatModels on the
+    dialect's route of the embedded provider, closed after the test."""
+    models: list[ChatModel] = []
+
+    def build(
+        srv: RunningServer | str, model: str, dialect: str = "openai", **kw: Any
+    ) -> ChatModel:
+        base = srv if isinstance(srv, str) else srv.url
+        chat = ChatModel(base + ROUTES[dialect], model, dialect=dialect, **kw)
+        models.append(chat)
+        return chat
+
+    yield build
+    for chat in models:
+        chat.close()
 
 
 @pytest.fixture

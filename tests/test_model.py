@@ -52,15 +52,7 @@ ANSWER = f"It is {RESULT} in Paris right now."
 ALL = ChatEventFilter.all()
 
 
-# --- fixtures
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningServer]:
-    """One provider for the tests that do not count disconnects."""
-    running = DevServer.run_in_thread()
-    yield running
-    running.close()
+# --- fixtures (``server`` and ``make_model`` are in conftest.py)
 
 
 @pytest.fixture
@@ -69,24 +61,6 @@ def fresh_server() -> Iterator[RunningServer]:
     running = DevServer.run_in_thread()
     yield running
     running.close()
-
-
-@pytest.fixture
-def make_model() -> Iterator[Callable[..., ChatModel]]:
-    """Build ChatModels that are closed after the test."""
-    models: list[ChatModel] = []
-
-    def build(
-        srv: RunningServer | str, model: str, dialect: str = "openai", **kw: Any
-    ) -> ChatModel:
-        base = srv if isinstance(srv, str) else srv.url
-        chat = ChatModel(base + ENDPOINTS[dialect], model, dialect=dialect, **kw)
-        models.append(chat)
-        return chat
-
-    yield build
-    for chat in models:
-        chat.close()
 
 
 def weather_tool(calls: list[str] | None = None, *, fail: bool = False, **options: Any) -> Tool:

@@ -942,8 +942,9 @@ def test_return_direct_flag() -> None:
         (Custom(), "custom text"),
         (42, "42"),
         (2.5, "2.5"),
-        (True, "True"),
-        (Color.RED, "Color.RED"),
+        (True, "true"),
+        (Color.RED, "red"),
+        (Level.HIGH, "2"),
     ],
 )
 def test_format_result(value: Any, text: str) -> None:

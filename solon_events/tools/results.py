@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +17,8 @@ __all__ = ["format_result"]
 def _json_default(value: Any) -> Any:
     if attrs.has(type(value)):
         return attrs.asdict(value, recurse=False)
+    if hasattr(type(value), "__pydantic_serializer__") and not isinstance(value, type):
+        return value.model_dump(mode="json", by_alias=True)
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         try:
@@ -42,13 +46,20 @@ def _is_structured(value: Any) -> bool:
 def format_result(value: Any) -> str:
     """The text of a tool's result for the model.
 
-    A ``str`` as is; ``None`` as ``""``; dicts, lists, tuples, sets, dataclasses, attrs and
-    pydantic-style (``model_dump``) values as JSON; anything else as ``str(value)``.
+    A ``str`` as is; ``None`` as ``""``; a bool as ``true`` / ``false``; an enum member as
+    its value; a date or time in ISO 8601; dicts, lists, tuples, sets, dataclasses, attrs
+    classes and pydantic models (by alias) as JSON; anything else as ``str(value)``.
     """
     if isinstance(value, str):
         return value
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return format_result(value.value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
     if not _is_structured(value):
         return str(value)
     try:

@@ -27,70 +27,23 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from .context import is_context_annotation
 from .docstrings import class_doc
+from .pydantic_schema import is_field_info, pydantic_shape, wants_pydantic
+from .shape import BadValue, Shape, Unsupported, json_type
 
 __all__ = [
     "MISSING",
-    "BadValue",
     "FieldShape",
-    "Shape",
-    "Unsupported",
+    "Signature",
     "compile_annotation",
     "convert_fields",
-    "function_fields",
-    "json_type",
     "object_schema",
+    "read_signature",
 ]
 
 MISSING: Any = object()
 """A parameter or field without a default."""
-
-# --------------------------------------------------------------------------- schema shapes
-
-
-class BadValue(Exception):
-    """An argument value does not fit its annotation (turned into ToolCallError)."""
-
-
-class Unsupported(TypeError):
-    """An annotation cannot be described as JSON schema."""
-
-
-_Converter = Callable[[Any, str], Any]
-
-
-@attrs.frozen
-class Shape:
-    """The JSON schema of one annotation and the function that checks and converts a value."""
-
-    schema: dict[str, Any]
-    convert: _Converter
-    nullable: bool = False
-
-    def described(self, description: str) -> Shape:
-        """This shape with a description in its schema."""
-        if not description:
-            return self
-        return attrs.evolve(self, schema={**self.schema, "description": description})
-
-
-def json_type(value: object) -> str:
-    """The JSON type name of a value, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
 
 
 def _bad(path: str, expected: str, value: object) -> BadValue:
@@ -486,6 +439,8 @@ def _annotation_description(metadata: Iterable[Any]) -> str:
 
 def compile_annotation(tp: Any, seen: tuple[type, ...]) -> Shape:
     """The shape of an annotation; raises :class:`Unsupported` for what JSON cannot carry."""
+    if wants_pydantic(tp):
+        return pydantic_shape(tp)
     if typing.get_origin(tp) is typing.Annotated:
         inner = compile_annotation(typing.get_args(tp)[0], seen)
         return inner.described(_annotation_description(tp.__metadata__))
@@ -530,7 +485,8 @@ def _compile_container(
         return _attrs_shape(tp, (*seen, tp))
     raise Unsupported(
         f"{tp.__name__} is not a supported annotation (use str, int, float, bool, an Enum, "
-        "Literal, Optional, list, dict, a TypedDict, a dataclass or an attrs class)"
+        "Literal, Optional, list, dict, a TypedDict, a dataclass, an attrs class, a pydantic "
+        "model, or Annotated[T, pydantic.Field()] for any other type pydantic validates)"
     )
 
 
@@ -561,10 +517,22 @@ def _parameter_hints(function: Callable[..., Any]) -> dict[str, Any]:
         return typing.get_type_hints(stub, include_extras=True)
 
 
-def function_fields(
-    function: Callable[..., Any], label: str, docs: Mapping[str, str]
-) -> tuple[list[FieldShape], list[str]]:
-    """The tool's parameters as object fields, and the names that are positional-only."""
+@attrs.frozen
+class Signature:
+    """A function's parameters as a tool sees them."""
+
+    fields: list[FieldShape]
+    """The parameters the model fills, as the fields of the argument object."""
+    positional: list[str]
+    """The names of positional-only parameters, in order."""
+    context: str | None = None
+    """The parameter that asks for the :class:`~.context.ToolContext`, if any."""
+    defaults: dict[str, Callable[[], Any]] = attrs.field(factory=dict)
+    """Defaults to fill in when not sent (parameters whose default is ``pydantic.Field``)."""
+
+
+def read_signature(function: Callable[..., Any], label: str, docs: Mapping[str, str]) -> Signature:
+    """The tool's view of ``function``; ``TypeError`` for what cannot be described to a model."""
     try:
         signature = inspect.signature(function)
         hints = _parameter_hints(function)
@@ -572,8 +540,7 @@ def function_fields(
         raise TypeError(
             f"tool {label}: cannot read its signature and annotations: {error}"
         ) from None
-    fields: list[FieldShape] = []
-    positional: list[str] = []
+    result = Signature([], [])
     for param in signature.parameters.values():
         where = f"tool {label}, parameter {param.name!r}"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -582,14 +549,33 @@ def function_fields(
             raise TypeError(
                 f"{where} has no type annotation; annotate it (e.g. `{param.name}: str`)"
             )
+        hint = hints[param.name]
+        if is_context_annotation(hint):
+            if param.kind is param.POSITIONAL_ONLY or result.context is not None:
+                raise TypeError(f"{where}: a tool takes one ToolContext, by keyword")
+            result = attrs.evolve(result, context=param.name)
+            continue
+        default = MISSING if param.default is param.empty else param.default
+        required = default is MISSING
+        if is_field_info(default):  # its default is shown by pydantic's schema, filled by us
+            hint, fill, default = typing.Annotated[hint, default], _field_default(default), MISSING
+            required = fill is MISSING
+            if not required:
+                result.defaults[param.name] = fill
         try:
-            shape = compile_annotation(hints[param.name], ())
+            shape = compile_annotation(hint, ())
         except Unsupported as error:
             raise TypeError(f"{where}: unsupported annotation: {error}") from None
         if "description" not in shape.schema:
             shape = shape.described(docs.get(param.name, ""))
-        default = MISSING if param.default is param.empty else param.default
-        fields.append(FieldShape(param.name, shape, required=default is MISSING, default=default))
+        result.fields.append(FieldShape(param.name, shape, required=required, default=default))
         if param.kind is param.POSITIONAL_ONLY:
-            positional.append(param.name)
-    return fields, positional
+            result.positional.append(param.name)
+    return result
+
+
+def _field_default(field_info: Any) -> Any:
+    """A ``pydantic.Field``'s default as a function giving the value, or MISSING if required."""
+    if field_info.is_required():
+        return MISSING
+    return functools.partial(field_info.get_default, call_default_factory=True)

@@ -20,16 +20,11 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from ..errors import ToolCallError
 from ..messages import ToolSpec
+from .context import ToolContext
 from .docstrings import parse_docstring
 from .results import format_result
-from .schema import (
-    MISSING,
-    BadValue,
-    convert_fields,
-    function_fields,
-    json_type,
-    object_schema,
-)
+from .schema import MISSING, convert_fields, object_schema, read_signature
+from .shape import BadValue, json_type
 
 __all__ = ["Tool", "ToolSet", "tool"]
 
@@ -81,8 +76,8 @@ class Tool(Generic[P, R]):
         "_is_async",
         "_name",
         "_parameters",
-        "_positional",
         "_return_direct",
+        "_signature",
         "_spec",
     )
 
@@ -99,18 +94,37 @@ class Tool(Generic[P, R]):
         label = getattr(function, "__qualname__", None) or repr(function)
         name = _check_name(name if name is not None else getattr(function, "__name__", ""))
         doc_description, docs = parse_docstring(_raw_doc(function))
-        fields, positional = function_fields(function, label, docs)
+        self._signature = read_signature(function, label, docs)
+        self._fields = {field.name: field for field in self._signature.fields}
+        self._describe(
+            function,
+            name=name,
+            description=doc_description if description is None else description,
+            parameters=object_schema(self._signature.fields),
+            return_direct=return_direct,
+            is_async=_is_async(function),
+        )
+
+    def _describe(
+        self,
+        function: Callable[P, R],
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        return_direct: bool,
+        is_async: bool,
+    ) -> None:
+        """Set what every tool has, however its arguments are handled."""
         self.__wrapped__ = function
         self._function = function
         self._name = name
-        self._description = doc_description if description is None else description
+        self._description = description
         self._return_direct = bool(return_direct)
-        self._is_async = _is_async(function)
-        self._fields = {field.name: field for field in fields}
-        self._positional = positional
-        self._parameters = object_schema(fields)
+        self._is_async = is_async
+        self._parameters = parameters
         self._spec = ToolSpec(
-            name=name, description=self._description, parameters=copy.deepcopy(self._parameters)
+            name=name, description=description, parameters=copy.deepcopy(parameters)
         )
 
     @classmethod
@@ -174,20 +188,28 @@ class Tool(Generic[P, R]):
             f"return_direct={self._return_direct})"
         )
 
-    def invoke(self, arguments: Mapping[str, Any] | None = None) -> Any:
+    def invoke(
+        self, arguments: Mapping[str, Any] | None = None, context: ToolContext | None = None
+    ) -> Any:
         """Call the function with the arguments a model sent (a JSON object).
 
         The arguments are checked against the schema and converted to the annotated types
-        (enum members, dataclass / attrs / TypedDict values, tuples, sets; an integer for a
-        float). Unknown, missing or ill-typed arguments raise :class:`ToolCallError`; what
-        the function itself raises propagates unchanged. An async tool returns its awaitable.
+        (enum members, dataclass / attrs / TypedDict / pydantic values, tuples, sets; an
+        integer for a float). Unknown, missing or ill-typed arguments raise
+        :class:`ToolCallError` (pydantic's messages included); what the function itself raises
+        propagates unchanged. An async tool returns its awaitable. A function that asks for a
+        :class:`ToolContext` gets ``context`` (one that reports nowhere when None).
         """
         args, kwargs = self._bind(arguments)
+        if self._signature.context is not None:
+            kwargs[self._signature.context] = context if context is not None else ToolContext()
         return self._function(*args, **kwargs)
 
-    async def ainvoke(self, arguments: Mapping[str, Any] | None = None) -> Any:
+    async def ainvoke(
+        self, arguments: Mapping[str, Any] | None = None, context: ToolContext | None = None
+    ) -> Any:
         """Like :meth:`invoke`, awaiting the result of an async tool."""
-        result = self.invoke(arguments)
+        result = self.invoke(arguments, context)
         if inspect.isawaitable(result):
             result = await result
         return result
@@ -210,15 +232,19 @@ class Tool(Generic[P, R]):
             kwargs = convert_fields(self._fields, arguments, None)
         except BadValue as error:
             raise ToolCallError(f"tool {self._name!r}: {error}", tool_name=self._name) from None
+        for name, default in self._signature.defaults.items():
+            if name not in kwargs:
+                kwargs[name] = default()
         return self._split_positional(kwargs), kwargs
 
     def _split_positional(self, kwargs: dict[str, Any]) -> list[Any]:
         """Move positional-only values out of ``kwargs``, filling skipped defaults."""
-        given = [i for i, name in enumerate(self._positional) if name in kwargs]
+        positional = self._signature.positional
+        given = [i for i, name in enumerate(positional) if name in kwargs]
         if not given:
             return []
         args = []
-        for name in self._positional[: given[-1] + 1]:
+        for name in positional[: given[-1] + 1]:
             args.append(kwargs.pop(name) if name in kwargs else self._fields[name].default)
         return args
 

@@ -1,0 +1,112 @@
+"""Pydantic types as tool parameters: their JSON schema and validation come from pydantic.
+
+A pydantic model or dataclass, ``Annotated[X, Field(...)]`` or an ``annotated_types``
+constraint, or any type the hand-written compiler does not know (``datetime.date``, ``UUID``,
+``EmailStr``...) when pydantic is installed, becomes a :class:`~.shape.Shape` built on a
+``pydantic.TypeAdapter``: the schema is the adapter's (``$ref`` resolved in place, since not
+every provider reads ``$defs``), and a value is converted by ``validate_python``, whose
+errors (a validator's own message included) become the message the model reads.
+
+Pydantic is imported only when such a type is met.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from .docstrings import INSTALL_HINT
+from .shape import BadValue, Shape, Unsupported
+
+__all__ = ["is_field_info", "pydantic_shape", "wants_pydantic"]
+
+_PYDANTIC_MODULES = ("pydantic", "annotated_types")
+_REF_PREFIX = "#/$defs/"
+
+
+def _from_pydantic(value: object) -> bool:
+    module = getattr(type(value), "__module__", "") or ""
+    return module.split(".", 1)[0] in _PYDANTIC_MODULES
+
+
+def wants_pydantic(tp: Any) -> bool:
+    """Whether ``tp`` is for pydantic to describe and validate (without importing pydantic)."""
+    if typing.get_origin(tp) is typing.Annotated:
+        return any(_from_pydantic(item) for item in tp.__metadata__)
+    if not isinstance(tp, type):
+        return False
+    module = getattr(tp, "__module__", "") or ""
+    return hasattr(tp, "__pydantic_validator__") or module.split(".", 1)[0] == "pydantic"
+
+
+def is_field_info(value: object) -> bool:
+    """Whether ``value`` is a ``pydantic.Field(...)`` (used as a parameter's default)."""
+    return type(value).__name__ == "FieldInfo" and _from_pydantic(value)
+
+
+def pydantic_shape(tp: Any) -> Shape:
+    """The shape of ``tp`` as pydantic describes and validates it.
+
+    Raises :class:`~.shape.Unsupported` when pydantic is missing, cannot build a
+    schema for ``tp``, or the type refers to itself.
+    """
+    try:
+        import pydantic
+    except ImportError:
+        name = getattr(tp, "__name__", None) or repr(tp)
+        raise Unsupported(
+            f"{name} needs pydantic to be described to a model: {INSTALL_HINT}"
+        ) from None
+    try:
+        adapter: Any = pydantic.TypeAdapter(tp)
+        schema = _inline_refs(adapter.json_schema())
+    except pydantic.PydanticUserError as error:
+        raise Unsupported(str(error).split("\n", 1)[0]) from None
+
+    def convert(value: Any, path: str) -> Any:
+        try:
+            return adapter.validate_python(value)
+        except pydantic.ValidationError as error:
+            raise BadValue(_message(error, path)) from None
+
+    return Shape(schema, convert, nullable=_accepts_null(schema))
+
+
+def _message(error: Any, path: str) -> str:
+    """Each of pydantic's errors as ``argument 'path.to.field': message``."""
+    parts = []
+    for item in error.errors(include_url=False, include_context=False, include_input=False):
+        where = ".".join([path, *(str(part) for part in item["loc"])])
+        parts.append(f"argument {where!r}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def _accepts_null(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind) or not schema:
+        return True
+    return any(_accepts_null(option) for option in schema.get("anyOf") or ())
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``$ref`` into its ``$defs`` replaced by the definition."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+            name = ref[len(_REF_PREFIX) :]
+            if name in seen:
+                raise Unsupported(f"{name} refers to itself; recursive types are not supported")
+            target = resolve(definitions[name], (*seen, name))
+            siblings = {key: resolve(value, seen) for key, value in node.items() if key != "$ref"}
+            return {**target, **siblings}
+        return {key: resolve(value, seen) for key, value in node.items()}
+
+    resolved: dict[str, Any] = resolve(schema, ())
+    return resolved

@@ -1,0 +1,56 @@
+"""What the schema builders make: a :class:`Shape` per annotation, and their two errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["BadValue", "Converter", "Shape", "Unsupported", "json_type"]
+
+
+class BadValue(Exception):
+    """An argument value does not fit its annotation (turned into ToolCallError)."""
+
+
+class Unsupported(TypeError):
+    """An annotation cannot be described as JSON schema."""
+
+
+Converter = Callable[[Any, str], Any]
+"""Checks a JSON value found at a path and returns it as the annotated type."""
+
+
+@attrs.frozen
+class Shape:
+    """The JSON schema of one annotation and the function that checks and converts a value."""
+
+    schema: dict[str, Any]
+    convert: Converter
+    nullable: bool = False
+
+    def described(self, description: str) -> Shape:
+        """This shape with a description in its schema."""
+        if not description:
+            return self
+        return attrs.evolve(self, schema={**self.schema, "description": description})
+
+
+def json_type(value: object) -> str:
+    """The JSON type name of a value, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
