@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -18,7 +19,7 @@ from .filters import ChatEventFilter
 from .model import ChatModel
 from .render import LiveRenderer, event_to_json
 from .replay import replay
-from .tools import tool
+from .tools import ToolContext, tool
 
 __all__ = ["main"]
 
@@ -29,6 +30,8 @@ ROUTES = {
     "gemini": "/v1beta",
     "ollama": "/api/chat",
 }
+DEMO_STATIONS = 3
+"""How many weather stations the demo's tool asks, reporting progress after each."""
 KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
@@ -39,12 +42,15 @@ KEY_VARIABLES = {
 
 
 @tool
-def get_weather(city: str) -> str:
+def get_weather(city: str, ctx: ToolContext) -> str:
     """Current weather in a city.
 
     Args:
         city: The city's name, e.g. Paris.
     """
+    for station in range(1, DEMO_STATIONS + 1):
+        time.sleep(0.1)  # a real tool would ask each station
+        ctx.progress(station, DEMO_STATIONS, f"asked station {station} of {DEMO_STATIONS}")
     return "18°C and sunny"
 
 

@@ -12,7 +12,13 @@ from rich.text import Text
 from .events import TYPES, ChatEvent
 from .results import Usage
 
-__all__ = ["LiveRenderer", "event_to_json", "usage_line"]
+__all__ = [
+    "LiveRenderer",
+    "event_to_json",
+    "tool_progress_line",
+    "tool_result_line",
+    "usage_line",
+]
 
 _T = TYPES
 
@@ -61,9 +67,33 @@ def event_to_json(event: ChatEvent, *, with_raw: bool = False) -> bytes:
     return orjson.dumps(data)
 
 
+def _tool_name(event: ChatEvent) -> str:
+    name = event.attrs.get("tool_name") or (event.tool_call.name if event.tool_call else None)
+    return str(name or "tool")
+
+
+def tool_result_line(event: ChatEvent) -> str:
+    """A TOOL_RESULT in one line: ``name returned: text  (12 ms)`` or ``name failed: error``."""
+    duration = event.attrs.get("duration")
+    took = f"  ({duration * 1000:.0f} ms)" if isinstance(duration, (int, float)) else ""
+    outcome = "failed" if event.attrs.get("is_error") else "returned"
+    return f"{_tool_name(event)} {outcome}: {event.text or ''}{took}"
+
+
+def tool_progress_line(event: ChatEvent) -> str:
+    """A tool's progress report (STATUS ``tool_progress``) in one line: ``name: message [2/5]``."""
+    progress, total = event.attrs.get("progress"), event.attrs.get("total")
+    amount = ""
+    if isinstance(progress, (int, float)):
+        out_of = f"/{total:g}" if isinstance(total, (int, float)) else ""
+        amount = f"[{progress:g}{out_of}]"
+    return " ".join(part for part in (f"{_tool_name(event)}:", event.text, amount) if part)
+
+
 class LiveRenderer:
     """Shows a response as it streams: thinking dimmed, the answer typed as it arrives,
-    tool calls and results as they happen, per-step and total usage at the end."""
+    tool calls, their progress and their results (with how long they took) as they happen,
+    per-step and total usage at the end."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False)
@@ -95,8 +125,13 @@ class LiveRenderer:
             out.print(Text(f"→ tool call {call.name}({call.arguments_str})", style="cyan"))
         elif t is _T.TOOL_RESULT:
             self._switch(None)
-            name = event.tool_call.name if event.tool_call else "tool"
-            out.print(Text(f"← {name} returned: {event.text}", style="green"))
+            if event.attrs.get("is_error"):
+                out.print(Text(f"✗ {tool_result_line(event)}", style="red"))
+            else:
+                out.print(Text(f"← {tool_result_line(event)}", style="green"))
+        elif t is _T.STATUS and event.sub_type == "tool_progress":
+            self._switch(None)
+            out.print(Text(f"… {tool_progress_line(event)}", style="cyan dim"))
         elif t is _T.SERVER_TOOL_START:
             self._switch(None)
             out.print(Text(f"⚙ server tool {event.sub_type or ''} started", style="cyan"))

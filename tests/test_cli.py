@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -72,10 +73,16 @@ def recording(tmp_path: Path, payloads: list[dict[str, object]]) -> Path:
     return path
 
 
+PROGRESS = [f"get_weather: asked station {n} of 3 [{n}/3]" for n in (1, 2, 3)]
+
+
 def assert_demo_output(out: str) -> None:
-    for expected in (THINKING, TOOL_CALL, TOOL_RESULT, ANSWER, TOTAL):
+    for expected in (THINKING, TOOL_CALL, *PROGRESS, TOOL_RESULT, ANSWER, TOTAL):
         assert expected in out, f"{expected!r} missing from:\n{out}"
-    assert out.index(THINKING) < out.index(TOOL_CALL) < out.index(TOOL_RESULT)
+    assert out.index(THINKING) < out.index(TOOL_CALL) < out.index(PROGRESS[0])
+    assert out.index(PROGRESS[0]) < out.index(PROGRESS[1]) < out.index(PROGRESS[2])
+    assert out.index(PROGRESS[2]) < out.index(TOOL_RESULT)
+    assert re.search(re.escape(TOOL_RESULT) + r"  \(\d+ ms\)\n", out), out
     assert out.index(TOOL_RESULT) < out.index(ANSWER) < out.index(TOTAL)
     assert "step 0 usage: prompt 42, completion 17, total 59" in out
     assert "step 1 usage: prompt 80, completion 12, total 92" in out
