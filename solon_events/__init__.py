@@ -10,6 +10,7 @@ from ._version import __version__ as __version__
 from .core import ChatAccumulator, ChatEventNormalizer, ChatStreamSession, PartialJsonParser
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import (
+    ChatConnectionError,
     ChatError,
     ChatHttpError,
     ChatProtocolError,
@@ -48,6 +49,7 @@ from .tools import Tool, ToolContext, ToolSet, tool
 __all__ = [
     "AssistantMessage",
     "ChatAccumulator",
+    "ChatConnectionError",
     "ChatDialect",
     "ChatError",
     "ChatEvent",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "ChatConnectionError",
     "ChatError",
     "ChatHttpError",
     "ChatProtocolError",
@@ -34,7 +35,11 @@ class ChatError(Exception):
 
 
 class ChatHttpError(ChatError):
-    """The provider answered with an HTTP error status (``status``) and its own message."""
+    """The provider answered with an HTTP error status (``status``) and its own message.
+
+    ``retry_after`` is the wait, in seconds, the provider asked for (``Retry-After`` or
+    ``retry-after-ms``), or None; ``headers`` are the response's headers.
+    """
 
     def __init__(
         self,
@@ -43,21 +48,34 @@ class ChatHttpError(ChatError):
         *,
         provider_error: Mapping[str, Any] | None = None,
         url: str | None = None,
+        retry_after: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.status = status
         self.provider_message = provider_message
         self.url = url
+        self.retry_after = retry_after
+        self.headers: Mapping[str, str] = dict(headers or {})
         detail = f": {provider_message}" if provider_message else ""
         where = f" from {url}" if url else ""
         super().__init__(f"HTTP {status}{where}{detail}", provider_error=provider_error)
 
 
 class ChatTimeoutError(ChatError, TimeoutError):
-    """A time budget ran out (``budget`` names which: first frame, idle or total)."""
+    """A time budget ran out: ``budget`` names which (``"timeout"``, ``"idle_timeout"`` or
+    ``"total_timeout"``) and ``frames_received`` how many frames had been decoded."""
 
-    def __init__(self, message: str, *, budget: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, budget: str | None = None, frames_received: int | None = None
+    ) -> None:
         super().__init__(message)
         self.budget = budget
+        self.frames_received = frames_received
+
+
+class ChatConnectionError(ChatError):
+    """The request could not be sent or its response could not be read (connection
+    refused or reset, DNS failure, a body cut off by the network)."""
 
 
 class ChatProtocolError(ChatError):

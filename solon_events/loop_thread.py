@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 __all__ = ["EventLoopThread", "cancel_other_tasks"]
@@ -51,6 +51,23 @@ class EventLoopThread:
         ready.wait()
         self._loop, self._thread = loop, thread
 
+    @property
+    def started(self) -> bool:
+        """Whether the loop is running (it starts on first use of :attr:`loop`)."""
+        loop = self._loop
+        return loop is not None and not loop.is_closed()
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` on the loop: at once on the loop thread, else as soon as the
+        loop gets to it; never when the loop is not running (nothing would run it)."""
+        if self.in_loop_thread():
+            callback()
+            return
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed meanwhile
+                loop.call_soon_threadsafe(callback)
+
     def in_loop_thread(self) -> bool:
         """True when called from the loop's own thread."""
         return self._thread is not None and threading.current_thread() is self._thread
@@ -59,12 +76,18 @@ class EventLoopThread:
         """Run ``coro`` on the loop; a concurrent future of its result."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def run(self, coro: Coroutine[Any, Any, _R]) -> _R:
-        """Run ``coro`` on the loop and block until it is done (never from the loop thread)."""
+    def run(self, coro: Coroutine[Any, Any, _R], timeout: float | None = None) -> _R:
+        """Run ``coro`` on the loop and block until it is done (never from the loop thread);
+        after ``timeout`` seconds, cancel it and raise TimeoutError."""
         if self.in_loop_thread():
             coro.close()
             raise RuntimeError("a blocking call cannot be made from the I/O thread itself")
-        return self.submit(coro).result()
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"the I/O loop's work took more than {timeout} s") from None
 
     def close(self) -> None:
         """Cancel what still runs on the loop, stop it and join its thread (idempotent).

@@ -12,27 +12,33 @@ in Jupyter, whose main thread runs a loop; :meth:`ChatPrompt.acall` and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
-import reactivex
-from reactivex import Observable
+from reactivex import Observable, abc
+from reactivex import create as rx_create
 from reactivex import operators as ops
-from reactivex.scheduler.eventloop import AsyncIOThreadSafeScheduler
+from reactivex.disposable import Disposable
 
+from .core import stages
 from .core.session import new_response_id
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
 from .events import TYPES, ChatEvent
+from .loop_thread import EventLoopThread, cancel_other_tasks
 from .messages import ChatRequest, Message, to_messages
-from .operators import respond
+from .redaction import Redactor
 from .results import ChatResponse
-from .sse import Frame
+from .retry import RetryPolicy
+from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
+from .stream_reader import StreamReader, TimeBudgets
 from .tool_loop import StepPlan, ToolErrorPolicy, response_steps
 from .tools import Tool, ToolSet
-from .transport import HttpTransport
+from .transport import AiohttpTransport, ChatTransport
 
 __all__ = ["ChatModel", "ChatPrompt"]
 
@@ -44,9 +50,22 @@ class ChatModel:
     """A chat model behind ``api_url``, spoken to in ``dialect``.
 
     ``timeout`` bounds the wait for the first frame, ``idle_timeout`` the gap between
-    frames and ``total_timeout`` the whole response (seconds; None for no limit). One model
-    serves many concurrent streams over one connection pool; :meth:`close` it (or use it as
-    a context manager) when done. The API key never appears in a repr, log or error.
+    frames and ``total_timeout`` the whole request (seconds; None for no limit): they count
+    decoded frames, never bytes. Before the first frame of a request, connection errors and
+    the statuses 408, 409, 429, 500, 502, 503 and 504 are retried up to ``max_retries``
+    times (each retry a STATUS event with ``sub_type="retry"``).
+
+    ``transport`` sends the requests (any :class:`~solon_events.transport.ChatTransport`,
+    for example a :class:`~solon_events.transport.ReplayTransport` of recorded bytes); by
+    default an :class:`~solon_events.transport.AiohttpTransport` whose pool holds
+    ``connection_limit`` connections (default 100; 0 for no limit).
+
+    One model serves many concurrent streams over one connection pool; :meth:`close` it (or
+    use it as a context manager) when done: streams still in flight then end with a
+    ChatError saying the model was closed. A model never closed is closed when it is
+    garbage collected or when the interpreter exits. No secret it knows (the API key, the
+    values of auth-like headers, key-like query values of ``api_url``) appears in a repr,
+    an error or an event.
     """
 
     def __init__(
@@ -62,16 +81,36 @@ class ChatModel:
         *,
         max_steps: int = 8,
         tool_errors: ToolErrorPolicy = "raise",
-        max_frame_size: int = 16 * 1024 * 1024,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_retries: int = 2,
+        transport: ChatTransport | None = None,
+        connection_limit: int | None = None,
     ) -> None:
+        redactor = Redactor.for_request(
+            api_key=api_key,
+            headers=headers,
+            api_url=api_url if isinstance(api_url, str) else None,
+        )
         if not isinstance(api_url, str) or not api_url.startswith(("http://", "https://")):
-            raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
+            shown = redactor.text(api_url) if isinstance(api_url, str) else api_url
+            raise ValueError(f"api_url must be an http(s) URL, got {shown!r}")
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty string")
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if tool_errors not in ("raise", "return"):
             raise ValueError("tool_errors must be 'raise' or 'return'")
+        if transport is None:
+            transport = AiohttpTransport(
+                connection_limit=100 if connection_limit is None else connection_limit
+            )
+        elif connection_limit is not None:
+            raise ValueError(
+                "connection_limit sizes the default transport's pool; "
+                "with transport=..., size the pool of that transport instead"
+            )
+        elif not callable(getattr(transport, "send", None)):
+            raise TypeError("transport must have an async send(request) method")
         self.api_url = api_url
         self.model = model
         self.dialect = get_dialect(dialect)
@@ -79,19 +118,38 @@ class ChatModel:
         self._headers = dict(headers or {})
         self.max_steps = max_steps
         self.tool_errors: ToolErrorPolicy = tool_errors
-        secrets = [api_key or "", *self._headers.values()]
-        self.transport = HttpTransport(
-            timeout=timeout,
-            idle_timeout=idle_timeout,
-            total_timeout=total_timeout,
+        self.transport: ChatTransport = transport
+        """What sends the requests."""
+        self._redactor = redactor
+        self._io = EventLoopThread()
+        self._reader = StreamReader(
+            transport,
+            self._io,
+            self.dialect,
+            budgets=TimeBudgets(
+                timeout=timeout, idle_timeout=idle_timeout, total_timeout=total_timeout
+            ),
             max_frame_size=max_frame_size,
-            secrets=secrets,
+            retry_policy=RetryPolicy(max_retries=max_retries),
+            redactor=redactor,
         )
+        self._lifecycle = _Lifecycle(self._io, self._reader)
+        self._close = weakref.finalize(self, self._lifecycle.close)
+
+    @property
+    def max_retries(self) -> int:
+        """How many times a request is retried before its first frame."""
+        return self._reader.retry_policy.max_retries
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._lifecycle.closed
 
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
         return (
-            f"ChatModel(api_url={self.api_url!r}, model={self.model!r}, "
+            f"ChatModel(api_url={self._redactor.text(self.api_url)!r}, model={self.model!r}, "
             f"dialect={self.dialect.name!r}, api_key=<{key}>)"
         )
 
@@ -106,8 +164,10 @@ class ChatModel:
         )
 
     def close(self) -> None:
-        """Close the connection pool and the I/O thread."""
-        self.transport.close()
+        """End the streams still in flight (each with a ChatError saying the model was
+        closed, after its ERROR event), close the transport and stop the I/O thread.
+        Idempotent; later streams fail at once."""
+        self._close()
 
     def __enter__(self) -> ChatModel:
         return self
@@ -120,6 +180,159 @@ class ChatModel:
 
     async def __aexit__(self, *_: object) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+
+_SHUTDOWN_TIMEOUT = 10.0
+
+
+def _closed_error() -> ChatError:
+    return ChatError("the response was cancelled: its ChatModel was closed")
+
+
+class _Lifecycle:
+    """What a ChatModel holds open: its I/O thread, its transport and the responses in
+    flight. It never refers to the model, so that an unreferenced model is collected and
+    closed by its finalizer (also at interpreter exit)."""
+
+    def __init__(self, io: EventLoopThread, reader: StreamReader) -> None:
+        self._io = io
+        self._reader = reader
+        self._lock = threading.Lock()
+        self._live: set[_ResponsePipeline] = set()
+        self.closed = False
+
+    def admit(self, pipeline: _ResponsePipeline) -> bool:
+        """Start ``pipeline`` on the I/O loop; False once closed."""
+        with self._lock:
+            if self.closed:
+                return False
+            self._live.add(pipeline)
+            self._io.loop.call_soon_threadsafe(pipeline.start)
+            return True
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` on the I/O loop (after what was scheduled before it)."""
+        self._io.call_soon(callback)
+
+    def release(self, pipeline: _ResponsePipeline) -> None:
+        """``pipeline`` has ended or was disposed."""
+        with self._lock:
+            self._live.discard(pipeline)
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = self._reader.closed = True
+        io = self._io
+        if io.in_loop_thread():  # closed from a callback: shut down after it returns
+            asyncio.get_running_loop().create_task(self._shutdown()).add_done_callback(
+                lambda _: io.close()
+            )
+            return
+        try:
+            if io.started or callable(getattr(self._reader.transport, "aclose", None)):
+                with contextlib.suppress(Exception):
+                    io.run(self._shutdown(), timeout=_SHUTDOWN_TIMEOUT)
+        finally:
+            io.close()
+
+    async def _shutdown(self) -> None:
+        # What was scheduled before close() (a subscription, a request task being
+        # created) runs first, so that it is cancelled below rather than lost.
+        for _ in range(3):
+            await asyncio.sleep(0)
+        await cancel_other_tasks()
+        with self._lock:
+            unfinished = list(self._live)
+        for pipeline in unfinished:
+            pipeline.fail(_closed_error())
+        aclose = getattr(self._reader.transport, "aclose", None)
+        if callable(aclose):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(aclose(), _SHUTDOWN_TIMEOUT / 2)
+
+
+class _ResponsePipeline:
+    """One subscription of :meth:`ChatPrompt.stream`: every step's events through
+    ``respond()`` into the observer, on the I/O loop.
+
+    Every failure passes the model's :class:`~solon_events.redaction.Redactor` before the
+    ERROR event is built from it: the one point where secrets leave the errors.
+    """
+
+    def __init__(
+        self,
+        plan: StepPlan,
+        event_filter: EventFilter | None,
+        observer: abc.ObserverBase[ChatEvent],
+        lifecycle: _Lifecycle,
+        redactor: Redactor,
+    ) -> None:
+        self._plan = plan
+        self._event_filter = event_filter
+        self._observer = observer
+        self._lifecycle = lifecycle
+        self._redactor = redactor
+        self._head: stages.RespondStage | None = None
+        self._upstream: abc.DisposableBase | None = None
+        self._ended = False
+        self.on_next = observer.on_next
+
+    def start(self) -> None:
+        """Subscribe to the steps (on the I/O loop); RESPONSE_START is emitted at once."""
+        if self._ended:
+            return
+        response_id = new_response_id()
+        head = self._open(response_id)
+        try:
+            self._upstream = response_steps(self._plan, response_id=response_id).subscribe(
+                head.on_next, self._fail, head.on_completed
+            )
+        except Exception as exc:  # a request that cannot even be built
+            self._fail(exc)
+
+    def _open(self, response_id: str | None = None) -> stages.RespondStage:
+        if self._head is None:
+            self._head = stages.respond(
+                self,
+                response_id=response_id,
+                event_filter=self._event_filter,
+                fold_steps=False,
+            )
+        return self._head
+
+    def _fail(self, error: Exception) -> None:
+        self._open().on_error(self._redactor.error(error))
+
+    def fail(self, error: ChatError) -> None:
+        """End the response with ``error`` unless it has ended (the model is closing)."""
+        if self._ended:
+            return
+        if self._upstream is not None:
+            self._upstream.dispose()
+        self._fail(error)
+
+    def on_error(self, error: Exception) -> None:
+        self._end()
+        self._observer.on_error(error)
+
+    def on_completed(self) -> None:
+        self._end()
+        self._observer.on_completed()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._lifecycle.release(self)
+
+    def dispose(self) -> None:
+        """Stop the response: nothing more is delivered; the request is cancelled."""
+        self._end()
+        self._lifecycle.call_soon(self._dispose_upstream)
+
+    def _dispose_upstream(self) -> None:
+        if self._upstream is not None:
+            self._upstream.dispose()
 
 
 @attrs.frozen
@@ -177,30 +390,42 @@ class ChatPrompt:
             tool_errors=model.tool_errors,
         )
 
-    def _frames(self, http: HttpRequest) -> Observable[Frame]:
-        frames = self._model.transport.frames(http, self._model.dialect)
-        return frames if self._frame_tap is None else frames.pipe(ops.do_action(self._frame_tap))
+    def _frames(self, http: HttpRequest) -> Observable[Frame | ChatEvent]:
+        frames = self._model._reader.frames(http)
+        tap = self._frame_tap
+        if tap is None:
+            return frames
+
+        def tap_frames(item: Frame | ChatEvent) -> None:
+            if isinstance(item, Frame):  # not a retry's STATUS event
+                tap(item)
+
+        return frames.pipe(ops.do_action(tap_frames))
 
     def stream(self) -> Observable[ChatEvent]:
         """A cold Observable of the response's events; each subscription is a new request.
 
-        Events are delivered on the model's I/O thread.
+        Events are delivered on the model's I/O thread. Subscribed after the model was
+        closed, it fails at once (RESPONSE_START, ERROR, then ``on_error``).
         """
         plan = self._plan()
         event_filter = self._event_filter
+        model = self._model
 
-        def pipeline(_scheduler: object) -> Observable[ChatEvent]:
-            response_id = new_response_id()
-            return response_steps(plan, response_id=response_id).pipe(
-                respond(response_id=response_id, event_filter=event_filter)
-            )
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            lifecycle = model._lifecycle
+            pipeline = _ResponsePipeline(plan, event_filter, observer, lifecycle, model._redactor)
+            if not lifecycle.admit(pipeline):
+                pipeline.fail(ChatError("this ChatModel is closed"))
+            return Disposable(pipeline.dispose)
 
-        io_scheduler = AsyncIOThreadSafeScheduler(self._model.transport.io.loop)
-        return reactivex.defer(pipeline).pipe(ops.subscribe_on(io_scheduler))
+        return rx_create(subscribe)
 
     def call(self) -> ChatResponse:
         """Block until the response is complete and return it; raises its ChatError."""
-        if self._model.transport.io.in_loop_thread():
+        if self._model._io.in_loop_thread():
             raise RuntimeError("call() would block the I/O thread; use acall() or stream()")
         done = threading.Event()
         outcome: dict[str, Any] = {}

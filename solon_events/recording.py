@@ -395,7 +395,7 @@ def record(
     """
     from .filters import ChatEventFilter
     from .model import _outcome
-    from .transport import redact_url
+    from .redaction import redact_url
 
     log = _Log()
     done = threading.Event()

@@ -32,6 +32,8 @@ PATTERNS = (
     "filters.py",
     "errors.py",
     "messages.py",
+    "redaction.py",
+    "retry.py",
     "core/*.py",
     "sse.py",
     "dialects/*.py",

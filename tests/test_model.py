@@ -861,7 +861,7 @@ def test_close_is_idempotent(server: RunningServer) -> None:
     model.close()
     used = ChatModel(server.url + ENDPOINTS["openai"], "echo")
     assert used.prompt("before closing").call().text == "before closing"
-    io_thread = used.transport.io._thread
+    io_thread = used._io._thread
     assert io_thread is not None and io_thread.is_alive()
     used.close()
     used.close()
@@ -871,7 +871,7 @@ def test_close_is_idempotent(server: RunningServer) -> None:
 async def test_async_context_manager_closes(server: RunningServer) -> None:
     async with ChatModel(server.url + ENDPOINTS["openai"], "echo") as model:
         assert (await model.prompt("async with").acall()).text == "async with"
-        io_thread = model.transport.io._thread
+        io_thread = model._io._thread
     assert io_thread is not None and not io_thread.is_alive()
 
 

@@ -1,390 +1,233 @@
-"""HttpTransport.frames over real HTTP: tiny aiohttp apps on 127.0.0.1 shape each response.
-
-Each app runs on the test's event loop; the transport runs on its own I/O thread, so the
-test waits for it with ``asyncio.to_thread``.
-"""
+"""Transports: the response value, the aiohttp pool, replayed bytes, and a ChatModel given
+any of them (the tool loop run from recorded bytes, with no server)."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
-from typing import Any
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 
+import orjson
 import pytest
-from aiohttp import web
+from recorded import DIALECTS, text_body, weather_bodies
 
-from solon_events.dialects.base import HttpRequest, get_dialect
-from solon_events.errors import ChatError, ChatHttpError, ChatProtocolError, ChatTimeoutError
-from solon_events.sse import Frame
-from solon_events.transport import HttpTransport, redact_url
+from solon_events import (
+    ChatError,
+    ChatEvent,
+    ChatEventFilter,
+    ChatEventType,
+    ChatModel,
+    ChatPrompt,
+    tool,
+)
+from solon_events.devserver import DevServer
+from solon_events.dialects.base import HttpRequest
+from solon_events.transport import (
+    AiohttpTransport,
+    ChatTransport,
+    HttpResponse,
+    RecordedResponse,
+    ReplayTransport,
+)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-OPENAI = get_dialect("openai")
-SECRET = "sk-test-SECRET-123"
-
-
-@asynccontextmanager
-async def serve(handler: Handler) -> AsyncIterator[str]:
-    """Serve ``handler`` for POST /stream on 127.0.0.1; yields the URL."""
-    app = web.Application()
-    app.router.add_post("/stream", handler)
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/stream"
-    finally:
-        await runner.cleanup()
-
-
-@pytest.fixture
-def transport() -> Iterator[HttpTransport]:
-    """A transport with short budgets, closed after the test."""
-    made = HttpTransport(timeout=2.0, idle_timeout=2.0, total_timeout=5.0, secrets=[SECRET])
-    yield made
-    made.close()
+T = ChatEventType
+URLS = {
+    "openai": "http://recorded.invalid/v1/chat/completions",
+    "anthropic": "http://recorded.invalid/v1/messages",
+    "openai-responses": "http://recorded.invalid/v1/responses",
+    "gemini": "http://recorded.invalid/v1beta",
+    "ollama": "http://recorded.invalid/api/chat",
+}
+RESULT = "18°C and sunny"
 
 
-class Frames:
-    """What one subscription to ``transport.frames`` received."""
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city.
 
-    def __init__(self) -> None:
-        self.frames: list[Frame] = []
-        self.error: BaseException | None = None
-        self.completed = False
-        self.done = threading.Event()
-        self.first = threading.Event()
-
-    def on_next(self, frame: Frame) -> None:
-        self.frames.append(frame)
-        self.first.set()
-
-    def on_error(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-    def on_completed(self) -> None:
-        self.completed = True
-        self.done.set()
-
-    @property
-    def data(self) -> list[str]:
-        return [frame.data for frame in self.frames]
+    Args:
+        city: The city's name.
+    """
+    return RESULT
 
 
-def request(url: str, **headers: str) -> HttpRequest:
-    return HttpRequest(url=url, headers=headers, body={"model": "m", "stream": True})
+async def read_all(response: HttpResponse) -> bytes:
+    return b"".join([chunk async for chunk in response])
 
 
-async def fetch(transport: HttpTransport, url: str, **headers: str) -> Frames:
-    """Subscribe to the frames of a POST to ``url`` and wait for the end."""
-    got = Frames()
-    transport.frames(request(url, **headers), OPENAI).subscribe(
-        got.on_next, got.on_error, got.on_completed
+# --- the response value
+
+
+async def test_a_response_gives_status_and_headers_then_the_body() -> None:
+    closed: list[str] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b"data: 1\n\n"
+        yield b"data: 2\n\n"
+
+    async def close() -> None:
+        closed.append("closed")
+
+    response = HttpResponse(
+        200, {"Content-Type": "text/event-stream", "Retry-After": "3"}, body(), close=close
     )
-    assert await asyncio.to_thread(got.done.wait, 5.0), "the frames did not end in time"
-    return got
+    assert response.status == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.headers.get("retry-after") == "3"
+    assert await read_all(response) == b"data: 1\n\ndata: 2\n\n"
+    await response.aclose()
+    await response.aclose()
+    assert closed == ["closed"]
+    assert repr(response) == "<HttpResponse 200>"
 
 
-def sse(*payloads: str) -> bytes:
-    return b"".join(f"data: {p}\n\n".encode() for p in payloads)
+async def test_a_response_takes_a_whole_body_and_a_plain_close() -> None:
+    closed: list[int] = []
+    response = HttpResponse(404, [("x-a", "1")], b"not found", close=lambda: closed.append(1))
+    assert await read_all(response) == b"not found"
+    await response.aclose()
+    assert closed == [1]
 
 
-async def stream_response(request: web.Request, content_type: str) -> web.StreamResponse:
-    response = web.StreamResponse(headers={"Content-Type": content_type})
-    await response.prepare(request)
-    return response
+# --- ReplayTransport
 
 
-# --- frames as bytes arrive
+async def test_replay_transport_answers_in_order_and_keeps_the_requests(tmp_path: Path) -> None:
+    path = tmp_path / "body.sse"
+    path.write_bytes(b"data: from a file\n\n")
+    transport = ReplayTransport(
+        b"data: one\n\n",
+        RecordedResponse("data: two\n\n", status=503, headers={"retry-after": "1"}),
+        path,
+        ConnectionResetError("reset by peer"),
+        chunk_size=3,
+    )
+    assert isinstance(transport, ChatTransport)
+    requests = [HttpRequest(url=f"http://x.invalid/{n}") for n in range(5)]
+    first = await transport.send(requests[0])
+    assert first.status == 200 and [c async for c in first] == [b"dat", b"a: ", b"one", b"\n\n"]
+    second = await transport.send(requests[1])
+    assert second.status == 503 and second.headers["Retry-After"] == "1"
+    assert await read_all(second) == b"data: two\n\n"
+    assert await read_all(await transport.send(requests[2])) == b"data: from a file\n\n"
+    with pytest.raises(ConnectionResetError):
+        await transport.send(requests[3])
+    with pytest.raises(ChatError, match="no recorded response left for request 5"):
+        await transport.send(requests[4])
+    assert transport.requests == requests
 
 
-async def test_frames_arrive_as_the_bytes_arrive(transport: HttpTransport) -> None:
-    release = asyncio.Event()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        response = await stream_response(request, "text/event-stream")
-        await response.write(sse('{"n": 1}'))
-        await release.wait()
-        await response.write(sse('{"n": 2}', "[DONE]"))
-        await response.write_eof()
-        return response
-
-    async with serve(handler) as url:
-        got = Frames()
-        transport.frames(request(url), OPENAI).subscribe(
-            got.on_next, got.on_error, got.on_completed
-        )
-        assert await asyncio.to_thread(got.first.wait, 5.0)
-        assert got.data == ['{"n": 1}'] and not got.done.is_set()
-        release.set()
-        assert await asyncio.to_thread(got.done.wait, 5.0)
-    assert got.completed and got.error is None
-    assert got.data == ['{"n": 1}', '{"n": 2}', "[DONE]"]
+def test_a_recorded_file_is_read_at_once(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        ReplayTransport(tmp_path / "missing.sse")
 
 
-async def test_frames_split_across_many_chunks(transport: HttpTransport) -> None:
-    body = sse('{"text": "héllo wörld"}', '{"text": "two"}') + b"data: [DONE]\r\n\r\n"
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        response = await stream_response(request, "text/event-stream")
-        for i in range(0, len(body), 3):
-            await response.write(body[i : i + 3])
-            await asyncio.sleep(0.001)
-        await response.write_eof()
-        return response
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert got.completed
-    assert got.data == ['{"text": "héllo wörld"}', '{"text": "two"}', "[DONE]"]
+# --- a ChatModel given a transport
 
 
-async def test_json_lines_body(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        response = await stream_response(request, "application/x-ndjson")
-        await response.write(b'{"a": 1}\n{"b": 2}\n{"c": 3}')
-        await response.write_eof()
-        return response
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert got.completed and got.data == ['{"a": 1}', '{"b": 2}', '{"c": 3}']
-
-
-async def test_headers_and_body_are_posted(transport: HttpTransport) -> None:
-    seen: dict[str, Any] = {}
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        seen["auth"] = request.headers.get("Authorization")
-        seen["body"] = await request.json()
-        response = await stream_response(request, "text/event-stream")
-        await response.write(sse("[DONE]"))
-        return response
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url, Authorization=f"Bearer {SECRET}")
-    assert got.completed
-    assert seen == {"auth": f"Bearer {SECRET}", "body": {"model": "m", "stream": True}}
+def collect(prompt: ChatPrompt) -> list[ChatEvent]:
+    """Every event of one subscription, once it has ended."""
+    events: list[ChatEvent] = []
+    done = threading.Event()
+    prompt.event_filter(ChatEventFilter.all()).stream().subscribe(
+        events.append, lambda _: done.set(), done.set
+    )
+    assert done.wait(5.0)
+    return events
 
 
-# --- bodies that are not streams
-
-
-async def test_empty_body_is_a_protocol_error(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(body=b"", content_type="text/event-stream")
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert isinstance(got.error, ChatProtocolError)
-    assert "empty body" in str(got.error) and url in str(got.error)
-    assert got.frames == []
-
-
-async def test_blank_body_is_a_protocol_error(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(body=b"\n\n  \n", content_type="text/event-stream")
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert isinstance(got.error, ChatProtocolError) and "empty body" in str(got.error)
-
-
-async def test_unrecognisable_body_is_a_protocol_error(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(text="Welcome to nginx!\n", content_type="text/plain")
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert isinstance(got.error, ChatProtocolError)
-    assert "Welcome to nginx" in str(got.error)
-
-
-@pytest.mark.parametrize("content_type", ["text/html", "application/xml", "text/xml"])
-async def test_markup_is_a_protocol_error_about_api_url(
-    transport: HttpTransport, content_type: str
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("chunk_size", [None, 1], ids=["whole", "byte-by-byte"])
+def test_the_tool_loop_runs_from_recorded_bytes_without_a_server(
+    dialect: str, chunk_size: int | None
 ) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(text="<html><body>Login</body></html>", content_type=content_type)
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert isinstance(got.error, ChatProtocolError)
-    assert "check api_url" in str(got.error) and content_type in str(got.error)
-
-
-# --- HTTP errors
-
-
-async def test_error_status_with_json_body(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        body = {"error": {"message": "Model not found", "type": "invalid_request_error"}}
-        return web.json_response(body, status=404)
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    error = got.error
-    assert isinstance(error, ChatHttpError)
-    assert error.status == 404 and error.provider_message == "Model not found"
-    assert error.provider_error == {
-        "error": {"message": "Model not found", "type": "invalid_request_error"}
-    }
-    assert error.url == url
+    transport = ReplayTransport(*weather_bodies(dialect, RESULT), chunk_size=chunk_size)
+    with ChatModel(URLS[dialect], "weather", dialect=dialect, transport=transport) as model:
+        events = collect(model.prompt("Weather in Paris?").tools(get_weather))
+    types = [e.type for e in events]
+    assert types[0] is T.RESPONSE_START and types[-1] is T.RESPONSE_END
+    assert types.count(T.STEP_START) == 2 and types.count(T.TOOL_RESULT) == 1
+    (result,) = [e for e in events if e.type is T.TOOL_RESULT]
+    assert result.text == RESULT and result.tool_call is not None
+    assert result.tool_call.arguments == {"city": "Paris"}
+    final = events[-1].response
+    assert final is not None and final.text == f"It is {RESULT} in Paris right now."
+    assert len(transport.requests) == 2
+    assert transport.requests[0].url.startswith(URLS[dialect])
+    assert RESULT in orjson.dumps(transport.requests[1].body).decode()
 
 
-async def test_error_status_without_json_body_keeps_a_snippet(transport: HttpTransport) -> None:
-    text = "upstream connect error or disconnect/reset before headers. " * 10
+class BytesTransport:
+    """A transport written by a user: status and headers first, then the body in pieces."""
 
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(text=text, status=503, content_type="text/plain")
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.closed = False
 
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    error = got.error
-    assert isinstance(error, ChatHttpError)
-    assert error.status == 503 and error.provider_error == {}
-    assert error.provider_message is not None
-    assert error.provider_message.startswith("upstream connect error or disconnect/reset")
-    assert len(error.provider_message) < len(text) and error.provider_message.endswith("...")
-    assert "HTTP 503" in str(error)
+    async def send(self, request: HttpRequest) -> HttpResponse:
+        async def pieces() -> AsyncIterator[bytes]:
+            for i in range(0, len(self.body), 7):
+                await asyncio.sleep(0)
+                yield self.body[i : i + 7]
 
+        return HttpResponse(200, {"content-type": "text/event-stream"}, pieces())
 
-async def test_error_status_with_empty_body_uses_the_reason(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        return web.Response(status=502)
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url)
-    assert isinstance(got.error, ChatHttpError)
-    assert got.error.status == 502 and got.error.provider_message == "Bad Gateway"
+    async def aclose(self) -> None:
+        self.closed = True
 
 
-async def test_secrets_are_redacted_from_error_bodies(transport: HttpTransport) -> None:
-    async def handler(request: web.Request) -> web.StreamResponse:
-        key = request.headers["Authorization"].removeprefix("Bearer ")
-        return web.Response(text=f"bad key {key}", status=401, content_type="text/plain")
-
-    async with serve(handler) as url:
-        got = await fetch(transport, url, Authorization=f"Bearer {SECRET}")
-    assert isinstance(got.error, ChatHttpError)
-    assert SECRET not in str(got.error) and "bad key ***" in str(got.error)
+def test_any_object_with_send_is_a_transport_and_is_closed_with_the_model() -> None:
+    transport = BytesTransport(text_body("openai", "Hello", " from", " a transport"))
+    model = ChatModel(URLS["openai"], "m", transport=transport)
+    assert model.transport is transport
+    assert model.prompt("hi").call().text == "Hello from a transport"
+    model.close()
+    assert transport.closed
 
 
-# --- limits, budgets, connection
+def test_transport_and_connection_limit_are_checked() -> None:
+    with pytest.raises(ValueError, match="connection_limit"):
+        ChatModel(URLS["openai"], "m", transport=ReplayTransport(), connection_limit=4)
+    with pytest.raises(ValueError, match="connection_limit"):
+        ChatModel(URLS["openai"], "m", connection_limit=-1)
+    with pytest.raises(TypeError, match="send"):
+        ChatModel(URLS["openai"], "m", transport=object())  # type: ignore[arg-type]
+    model = ChatModel(URLS["openai"], "m", connection_limit=3)
+    assert isinstance(model.transport, AiohttpTransport)
+    assert model.transport.connection_limit == 3
+    model.close()
 
 
-@pytest.mark.parametrize("first", [True, False], ids=["first-frame", "later-frame"])
-async def test_a_frame_beyond_max_frame_size_is_a_protocol_error(first: bool) -> None:
-    small = HttpTransport(max_frame_size=1024)
+# --- the aiohttp pool
 
-    async def handler(request: web.Request) -> web.StreamResponse:
-        response = await stream_response(request, "text/event-stream")
-        if not first:
-            await response.write(sse('{"ok": true}'))
-            await asyncio.sleep(0.1)  # its own chunk: a failing feed() drops its batch
-        await response.write(b'data: {"text": "')
-        for _ in range(8):
-            await response.write(b"x" * 512)
-        await response.write(b'"}\n\n')
-        await response.write_eof()
-        return response
 
+def test_connection_limit_is_the_pool_size() -> None:
+    """With one connection, a second stream waits for the first to end."""
+    server = DevServer.run_in_thread()
+    model = ChatModel(server.url + "/v1/chat/completions", "gate", connection_limit=1)
     try:
-        async with serve(handler) as url:
-            got = await fetch(small, url)
+        first_delta = threading.Event()
+        outcomes: list[str] = []
+
+        def on_next(event: ChatEvent) -> None:
+            if event.type is T.TEXT_DELTA:
+                first_delta.set()
+
+        def on_completed() -> None:
+            outcomes.append("done")
+
+        model.prompt("one").stream().subscribe(on_next, on_completed=on_completed)
+        assert first_delta.wait(5.0)
+        model.prompt("two").stream().subscribe(on_completed=on_completed)
+        time.sleep(0.3)
+        assert len(server.requests) == 1, "the second request must wait for the only connection"
+        server.open_gate()
+        deadline = time.monotonic() + 5.0
+        while len(outcomes) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert outcomes == ["done", "done"] and len(server.requests) == 2
     finally:
-        small.close()
-    assert isinstance(got.error, ChatProtocolError)
-    assert "max_frame_size=1024" in str(got.error)
-    assert got.data == ([] if first else ['{"ok": true}'])
-
-
-async def test_idle_timeout_at_the_transport(transport: HttpTransport) -> None:
-    short = HttpTransport(timeout=2.0, idle_timeout=0.2)
-    gone = asyncio.Event()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        response = await stream_response(request, "text/event-stream")
-        await response.write(sse('{"n": 1}'))
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            gone.set()
-            raise
-        return response
-
-    try:
-        async with serve(handler) as url:
-            got = await fetch(short, url)
-            await asyncio.wait_for(gone.wait(), 1.0)
-    finally:
-        short.close()
-    assert isinstance(got.error, ChatTimeoutError) and got.error.budget == "idle_timeout"
-    assert got.data == ['{"n": 1}']
-
-
-async def test_dispose_cancels_the_request(transport: HttpTransport) -> None:
-    gone = asyncio.Event()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        response = await stream_response(request, "text/event-stream")
-        try:
-            for n in range(1000):
-                await response.write(sse(f'{{"n": {n}}}'))
-                await asyncio.sleep(0.005)
-        except (asyncio.CancelledError, ConnectionResetError):
-            gone.set()
-            raise
-        return response
-
-    async with serve(handler) as url:
-        got = Frames()
-        subscription = transport.frames(request(url), OPENAI).subscribe(
-            got.on_next, got.on_error, got.on_completed
-        )
-        assert await asyncio.to_thread(got.first.wait, 5.0)
-        await asyncio.to_thread(subscription.dispose)
-        count = len(got.frames)
-        await asyncio.wait_for(gone.wait(), 1.0)
-        await asyncio.sleep(0.05)
-    assert len(got.frames) == count and not got.done.is_set()
-
-
-async def test_connection_refused_is_a_chat_error(transport: HttpTransport) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    got = await fetch(transport, f"http://user:pw@127.0.0.1:{port}/v1/x?key={SECRET}")
-    assert isinstance(got.error, ChatError)
-    assert f"http://127.0.0.1:{port}/v1/x" in str(got.error)
-    assert SECRET not in str(got.error) and "pw" not in str(got.error)
-
-
-def test_redact_url_drops_query_and_userinfo() -> None:
-    assert redact_url("https://user:pw@api.example.com:8443/v1/x?key=abc#frag") == (
-        "https://api.example.com:8443/v1/x"
-    )
-    assert redact_url("http://127.0.0.1/v1beta/models/m:streamGenerateContent?alt=sse&key=k") == (
-        "http://127.0.0.1/v1beta/models/m:streamGenerateContent"
-    )
-    assert (
-        redact_url("https://api.example.com/v1/messages") == "https://api.example.com/v1/messages"
-    )
-
-
-@pytest.mark.parametrize("name", ["timeout", "idle_timeout", "total_timeout"])
-def test_budgets_must_be_positive(name: str) -> None:
-    with pytest.raises(ValueError, match=name):
-        HttpTransport(**{name: 0})
-
-
-def test_repr_and_close_are_safe() -> None:
-    made = HttpTransport(secrets=[SECRET])
-    assert SECRET not in repr(made)
-    made.close()
-    made.close()
+        model.close()
+        server.close()

@@ -1,0 +1,438 @@
+"""The model's side of one provider request: send it through the transport, decode the
+body into frames, keep the time budgets, classify what goes wrong, retry before the first
+frame.
+
+Time budgets count decoded frames, never bytes: ``timeout`` runs from the request until
+its first frame, ``idle_timeout`` from each frame to the next, ``total_timeout`` over the
+whole request (retries and their waits included). Bytes that complete no frame (a partial
+line, an SSE comment, a keep-alive blank line) restart neither; a provider's own ping
+event is a frame. Failures become ChatErrors: :class:`ChatHttpError` (a status of 400 or
+more, with the provider's message or a bounded snippet of the body),
+:class:`ChatProtocolError` (a body that is not an event stream),
+:class:`ChatTimeoutError` (naming the budget and the frames received) and
+:class:`ChatConnectionError` (whatever the transport raised).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import attrs
+import orjson
+from reactivex import Observable, abc
+from reactivex import create as rx_create
+from reactivex.disposable import Disposable
+
+from .dialects.base import ChatDialect, HttpRequest
+from .errors import (
+    ChatConnectionError,
+    ChatError,
+    ChatHttpError,
+    ChatProtocolError,
+    ChatTimeoutError,
+)
+from .events import TYPES, ChatEvent
+from .loop_thread import EventLoopThread
+from .redaction import Redactor, redact_url
+from .retry import RetryPolicy, retry_after_seconds
+from .sse import DEFAULT_MAX_FRAME_SIZE, Frame, StreamDecoder
+from .transport import ChatTransport, HttpResponse
+
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as _deadline
+else:  # aiohttp depends on async-timeout before 3.11
+    from async_timeout import timeout as _deadline
+
+__all__ = ["StreamReader", "TimeBudgets"]
+
+Emit = Callable[[Frame | ChatEvent], None]
+
+_ERROR_BODY_LIMIT = 64 * 1024
+_MARKUP_START_LIMIT = 400
+_MARKUP = ("text/html", "application/xhtml", "text/xml", "application/xml")
+# An error body nested deeper than this is read as text, not as the provider's fields.
+_MAX_ERROR_NESTING = 32
+_WAITING_FOR = {
+    "timeout": "waiting for the first frame",
+    "idle_timeout": "waiting for the next frame",
+    "total_timeout": "for the whole response",
+}
+
+
+def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number of seconds or None")
+
+
+@attrs.frozen(kw_only=True)
+class TimeBudgets:
+    """Seconds until the first frame (``timeout``), between frames (``idle_timeout``) and
+    for the whole request (``total_timeout``); None for no limit."""
+
+    timeout: float | None = attrs.field(default=60.0, validator=_positive_or_none)
+    idle_timeout: float | None = attrs.field(default=60.0, validator=_positive_or_none)
+    total_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
+
+
+class _Downstream(Exception):
+    """An exception raised by whoever received a frame: passed on as it is, never retried."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(original)
+        self.original = original
+
+
+class _FrameClock:
+    """The deadlines of one attempt: the next frame's (first or idle) and the total one."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, budgets: TimeBudgets, total_deadline: float | None
+    ) -> None:
+        self._loop = loop
+        self._budgets = budgets
+        self.total_deadline = total_deadline
+        self.frames = 0
+        self.bytes = 0
+        self._frame_deadline = self._after(budgets.timeout)
+        self._frame_budget = "timeout"
+
+    def _after(self, seconds: float | None) -> float | None:
+        return None if seconds is None else self._loop.time() + seconds
+
+    def frame_decoded(self) -> None:
+        self.frames += 1
+        self._frame_deadline = self._after(self._budgets.idle_timeout)
+        self._frame_budget = "idle_timeout"
+
+    def next_limit(self) -> tuple[float | None, str]:
+        """Seconds left before the nearest deadline, and the name of its budget."""
+        frame, total = self._frame_deadline, self.total_deadline
+        if total is not None and (frame is None or total <= frame):
+            return total - self._loop.time(), "total_timeout"
+        if frame is None:
+            return None, self._frame_budget
+        return frame - self._loop.time(), self._frame_budget
+
+    def seconds_left(self) -> float | None:
+        """Seconds left of the total budget (None: no limit)."""
+        if self.total_deadline is None:
+            return None
+        return self.total_deadline - self._loop.time()
+
+
+class StreamReader:
+    """Reads the frames of requests sent through ``transport``, on the I/O loop ``io``.
+
+    ``dialect`` reads the provider's message out of an error body; ``redactor`` masks
+    secrets in what a retry's STATUS event says. Set :attr:`closed` to fail every later
+    subscription at once.
+    """
+
+    def __init__(
+        self,
+        transport: ChatTransport,
+        io: EventLoopThread,
+        dialect: ChatDialect,
+        *,
+        budgets: TimeBudgets | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        retry_policy: RetryPolicy | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.transport = transport
+        self.io = io
+        self.dialect = dialect
+        self.budgets = budgets or TimeBudgets()
+        self.max_frame_size = max_frame_size
+        self.retry_policy = retry_policy or RetryPolicy()
+        self.redactor = redactor or Redactor()
+        self.closed = False
+
+    def frames(self, request: HttpRequest) -> Observable[Frame | ChatEvent]:
+        """A cold observable of the frames of ``request``'s response, delivered on the I/O
+        loop as they are decoded (a retry's STATUS event before the first one).
+
+        Disposal cancels the request and closes its connection; nothing is delivered after
+        it. When the model is closed while the request runs, it fails with a ChatError
+        saying so.
+        """
+
+        def subscribe(
+            observer: abc.ObserverBase[Frame | ChatEvent],
+            scheduler: abc.SchedulerBase | None = None,
+        ) -> abc.DisposableBase:
+            if self.closed:
+                observer.on_error(self._closed_error(request))
+                return Disposable()
+            disposed = False
+
+            def emit(item: Frame | ChatEvent) -> None:
+                if not disposed:
+                    observer.on_next(item)
+
+            def finished(outcome: Any) -> None:
+                if disposed:
+                    return
+                if outcome.cancelled():
+                    observer.on_error(self._closed_error(request))
+                    return
+                error = outcome.exception()
+                if error is None:
+                    observer.on_completed()
+                    return
+                if isinstance(error, _Downstream):
+                    error = error.original
+                if not isinstance(error, Exception):
+                    error = ChatError(f"the request was interrupted: {type(error).__name__}")
+                observer.on_error(error)
+
+            cancel = self._start(self.read(request, emit), finished)
+
+            def dispose() -> None:
+                nonlocal disposed
+                disposed = True
+                cancel()
+
+            return Disposable(dispose)
+
+        return rx_create(subscribe)
+
+    def _start(
+        self, coro: Coroutine[Any, Any, None], finished: Callable[[Any], None]
+    ) -> Callable[[], None]:
+        """Run ``coro`` on the I/O loop, ``finished`` called with its task when it ends
+        (also when it is cancelled before it started); returns a thread-safe cancel."""
+        if self.io.in_loop_thread():
+            task = asyncio.get_running_loop().create_task(coro)
+            task.add_done_callback(finished)
+            loop = task.get_loop()
+
+            def cancel_task() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            return cancel_task
+        future = self.io.submit(coro)
+        future.add_done_callback(finished)
+
+        def cancel() -> None:
+            future.cancel()
+
+        return cancel
+
+    def _closed_error(self, request: HttpRequest) -> ChatError:
+        return ChatError(
+            f"the request to {redact_url(request.url)} was cancelled: its ChatModel was closed"
+        )
+
+    async def read(self, request: HttpRequest, emit: Emit) -> None:
+        """Send ``request`` (retrying as the policy says) and ``emit`` each frame decoded."""
+        loop = asyncio.get_running_loop()
+        total = self.budgets.total_timeout
+        total_deadline = None if total is None else loop.time() + total
+        retries = 0
+        while True:
+            clock = _FrameClock(loop, self.budgets, total_deadline)
+            try:
+                await self._attempt(request, emit, clock)
+                return
+            except ChatError as error:
+                delay = self._retry_delay(error, retries, clock)
+                if delay is None:
+                    raise
+                retries += 1
+                self._emit(emit, self._retry_status(retries, delay, error))
+            await asyncio.sleep(delay)
+
+    def _retry_delay(self, error: ChatError, retries: int, clock: _FrameClock) -> float | None:
+        """The wait before the next try, or None when ``error`` is final."""
+        if clock.frames or not self.retry_policy.retries(error, retries):
+            return None
+        retry_after = error.retry_after if isinstance(error, ChatHttpError) else None
+        delay = self.retry_policy.delay(retries + 1, retry_after)
+        left = clock.seconds_left()
+        return None if left is not None and delay >= left else delay
+
+    def _retry_status(self, retry: int, delay: float, cause: ChatError) -> ChatEvent:
+        return ChatEvent(
+            TYPES.STATUS,
+            sub_type="retry",
+            text=f"retry {retry} in {delay:.2f} s",
+            attrs={
+                "attempt": retry,
+                "delay": delay,
+                "cause": self.redactor.text(str(cause)),
+            },
+        )
+
+    @staticmethod
+    def _emit(emit: Emit, item: Frame | ChatEvent) -> None:
+        try:
+            emit(item)
+        except Exception as exc:
+            raise _Downstream(exc) from exc
+
+    async def _attempt(self, request: HttpRequest, emit: Emit, clock: _FrameClock) -> None:
+        response = await self._within(self._send(request), clock, request)
+        try:
+            await self._check_head(response, request, clock)
+            decoder = StreamDecoder(max_frame_size=self.max_frame_size)
+            chunks = response.__aiter__()
+            while True:
+                chunk = await self._within(self._next_chunk(chunks, request), clock, request)
+                if chunk is None:
+                    break
+                clock.bytes += len(chunk)
+                for frame in decoder.feed(chunk):
+                    clock.frame_decoded()
+                    self._emit(emit, frame)
+            for frame in decoder.close():
+                clock.frame_decoded()
+                self._emit(emit, frame)
+            if not clock.frames:
+                what = f"{clock.bytes} bytes and no frame" if clock.bytes else "an empty body"
+                raise ChatProtocolError(
+                    f"{redact_url(request.url)} answered {response.status} with {what}; "
+                    "expected an event stream"
+                )
+        finally:
+            await response.aclose()
+
+    async def _send(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return await self.transport.send(request)
+        except (ChatError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise self._connection_error(request, exc) from exc
+
+    async def _next_chunk(self, chunks: Any, request: HttpRequest) -> bytes | None:
+        try:
+            return bytes(await chunks.__anext__())
+        except StopAsyncIteration:
+            return None
+        except (ChatError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise self._connection_error(request, exc) from exc
+
+    def _connection_error(self, request: HttpRequest, exc: BaseException) -> ChatConnectionError:
+        detail = str(exc) or type(exc).__name__
+        return ChatConnectionError(
+            f"request to {redact_url(request.url)} failed: {type(exc).__name__}: {detail}"
+        )
+
+    async def _within(
+        self, awaitable: Coroutine[Any, Any, Any], clock: _FrameClock, request: HttpRequest
+    ) -> Any:
+        """``await awaitable`` within the nearest deadline of ``clock``."""
+        limit, budget = clock.next_limit()
+        if limit is None:
+            return await awaitable
+        # Not asyncio.wait_for: before 3.12 it swallows a cancellation (disposal) that
+        # arrives as the awaited read completes, and the request would go on.
+        deadline = _deadline(max(limit, 0.0))
+        try:
+            async with deadline:
+                return await awaitable
+        except asyncio.TimeoutError:
+            if not _expired(deadline):
+                raise  # not ours: whatever raised it meant something else
+            raise self._timeout(budget, clock, request) from None
+
+    def _timeout(self, budget: str, clock: _FrameClock, request: HttpRequest) -> ChatTimeoutError:
+        seconds = getattr(self.budgets, budget)
+        frames = "1 frame" if clock.frames == 1 else f"{clock.frames} frames"
+        return ChatTimeoutError(
+            f"{budget} of {seconds} s ran out {_WAITING_FOR[budget]} from "
+            f"{redact_url(request.url)} ({frames} and {clock.bytes} bytes received)",
+            budget=budget,
+            frames_received=clock.frames,
+        )
+
+    async def _check_head(
+        self, response: HttpResponse, request: HttpRequest, clock: _FrameClock
+    ) -> None:
+        """Fail on an error status or a markup page, reading a bounded start of the body."""
+        where = redact_url(request.url)
+        if response.status >= 400:
+            body = await self._read_start(response, _ERROR_BODY_LIMIT, clock, request)
+            raise self._http_error(response, body, where)
+        content_type = response.headers.get("Content-Type", "").lower()
+        if any(content_type.startswith(markup) for markup in _MARKUP):
+            start = _snippet(await self._read_start(response, _MARKUP_START_LIMIT, clock, request))
+            raise ChatProtocolError(
+                f"{where} answered with {content_type.split(';')[0]} (starting {start!r}), "
+                "not an event stream: check api_url"
+            )
+
+    async def _read_start(
+        self, response: HttpResponse, limit: int, clock: _FrameClock, request: HttpRequest
+    ) -> bytes:
+        body = bytearray()
+        chunks = response.__aiter__()
+        while len(body) < limit:
+            chunk = await self._within(self._next_chunk(chunks, request), clock, request)
+            if chunk is None:
+                break
+            body += chunk
+        return bytes(body[:limit])
+
+    def _http_error(self, response: HttpResponse, body: bytes, where: str) -> ChatHttpError:
+        payload = _error_payload(body)
+        message: str | None = None
+        if payload is not None:
+            try:
+                message = self.dialect.error_message(payload)
+            except Exception:  # a body the dialect cannot read is shown as text
+                message = None
+        if not message or not isinstance(message, str):
+            message = _snippet(body) or response.reason or None
+        return ChatHttpError(
+            response.status,
+            message,
+            provider_error=payload if isinstance(payload, dict) else None,
+            url=where,
+            retry_after=retry_after_seconds(response.headers),
+            headers=dict(response.headers.items()),
+        )
+
+
+def _expired(deadline: Any) -> bool:
+    expired = deadline.expired  # a method of asyncio.Timeout, a property of async_timeout's
+    return bool(expired() if callable(expired) else expired)
+
+
+def _error_payload(body: bytes) -> Any:
+    """The JSON of an error body, or None when it is not JSON or nests too deep to be
+    the provider's fields."""
+    try:
+        payload = orjson.loads(body)
+    except (orjson.JSONDecodeError, RecursionError):
+        return None
+    return payload if _nesting_within(payload, _MAX_ERROR_NESTING) else None
+
+
+def _nesting_within(value: Any, limit: int) -> bool:
+    """Whether ``value``'s containers nest at most ``limit`` deep (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def _snippet(body: bytes, limit: int = 200) -> str:
+    text = re.sub(r"\s+", " ", body.decode("utf-8", "replace")).strip()
+    return text[:limit] + ("..." if len(text) > limit else "")
