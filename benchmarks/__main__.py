@@ -1,36 +1,68 @@
 """``python -m benchmarks``: every benchmark, printed as tables of ratios to same-run baselines.
 
 ``--quick`` runs smaller streams and fewer rounds (for a fast look); ``--peers`` adds the
-other libraries and the end-to-end and memory runs (the ``bench`` extra); ``--json PATH``
-writes the figures as JSON.
+other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
+extra); ``--json PATH`` writes the figures as JSON; ``--readme`` writes them, with their
+picture, to ``benchmarks/results/`` and puts the tables and the picture in README.rst.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import (
     bench_breakdown,
     bench_dialects,
+    bench_e2e,
+    bench_memory,
     bench_peers,
     bench_pipeline,
     bench_stretched,
     machine,
+    readme,
 )
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller streams, fewer rounds")
     parser.add_argument(
-        "--peers", action="store_true", help="other libraries on the same bytes (bench extra)"
+        "--peers", action="store_true", help="other libraries and end to end (bench extra)"
     )
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    parser.add_argument(
+        "--readme", action="store_true", help="write benchmarks/results/ and README's tables"
+    )
     return parser
+
+
+class _Tee(io.TextIOBase):
+    """Standard output that also keeps what each section printed."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.text = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.out.write(text)
+        self.out.flush()
+        return self.text.write(text)
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[_Tee]:
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        yield tee
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -38,26 +70,62 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = _parser().parse_args(argv)
     quick = args.quick
     figures: dict[str, Any] = {"machine": machine.describe(), "quick": quick}
+    printed: dict[str, str] = {}
+
+    def section(key: str, title: str, run: Callable[[], Any]) -> None:
+        print(f"== {title} ==")
+        with _captured() as tee:
+            found = run()
+        print()
+        printed[key] = tee.text.getvalue()
+        if found is not None:
+            figures[key] = found
+
     print("machine:", machine.summary(figures["machine"]))
     print()
-    print("== Rx pipeline over hand-built events ==")
-    bench_pipeline.main(100_000 if quick else 1_000_000)
-    print()
-    print("== replay pipeline per dialect (corpus rows: no target) ==")
-    bench_dialects.main(10_000 if quick else 100_000)
-    print()
-    print("== where a corpus replay's time goes (each layer as a ratio to the baseline) ==")
-    bench_breakdown.main(5 if quick else 15)
-    print()
-    print("== the target: real recordings stretched, per frame against the bare decode ==")
-    figures["stretched"] = bench_stretched.main(quick)
+    section(
+        "pipeline",
+        "Rx pipeline over hand-built events",
+        lambda: bench_pipeline.main(100_000 if quick else 1_000_000),
+    )
+    section(
+        "dialects",
+        "replay pipeline per dialect (corpus rows: no target)",
+        lambda: bench_dialects.main(10_000 if quick else 100_000),
+    )
+    section(
+        "breakdown",
+        "where a corpus replay's time goes (each layer as a ratio to the baseline)",
+        lambda: bench_breakdown.main(5 if quick else 15),
+    )
+    section(
+        "stretched",
+        "the target: real recordings stretched, per frame against the bare decode",
+        lambda: bench_stretched.main(quick),
+    )
+    section("memory", "memory: kept events", lambda: bench_memory.main(quick))
     if args.peers:
-        print()
-        print("== peers: the same bytes through other libraries (in-memory HTTP) ==")
-        figures["peers"] = bench_peers.main(quick)
+        section(
+            "peers",
+            "peers: the same bytes through other libraries (in-memory HTTP)",
+            lambda: bench_peers.main(quick),
+        )
+        section(
+            "e2e",
+            "end to end over loopback (the embedded provider in its own process)",
+            lambda: bench_e2e.main(quick),
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
-        print(f"\nfigures written to {args.json}")
+        print(f"figures written to {args.json}")
+    if args.readme:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "figures.json").write_text(json.dumps(figures, indent=1) + "\n")
+        from .plot import picture
+
+        picture(figures, RESULTS / "benchmarks.png")
+        readme.update(figures, printed)
+        print(f"figures and picture written to {RESULTS}; README.rst updated")
     return figures
 
 

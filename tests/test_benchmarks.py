@@ -51,3 +51,36 @@ def test_event_lines_name_each_payload():
     for event in body.split(b"\n\n")[:-1]:
         name, data = event.split(b"\n")
         assert name == b"event: " + orjson.loads(data[len(b"data: ") :])["type"].encode()
+
+
+def test_readme_block_is_replaced_between_its_markers(tmp_path):
+    from benchmarks import machine, readme
+
+    path = tmp_path / "README.rst"
+    path.write_text(f"Title\n=====\n\n{readme.BEGIN}\nold table\n{readme.END}\n\nAfter\n")
+    figures = {"machine": machine.describe()}
+    readme.update(figures, {"stretched": "dialect  ratio\nopenai   1.80\n"}, path)
+    readme.update(figures, {"stretched": "dialect  ratio\nopenai   1.90\n"}, path)
+    text = path.read_text()
+    assert "old table" not in text and "1.80" not in text
+    assert text.count(readme.BEGIN) == 1
+    assert "    openai   1.90" in text
+    assert text.startswith("Title") and text.endswith("After\n")
+    assert machine.cpu_model() in text
+
+
+def test_picture_is_drawn_from_the_figures(tmp_path):
+    pytest.importorskip("matplotlib")
+    from benchmarks.plot import picture
+
+    scaling = [
+        {"dialect": "openai", "frames": n, "us_per_frame": 3.0, "baseline_us_per_frame": 1.5}
+        for n in (1_000, 10_000)
+    ]
+    peers = [
+        {"dialect": "openai", "peer": "solon_events", "us_per_frame": 3.0},
+        {"dialect": "openai", "peer": "openai SDK", "us_per_frame": 300.0},
+        {"dialect": "openai", "peer": "LiteLLM", "error": "cannot parse"},
+    ]
+    out = picture({"stretched": {"scaling": scaling}, "peers": peers}, tmp_path / "b.png")
+    assert out.read_bytes().startswith(b"\x89PNG")

@@ -1,0 +1,407 @@
+"""End to end over loopback: the embedded provider in one process, a client in another.
+
+The provider (``python -m solon_events.devserver``) streams its ``slow:N:0`` scenario: an
+OpenAI Chat Completions answer of N text deltas, one socket write each. Each client runs
+in a process of its own, so that its CPU time and peak RSS are its alone:
+
+- ``astream``: ``ChatModel.prompt(...).astream()`` on the client's loop;
+- ``stream``: ``ChatModel.prompt(...).stream().subscribe(...)`` (events on the I/O thread);
+- ``AsyncOpenAI``: the openai SDK's ``chat.completions.create(stream=True)`` (bench extra).
+
+Figures: wall time, time to the first text (p50/p99 over the streams), the client's CPU
+time and CPU per frame (against ``replay()`` of the same bytes in this process), peak RSS.
+
+Our added latency, from a frame's arrival on the socket to its event in the subscriber, is
+measured on its own run (one stream, a frame every millisecond so that each arrives alone):
+the frame decoder of ``solon_events.transport`` is wrapped to note when each chunk was read
+off the socket, and each text delta's event is timed against its frame's arrival.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .bench_dialects import replay_once, split_and_decode
+
+KINDS = ("astream", "stream", "AsyncOpenAI")
+LATENCY_TARGET_US = 100.0
+
+
+@contextlib.contextmanager
+def devserver() -> Iterator[str]:
+    """The embedded provider in a process of its own; its base URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "solon_events.devserver", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        found = re.search(r"http://\S+", first)
+        if not found:
+            raise RuntimeError(f"the devserver did not start: {first!r}")
+        yield found.group(0)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak resident memory: VmHWM (ru_maxrss outlives exec on Linux, so a
+    child started by a big parent would report the parent's)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+# -- inside a client process -----------------------------------------------------------------
+
+
+class _ArrivalProbe:
+    """Wraps ``solon_events.transport.StreamDecoder``: the time each delta frame's chunk was
+    read off the socket, by the frame's text (``"<i> "`` in the ``slow`` scenario)."""
+
+    def __init__(self) -> None:
+        from solon_events import transport
+
+        self.arrivals: dict[str, float] = {}
+        arrivals = self.arrivals
+        original = transport.StreamDecoder
+        content = re.compile(r'"content":"(\d+ )"')
+
+        class Probe(original):  # type: ignore[misc,valid-type]
+            def feed(self, chunk: Any) -> Any:
+                now = time.perf_counter()
+                frames = super().feed(chunk)
+                for frame in frames:
+                    found = content.search(getattr(frame, "data", "") or "")
+                    if found:
+                        arrivals[found.group(1)] = now
+                return frames
+
+        transport.StreamDecoder = Probe  # type: ignore[misc]
+
+
+def _model(url: str, frames: int, interval: float, streams: int) -> Any:
+    from solon_events import ChatModel
+
+    endpoint = f"{url}/v1/chat/completions"
+    name = f"slow:{frames}:{interval:g}"
+    try:
+        return ChatModel(endpoint, name, api_key="x", timeout=None, idle_timeout=None,
+                         connection_limit=streams)  # fmt: skip
+    except TypeError:  # no connection_limit option yet: the pool's size set directly
+        model = ChatModel(endpoint, name, api_key="x", timeout=None, idle_timeout=None)
+        model.transport._connection_limit = streams
+        return model
+
+
+def _io_thread_cpu(model: Any) -> float:
+    """CPU seconds the model's I/O thread has used (its whole life: one model per run)."""
+
+    async def thread_time() -> float:
+        return time.thread_time()
+
+    return float(model.transport.io.run(thread_time()))
+
+
+async def _astream(model: Any, latencies: list[float], probe: _ArrivalProbe | None) -> dict:
+    from solon_events import ChatEventType
+
+    start = time.perf_counter()
+    first = None
+    count = 0
+    async for event in model.prompt("hi").astream():
+        if event.type is ChatEventType.TEXT_DELTA:
+            now = time.perf_counter()
+            if first is None:
+                first = now - start
+            count += 1
+            if probe is not None:
+                latencies.append(now - probe.arrivals[event.text])
+    return {"ttfe": first, "frames": count}
+
+
+def _stream(model: Any, latencies: list[float], probe: _ArrivalProbe | None) -> Any:
+    from solon_events import ChatEventType
+
+    start = time.perf_counter()
+    result: dict[str, Any] = {"ttfe": None, "frames": 0}
+    done = threading.Event()
+
+    def on_next(event: Any) -> None:
+        if event.type is ChatEventType.TEXT_DELTA:
+            now = time.perf_counter()
+            if result["ttfe"] is None:
+                result["ttfe"] = now - start
+            result["frames"] += 1
+            if probe is not None:
+                latencies.append(now - probe.arrivals[event.text])
+
+    def on_error(error: Exception) -> None:
+        result["error"] = repr(error)
+        done.set()
+
+    model.prompt("hi").stream().subscribe(on_next, on_error, done.set)
+    return result, done
+
+
+async def _openai(client: Any, frames: int, interval: float) -> dict:
+    start = time.perf_counter()
+    first = None
+    count = 0
+    stream = await client.chat.completions.create(
+        model=f"slow:{frames}:{interval:g}",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+    )
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            if first is None:
+                first = time.perf_counter() - start
+            count += 1
+    return {"ttfe": first, "frames": count}
+
+
+async def _run_client(kind: str, url: str, streams: int, frames: int, interval: float) -> dict:
+    latencies: list[float] = []
+    io_cpu = None
+    probe = _ArrivalProbe() if interval and kind != "AsyncOpenAI" else None
+    if kind == "AsyncOpenAI":  # imports before the clocks start
+        import httpx
+        import openai
+    else:
+        import solon_events  # noqa: F401
+    cpu, wall = time.process_time(), time.perf_counter()
+    if kind == "AsyncOpenAI":
+        limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
+        client = openai.AsyncOpenAI(
+            api_key="x",
+            base_url=f"{url}/v1",
+            http_client=httpx.AsyncClient(limits=limits, timeout=None),
+        )
+        results = await asyncio.gather(*(_openai(client, frames, interval) for _ in range(streams)))
+        await client.close()
+    elif kind == "astream":
+        model = _model(url, frames, interval, streams)
+        results = await asyncio.gather(*(_astream(model, latencies, probe) for _ in range(streams)))
+        model.close()
+    else:
+        model = _model(url, frames, interval, streams)
+        pending = [_stream(model, latencies, probe) for _ in range(streams)]
+        for _result, done in pending:
+            await asyncio.get_running_loop().run_in_executor(None, done.wait)
+        results = [result for result, _done in pending]
+        io_cpu = _io_thread_cpu(model)
+        model.close()
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu
+    received = sum(r["frames"] for r in results)
+    errors = [r["error"] for r in results if "error" in r]
+    firsts = [r["ttfe"] for r in results if r["ttfe"] is not None]
+    return {
+        "kind": kind,
+        "streams": streams,
+        "frames": frames,
+        "received": received,
+        "errors": errors[:3],
+        "wall_s": wall,
+        "ttfe_p50_ms": _percentile(firsts, 0.5) * 1e3,
+        "ttfe_p99_ms": _percentile(firsts, 0.99) * 1e3,
+        "cpu_s": cpu,
+        "cpu_us_per_frame": cpu * 1e6 / max(received, 1),
+        "io_thread_us_per_frame": io_cpu * 1e6 / max(received, 1) if io_cpu else None,
+        "peak_rss_mib": _peak_rss_mib(),
+        "latency_p50_us": _percentile(latencies, 0.5) * 1e6 if latencies else None,
+        "latency_p99_us": _percentile(latencies, 0.99) * 1e6 if latencies else None,
+    }
+
+
+CATEGORIES = (
+    ("solon_events/sse.py", "SSE decoding"),
+    ("solon_events/payloads.py", "SSE decoding"),
+    ("orjson", "JSON decoding"),
+    ("solon_events/transport.py", "transport read loop"),
+    ("solon_events/model.py", "astream: hop and queue (model.py)"),
+    ("solon_events/", "pipeline (parse, dialect, respond)"),
+    ("reactivex/", "Rx plumbing (subscribe_on, observers)"),
+    ("aiohttp/", "aiohttp (socket reads, HTTP parsing)"),
+    ("_socket.socket' objects", "aiohttp (socket reads, HTTP parsing)"),
+    ("asyncio/queues.py", "asyncio.Queue"),
+    ("call_soon_threadsafe", "thread hop (call_soon_threadsafe, self-pipe)"),
+    ("_write_to_self", "thread hop (call_soon_threadsafe, self-pipe)"),
+    ("asyncio/", "event loops (select, callbacks, task switches)"),
+    ("selectors.py", "event loops (select, callbacks, task switches)"),
+    ("epoll", "event loops (select, callbacks, task switches)"),
+)
+"""Where a profiled function's own time is counted: the first category whose key is in its
+file name or (for built-ins) its name."""
+
+
+def _category(filename: str, name: str) -> str:
+    where = name if filename == "~" else filename
+    return next((label for key, label in CATEGORIES if key in where), "other")
+
+
+async def _profiled(url: str, streams: int, frames: int) -> dict[str, float]:
+    """``astream()`` clients under cProfile on both threads: own time per category, in us
+    per frame (the profiler's overhead included, the proportions are what tell)."""
+    import cProfile
+    import pstats
+
+    model = _model(url, frames, 0.0, streams)
+    io_profile, caller_profile = cProfile.Profile(), cProfile.Profile()
+
+    async def switch(on: bool) -> None:
+        io_profile.enable() if on else io_profile.disable()
+
+    model.transport.io.run(switch(True))
+    caller_profile.enable()
+    results = await asyncio.gather(*(_astream(model, [], None) for _ in range(streams)))
+    caller_profile.disable()
+    model.transport.io.run(switch(False))
+    model.close()
+    received = sum(r["frames"] for r in results)
+    totals: dict[str, float] = {}
+    for thread, profile in (("I/O thread", io_profile), ("caller", caller_profile)):
+        stats: Any = pstats.Stats(profile).stats
+        for (filename, _line, name), (_cc, _nc, own, _cum, _callers) in stats.items():
+            key = f"{thread}: {_category(filename, name)}"
+            totals[key] = totals.get(key, 0.0) + own * 1e6 / max(received, 1)
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
+def client_main(argv: list[str]) -> None:
+    """``python -m benchmarks.bench_e2e KIND URL STREAMS FRAMES INTERVAL``: one client run,
+    its figures printed as one JSON line (KIND ``profile``: where astream's time goes)."""
+    kind, url, streams, frames, interval = argv
+    if kind == "profile":
+        figures = asyncio.run(_profiled(url, int(streams), int(frames)))
+    else:
+        figures = asyncio.run(_run_client(kind, url, int(streams), int(frames), float(interval)))
+    print(json.dumps(figures))
+
+
+# -- the parent ------------------------------------------------------------------------------
+
+
+def run_client(kind: str, url: str, streams: int, frames: int, interval: float = 0.0) -> dict:
+    """One client run in a fresh process; its figures (or its error)."""
+    command = [sys.executable, "-m", "benchmarks.bench_e2e", kind, url]
+    command += [str(streams), str(frames), repr(interval)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    if done.returncode:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        return {"kind": kind, "streams": streams, "frames": frames, "error": tail[0]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def replay_us_per_frame(url: str, frames: int) -> float:
+    """CPU us per frame of ``replay()`` over the bytes the provider sends for one answer."""
+    import urllib.request
+
+    body = json.dumps(
+        {"model": f"slow:{frames}:0", "messages": [{"role": "user", "content": "hi"}],
+         "stream": True}
+    ).encode()  # fmt: skip
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions", body, {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request) as response:
+        payload = response.read()
+    count = split_and_decode(payload)
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        replay_once(payload, "openai")
+        best = min(best, time.process_time() - start)
+    return best * 1e6 / count
+
+
+def measure(quick: bool = False) -> dict[str, Any]:
+    """Every client kind on one 2,000-frame answer and on many concurrent streams; the
+    added latency; replay()'s cost per frame on the same bytes."""
+    concurrent = (100, 200) if quick else (1_000, 200)
+    runs: list[dict[str, Any]] = []
+    with devserver() as url:
+        replay_cost = replay_us_per_frame(url, 2_000)
+        for streams, frames in ((1, 2_000), concurrent):
+            for kind in KINDS:
+                runs.append(run_client(kind, url, streams, frames))
+        latency = [run_client(kind, url, 1, 500 if quick else 2_000, 0.001) for kind in KINDS[:2]]
+        profile = run_client("profile", url, *concurrent)
+    return {
+        "replay_us_per_frame": replay_cost,
+        "runs": runs,
+        "latency": latency,
+        "profile": profile,
+    }
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    """Print the end-to-end tables; return their figures."""
+    figures = measure(quick)
+    replay_cost = figures["replay_us_per_frame"]
+    print(f"replay() of the same bytes: {replay_cost:.2f} us CPU per frame")
+    print(
+        f"{'client':<13}{'streams':>8}{'frames':>8}{'wall s':>8}{'ttfe p50':>10}{'p99 ms':>8}"
+        f"{'cpu s':>8}{'us/frame':>10}{'I/O thr':>8}{'x replay':>9}{'RSS MiB':>9}"
+    )
+    for run in figures["runs"]:
+        head = f"{run['kind']:<13}{run['streams']:>8,}{run['frames']:>8,}"
+        if "error" in run:
+            print(f"{head}  failed: {run['error']}")
+            continue
+        print(
+            f"{head}{run['wall_s']:>8.2f}{run['ttfe_p50_ms']:>10.1f}{run['ttfe_p99_ms']:>8.1f}"
+            f"{run['cpu_s']:>8.2f}{run['cpu_us_per_frame']:>10.1f}"
+            f"{run['io_thread_us_per_frame'] or float('nan'):>8.1f}"
+            f"{run['cpu_us_per_frame'] / replay_cost:>9.1f}{run['peak_rss_mib']:>9.0f}"
+            + (f"  ({len(run['errors'])}+ failed: {run['errors'][0]})" if run["errors"] else "")
+        )
+    print(f"added latency, socket read -> subscriber (target p99 < {LATENCY_TARGET_US:g} us):")
+    for run in figures["latency"]:
+        if "error" in run or run["latency_p99_us"] is None:
+            print(f"  {run['kind']:<11} failed: {run.get('error')}")
+            continue
+        where = "on_next (I/O thread)" if run["kind"] == "stream" else "astream() (caller's loop)"
+        print(
+            f"  {where:<26} p50 {run['latency_p50_us']:>7.1f} us   p99 "
+            f"{run['latency_p99_us']:>7.1f} us   ({run['received']:,} frames, 1 ms apart)"
+        )
+    profile = figures["profile"]
+    if "error" in profile:
+        print(f"profile failed: {profile['error']}")
+        return figures
+    streams, frames = (100, 200) if quick else (1_000, 200)
+    print(
+        f"where astream()'s CPU goes, {streams:,} streams x {frames} frames under cProfile "
+        "(us per frame, profiler overhead included):"
+    )
+    for where, us in profile.items():
+        if us >= 0.05:
+            print(f"  {where:<62}{us:>7.2f}")
+    return figures
+
+
+if __name__ == "__main__":
+    client_main(sys.argv[1:])
