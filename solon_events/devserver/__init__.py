@@ -11,7 +11,9 @@
 The request's model name picks the scenario: ``weather`` (the default: thinking, a call of
 the first declared tool, then an answer quoting the tool result), ``echo``,
 ``think``, ``slow:<n>:<interval>``, ``gate``, ``first-delay:<s>``, ``stall:<s>``,
-``status:<code>``, ``html``, ``truncate``, ``error-frame`` and ``replay``. Run it from a shell with
+``status:<code>``, ``html``, ``truncate``, ``error-frame`` and ``replay``, and the faults
+(``trickle``, ``comments``, ``endless-line``, ``pings``, ``cut``, ``flaky``, ``drop``,
+``deep-error``, ``echo-key``: see ``SCENARIOS``). Run it from a shell with
 ``python -m solon_events.devserver --port 8000``.
 """
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import attrs
 import orjson
@@ -25,8 +25,17 @@ from .encoders import (
     OpenAIResponsesWire,
     Wire,
 )
-from .scenarios import HTML_BODY, HtmlReply, Replay, ScenarioError, StatusReply, plan
-from .turns import Pause, Script, TurnUsage, WaitGate
+from .scenarios import (
+    HTML_BODY,
+    BodyReply,
+    DropReply,
+    HtmlReply,
+    Replay,
+    ScenarioError,
+    StatusReply,
+    plan,
+)
+from .turns import Control, Cut, KeepAlive, Pause, Ping, RawBytes, Script, TurnUsage, WaitGate
 
 if TYPE_CHECKING:
     from .server import DevServer
@@ -42,7 +51,8 @@ ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
 
-_Step = Pause | WaitGate | Sequence[Frame]
+_Step = Control | Sequence[Frame]
+_CONTROLS = (Pause, WaitGate, KeepAlive, Ping, RawBytes, Cut)
 
 
 def create_app(server: DevServer) -> web.Application:
@@ -64,61 +74,123 @@ async def _handle(
     if not isinstance(body, dict):
         return _error(wire_type, 400, "The request body is not a JSON object")
     view = wire_type.read_request(body)
-    view = attrs.evolve(view, model=request.match_info.get("model") or view.model)
+    model = request.match_info.get("model") or view.model
+    view = attrs.evolve(
+        view,
+        model=model,
+        credential=_credential(request),
+        attempt=server._count_attempt(request.path, model),
+    )
     try:
         chosen = plan(view, has_recording=server.recording is not None)
     except ScenarioError as error:
         return _error(wire_type, 400, str(error))
     if isinstance(chosen, StatusReply):
-        return _error(wire_type, chosen.status, chosen.message)
+        return _error(wire_type, chosen.status, chosen.message, chosen.headers, chosen.body)
     if isinstance(chosen, HtmlReply):
         return web.Response(text=HTML_BODY, content_type="text/html")
+    if isinstance(chosen, BodyReply):
+        return web.Response(body=chosen.body, content_type=chosen.content_type)
+    if isinstance(chosen, DropReply):
+        return _drop(request)
     if isinstance(chosen, Replay):
         wire = wire_type(view.model, TurnUsage())
         steps: Iterable[_Step] = ([frame] for frame in server.recording_frames)
+        byte_interval = 0.0
     else:
         wire = wire_type(view.model, chosen.usage)
         steps = _script_steps(wire, chosen)
-    return await _stream(server, request, wire, steps)
+        byte_interval = chosen.byte_interval
+    return await _stream(server, request, wire, steps, byte_interval)
+
+
+def _credential(request: web.Request) -> str:
+    """The API key the request carries, wherever its dialect puts it."""
+    for name in ("Authorization", "x-api-key", "x-goog-api-key", "api-key"):
+        value = request.headers.get(name)
+        if value:
+            return value.removeprefix("Bearer ").strip()
+    return request.query.get("key", "")
+
+
+def _drop(request: web.Request) -> NoReturn:
+    if request.transport is not None:
+        request.transport.abort()
+    raise asyncio.CancelledError  # nothing is answered on a dropped connection
 
 
 def _script_steps(wire: Wire, script: Script) -> Iterator[_Step]:
     for part in script.parts:
-        yield part if isinstance(part, (Pause, WaitGate)) else wire.encode(part)
+        yield part if isinstance(part, _CONTROLS) else wire.encode(part)
 
 
-def _error(wire_type: type[Wire], status: int, message: str | None = None) -> web.Response:
-    headers = {"retry-after": "1"} if status == 429 else None
-    body = orjson.dumps(wire_type.error_body(status, message))
-    return web.Response(body=body, status=status, content_type="application/json", headers=headers)
+def _error(
+    wire_type: type[Wire],
+    status: int,
+    message: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    body: bytes | None = None,
+) -> web.Response:
+    all_headers = {"retry-after": "1"} if status == 429 else {}
+    all_headers.update(headers or {})
+    if body is None:
+        body = orjson.dumps(wire_type.error_body(status, message))
+    return web.Response(
+        body=body, status=status, content_type="application/json", headers=all_headers
+    )
 
 
 async def _stream(
-    server: DevServer, request: web.Request, wire: Wire, steps: Iterable[_Step]
+    server: DevServer,
+    request: web.Request,
+    wire: Wire,
+    steps: Iterable[_Step],
+    byte_interval: float = 0.0,
 ) -> web.StreamResponse:
     charset = "" if wire.framing == "ndjson" else "; charset=utf-8"
     response = web.StreamResponse(
         headers={"Content-Type": wire.content_type + charset, "Cache-Control": "no-cache"}
     )
+
+    async def write(data: bytes) -> None:
+        if not response.prepared:
+            await response.prepare(request)
+        if not byte_interval:
+            await response.write(data)
+            return
+        for i in range(len(data)):
+            await response.write(data[i : i + 1])
+            await asyncio.sleep(byte_interval)
+
+    cut = False
     try:
         for step in steps:
+            if isinstance(step, Cut):
+                cut = True
+                break
             if isinstance(step, Pause):
                 await asyncio.sleep(step.seconds)
             elif isinstance(step, WaitGate):
                 await server._gate_opened()
+            elif isinstance(step, KeepAlive):
+                await write(wire.keep_alive_bytes())
+            elif isinstance(step, RawBytes):
+                await write(step.data)
             else:
-                for frame in step:
-                    if not response.prepared:
-                        await response.prepare(request)
-                    elif server.pace:
+                frames = wire.ping() if isinstance(step, Ping) else step
+                for frame in frames:
+                    if response.prepared and server.pace:
                         await asyncio.sleep(server.pace)
-                    await response.write(wire.frame_bytes(frame))
-        if not response.prepared:
-            await response.prepare(request)
-        await response.write_eof()
+                    await write(wire.frame_bytes(frame))
+        if not cut:
+            if not response.prepared:
+                await response.prepare(request)
+            await response.write_eof()
     except ConnectionResetError:
         server._note_disconnect()
     except asyncio.CancelledError:
         server._note_disconnect()
         raise
+    if cut:
+        _drop(request)
     return response

@@ -17,9 +17,13 @@ import orjson
 
 from .encoders.base import RequestView, ToolDecl
 from .turns import (
+    Cut,
     Finish,
+    KeepAlive,
     Part,
     Pause,
+    Ping,
+    RawBytes,
     Script,
     StreamError,
     Text,
@@ -31,6 +35,8 @@ from .turns import (
 
 __all__ = [
     "SCENARIOS",
+    "BodyReply",
+    "DropReply",
     "HtmlReply",
     "Plan",
     "Replay",
@@ -54,10 +60,13 @@ class Replay:
 
 @attrs.frozen
 class StatusReply:
-    """Answer with HTTP ``status`` and the dialect's JSON error body."""
+    """Answer with HTTP ``status`` and the dialect's JSON error body (with ``message``), or
+    ``body`` as it is; ``headers`` are added."""
 
     status: int
     message: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    body: bytes | None = None
 
 
 @attrs.frozen
@@ -65,7 +74,20 @@ class HtmlReply:
     """Answer 200 with an HTML page."""
 
 
-Plan = Script | Replay | StatusReply | HtmlReply
+@attrs.frozen
+class BodyReply:
+    """Answer 200 with ``body`` of ``content_type``."""
+
+    body: bytes
+    content_type: str = "text/plain"
+
+
+@attrs.frozen
+class DropReply:
+    """Close the connection without answering."""
+
+
+Plan = Script | Replay | StatusReply | HtmlReply | BodyReply | DropReply
 """What the server does with one request."""
 
 
@@ -244,6 +266,83 @@ def _replay(view: RequestView, args: Sequence[str]) -> Replay:
     return Replay()
 
 
+# --- faults: time budgets, retries, unreadable bodies, connections dropped, keys echoed
+
+
+def _trickle(view: RequestView, args: Sequence[str]) -> Script:
+    return attrs.evolve(_echo(view, ()), byte_interval=_float(args, 0, 0.05))
+
+
+def _comments(view: RequestView, args: Sequence[str]) -> Script:
+    interval, count = _float(args, 0, 0.05), _int(args, 1, 1000)
+    parts: list[Part] = []
+    for _ in range(count):
+        parts += [KeepAlive(), Pause(interval)]
+    return Script([*parts, Text("Finally"), Text(" an answer."), Finish("stop")], TurnUsage(10, 3))
+
+
+def _endless_line(view: RequestView, args: Sequence[str]) -> Script:
+    interval, count = _float(args, 0, 0.05), _int(args, 1, 1000)
+    parts: list[Part] = [Text("Partial"), RawBytes(b'data: {"partial": "')]
+    for _ in range(count):
+        parts += [Pause(interval), RawBytes(b"x")]
+    return Script(parts, TurnUsage(10, 1))
+
+
+def _pings(view: RequestView, args: Sequence[str]) -> Script:
+    interval, count = _float(args, 0, 0.05), _int(args, 1, 20)
+    parts: list[Part] = [Text("Hello")]
+    for _ in range(count):
+        parts += [Pause(interval), Ping()]
+    return Script([*parts, Text(" after the pings."), Finish("stop")], TurnUsage(10, 2))
+
+
+def _cut(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Text("This is"), Text(" a cut"), RawBytes(b'data: {"choi'), Cut()]
+    return Script(parts, TurnUsage(10, 2))
+
+
+def _error_status(args: Sequence[str], index: int, default: int) -> int:
+    status = _int(args, index, default)
+    if not 400 <= status <= 599:
+        raise ScenarioError(f"{status} is not an HTTP error status (400-599)")
+    return status
+
+
+def _flaky(view: RequestView, args: Sequence[str]) -> Plan:
+    failures, status = _int(args, 0, 1), _error_status(args, 1, 503)
+    if view.attempt <= failures:
+        return StatusReply(status, headers={"retry-after-ms": str(_int(args, 2, 10))})
+    return _echo(view, ())
+
+
+def _drop(view: RequestView, args: Sequence[str]) -> Plan:
+    return DropReply() if view.attempt <= _int(args, 0, 1) else _echo(view, ())
+
+
+def _deep_error(view: RequestView, args: Sequence[str]) -> StatusReply:
+    depth = _int(args, 1, 500)
+    body = b'{"error": ' * depth + b'"too deep"' + b"}" * depth
+    return StatusReply(_error_status(args, 0, 500), body=body)
+
+
+def _echo_key(view: RequestView, args: Sequence[str]) -> Plan:
+    where = args[0] if args else "frame"
+    said = f"Incorrect API key provided: {view.credential}"
+    if where == "frame":
+        return Script([Text("Partial"), StreamError(said)], TurnUsage(10, 1))
+    if where == "status":
+        return StatusReply(401, said)
+    if where == "page":
+        return BodyReply(f"<html><body>{said}</body></html>".encode(), "text/html")
+    if where == "text":
+        return BodyReply(said.encode())
+    if where == "malformed":
+        data = orjson.dumps({"detail": said})[:-1]  # the closing brace is missing
+        return Script([Text("Partial"), RawBytes(b"data: " + data + b"\n\n")], TurnUsage(10, 1))
+    raise ScenarioError(f"echo-key:{where}: expected frame, status, page, text or malformed")
+
+
 SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] = {
     "weather": (_weather, "thinking, then a call of the first declared tool; then the answer"),
     "echo": (_echo, "the last user message, word by word"),
@@ -257,5 +356,14 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "truncate": (_truncate, "a few deltas, then the body ends without completion"),
     "error-frame": (_error_frame, "some text, then an in-stream provider error"),
     "replay": (_replay, "the server's recording, paced"),
+    "trickle": (_trickle, "trickle:<s> - the echo answer, one byte every s seconds"),
+    "comments": (_comments, "comments:<s>:<n> - n SSE comments (blank JSON lines), s apart"),
+    "endless-line": (_endless_line, "endless-line:<s>:<n> - a delta, then a line never ended"),
+    "pings": (_pings, "pings:<s>:<n> - a delta, n provider pings s apart (Anthropic), the rest"),
+    "cut": (_cut, "two deltas, half a frame, then the connection is dropped"),
+    "flaky": (_flaky, "flaky:<n>:<code>:<ms> - n answers of code (retry-after-ms), then echo"),
+    "drop": (_drop, "drop:<n> - the first n requests lose their connection, then echo"),
+    "deep-error": (_deep_error, "deep-error:<code>:<depth> - an error body nested depth deep"),
+    "echo-key": (_echo_key, "echo-key:<frame|status|page|text|malformed> - quotes the API key"),
 }
 """Each scenario's planner and a one-line description."""

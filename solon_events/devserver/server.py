@@ -88,6 +88,7 @@ class DevServer:
             load_recording(self.recording) if self.recording is not None else []
         )
         self.requests: list[RecordedRequest] = []
+        self._attempts: dict[tuple[str, str], int] = {}
         self._disconnects = 0
         self._condition = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -204,6 +205,12 @@ class DevServer:
             raise RuntimeError("wait_disconnect_blocking() would block the server's own loop")
         with self._condition:
             return self._condition.wait_for(lambda: self._disconnects >= count, timeout)
+
+    def _count_attempt(self, path: str, model: str) -> int:
+        """How many requests for ``model`` on ``path`` have come, this one included."""
+        key = (path, model)
+        self._attempts[key] = self._attempts.get(key, 0) + 1
+        return self._attempts[key]
 
     def _record(self, path: str, headers: Mapping[str, str], body: Any) -> None:
         self.requests.append(RecordedRequest(path, CIMultiDict(headers), body))

@@ -15,9 +15,14 @@ import orjson
 
 __all__ = [
     "Content",
+    "Control",
+    "Cut",
+    "KeepAlive",
     "Finish",
     "Part",
     "Pause",
+    "Ping",
+    "RawBytes",
     "Script",
     "StreamError",
     "Text",
@@ -89,10 +94,38 @@ class WaitGate:
     """Wait until the server's gate is opened (:meth:`DevServer.open_gate`)."""
 
 
+@attrs.frozen
+class KeepAlive:
+    """Bytes that keep a connection busy and carry no frame: an SSE comment line
+    (``: keep-alive``), a blank line in JSON lines."""
+
+
+@attrs.frozen
+class Ping:
+    """The provider's own keep-alive *frame* (Anthropic's ``ping`` event); nothing on wires
+    that have none."""
+
+
+@attrs.frozen
+class RawBytes:
+    """``data`` written as it is, whatever the wire (a line that never ends, say)."""
+
+    data: bytes
+
+
+@attrs.frozen
+class Cut:
+    """The connection is dropped here, without the body's proper end."""
+
+
 Content = Thinking | Text | ToolCallPart | Finish | StreamError
 """The parts an encoder turns into frames."""
 
-Part = Content | Pause | WaitGate
+Control = Pause | WaitGate | KeepAlive | Ping | RawBytes | Cut
+"""The parts the server acts out itself: waits, bytes that are no frame, a dropped
+connection."""
+
+Part = Content | Control
 """Any part of a script."""
 
 
@@ -112,7 +145,9 @@ class TurnUsage:
 
 @attrs.frozen
 class Script:
-    """A scripted turn: its parts in order and its usage."""
+    """A scripted turn: its parts in order and its usage; with ``byte_interval``, every
+    byte of it is written on its own, that many seconds apart."""
 
     parts: Sequence[Part]
     usage: TurnUsage = TurnUsage()
+    byte_interval: float = 0.0

@@ -57,6 +57,10 @@ class AnthropicWire(Wire):
             tools=tools,
         )
 
+    def ping(self) -> list[Frame]:
+        """``{"type": "ping"}``: Anthropic's keep-alive event."""
+        return [{"type": "ping"}]
+
     @classmethod
     def error_body(cls, status: int, message: str | None = None) -> dict[str, Any]:
         """``{"type": "error", "error": {"type", "message"}, "request_id"}``."""

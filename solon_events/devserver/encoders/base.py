@@ -62,6 +62,11 @@ class RequestView:
     user_text: str = ""
     tool_results: tuple[str, ...] = ()
     tools: tuple[ToolDecl, ...] = ()
+    credential: str = ""
+    """The API key the request carried (header or ``key`` query value), for the scenarios
+    that echo it as careless providers do."""
+    attempt: int = 1
+    """How many requests with this model name the route has received, this one included."""
 
 
 def content_text(content: Any) -> str:
@@ -213,6 +218,14 @@ class Wire:
         if self.framing == "sse-event" and isinstance(frame, Mapping) and "type" in frame:
             return f"event: {frame['type']}\ndata: {data}\n\n".encode()
         return f"data: {data}\n\n".encode()
+
+    def keep_alive_bytes(self) -> bytes:
+        """Bytes that keep the connection busy and make no frame."""
+        return b"\n" if self.framing == "ndjson" else b": keep-alive\n\n"
+
+    def ping(self) -> list[Frame]:
+        """The provider's own ping frames (none by default)."""
+        return []
 
     def encode(self, part: Content) -> list[Frame]:
         """The frames that say ``part``, opening the stream and blocks as needed."""

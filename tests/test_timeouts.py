@@ -1,0 +1,125 @@
+"""Time budgets count decoded frames, never bytes (#13.1): against the embedded provider's
+fault scenarios on 127.0.0.1, in every dialect."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from recorded import DIALECTS
+
+from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatModel, ChatTimeoutError
+from solon_events.devserver import DevServer, RunningServer
+
+T = ChatEventType
+ENDPOINTS = {
+    "openai": "/v1/chat/completions",
+    "anthropic": "/v1/messages",
+    "openai-responses": "/v1/responses",
+    "gemini": "/v1beta",
+    "ollama": "/api/chat",
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    running = DevServer.run_in_thread()
+    yield running
+    running.close()
+
+
+class Outcome:
+    """Every event of one response and how it ended."""
+
+    def __init__(self) -> None:
+        self.events: list[ChatEvent] = []
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+
+def run(server: RunningServer, dialect: str, scenario: str, **budgets: float) -> Outcome:
+    outcome = Outcome()
+    url = server.url + ENDPOINTS[dialect]
+    with ChatModel(url, scenario, dialect=dialect, max_retries=0, **budgets) as model:
+        model.prompt("tell me").event_filter(ChatEventFilter.all()).stream().subscribe(
+            outcome.events.append, outcome.on_error, outcome.done.set
+        )
+        assert outcome.done.wait(10.0), f"{scenario} kept the stream open past every budget"
+    return outcome
+
+
+def timed_out(outcome: Outcome, budget: str) -> ChatTimeoutError:
+    error = outcome.error
+    assert isinstance(error, ChatTimeoutError), error
+    assert error.budget == budget
+    (error_event,) = [e for e in outcome.events if e.type is T.ERROR]
+    assert outcome.events[-1] is error_event and error_event.error is error
+    return error
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_trickling_bytes_do_not_restart_the_first_frame_budget(
+    server: RunningServer, dialect: str
+) -> None:
+    before = server.disconnect_count
+    outcome = run(server, dialect, "trickle:0.01", timeout=0.4, idle_timeout=30.0)
+    error = timed_out(outcome, "timeout")
+    assert error.frames_received == 0
+    assert "timeout of 0.4 s ran out waiting for the first frame" in str(error)
+    assert "0 frames and" in str(error) and "bytes received" in str(error)
+    assert server.wait_disconnect(timeout=2.0, count=before + 1), "the connection stays open"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_comments_only_do_not_restart_the_first_frame_budget(
+    server: RunningServer, dialect: str
+) -> None:
+    outcome = run(server, dialect, "comments:0.05", timeout=0.4, idle_timeout=30.0)
+    error = timed_out(outcome, "timeout")
+    assert error.frames_received == 0
+    (error_event,) = [e for e in outcome.events if e.type is T.ERROR]
+    assert error_event.response is not None and error_event.response.text == ""
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_frame_then_an_endless_line_runs_out_of_idle_time(
+    server: RunningServer, dialect: str
+) -> None:
+    before = server.disconnect_count
+    outcome = run(server, dialect, "endless-line:0.05", timeout=30.0, idle_timeout=0.4)
+    error = timed_out(outcome, "idle_timeout")
+    assert error.frames_received is not None and error.frames_received >= 1
+    frames = "1 frame " if error.frames_received == 1 else f"{error.frames_received} frames "
+    assert "idle_timeout of 0.4 s ran out waiting for the next frame" in str(error)
+    assert frames in str(error)
+    (error_event,) = [e for e in outcome.events if e.type is T.ERROR]
+    assert error_event.response is not None and error_event.response.text == "Partial"
+    assert error.partial_response is not None and error.partial_response.text == "Partial"
+    assert server.wait_disconnect(timeout=2.0, count=before + 1), "the connection stays open"
+
+
+def test_a_providers_ping_frames_are_frames(server: RunningServer) -> None:
+    """Anthropic's ping events keep a stream alive that would otherwise run out of idle
+    time; the same pauses without pings (OpenAI has none) do run out."""
+    pinged = run(server, "anthropic", "pings:0.1:8", timeout=5.0, idle_timeout=0.3)
+    assert pinged.error is None
+    end = pinged.events[-1]
+    assert end.type is T.RESPONSE_END and end.response is not None
+    assert end.response.text == "Hello after the pings."
+    silent = run(server, "openai", "pings:0.1:8", timeout=5.0, idle_timeout=0.3)
+    assert timed_out(silent, "idle_timeout").frames_received
+
+
+def test_total_timeout_bounds_a_stream_that_keeps_sending_frames(server: RunningServer) -> None:
+    outcome = run(server, "openai", "slow:100:0.05", timeout=5.0, idle_timeout=5.0,
+                  total_timeout=0.5)  # fmt: skip
+    error = timed_out(outcome, "total_timeout")
+    assert error.frames_received and "for the whole response" in str(error)
+    texts = [e.text for e in outcome.events if e.type is T.TEXT_DELTA]
+    (error_event,) = [e for e in outcome.events if e.type is T.ERROR]
+    assert error_event.response is not None and error_event.response.text == "".join(texts)
