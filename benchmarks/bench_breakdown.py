@@ -25,7 +25,7 @@ from pathlib import Path
 from solon_events import ChatError, ChatEventFilter, get_dialect
 from solon_events.core import stages
 from solon_events.core.parsing import DONE, ParseStage, decode_payload
-from solon_events.dialects.base import ChatDialect, ChatStreamContext
+from solon_events.dialects import ChatDialect, ChatStreamContext
 from solon_events.payloads import iter_payloads
 
 from .bench_dialects import (
@@ -61,13 +61,15 @@ def decode_only(body: bytes) -> None:
 
 def dialect_only(body: bytes, dialect: ChatDialect) -> None:
     """Decode, then translate each payload with ``dialect`` (its events go nowhere)."""
-    ctx = ChatStreamContext(_Discard().on_next)
+    record: list[object] = []
+    ctx = ChatStreamContext(record=record)  # type: ignore[arg-type]
     for number, frame in enumerate(iter_payloads(body), 1):
         payload = decode_payload(frame, number)
         if payload is DONE:
             dialect.parse_done(ctx)
         else:
             dialect.parse_frame(ctx, payload)
+        record.clear()
     dialect.end_of_stream(ctx)
 
 

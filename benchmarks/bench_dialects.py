@@ -20,7 +20,7 @@ from collections.abc import Callable
 import orjson
 
 from solon_events import ChatError, ChatEventFilter, ChatEventType, replay
-from solon_events.dialects.base import ChatStreamContext
+from solon_events.dialects import ChatStreamContext
 
 from .recordings import CORPUS
 
@@ -127,10 +127,13 @@ def delivered_events(body: bytes, dialect: str) -> int:
 def floor_once(body: bytes, events: int) -> None:
     """The floor's work: the baseline's, then ``events`` events built and delivered."""
     split_and_decode(body)
-    send = ChatStreamContext(_discard).send
+    record: list[object] = []
+    send = ChatStreamContext(record=record).send  # type: ignore[arg-type]
     delta = ChatEventType.TEXT_DELTA
+    take = record.pop
     for _ in range(events):
         send(delta)
+        _discard(take())
 
 
 def _discard(_event: object) -> None:

@@ -96,10 +96,15 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 nonlocal tool_task
                 tool_task = asyncio.ensure_future(run_tools(step, step_end, calls))
 
+            def on_error(error: Exception) -> None:
+                if held:  # the failed step's STEP_END, with its partial response
+                    observer.on_next(held[0])
+                observer.on_error(error)
+
             current.disposable = (
                 plan.frames(http_request)
                 .pipe(parse(plan.dialect, step=step))
-                .subscribe(on_next, observer.on_error, on_completed)
+                .subscribe(on_next, on_error, on_completed)
             )
 
         async def run_tools(step: int, step_end: ChatEvent, calls: tuple[ToolCall, ...]) -> None:
@@ -107,15 +112,15 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 results = [await call_tool(call, step) for call in calls]
             except ChatError as exc:
                 if not disposed:
-                    if exc.partial_response is None:
-                        exc.partial_response = step_end.response
+                    observer.on_next(step_end)
                     observer.on_error(exc)
                 return
             except asyncio.CancelledError:
                 if not disposed:  # not a disposal: the model was closed
-                    error = ChatError("the tool loop was cancelled: its ChatModel was closed")
-                    error.partial_response = step_end.response
-                    observer.on_error(error)
+                    observer.on_next(step_end)
+                    observer.on_error(
+                        ChatError("the tool loop was cancelled: its ChatModel was closed")
+                    )
                 raise
             if disposed:
                 return

@@ -1,7 +1,10 @@
 """Feeding frames to a dialect, for the dialect tests.
 
-Through ``parse_frame`` the way the parse stage does, or through one of the dialect's own
-functions: the general code that a fast path must match event for event.
+Through the parse stage, the way the ``parse`` operator runs a dialect, with the dialect's
+own ``parse_frame`` or with one of its functions in its place (the general code that a fast
+path must match event for event). The events are the dialect's own: the stage's STEP_START
+and STEP_END are left out; the stage itself tells what the dialect recorded besides events
+(``finished``, ``finish_reason``, ``failure``, ``model``, ``provider_response_id``).
 """
 
 from __future__ import annotations
@@ -9,37 +12,91 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from solon_events.dialects.base import ChatStreamContext
+from solon_events import ChatEvent, ChatEventType, ChatProtocolError
+from solon_events.core.parsing import ParseStage
+from solon_events.dialects import ChatDialect, ChatStreamContext
+
+DONE = "[DONE]"
+"""The sentinel frame, for dialects that take it."""
+
+_BRACKETS = (ChatEventType.STEP_START, ChatEventType.STEP_END)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[ChatEvent] = []
+
+    def on_next(self, event: ChatEvent) -> None:
+        self.events.append(event)
+
+    def on_error(self, error: Exception) -> None:
+        pass
+
+    def on_completed(self) -> None:
+        pass
+
+
+class _Driven(ChatDialect):
+    """A dialect whose ``parse_frame`` (and ``end_of_stream``) are the functions given."""
+
+    name = "driven"
+
+    def __init__(
+        self,
+        parse: Callable[[ChatStreamContext, Any], None],
+        end: Callable[[ChatStreamContext], None] | None,
+        done: Callable[[ChatStreamContext], None] | None,
+    ) -> None:
+        self._parse = parse
+        self._end = end
+        self._done = done
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        self._parse(ctx, frame)
+
+    def parse_done(self, ctx: ChatStreamContext) -> None:
+        (self._done or super().parse_done)(ctx)
+
+    def end_of_stream(self, ctx: ChatStreamContext) -> None:
+        if self._end is not None:
+            self._end(ctx)
 
 
 def feed(
-    parse: Callable[[ChatStreamContext, Any], None],
+    parse: ChatDialect | Callable[[ChatStreamContext, Any], None],
     frames: Iterable[Any],
     *,
-    response_id: str,
+    response_id: str | None = None,
     step: int = 0,
     end: Callable[[ChatStreamContext], None] | None = None,
-) -> tuple[list[Any], ChatStreamContext]:
-    """The events (typed loosely for brevity) and the context after ``parse(ctx, frame)`` for
-    each frame, numbered from 1, then ``end(ctx)`` if given."""
-    events: list[Any] = []
-    ctx = ChatStreamContext(events.append, step=step, response_id=response_id)
+    done: Callable[[ChatStreamContext], None] | None = None,
+) -> tuple[list[Any], ParseStage]:
+    """The events (typed loosely for brevity) and the parse stage after each frame, then
+    the end of the stream when ``end`` is given (the dialect's ``end_of_stream``).
+
+    A :class:`ChatProtocolError` the dialect raised (the stage names the frame) is raised
+    here; a provider failure is the stage's ``failure``.
+    """
+    dialect = parse if isinstance(parse, ChatDialect) else _Driven(parse, end, done)
+    recorder = _Recorder()
+    stage = ParseStage(dialect, recorder, step=step, response_id=response_id)
     for frame in frames:
-        ctx.frame_number += 1
-        parse(ctx, frame)
-    if end is not None:
-        end(ctx)
-    return events, ctx
+        stage.on_next(frame)
+    if isinstance(stage.failure, ChatProtocolError):
+        raise stage.failure
+    if end is not None and stage.failure is None:
+        stage.on_completed()
+    return [e for e in recorder.events if e.type not in _BRACKETS], stage
 
 
-def outcome(events: list[Any], ctx: ChatStreamContext) -> tuple[Any, ...]:
-    """Everything a caller can see of a run: the events (all fields) and the context."""
-    failure = ctx.failure
+def outcome(events: list[Any], stage: ParseStage) -> tuple[Any, ...]:
+    """Everything a caller can see of a run: the events (all fields) and the stage's state."""
+    failure = stage.failure
     return (
         events,
-        ctx.provider_response_id,
-        ctx.model,
-        ctx.finished,
-        ctx.finish_reason,
+        stage.provider_response_id,
+        stage.model,
+        stage.finished,
+        stage.finish_reason,
         None if failure is None else (type(failure), str(failure)),
     )

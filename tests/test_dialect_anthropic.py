@@ -20,9 +20,9 @@ from dialect_runs import feed, outcome
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from solon_events.dialects import anthropic
+from solon_events.core.parsing import ParseStage
+from solon_events.dialects import anthropic, get_dialect
 from solon_events.dialects.anthropic import AnthropicDialect
-from solon_events.dialects.base import ChatStreamContext, get_dialect
 from solon_events.errors import ChatError, ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
 from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
@@ -98,9 +98,9 @@ MESSAGE_STOP = {"type": "message_stop"}
 TEXT_BLOCK = {"type": "text", "text": ""}
 
 
-def run(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
+def run(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
     """Feed ``frames`` to the dialect the way the parse operator does."""
-    return feed(DIALECT.parse_frame, frames, response_id="resp-1", end=DIALECT.end_of_stream)
+    return feed(DIALECT, frames, response_id="resp-1", end=DIALECT.end_of_stream)
 
 
 def shape(events: Iterable[ChatEvent]) -> list[tuple[str, int, str | None]]:
@@ -1010,10 +1010,8 @@ def test_odd_but_valid_json_never_raises(frame: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("frame", [[], ["message_start"], "message_start", 3, None, True])
 def test_a_frame_that_is_not_an_object_is_a_protocol_error(frame: Any) -> None:
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append)
-    with pytest.raises(ChatProtocolError, match="JSON object"):
-        DIALECT.parse_frame(ctx, frame)
+    with pytest.raises(ChatProtocolError, match="frame 1: expected a JSON object"):
+        run([orjson.dumps(frame).decode()])
 
 
 def test_duplicate_message_start_changes_nothing() -> None:
@@ -1079,7 +1077,7 @@ def test_a_second_message_closes_the_first_and_starts_fresh() -> None:
 # events, and which way a frame goes.
 
 
-def general(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
+def general(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
     """Feed ``frames`` to the general code only: the reference the fast path must match."""
     return feed(anthropic._parse_general, frames, response_id="resp-1", end=DIALECT.end_of_stream)
 
@@ -1515,11 +1513,11 @@ def _corpus_frames(path: Path) -> list[Any]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
-def _replay_file(path: Path) -> tuple[list[ChatEvent], ChatStreamContext]:
+def _replay_file(path: Path) -> tuple[list[ChatEvent], ParseStage]:
     return run(_corpus_frames(path))
 
 
-def _assert_well_formed(events: list[ChatEvent], ctx: ChatStreamContext) -> None:
+def _assert_well_formed(events: list[ChatEvent], ctx: ParseStage) -> None:
     assert ctx.failure is None
     assert ctx.finished
     open_blocks: set[tuple[str, int]] = set()

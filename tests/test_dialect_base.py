@@ -1,4 +1,5 @@
-"""The shared dialect helpers in solon_events.dialects.base."""
+"""The dialect interface and what every dialect shares: the context it records on, the
+request helpers, the value readers and the tool-call assembler."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from solon_events.dialects import (
     get_dialect,
     make_usage,
 )
-from solon_events.dialects.base import data_url, provider_error_message, request_headers
+from solon_events.dialects.context import Failure, Finish, NextResponse
+from solon_events.dialects.reading import provider_error_message
+from solon_events.dialects.request import data_url, request_headers
 
 T = ChatEventType
 
@@ -80,23 +83,37 @@ def test_provider_error_message_shapes(body: object, message: str | None) -> Non
     assert provider_error_message(body) == message
 
 
-def test_context_prefills_ids_and_records_finish_and_failure() -> None:
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append, step=2, response_id="r")
+def test_context_prefills_ids_and_records_events_finish_and_failure_in_order() -> None:
+    ctx = ChatStreamContext(step=2, response_id="r")
     ctx.provider_response_id = "p"
+    ctx.model = "m"
     ctx.send(T.TEXT_DELTA, text="x")
-    assert (events[0].step, events[0].response_id, events[0].provider_response_id) == (2, "r", "p")
     ctx.finish("stop")
-    ctx.finish()
-    assert ctx.finished and ctx.finish_reason == "stop"
     ctx.fail({"error": {"message": "boom"}})
-    assert isinstance(ctx.failure, ProviderError) and "boom" in str(ctx.failure)
+    event, finish, failure = ctx.take()
+    assert isinstance(event, ChatEvent)
+    assert (event.step, event.response_id, event.provider_response_id) == (2, "r", "p")
+    assert finish == Finish("stop")
+    assert isinstance(failure, Failure) and isinstance(failure.error, ProviderError)
+    assert "boom" in str(failure.error)
+    assert ctx.take() == []
     assert ctx.state_of("k", list) is ctx.state_of("k", list)
 
 
+def test_next_response_records_the_ended_response_and_moves_to_the_next_step() -> None:
+    ctx = ChatStreamContext(step=0, response_id="r")
+    ctx.provider_response_id, ctx.model = "p1", "m1"
+    ctx.state["mine"] = 1
+    ctx.next_response()
+    ctx.send(T.STATUS, text="in_progress")
+    boundary, status = ctx.take()
+    assert boundary == NextResponse(0, "m1", "p1")
+    assert isinstance(status, ChatEvent) and status.step == 1
+    assert (ctx.step, ctx.model, ctx.provider_response_id, ctx.state) == (1, None, None, {})
+
+
 def test_tool_call_assembler_streams_start_deltas_end() -> None:
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append)
+    ctx = ChatStreamContext()
     calls = ToolCallAssembler()
     calls.start(ctx, "a", id="call_1", name="f")
     calls.delta(ctx, "a", '{"x"')
@@ -104,6 +121,7 @@ def test_tool_call_assembler_streams_start_deltas_end() -> None:
     calls.delta(ctx, "a", ": 1}")
     calls.start(ctx, "b", id="call_2", name="g")
     calls.end_all(ctx)
+    events: list[Any] = ctx.take()
     assert [e.type for e in events] == [
         T.TOOL_CALL_START,
         T.TOOL_CALL_ARGS_DELTA,
@@ -150,8 +168,7 @@ def test_send_emits_what_event_builds(
     step: int,
     provider_response_id: str | None,
 ) -> None:
-    sent: list[ChatEvent] = []
-    ctx = ChatStreamContext(sent.append, step=step, response_id="r")
+    ctx = ChatStreamContext(step=step, response_id="r")
     ctx.provider_response_id = provider_response_id
     fields: dict[str, Any] = {
         "text": text,
@@ -166,6 +183,7 @@ def test_send_emits_what_event_builds(
         "citation": Citation(url="u") if index == 0 else None,
     }
     ctx.send(kind, **fields)
+    sent = ctx.take()
     expected = ChatEvent(
         kind, step=step, response_id="r", provider_response_id=provider_response_id, **fields
     )

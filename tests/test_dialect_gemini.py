@@ -17,8 +17,8 @@ from dialect_runs import feed, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solon_events.dialects import gemini
-from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.core.parsing import ParseStage
+from solon_events.dialects import ChatStreamContext, gemini, get_dialect
 from solon_events.dialects.gemini import SKIP_SIGNATURE, GeminiDialect, stream_url
 from solon_events.errors import ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
@@ -30,12 +30,10 @@ DIALECT = GeminiDialect()
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gemini"
 
 
-def run(
-    frames: list[Any], *, step: int = 0, end: bool = False
-) -> tuple[list[Any], ChatStreamContext]:
-    """Feed ``frames`` to the dialect; the events (typed loosely for brevity) and the context."""
+def run(frames: list[Any], *, step: int = 0, end: bool = False) -> tuple[list[Any], ParseStage]:
+    """Feed ``frames`` to the dialect; the events (typed loosely for brevity) and the stage."""
     return feed(
-        DIALECT.parse_frame,
+        DIALECT,
         frames,
         response_id="r-1",
         step=step,
@@ -571,8 +569,8 @@ def test_error_list_body_fails_too() -> None:
 
 @pytest.mark.parametrize("bad", ["text", 3, None])
 def test_a_frame_that_is_not_an_object_is_a_protocol_error(bad: Any) -> None:
-    with pytest.raises(ChatProtocolError, match="frame 1"):
-        run([bad])
+    with pytest.raises(ChatProtocolError, match="frame 1: expected a JSON object"):
+        run([orjson.dumps(bad).decode()])
 
 
 def test_unknown_frames_parts_and_other_candidates_are_raw() -> None:
@@ -646,7 +644,7 @@ def test_get_dialect_knows_gemini() -> None:
 # These tests pin that both ways give the same events, and which way a frame goes.
 
 
-def general(frames: list[Any]) -> tuple[list[Any], ChatStreamContext]:
+def general(frames: list[Any]) -> tuple[list[Any], ParseStage]:
     """Feed ``frames`` to the general code only: the reference the fast path must match."""
     return feed(gemini._response, frames, response_id="r-1")
 

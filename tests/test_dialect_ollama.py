@@ -9,8 +9,10 @@ from typing import Any
 
 import orjson
 import pytest
+from dialect_runs import feed
 
-from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.core.parsing import ParseStage
+from solon_events.dialects import get_dialect
 from solon_events.dialects.ollama import OllamaDialect
 from solon_events.errors import ChatProtocolError, ProviderError
 from solon_events.events import ChatEventType
@@ -22,14 +24,9 @@ DIALECT = OllamaDialect()
 URL = "http://localhost:11434/api/chat"
 
 
-def run(frames: list[Any], *, step: int = 0) -> tuple[list[Any], ChatStreamContext]:
-    """Feed ``frames`` to the dialect; the events (typed loosely for brevity) and the context."""
-    events: list[Any] = []
-    ctx = ChatStreamContext(events.append, step=step, response_id="r-1")
-    for frame in frames:
-        ctx.frame_number += 1
-        DIALECT.parse_frame(ctx, frame)
-    return events, ctx
+def run(frames: list[Any], *, step: int = 0) -> tuple[list[Any], ParseStage]:
+    """Feed ``frames`` to the dialect; the events (typed loosely for brevity) and the stage."""
+    return feed(DIALECT, frames, response_id="r-1", step=step)
 
 
 def line(content: str = "", **extra: Any) -> dict[str, Any]:
@@ -188,8 +185,8 @@ def test_http_error_body_message() -> None:
 
 @pytest.mark.parametrize("bad", ["text", 1, None, [{"done": True}]])
 def test_a_line_that_is_not_an_object_is_a_protocol_error(bad: Any) -> None:
-    with pytest.raises(ChatProtocolError, match="frame 1"):
-        run([bad])
+    with pytest.raises(ChatProtocolError, match="frame 1: expected a JSON object"):
+        run([orjson.dumps(bad).decode()])
 
 
 def test_an_unknown_object_is_raw() -> None:

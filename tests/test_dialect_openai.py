@@ -14,9 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
+from dialect_runs import DONE, feed
 
 from solon_events.core.accumulator import ChatAccumulator
-from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.core.parsing import ParseStage
+from solon_events.dialects import get_dialect
 from solon_events.dialects.openai import OpenAIDialect
 from solon_events.errors import ChatError, ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
@@ -33,26 +35,17 @@ from solon_events.results import (
 
 T = ChatEventType
 DIALECT = OpenAIDialect()
-DONE = "[DONE]"
 
 
 # driver and fixture helpers
 
 
-def run(frames: list[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
+def run(frames: list[Any]) -> tuple[list[ChatEvent], ParseStage]:
     """Feed ``frames`` (decoded payloads, or DONE) to the dialect as the parse operator does."""
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append, response_id="resp-1")
-    for frame in frames:
-        ctx.frame_number += 1
-        if frame == DONE:
-            DIALECT.parse_done(ctx)
-        else:
-            DIALECT.parse_frame(ctx, frame)
-    return events, ctx
+    return feed(DIALECT, frames, response_id="resp-1")
 
 
-def fold(events: list[ChatEvent], ctx: ChatStreamContext) -> ChatResponse:
+def fold(events: list[ChatEvent], ctx: ParseStage) -> ChatResponse:
     """The step's response, as the step accumulator folds the dialect's events."""
     accumulator = ChatAccumulator()
     for event in events:
@@ -146,7 +139,7 @@ def test_usage_maps_cached_and_reasoning_tokens() -> None:
 def test_usage_only_chunk_after_finish_is_still_read() -> None:
     events, ctx = run(OPENAI_TEXT[:4])
     assert ctx.finished and T.USAGE not in types(events)
-    DIALECT.parse_frame(ctx, OPENAI_TEXT[4])
+    events, ctx = run(OPENAI_TEXT[:5])
     assert events[-1].type is T.USAGE
     assert fold(events, ctx).usage == events[-1].usage
 
@@ -803,7 +796,7 @@ def test_unknown_frame_is_raw() -> None:
 @pytest.mark.parametrize("frame", [[1, 2], "text", 3, None])
 def test_a_frame_that_is_not_an_object_is_a_protocol_error(frame: Any) -> None:
     with pytest.raises(ChatProtocolError, match="frame 1: expected a JSON object"):
-        run([frame])
+        run([orjson.dumps(frame).decode()])
 
 
 def test_a_protocol_error_is_a_chat_error() -> None:

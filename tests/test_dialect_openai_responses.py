@@ -14,11 +14,13 @@ from typing import Any
 
 import orjson
 import pytest
+from dialect_runs import feed
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reactivex import Observer
 
-from solon_events.dialects import openai_responses
-from solon_events.dialects.base import ChatStreamContext, get_dialect
+from solon_events.core.parsing import ParseStage
+from solon_events.dialects import ChatStreamContext, get_dialect, openai_responses
 from solon_events.dialects.openai_responses import OpenAIResponsesDialect
 from solon_events.errors import ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
@@ -34,13 +36,9 @@ TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 # drivers
 
 
-def parse(frames: Iterable[Any]) -> tuple[list[ChatEvent], ChatStreamContext]:
-    """Parse ``frames`` with one fresh context: the events it emitted, and the context."""
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append)
-    for frame in frames:
-        DIALECT.parse_frame(ctx, frame)
-    return events, ctx
+def parse(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
+    """Parse ``frames`` through a fresh parse stage: the dialect's events, and the stage."""
+    return feed(DIALECT, frames)
 
 
 def of(events: list[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
@@ -830,8 +828,8 @@ def test_odd_but_valid_json_never_crashes() -> None:
 
 @pytest.mark.parametrize("frame", [["a", "list"], "text", 42, None])
 def test_a_frame_that_is_not_an_object_is_a_protocol_error(frame: Any) -> None:
-    with pytest.raises(ChatProtocolError):
-        parse([frame])
+    with pytest.raises(ChatProtocolError, match="frame 1: expected a JSON object"):
+        parse([orjson.dumps(frame).decode()])
 
 
 def test_every_event_carries_its_raw_payload_and_the_provider_id() -> None:
@@ -862,11 +860,7 @@ def test_state_belongs_to_the_context_not_the_dialect() -> None:
 
 def general(frames: Iterable[Any]) -> list[ChatEvent]:
     """The events of ``frames`` when every frame takes the general path."""
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append)
-    for frame in frames:
-        openai_responses._parse_general(ctx, frame)
-    return events
+    return feed(openai_responses._parse_general, frames)[0]
 
 
 @pytest.fixture
@@ -1158,30 +1152,31 @@ def outcome(
     parse_frame: Callable[[ChatStreamContext, Any], None], frames: list[Any]
 ) -> tuple[list[ChatEvent], str | None]:
     """The events ``parse_frame`` sends for ``frames``, and the protocol error that ends them."""
-    events: list[ChatEvent] = []
-    ctx = ChatStreamContext(events.append)
-    try:
-        for frame in frames:
-            parse_frame(ctx, frame)
-    except ChatProtocolError as exc:
-        return events, str(exc)
-    return events, None
+    for count in range(len(frames), -1, -1):
+        try:
+            events, _stage = feed(parse_frame, frames[:count])
+        except ChatProtocolError as exc:
+            error = str(exc)
+            continue
+        return events, (error if count < len(frames) else None)
+    raise AssertionError("unreachable")
 
 
 def test_an_error_downstream_of_a_fast_delta_is_not_swallowed() -> None:
     sent: list[ChatEvent] = []
+    errors: list[Exception] = []
 
-    def emit(event: ChatEvent) -> None:
+    def on_next(event: ChatEvent) -> None:
         if event.text == "x":
             raise KeyError("downstream")
         sent.append(event)
 
-    ctx = ChatStreamContext(emit)
+    stage = ParseStage(DIALECT, Observer(on_next, errors.append))
     for frame in hot_text():
-        DIALECT.parse_frame(ctx, frame)
+        stage.on_next(frame)
     with pytest.raises(KeyError, match="downstream"):
-        DIALECT.parse_frame(ctx, hot_text({"delta": "x"})[-1])
-    assert [e.text for e in of(sent, T.TEXT_DELTA)] == ["a", "b"]
+        stage.on_next(hot_text({"delta": "x"})[-1])
+    assert [e.text for e in of(sent, T.TEXT_DELTA)] == ["a", "b"] and not errors
 
 
 # the whole pipeline

@@ -178,11 +178,12 @@ def test_next_response_splits_a_recorded_loop_into_steps() -> None:
         name = "two"
 
         def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
-            if frame.get("new") and ctx.finished:
+            if frame.get("new") and ctx.state.get("done"):
                 ctx.next_response()
             if "text" in frame:
                 ctx.send(T.TEXT_DELTA, text=frame["text"])
             if frame.get("done"):
+                ctx.state["done"] = True
                 ctx.finish("stop")
 
     frames = [{"text": "a"}, {"done": True}, {"new": True, "text": "b"}, {"done": True}]
@@ -468,3 +469,153 @@ def test_replay_subscriber_can_subscribe_to_other_observables() -> None:
     disposable = replay(sse(GOOD)).subscribe(on_next)
     assert inner == [1, 2, 1, 2]
     disposable.dispose()  # after the end: harmless
+
+
+# the parse stage owns the stream: what a dialect records, and what it raises
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.events: list[ChatEvent] = []
+        self.errors: list[Exception] = []
+        self.completed = False
+
+    def on_next(self, event: ChatEvent) -> None:
+        self.events.append(event)
+
+    def on_error(self, error: Exception) -> None:
+        self.errors.append(error)
+
+    def on_completed(self) -> None:
+        self.completed = True
+
+
+class _Lines(ChatDialect):
+    """{"text": ...} frames, {"done": true} to finish, {"error": ...} to fail."""
+
+    name = "lines"
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        if "text" in frame:
+            ctx.send(T.TEXT_DELTA, text=frame["text"], raw=frame)
+        for error in frame.get("errors", ()):
+            ctx.fail(error)
+        if frame.get("done"):
+            ctx.finish("stop")
+
+
+def _stage(dialect: ChatDialect, frames: list[Any]) -> _Recorder:
+    from solon_events.core.parsing import ParseStage
+
+    recorder = _Recorder()
+    stage = ParseStage(dialect, recorder, response_id="r")
+    stage.start()
+    for frame in frames:
+        stage.on_next(frame)
+    stage.on_completed()
+    return recorder
+
+
+@pytest.mark.parametrize("where", ["parse_frame", "parse_done", "end_of_stream"])
+def test_an_exception_in_any_dialect_method_is_a_protocol_error_naming_the_frame(
+    where: str,
+) -> None:
+    class Broken(_Lines):
+        def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+            super().parse_frame(ctx, frame)
+            if where == "parse_frame" and frame.get("boom"):
+                raise KeyError("choices")
+
+        def parse_done(self, ctx: ChatStreamContext) -> None:
+            if where == "parse_done":
+                raise KeyError("choices")
+            super().parse_done(ctx)
+
+        def end_of_stream(self, ctx: ChatStreamContext) -> None:
+            if where == "end_of_stream":
+                raise KeyError("choices")
+
+    frames = [{"text": "a"}, {"text": "b", "boom": True}, "[DONE]"]
+    out = _stage(Broken(), frames)
+    (error,) = out.errors
+    assert isinstance(error, ChatProtocolError) and "KeyError" in str(error)
+    named = {"parse_frame": "frame 2", "parse_done": "frame 3", "end_of_stream": "after 3 frames"}
+    assert named[where] in str(error)
+    assert isinstance(error.__cause__, KeyError)
+    # the failed step still ends, with what came before the failing frame, then on_error
+    assert out.events[-1].type is T.STEP_END and not out.completed
+    expected = "a" if where == "parse_frame" else "ab"
+    assert out.events[-1].response is not None and out.events[-1].response.text == expected
+
+
+def test_a_frame_that_raises_contributes_nothing() -> None:
+    class HalfWay(_Lines):
+        def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+            super().parse_frame(ctx, frame)
+            raise ValueError("after the text")
+
+    out = _stage(HalfWay(), [{"text": "lost"}])
+    assert [e.type for e in out.events] == [T.STEP_START, T.STEP_END]
+    assert out.events[-1].response is not None and out.events[-1].response.text == ""
+
+
+def test_a_protocol_error_a_dialect_raises_keeps_its_provider_fields_and_names_the_frame() -> None:
+    class Strict(_Lines):
+        def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+            raise ChatProtocolError("no good", provider_error={"code": 7})
+
+    (error,) = _stage(Strict(), [{"text": "x"}]).errors
+    assert str(error) == "frame 1: no good" and error.provider_error == {"code": 7}  # type: ignore[attr-defined]
+
+
+def test_the_first_provider_failure_wins_and_ends_the_stream_after_its_frame() -> None:
+    failing = {"text": "b", "errors": [{"message": "first"}, "second"], "done": True}
+    out = _stage(_Lines(), [{"text": "a"}, failing, {"text": "c"}])
+    (error,) = out.errors
+    assert isinstance(error, ProviderError) and str(error) == "provider error: first"
+    texts = [e.text for e in out.events if e.type is T.TEXT_DELTA]
+    assert texts == ["a", "b"]  # the failing frame's own events are kept, later frames are not
+    assert out.events[-1].type is T.STEP_END and out.events[-1].response.text == "ab"  # type: ignore[union-attr]
+
+
+def test_a_failed_parse_ends_its_step_with_the_partial_response_before_on_error() -> None:
+    events, errors = run_parse(GOOD[:2])  # no finish: truncated
+    assert isinstance(errors[0], ChatProtocolError)
+    assert [e.type for e in events] == [
+        T.STEP_START,
+        T.TEXT_DELTA,
+        T.TEXT_DELTA,
+        T.STEP_END,
+    ]
+    assert events[-1].response is not None and events[-1].response.text == "Hello"
+
+
+@pytest.mark.parametrize("dialect", ["openai", "openai-responses", "anthropic", "gemini", "ollama"])
+def test_a_body_of_only_done_is_a_protocol_error_in_every_dialect(dialect: str) -> None:
+    events, errors = run_replay(b"data: [DONE]\n\n", dialect)
+    assert len(errors) == 1 and isinstance(errors[0], ChatProtocolError)
+    assert "without a frame but [DONE]" in str(errors[0])
+    assert [e.type for e in events] == [T.RESPONSE_START, T.STEP_START, T.STEP_END, T.ERROR]
+
+
+def test_an_event_among_the_frames_is_an_event_of_the_step() -> None:
+    status = ChatEvent(T.STATUS, sub_type="retry", text="retrying", attrs={"attempt": 1})
+    frames: list[Any] = [status, *GOOD, "[DONE]"]
+    events, errors = run_parse(frames)
+    assert not errors
+    assert [e.type for e in events[:2]] == [T.STEP_START, T.STATUS]
+    assert events[1].sub_type == "retry" and events[1].attr("attempt") == 1
+    assert events[-1].response is not None and events[-1].response.text == "Hello"
+    # an event alone is no frame: the stream still has none
+    _events, errors = run_parse([status])
+    assert isinstance(errors[0], ChatProtocolError) and "without a single frame" in str(errors[0])
+
+
+def test_an_event_among_the_frames_takes_the_steps_ids() -> None:
+    from solon_events.core.parsing import ParseStage
+
+    recorder = _Recorder()
+    stage = ParseStage(_Lines(), recorder, step=2, response_id="resp")
+    stage.on_next(ChatEvent(T.STATUS, step=0, response_id="other", text="retrying"))
+    (status,) = recorder.events
+    assert (status.step, status.response_id, status.text) == (2, "resp", "retrying")

@@ -1,21 +1,22 @@
-"""One step's provider frames -> its events, through a dialect (sans-I/O).
+"""A stream's provider frames -> its events, through a dialect (sans-I/O).
 
-:class:`ParseStage` is the observer behind :func:`~solon_events.operators.parse`: it decodes
-each frame's JSON, hands the payload to the dialect, brackets the step with STEP_START and
-STEP_END (carrying the step's folded response) and turns every way a stream can go wrong
-into one :class:`~solon_events.errors.ChatError` that carries what was received before it.
+:class:`ParseStage` is the observer behind :func:`~solon_events.operators.parse` and the
+one owner of a stream's state: it decodes each frame's JSON, hands the payload to the
+dialect, acts on what the dialect records, brackets each step with STEP_START and STEP_END
+(carrying the step's folded response) and turns every way a stream can go wrong into one
+:class:`~solon_events.errors.ChatError`, after a STEP_END holding what came before it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from ..dialects.base import ChatDialect, ChatStreamContext, plain_json
+from ..dialects.base import ChatDialect
+from ..dialects.context import ChatStreamContext, Failure, Finish, NextResponse, Outcome
+from ..dialects.reading import plain_json
 from ..errors import ChatError, ChatProtocolError
 from ..events import TYPES, ChatEvent, framing_event
 from ..results import ChatResponse
@@ -25,7 +26,8 @@ from .stages import Sink
 
 __all__ = ["DONE", "ParseStage", "decode_payload"]
 
-_T = TYPES
+_STEP_START = TYPES.STEP_START
+_STEP_END = TYPES.STEP_END
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
@@ -79,70 +81,34 @@ def decode_payload(frame: Any, number: int) -> Any:
     )
 
 
-def _weak_next_step(stage: ParseStage) -> Callable[[], None]:
-    """``stage._next_step`` through a weak reference: the context that calls it is the
-    stage's own, and a strong one would make a reference cycle."""
-    ref = weakref.ref(stage)
-
-    def next_step() -> None:
-        alive = ref()
-        if alive is not None:
-            alive._next_step()
-
-    return next_step
-
-
-def _attach_partial(error: Exception, partial: ChatResponse) -> None:
-    """Give ``error`` the step's partial response unless it already carries one."""
-    if getattr(error, "partial_response", None) is None:
-        with contextlib.suppress(AttributeError, TypeError):
-            error.partial_response = partial  # type: ignore[attr-defined]
-
-
-class _DownstreamError(Exception):
-    """Carries an exception raised downstream through the dialect's frame handling."""
-
-    def __init__(self, original: Exception) -> None:
-        super().__init__(original)
-        self.original = original
-
-
-class _StepEvents:
-    """Where the dialect's events go: into the step's accumulator, then downstream.
-
-    It holds neither the stage nor its context, so no reference cycle keeps a finished
-    stream's objects alive until the garbage collector finds them.
-    """
-
-    __slots__ = ("accumulator", "push")
-
-    def __init__(self, push: Callable[[ChatEvent], Any]) -> None:
-        self.accumulator = ChatAccumulator()
-        self.push = push
-
-    def emit(self, event: ChatEvent) -> None:
-        self.accumulator.add(event)
-        try:
-            self.push(event)
-        except Exception as exc:
-            raise _DownstreamError(exc) from exc
-
-
 class ParseStage:
-    """Parses one step's frames with ``dialect`` and pushes the events into ``down``.
+    """One stream's frames -> its events, through a dialect: the owner of the stream's state.
+
+    The stage alone holds the stream's state: the step and its accumulator, the frames
+    counted, the provider's completion signal and finish reason, and the failure. The
+    dialect only records on its :class:`~solon_events.dialects.ChatStreamContext` what each
+    frame means; after each call the stage takes that record and acts on it: each event
+    is folded into the step's response and pushed into ``down``, a finish is noted, a
+    provider failure fails the stream after the frame, and another provider response
+    ends the step and starts the next.
 
     Call :meth:`start` first (it emits STEP_START), then :meth:`on_next` per frame and
-    :meth:`on_completed` or :meth:`on_error` once. The step's accumulator folds every event,
-    and STEP_END carries its snapshot as ``response`` and its usage. A stream that ends
-    without the provider's completion signal, or with no frame at all, fails with
-    :class:`ChatProtocolError`; so does a malformed frame (naming its number) and a
-    dialect's own bug; a provider-reported failure fails with its error. Every failure
-    carries the step's partial response as ``partial_response``. An exception raised by
-    ``down`` itself propagates unchanged.
+    :meth:`on_completed` or :meth:`on_error` once. Frames are :class:`~solon_events.sse.Frame`
+    values, JSON text or bytes, or decoded payloads; a :class:`~solon_events.ChatEvent`
+    among them (a transport's retry STATUS, say) is an event of the current step, passed
+    on as it is with the step's ids, and counts as no frame.
+
+    STEP_END carries the step's response and usage. A stream that ends without the
+    provider's completion signal, or with no frame but ``[DONE]``, fails with
+    :class:`ChatProtocolError`; so does a malformed frame and any exception a dialect
+    raises, each naming the frame; a provider-reported failure fails with its error. A
+    failed step still ends with its STEP_END, carrying the partial response, before
+    ``on_error``. An exception raised by ``down`` itself propagates unchanged.
     """
 
-    __slots__ = ("__weakref__", "_dialect", "_down", "_events", "_push", "_response_id", "ctx",
-                 "failed")  # fmt: skip
+    __slots__ = ("_accumulator", "_ctx", "_dialect", "_done_count", "_down", "_push",
+                 "_record", "_response_id", "closed", "failure", "finish_reason", "finished",
+                 "frame_count", "step")  # fmt: skip
 
     def __init__(
         self,
@@ -156,127 +122,199 @@ class ParseStage:
         self._down = down
         self._push = down.on_next
         self._response_id = response_id
-        self._events = _StepEvents(self._push)
-        self.failed = False
-        """True once the stage has failed; later frames are ignored."""
-        self.ctx = ChatStreamContext(
-            self._events.emit,
-            step=step,
-            response_id=response_id,
-            on_next_response=_weak_next_step(self),
-        )
-        """The context the dialect parses with."""
+        self._record: list[Outcome] = []
+        """What the dialect records while it handles a frame; emptied as it is acted on."""
+        self._ctx = ChatStreamContext(step=step, response_id=response_id, record=self._record)
+        self._accumulator = ChatAccumulator()
+        self.step = step
+        """The current step."""
+        self.frame_count = 0
+        """Frames received, the ``[DONE]`` sentinel included."""
+        self._done_count = 0
+        self.finished = False
+        """Whether the current step's provider response gave its completion signal."""
+        self.finish_reason: str | None = None
+        """The current step's finish reason, when the provider gave one."""
+        self.failure: Exception | None = None
+        """What the stream failed with, once it has."""
+        self.closed = False
+        """True once the stream has completed or failed; later calls do nothing."""
+
+    @property
+    def payload_count(self) -> int:
+        """Frames received other than the ``[DONE]`` sentinel."""
+        return self.frame_count - self._done_count
+
+    @property
+    def model(self) -> str | None:
+        """The model the provider named for the current step's response."""
+        return self._ctx.model
+
+    @property
+    def provider_response_id(self) -> str | None:
+        """The provider's id of the current step's response."""
+        return self._ctx.provider_response_id
 
     def start(self) -> None:
         """Emit the step's STEP_START."""
-        self._push(framing_event(_T.STEP_START, self.ctx.step, self._response_id))
-
-    def _end_step(self) -> None:
-        ctx = self.ctx
-        snapshot = self._events.accumulator.snapshot(
-            finish_reason=ctx.finish_reason,
-            model=ctx.model,
-            provider_response_id=ctx.provider_response_id,
-        )
-        self._push(
-            framing_event(
-                _T.STEP_END,
-                ctx.step,
-                self._response_id,
-                ctx.provider_response_id,
-                response=snapshot,
-                usage=snapshot.usage,
-            )
-        )
-
-    def _next_step(self) -> None:
-        self._end_step()
-        self._events.accumulator = ChatAccumulator()
-        self._push(framing_event(_T.STEP_START, self.ctx.step + 1, self._response_id))
+        self._push(framing_event(_STEP_START, self.step, self._response_id))
 
     def on_next(self, frame: Any) -> None:
-        """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload.
-
-        A :class:`~solon_events.events.ChatEvent` among the frames is not from the provider
-        but from the I/O side about the request itself (a retry's STATUS): it is passed on
-        through :meth:`relay`.
-        """
-        if self.failed:
+        """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload."""
+        if self.closed:
             return
-        kind = frame.__class__
-        if kind is ChatEvent:
+        if frame.__class__ is ChatEvent:
             self.relay(frame)
             return
-        ctx = self.ctx
-        ctx.frame_number += 1
+        self.frame_count += 1
         try:
             # the common cases inline; the sentinel and anything odd are decode_payload's
+            kind = frame.__class__
             if kind is bytes or kind is Frame:
                 try:
                     payload = _loads(frame if kind is bytes else frame.data)
                 except _JSONDecodeError:
-                    payload = decode_payload(frame, ctx.frame_number)
+                    payload = decode_payload(frame, self.frame_count)
             else:
-                payload = decode_payload(frame, ctx.frame_number)
-            if payload is DONE:
-                self._dialect.parse_done(ctx)
-            else:
-                self._dialect.parse_frame(ctx, payload)
-        except _DownstreamError as exc:
-            raise exc.original from None
+                payload = decode_payload(frame, self.frame_count)
         except ChatError as exc:
-            self.on_error(exc)
+            self._fail(exc)
             return
-        except Exception as exc:  # a dialect must never leak a bare KeyError
-            self.on_error(
+        try:
+            if payload is DONE:
+                self._done_count += 1
+                self._dialect.parse_done(self._ctx)
+            else:
+                self._dialect.parse_frame(self._ctx, payload)
+        except Exception as exc:
+            self._record.clear()  # a frame that fails contributes nothing
+            self._fail(self._dialect_error(exc, f"frame {self.frame_count}"))
+            return
+        failure = self._act()
+        if failure is not None:
+            self._fail(failure)
+
+    def on_error(self, error: Exception) -> None:
+        """The frames failed: end the step with its partial response, then fail with ``error``."""
+        if not self.closed:
+            self._fail(error)
+
+    def on_completed(self) -> None:
+        """The frames ended: end the step, or fail if the stream was cut short."""
+        if self.closed:
+            return
+        ctx = self._ctx
+        try:
+            self._dialect.end_of_stream(ctx)
+        except Exception as exc:
+            self._record.clear()
+            where = f"the end of the stream after {self.frame_count} frames"
+            self._fail(self._dialect_error(exc, where))
+            return
+        failure = self._act()
+        if failure is not None:
+            self._fail(failure)
+        elif self.payload_count == 0:
+            what = "a single frame" if self.frame_count == 0 else "a frame but [DONE]"
+            self._fail(ChatProtocolError(f"the stream ended without {what}"))
+        elif not self.finished:
+            self._fail(
                 ChatProtocolError(
-                    f"frame {ctx.frame_number} could not be parsed by the {self._dialect.name!r} "
-                    f"dialect ({type(exc).__name__}: {exc})"
+                    f"the stream ended after {self.frame_count} frames without the "
+                    "provider's completion signal (truncated)"
                 )
             )
-            return
-        if ctx.failure is not None:
-            self.on_error(ctx.failure)
+        else:
+            self.closed = True
+            response = self._step_response(ctx.model, ctx.provider_response_id)
+            self._push(self._step_end(response, self.step, ctx.provider_response_id))
+            self._down.on_completed()
+
+    def _act(self) -> ChatError | None:
+        """Act on what the dialect recorded, in order; the first failure it recorded."""
+        record = self._record
+        failure = None
+        push = self._push
+        fold = self._accumulator.add
+        for outcome in record:
+            if type(outcome) is ChatEvent:
+                fold(outcome)
+                push(outcome)
+            elif type(outcome) is Finish:
+                self.finished = True
+                if outcome.reason is not None:
+                    self.finish_reason = outcome.reason
+            elif type(outcome) is Failure:
+                if failure is None:
+                    failure = outcome.error
+            elif type(outcome) is NextResponse:
+                self._next_response(outcome)
+                fold = self._accumulator.add
+        record.clear()
+        return failure
+
+    def _next_response(self, boundary: NextResponse) -> None:
+        """End the step of the response that ended; start the next step."""
+        response = self._step_response(boundary.model, boundary.provider_response_id)
+        self._push(self._step_end(response, boundary.step, boundary.provider_response_id))
+        self._accumulator = ChatAccumulator()
+        self.finished = False
+        self.finish_reason = None
+        self.step = boundary.step + 1
+        self._push(framing_event(_STEP_START, self.step, self._response_id))
 
     def relay(self, event: ChatEvent) -> None:
         """Pass on ``event``, stamped with this step and response id, as it is.
 
         For what the I/O side reports about the request (a retry's STATUS event before the
         provider's first frame): it is not a frame, so it is not counted, parsed or folded
-        into the step's response.
+        into the step's response. :meth:`on_next` relays a ChatEvent found among the frames.
         """
-        if not self.failed:
-            self._push(event.evolve(step=self.ctx.step, response_id=self._response_id))
-
-    def on_error(self, error: Exception) -> None:
-        """Fail with ``error``, which gets the step's partial response (once only)."""
-        if self.failed:
+        if self.closed:
             return
-        self.failed = True
-        _attach_partial(error, self._events.accumulator.snapshot(model=self.ctx.model))
+        step = self.step
+        response_id = self._response_id or event.response_id
+        if event.step != step or event.response_id != response_id:
+            event = event.evolve(step=step, response_id=response_id)
+        self._push(event)
+
+    def _step_response(self, model: str | None, provider_response_id: str | None) -> ChatResponse:
+        return self._accumulator.snapshot(
+            finish_reason=self.finish_reason,
+            model=model,
+            provider_response_id=provider_response_id,
+        )
+
+    def _step_end(
+        self, response: ChatResponse, step: int, provider_response_id: str | None
+    ) -> ChatEvent:
+        return framing_event(
+            _STEP_END,
+            step,
+            self._response_id,
+            provider_response_id,
+            response=response,
+            usage=response.usage,
+        )
+
+    def _fail(self, error: Exception) -> None:
+        """End the step with its partial response, then fail with ``error``."""
+        self.closed = True
+        self.failure = error
+        ctx = self._ctx
+        partial = self._accumulator.snapshot(model=ctx.model)
+        self._push(self._step_end(partial, self.step, ctx.provider_response_id))
         self._down.on_error(error)
 
-    def on_completed(self) -> None:
-        """The frames ended: end the step, or fail if the stream was cut short."""
-        if self.failed:
-            return
-        ctx = self.ctx
-        try:
-            self._dialect.end_of_stream(ctx)
-        except ChatError as exc:
-            self.on_error(exc)
-            return
-        if ctx.failure is not None:
-            self.on_error(ctx.failure)
-        elif ctx.frame_number == 0:
-            self.on_error(ChatProtocolError("the stream ended without a single frame"))
-        elif not ctx.finished:
-            self.on_error(
-                ChatProtocolError(
-                    f"the stream ended after {ctx.frame_number} frames without the "
-                    "provider's completion signal (truncated)"
-                )
+    def _dialect_error(self, error: Exception, where: str) -> ChatError:
+        """What the dialect raised, as a ChatProtocolError naming ``where`` it happened."""
+        name = self._dialect.name
+        if isinstance(error, ChatError):
+            failure = ChatProtocolError(f"{where}: {error}", provider_error=error.provider_error)
+        else:  # a dialect's own bug: a bare KeyError must not reach on_error
+            failure = ChatProtocolError(
+                f"{where} could not be parsed by the {name!r} dialect "
+                f"({type(error).__name__}: {error})"
             )
-        else:
-            self._end_step()
-            self._down.on_completed()
+        failure.__cause__ = error
+        return failure

@@ -8,6 +8,7 @@ is how the library's own pipelines (replay, ChatModel) run them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -130,11 +131,12 @@ class AggregateStage:
 
     Call :meth:`start` once before the first event (it emits RESPONSE_START). With
     ``fold_steps=False`` step events are not folded here: upstream STEP_ENDs must carry
-    their response and failures their ``partial_response`` (as :func:`parse` does).
+    their response, a failed step's included (as :func:`parse` does). A failure's
+    ``partial_response`` is set to the response the ERROR event carries.
     """
 
-    __slots__ = ("_down", "_fold", "_given_partial", "_last_response", "_push", "_step",
-                 "_step_open", "ended", "last_event", "session")  # fmt: skip
+    __slots__ = ("_down", "_fold", "_last_response", "_push", "_step", "_step_open", "ended",
+                 "last_event", "session")  # fmt: skip
 
     def __init__(
         self, down: Sink, response_id: str | None = None, *, fold_steps: bool = True
@@ -149,7 +151,6 @@ class AggregateStage:
         self._last_response: ChatResponse | None = None
         self.ended = False
         self._fold = fold_steps
-        self._given_partial: ChatResponse | None = None
 
     def on_next(self, event: ChatEvent) -> None:
         """Fold (when folding), stamp and pass on ``event``; handle the response level."""
@@ -173,12 +174,13 @@ class AggregateStage:
         """Close an open step, emit one ERROR event (with the partial response), then fail."""
         if self.ended:
             return
-        if not self._fold:
-            self._given_partial = getattr(error, "partial_response", None)
         self._close_step()
         self.ended = True
         session = self.session
         session.mark_response_ended()
+        partial = self._partial_response()
+        with contextlib.suppress(AttributeError, TypeError):  # what call() users are given
+            error.partial_response = partial  # type: ignore[attr-defined]
         provider_error = getattr(error, "provider_error", None)
         self._down.on_next(
             ChatEvent(
@@ -186,7 +188,7 @@ class AggregateStage:
                 response_id=session.response_id,
                 step=session.step,
                 error=error,
-                response=self._partial_response(),
+                response=partial,
                 usage=session.total_usage,
                 raw=dict(provider_error) if provider_error else None,
                 text=str(error),
@@ -251,7 +253,7 @@ class AggregateStage:
         usage = event.usage
         response = event.response
         if response is None:
-            response = self._given_partial or self._step.snapshot(usage=usage)
+            response = self._step.snapshot(usage=usage)
             if usage is None:
                 usage = response.usage
             event = event.evolve(response=response, usage=usage)
@@ -279,7 +281,7 @@ class AggregateStage:
             )
 
     def _partial_response(self) -> ChatResponse | None:
-        partial = self._given_partial or self._step.snapshot()
+        partial = self._step.snapshot()
         if not partial.is_empty or self._last_response is None:
             return partial
         return self._last_response

@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import ChatProtocolError
+from ..core.tool_calls import ToolCallAssembler
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import (
@@ -54,14 +54,10 @@ from ..results import (
     new_search_result,
     new_tool_call,
 )
-from .base import (
-    ChatDialect,
-    ChatStreamContext,
-    HttpRequest,
-    ToolCallAssembler,
-    make_usage,
-    request_headers,
-)
+from .base import ChatDialect
+from .context import ChatStreamContext
+from .reading import expect_object, make_usage
+from .request import HttpRequest, request_headers
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
 
@@ -101,10 +97,12 @@ class _Block:
 class _Stream:
     """The dialect's state for one step: the current message and its open blocks."""
 
-    __slots__ = ("blocks", "message_id", "server_calls", "started", "tools", "usage")
+    __slots__ = ("blocks", "finished", "message_id", "server_calls", "started", "tools", "usage")
 
     def __init__(self) -> None:
         self.started = False
+        self.finished = False
+        """Whether the message gave its completion signal (a stop reason, message_stop)."""
         self.message_id: Any = None
         self.blocks: dict[int, _Block] = {}
         self.tools = ToolCallAssembler()
@@ -179,7 +177,7 @@ class AnthropicDialect(ChatDialect):
     def end_of_stream(self, ctx: ChatStreamContext) -> None:
         """After the completion signal, close blocks the provider left open."""
         stream = ctx.state.get(_STATE_KEY)
-        if ctx.finished and stream is not None:
+        if stream is not None and stream.finished:
             _close_all(ctx, stream)
 
 
@@ -188,10 +186,7 @@ class AnthropicDialect(ChatDialect):
 
 def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     """Any frame: check it, then hand it to its event type's handler."""
-    if type(frame) is not dict:
-        raise ChatProtocolError(
-            f"an Anthropic stream event is a JSON object, not {type(frame).__name__}"
-        )
+    expect_object(frame)
     kind = frame.get("type")
     handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
     if handler is None:
@@ -238,11 +233,13 @@ def _on_message_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[st
             raw=frame,
         )
     if isinstance(reason, str):
+        stream.finished = True
         ctx.finish(reason)
 
 
 def _on_message_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
     _close_all(ctx, stream)
+    stream.finished = True
     ctx.finish()
 
 

@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from ..core.tool_calls import ToolCallAssembler
 from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
@@ -55,13 +56,10 @@ from ..results import (
     new_tool_call,
     new_usage,
 )
-from .base import (
-    ChatDialect,
-    ChatStreamContext,
-    HttpRequest,
-    ToolCallAssembler,
-    request_headers,
-)
+from .base import ChatDialect
+from .context import ChatStreamContext
+from .reading import expect_object
+from .request import HttpRequest, request_headers
 
 __all__ = [
     "FILTER_REASONS",
@@ -202,10 +200,7 @@ class GeminiDialect(ChatDialect):
 
 def _response(ctx: ChatStreamContext, frame: Any) -> None:
     """Events of one ``GenerateContentResponse`` or error payload, whatever its shape."""
-    if not isinstance(frame, dict):
-        raise ChatProtocolError(
-            f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
-        )
+    expect_object(frame)
     error = frame.get("error")
     if error:
         ctx.fail(error if isinstance(error, dict) else frame)

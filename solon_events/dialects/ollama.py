@@ -20,18 +20,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall, new_tool_call
-from .base import (
-    ChatDialect,
-    ChatStreamContext,
-    HttpRequest,
-    make_usage,
-    plain_json,
-    request_headers,
-)
+from .base import ChatDialect
+from .context import ChatStreamContext
+from .reading import expect_object, make_usage, plain_json
+from .request import HttpRequest, request_headers
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
@@ -143,10 +138,7 @@ class OllamaDialect(ChatDialect):
                     return
         except (KeyError, TypeError):
             pass
-        if type(frame) is not dict:
-            raise ChatProtocolError(
-                f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
-            )
+        expect_object(frame)
         get = frame.get
         if get("error"):
             ctx.fail(frame)

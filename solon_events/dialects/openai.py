@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from ..core.tool_calls import ToolCallAssembler
 from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
@@ -31,15 +32,10 @@ from ..results import (
     new_citation,
     new_search_result,
 )
-from .base import (
-    ChatDialect,
-    ChatStreamContext,
-    HttpRequest,
-    ToolCallAssembler,
-    data_url,
-    make_usage,
-    request_headers,
-)
+from .base import ChatDialect
+from .context import ChatStreamContext
+from .reading import expect_object, make_usage
+from .request import HttpRequest, data_url, request_headers
 
 __all__ = ["OpenAIDialect"]
 
@@ -87,10 +83,7 @@ class OpenAIDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``chat.completion.chunk`` (or an error frame) into events."""
-        if not isinstance(frame, dict):
-            raise ChatProtocolError(
-                f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
-            )
+        expect_object(frame)
         if ctx.provider_response_id is None:
             response_id = frame.get("id")
             if isinstance(response_id, str) and response_id:
@@ -260,8 +253,7 @@ def _tool_call(ctx: ChatStreamContext, call: dict[str, Any], frame: dict[str, An
     if key is None:
         if fragment:
             raise ChatProtocolError(
-                f"frame {ctx.frame_number}: tool call arguments with no id, name or index "
-                "and no open tool call"
+                "tool call arguments with no id, name or index and no open tool call"
             )
         return
     assembler.delta(ctx, key, fragment, raw=frame)

@@ -48,7 +48,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import ChatProtocolError
+from ..core.tool_calls import ToolCallAssembler
 from ..events import TYPES, ChatEventType
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import (
@@ -63,15 +63,10 @@ from ..results import (
     new_search_result,
     new_tool_call,
 )
-from .base import (
-    ChatDialect,
-    ChatStreamContext,
-    HttpRequest,
-    ToolCallAssembler,
-    data_url,
-    make_usage,
-    request_headers,
-)
+from .base import ChatDialect
+from .context import ChatStreamContext
+from .reading import expect_object, make_usage
+from .request import HttpRequest, data_url, request_headers
 
 __all__ = ["OpenAIResponsesDialect"]
 
@@ -189,6 +184,7 @@ class _Stream:
         "calls",
         "closed_calls",
         "done_items",
+        "finished",
         "formats",
         "hot",
         "open_text",
@@ -215,6 +211,8 @@ class _Stream:
         """image generation item key -> output format."""
         self.hot: _Hot | None = None
         """The part the previous frame streamed into, if it did."""
+        self.finished = False
+        """Whether the response gave its completion signal (completed, incomplete, failed)."""
 
 
 def _stream(ctx: ChatStreamContext) -> _Stream:
@@ -288,14 +286,10 @@ class OpenAIResponsesDialect(ChatDialect):
 
 def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     """Any frame: check it, then hand it to its event type's handler."""
-    if type(frame) is not dict:
-        raise ChatProtocolError(
-            f"frame {ctx.frame_number}: expected a JSON object, got {type(frame).__name__}"
-        )
+    expect_object(frame)
     kind = frame.get("type")
-    if kind == "response.created" and ctx.finished:
+    if kind == "response.created" and _finished(ctx):
         # a recording of several responses in a row (a tool loop): one step each
-        ctx.state.pop(_STATE, None)
         ctx.next_response()
     st = ctx.state.get(_STATE)
     handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
@@ -332,7 +326,7 @@ def _on_completed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     _complete_output(ctx, st, response, frame)
     _usage(ctx, response, frame)
     status = response.get("status")
-    ctx.finish(status if isinstance(status, str) and status else "completed")
+    _finish(ctx, st, status if isinstance(status, str) and status else "completed")
 
 
 def _on_incomplete(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
@@ -343,26 +337,35 @@ def _on_incomplete(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     reason = details.get("reason") if isinstance(details, dict) else None
     if reason == "content_filter":
         ctx.send(_T.CONTENT_FILTER, text=reason, raw=frame)
-    ctx.finish(reason if isinstance(reason, str) and reason else "incomplete")
+    _finish(ctx, st, reason if isinstance(reason, str) and reason else "incomplete")
 
 
 def _on_failed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     response = _identify(ctx, frame)
     st.calls.end_all(ctx)
     _usage(ctx, response, frame)
-    if ctx.failure is None:
-        error = response.get("error")
-        ctx.fail(error if isinstance(error, dict) and error else "the response failed")
-    ctx.finish("failed")
+    error = response.get("error")
+    ctx.fail(error if isinstance(error, dict) and error else "the response failed")
+    _finish(ctx, st, "failed")
 
 
 def _on_error(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     error = frame.get("error")
     if not isinstance(error, dict):
         error = {k: v for k, v in frame.items() if k not in ("type", "sequence_number")}
-    if ctx.failure is None:
-        ctx.fail(error if error else "an error event without details")
-    ctx.finish("failed")
+    ctx.fail(error if error else "an error event without details")
+    _finish(ctx, st, "failed")
+
+
+def _finish(ctx: ChatStreamContext, st: _Stream, reason: str) -> None:
+    st.finished = True
+    ctx.finish(reason)
+
+
+def _finished(ctx: ChatStreamContext) -> bool:
+    """Whether the step's response gave its completion signal."""
+    st = ctx.state.get(_STATE)
+    return st is not None and st.finished
 
 
 def _identify(ctx: ChatStreamContext, frame: _Frame) -> _Frame:

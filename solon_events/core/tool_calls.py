@@ -1,0 +1,129 @@
+"""Tool calls streamed in fragments, assembled into START, ARGS_DELTA and END events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ChatProtocolError
+from ..events import TYPES
+from ..results import ToolCall, new_tool_call
+
+if TYPE_CHECKING:
+    from ..dialects.context import ChatStreamContext
+
+__all__ = ["ToolCallAssembler"]
+
+_TOOL_CALL_START = TYPES.TOOL_CALL_START
+_TOOL_CALL_ARGS_DELTA = TYPES.TOOL_CALL_ARGS_DELTA
+_TOOL_CALL_END = TYPES.TOOL_CALL_END
+
+
+class _OpenCall:
+    """A call started and not yet ended: who it is and the argument text so far."""
+
+    __slots__ = ("fragments", "id", "index", "item_id", "name")
+
+    def __init__(self, id: str | None, name: str, index: int, item_id: str | None) -> None:
+        self.id = id
+        self.name = name
+        self.index = index
+        """The call's ``index`` on its events: its position in the step, or the provider's."""
+        self.item_id = item_id
+        self.fragments: list[str] = []
+
+
+class ToolCallAssembler:
+    """Streams tool calls whose fragments arrive keyed by a provider key (index or item id).
+
+    ``start`` opens a call, ``delta`` adds an argument fragment, ``end`` closes it with the
+    whole :class:`ToolCall`; ``end_all`` closes what is still open. Each call gets the
+    next position (0, 1, ...) as its event ``index`` unless the provider gives one. Every
+    event is recorded on the dialect's :class:`~solon_events.ChatStreamContext`.
+    """
+
+    __slots__ = ("_open", "_started")
+
+    def __init__(self) -> None:
+        self._open: dict[Any, _OpenCall] = {}
+        self._started = 0
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._open
+
+    def start(
+        self,
+        ctx: ChatStreamContext,
+        key: Any,
+        *,
+        id: str | None,
+        name: str,
+        index: int | None = None,
+        raw: Mapping[str, Any] | None = None,
+        item_id: str | None = None,
+    ) -> None:
+        """Open the call ``key`` and record TOOL_CALL_START."""
+        position = self._started if index is None else index
+        self._started += 1
+        self._open[key] = _OpenCall(id, name, position, item_id)
+        ctx.send(
+            _TOOL_CALL_START,
+            index=position,
+            tool_call_id=id,
+            item_id=item_id,
+            tool_call=new_tool_call(id, name, {}, "", position),
+            raw=raw,
+        )
+
+    def delta(
+        self,
+        ctx: ChatStreamContext,
+        key: Any,
+        fragment: str,
+        *,
+        raw: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record TOOL_CALL_ARGS_DELTA for the open call ``key``; empty fragments are skipped."""
+        if not fragment:
+            return
+        call = self._open.get(key)
+        if call is None:
+            raise ChatProtocolError(f"arguments for tool call {key!r} that was never started")
+        call.fragments.append(fragment)
+        ctx.send(
+            _TOOL_CALL_ARGS_DELTA,
+            index=call.index,
+            tool_call_id=call.id,
+            item_id=call.item_id,
+            text=fragment,
+            raw=raw,
+        )
+
+    def end(
+        self,
+        ctx: ChatStreamContext,
+        key: Any,
+        *,
+        arguments_str: str | None = None,
+        raw: Mapping[str, Any] | None = None,
+    ) -> ToolCall | None:
+        """Close the call ``key`` with TOOL_CALL_END; ``arguments_str`` overrides the fragments."""
+        call = self._open.pop(key, None)
+        if call is None:
+            return None
+        text = arguments_str if arguments_str is not None else "".join(call.fragments)
+        tool_call = new_tool_call(call.id, call.name, None, text, call.index)
+        ctx.send(
+            _TOOL_CALL_END,
+            index=call.index,
+            tool_call_id=call.id,
+            item_id=call.item_id,
+            tool_call=tool_call,
+            raw=raw,
+        )
+        return tool_call
+
+    def end_all(self, ctx: ChatStreamContext) -> None:
+        """Close every call still open, in the order they were opened."""
+        for key in list(self._open):
+            self.end(ctx, key)

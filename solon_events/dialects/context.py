@@ -1,0 +1,254 @@
+"""What a dialect reports about one stream: :class:`ChatStreamContext` and its outcomes.
+
+A dialect never acts on a stream. For each frame it records on the context, in order, what
+the frame means: events, the provider's completion signal, a provider failure, or the start
+of another provider response. The parse stage, the one owner of the stream's state (step,
+frame count, finish, failure, the step's response), takes the record after the frame and
+acts on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import attrs
+
+from ..errors import ChatError, ProviderError
+from ..events import (
+    EMPTY_MAPPING,
+    ChatEvent,
+    ChatEventType,
+    _EventSlots,
+    _read_only,
+    _snapshot,
+)
+from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage
+from .reading import provider_error_message
+
+__all__ = ["ChatStreamContext", "Failure", "Finish", "NextResponse", "Outcome"]
+
+_S = TypeVar("_S")
+
+
+@attrs.frozen
+class Finish:
+    """The provider's completion signal, with its finish reason (None: not given)."""
+
+    reason: str | None = None
+
+
+@attrs.frozen
+class Failure:
+    """A failure the provider reported: the stream fails with ``error`` after this frame."""
+
+    error: ChatError
+
+
+@attrs.frozen
+class NextResponse:
+    """Another provider response begins in the same stream (a recorded tool loop).
+
+    The step of the response that ends (``step``, whose response's ``model`` and
+    ``provider_response_id`` these are) ends, and step ``step + 1`` begins.
+    """
+
+    step: int
+    model: str | None = None
+    provider_response_id: str | None = None
+
+
+Outcome = ChatEvent | Finish | Failure | NextResponse
+"""One thing a frame means, as a dialect records it on its :class:`ChatStreamContext`."""
+
+
+class ChatStreamContext:
+    """Where a dialect records what one step's frames mean (sans-I/O).
+
+    The parse stage makes one per stream and hands it to every call of the dialect. The
+    dialect records, in order:
+
+    - ``send(type, **fields)`` (or ``emit(event)``): an event of the step; :meth:`event`
+      builds one stamped with ``step``, ``response_id`` and ``provider_response_id``;
+    - ``finish(reason)``: the provider's completion signal (a later non-None reason wins);
+    - ``fail(error)``: a provider failure; the stream fails after the current frame, with
+      the first failure recorded;
+    - ``next_response()``: another provider response starts in this stream; the current
+      step ends and the next one begins (``step`` goes up by one).
+
+    Nothing recorded acts at once: the parse stage, which gives the context its ``record``
+    list, reads the record after each call and acts on it (:meth:`take` hands it to
+    anyone else). The context also holds what the dialect learns about the
+    response, ``provider_response_id`` (stamped on the events it builds) and ``model``,
+    and ``state``, the dialect's scratch dict for the current step (emptied by
+    :meth:`next_response`).
+    """
+
+    __slots__ = ("_record", "model", "provider_response_id", "response_id", "state", "step")
+
+    def __init__(
+        self,
+        *,
+        step: int = 0,
+        response_id: str | None = None,
+        record: list[Outcome] | None = None,
+    ) -> None:
+        self._record: list[Outcome] = [] if record is None else record
+        """Where the outcomes go: the ``record`` list given (the parse stage's), else a new one."""
+        self.response_id = response_id
+        """The response id stamped on every event built here."""
+        self.provider_response_id: str | None = None
+        """The provider's id of the current response, stamped on every event built here."""
+        self.step = step
+        """The current step, stamped on every event built here."""
+        self.model: str | None = None
+        """The model the provider says answered, when it says so."""
+        self.state: dict[str, Any] = {}
+        """The dialect's own scratch dict for the current step."""
+
+    def take(self) -> list[Outcome]:
+        """What was recorded since the last call, in order; the record is then empty."""
+        taken = list(self._record)
+        self._record.clear()
+        return taken
+
+    def emit(self, event: ChatEvent) -> None:
+        """Record ``event`` as an event of the step."""
+        self._record.append(event)
+
+    def event(
+        self,
+        type: ChatEventType,
+        text: str | None = None,
+        index: int = -1,
+        item_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_call: ToolCall | None = None,
+        block: Any = None,
+        citation: Citation | None = None,
+        search_result: SearchResult | None = None,
+        raw_type: str | None = None,
+        sub_type: str | None = None,
+        raw: Mapping[str, Any] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        usage: Usage | None = None,
+        response: ChatResponse | None = None,
+        error: BaseException | None = None,
+    ) -> ChatEvent:
+        """A new event of ``type`` carrying this step's ids (step, response ids) and the
+        given fields."""
+        return ChatEvent(
+            type,
+            text=text,
+            response=response,
+            usage=usage,
+            error=error,
+            step=self.step,
+            index=index,
+            response_id=self.response_id,
+            provider_response_id=self.provider_response_id,
+            item_id=item_id,
+            tool_call_id=tool_call_id,
+            tool_call=tool_call,
+            block=block,
+            citation=citation,
+            search_result=search_result,
+            raw_type=raw_type,
+            sub_type=sub_type,
+            raw=raw,
+            attrs=attrs,
+        )
+
+    def send(
+        self,
+        type: ChatEventType,
+        text: str | None = None,
+        index: int = -1,
+        item_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_call: ToolCall | None = None,
+        block: Any = None,
+        citation: Citation | None = None,
+        search_result: SearchResult | None = None,
+        raw_type: str | None = None,
+        sub_type: str | None = None,
+        raw: Mapping[str, Any] | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        usage: Usage | None = None,
+        response: ChatResponse | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """Build an event as :meth:`event` does and record it (the hot path).
+
+        The event is built here, as ``ChatEvent.__new__`` builds it, rather than by a call
+        to it: one call less for every event of every stream.
+        """
+        this: Any = _EventSlots()
+        this.type = type
+        this.text = text
+        this.response = response
+        this.usage = usage
+        this.error = error
+        this.step = self.step
+        this.index = index
+        this.response_id = self.response_id
+        this.provider_response_id = self.provider_response_id
+        this.item_id = item_id
+        this.tool_call_id = tool_call_id
+        this.tool_call = tool_call
+        this.block = block
+        this.citation = citation
+        this.search_result = search_result
+        this.raw_type = raw_type
+        this.sub_type = sub_type
+        if not raw:
+            this.raw = EMPTY_MAPPING
+        elif raw.__class__ is dict:
+            this.raw = MappingProxyType(raw)
+        else:
+            this.raw = _read_only(raw)
+        this.attrs = EMPTY_MAPPING if not attrs else _snapshot(attrs)
+        this.__class__ = ChatEvent
+        self._record.append(this)
+
+    def finish(self, reason: str | None = None) -> None:
+        """Record the provider's completion signal; a later non-None reason wins."""
+        self._record.append(Finish(reason))
+
+    def fail(self, error: ChatError | Mapping[str, Any] | str) -> None:
+        """Record a provider failure: a ChatError, the provider's error fields, or a message.
+
+        The stream fails after the current frame, with the first failure recorded.
+        """
+        if isinstance(error, ChatError):
+            failure = error
+        elif isinstance(error, Mapping):
+            message = provider_error_message(error) or "no message"
+            failure = ProviderError(f"provider error: {message}", provider_error=error)
+        else:
+            failure = ProviderError(f"provider error: {error}")
+        self._record.append(Failure(failure))
+
+    def next_response(self) -> None:
+        """Record that another provider response starts in the same stream.
+
+        The current step ends (with its response's ``model`` and ``provider_response_id``)
+        and the next begins: ``step`` goes up by one; ``provider_response_id``, ``model``
+        and ``state`` start empty.
+        """
+        self._record.append(NextResponse(self.step, self.model, self.provider_response_id))
+        self.step += 1
+        self.provider_response_id = None
+        self.model = None
+        self.state = {}
+
+    def state_of(self, key: str, factory: Callable[[], _S]) -> _S:
+        """The dialect's state object under ``key`` in :attr:`state`, made on first use."""
+        value = self.state.get(key)
+        if value is None:
+            value = self.state[key] = factory()
+        return value  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"<ChatStreamContext step={self.step} recorded={len(self._record)}>"

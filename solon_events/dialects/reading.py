@@ -1,0 +1,84 @@
+"""What every dialect's parsing shares: plain JSON values, a provider's error message, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ChatProtocolError
+from ..results import Usage, new_usage
+
+__all__ = ["expect_object", "make_usage", "plain_json", "provider_error_message"]
+
+
+def expect_object(frame: Any) -> dict[str, Any]:
+    """``frame`` when it is a JSON object; else a ChatProtocolError (the stage names the frame)."""
+    if type(frame) is not dict:
+        raise ChatProtocolError(f"expected a JSON object, got {type(frame).__name__}")
+    return frame
+
+
+def provider_error_message(body: Any) -> str | None:
+    """The message of an error payload in any of the common shapes, or None.
+
+    Understands ``{"error": {"message": ...}}``, ``{"error": "..."}``, ``{"message": ...}``
+    and lists of those (Gemini sends a one-element list).
+    """
+    if isinstance(body, list) and body:
+        return provider_error_message(body[0])
+    if not isinstance(body, Mapping):
+        return None
+    error = body.get("error")
+    if isinstance(error, Mapping):
+        message = error.get("message") or error.get("type") or error.get("code")
+        return str(message) if message is not None else None
+    if isinstance(error, str) and error:
+        return error
+    for key in ("message", "detail", "error_message"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def plain_json(value: Any) -> Any:
+    """``value`` with every mapping made a dict and every tuple a list, recursively.
+
+    For the JSON encoder (read-only mappings in tool schemas) and for payloads handed to
+    :meth:`~solon_events.dialects.ChatDialect.parse_frame`, which only ever sees plain JSON
+    values.
+    """
+    if isinstance(value, Mapping):
+        return {key: plain_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(item) for item in value]
+    return value
+
+
+def make_usage(
+    *,
+    prompt_tokens: int | None = 0,
+    completion_tokens: int | None = 0,
+    total_tokens: int | None = None,
+    thinking_tokens: int | None = 0,
+    cache_read_input_tokens: int | None = 0,
+    cache_creation_input_tokens: int | None = 0,
+    server_tool_use: Mapping[str, Any] | None = None,
+    source: Any = None,
+) -> Usage:
+    """A :class:`Usage` from provider numbers, any of which may be missing (None).
+
+    ``total_tokens`` defaults to prompt + completion when the provider gives none.
+    """
+    prompt = prompt_tokens or 0
+    completion = completion_tokens or 0
+    return new_usage(
+        prompt,
+        completion,
+        total_tokens if total_tokens else prompt + completion,
+        thinking_tokens or 0,
+        cache_creation_input_tokens or 0,
+        cache_read_input_tokens or 0,
+        server_tool_use,
+        source,
+    )

@@ -1,0 +1,48 @@
+"""What every dialect's request building shares: the request value, headers, data URLs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import orjson
+
+__all__ = ["HttpRequest", "data_url", "request_headers"]
+
+
+@attrs.frozen(kw_only=True)
+class HttpRequest:
+    """What to POST: ``url``, ``headers`` and a JSON ``body``.
+
+    The repr hides header values, so an API key never reaches a log line.
+    """
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    body: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def body_bytes(self) -> bytes:
+        """The body encoded as JSON."""
+        return orjson.dumps(self.body)
+
+    def __repr__(self) -> str:
+        return f"HttpRequest(url={self.url!r}, headers=<{len(self.headers)} hidden>, body=...)"
+
+
+def request_headers(
+    defaults: Mapping[str, str], extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """JSON request headers: ``Content-Type``, then ``defaults`` (auth, versions), then
+    ``extra``, which replaces a default of the same name whatever its letter case."""
+    headers = {"Content-Type": "application/json", **defaults}
+    if extra:
+        replaced = {name.lower() for name in extra}
+        headers = {k: v for k, v in headers.items() if k.lower() not in replaced}
+        headers.update(extra)
+    return headers
+
+
+def data_url(data: str, mime_type: str | None, default: str) -> str:
+    """``data`` (base64) as a ``data:`` URL; a value that already is one is kept."""
+    return data if data.startswith("data:") else f"data:{mime_type or default};base64,{data}"
