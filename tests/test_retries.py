@@ -51,6 +51,6 @@ def test_relayed_events_are_not_frames() -> None:
     reactivex.from_iterable([retry_status(1)]).pipe(parse("openai")).subscribe(
         events.append, errors.append
     )
-    assert [e.type for e in events] == [T.STEP_START, T.STATUS]
+    assert [e.type for e in events] == [T.STEP_START, T.STATUS, T.STEP_END]  # the failed step
     (error,) = errors
     assert isinstance(error, ChatProtocolError) and "without a single frame" in str(error)
