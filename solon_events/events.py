@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .display_hooks import repr_html, repr_pretty
+
 if TYPE_CHECKING:
     from .results import (
         AssistantMessage,
@@ -204,6 +206,9 @@ class ChatEvent(_EventSlots):
     sub_type: str | None = None
     raw: Mapping[str, Any] = EMPTY_MAPPING
     attrs: Mapping[str, Any] = EMPTY_MAPPING
+
+    _repr_html_ = repr_html
+    _repr_pretty_ = repr_pretty
 
     def __new__(
         cls,

@@ -21,6 +21,8 @@ from typing import Any
 import attrs
 import orjson
 
+from .display_hooks import repr_html, repr_pretty
+
 __all__ = [
     "AssistantMessage",
     "ChatResponse",
@@ -110,6 +112,9 @@ class Usage(_UsageSlots):
     server_tool_use: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
     source: Any = None
 
+    _repr_html_ = repr_html
+    _repr_pretty_ = repr_pretty
+
     def __add__(self, other: Usage) -> Usage:
         """The usage of two steps together; sources are kept as ``{"steps": [...]}``."""
         if not isinstance(other, Usage):
@@ -162,6 +167,9 @@ class ToolCall(_ToolCallSlots):
     arguments: dict[str, Any] = attrs.field(default=None, eq=False)
     arguments_str: str = ""
     index: int = -1
+
+    _repr_html_ = repr_html
+    _repr_pretty_ = repr_pretty
 
     def __attrs_post_init__(self) -> None:
         arguments, arguments_str = _completed(self.arguments, self.arguments_str)
@@ -351,6 +359,9 @@ class ChatResponse(_ResponseSlots):
     finish_reason: str | None = None
     model: str | None = None
     provider_response_id: str | None = None
+
+    _repr_html_ = repr_html
+    _repr_pretty_ = repr_pretty
 
     def __attrs_post_init__(self) -> None:
         message = self.message

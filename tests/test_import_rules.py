@@ -37,6 +37,10 @@ PATTERNS = (
     "core/*.py",
     "sse.py",
     "dialects/*.py",
+    "display_hooks.py",
+    "display/html.py",
+    "display/pretty.py",
+    "display/values.py",
 )
 FILES = sorted({path for pattern in PATTERNS for path in PACKAGE.glob(pattern)})
 

@@ -2,13 +2,14 @@
 
 The convention (README.rst, "The examples"): each ``.. code-block:: python`` is a whole
 script that talks to ``http://127.0.0.1:8000``, where ``python -m solon_events.devserver
---port 8000`` serves the embedded provider; here it runs in a fresh interpreter from the
-repository's root, with that address replaced by an embedded provider's on a free port and
-``OPENAI_API_KEY`` set. It must exit 0, write nothing to stderr (no traceback, no warning
-such as "Unclosed client session") and print something. A ``.. code-block:: text`` that
-comes next, before any other code block or heading, is what it prints: each of its lines
-must appear in the output, in order. A block preceded by ``.. not-tested: <reason>`` is
-skipped with that reason.
+--port 8000`` serves the embedded provider. Here each runs in a fresh interpreter, with that
+address replaced by an embedded provider's on a free port and ``OPENAI_API_KEY`` set, in a
+scratch directory where ``examples/`` is the repository's (paths read as from a checkout,
+and a file the example writes goes nowhere). It must exit 0, write nothing to stderr (no
+traceback, no warning such as "Unclosed client session") and print something. A
+``.. code-block:: text`` that comes next, before any other code block or heading, is what
+it prints: each of its lines must appear in the output, in order. A block preceded by
+``.. not-tested: <reason>`` is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ def test_readme_example_runs_as_a_script(
 ) -> None:
     if example.skip_reason is not None:
         pytest.skip(f"README line {example.line}: {example.skip_reason}")
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
     script = tmp_path / "example.py"
     script.write_text(example.code.replace(EXAMPLE_ADDRESS, server.url), encoding="utf-8")
     env = {
@@ -144,7 +146,7 @@ def test_readme_example_runs_as_a_script(
     }
     result = subprocess.run(
         [sys.executable, str(script)],
-        cwd=ROOT,
+        cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,

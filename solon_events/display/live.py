@@ -1,0 +1,339 @@
+"""The live view: ``stream().pipe(live())`` renders a response in place as it arrives.
+
+In a Jupyter kernel (JupyterLab, classic Notebook, VS Code) it shows one output through an
+IPython display handle, updated at most every ``interval`` seconds (0.1 by default) and
+once more at the end: the answer growing as Markdown, thinking in a collapsed block, tool
+calls with their arguments and results, each step's usage and the total. No widget
+extension is needed. Anywhere else it prints the stream with the terminal renderer of
+``solon-events stream`` (:class:`solon_events.render.LiveRenderer`). Events pass through
+unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from html import escape
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from ..events import ChatEvent, ChatEventType
+from .html import markdown_html, wrap
+from .values import usage_fields
+
+if TYPE_CHECKING:
+    from reactivex import Observable
+    from rich.console import Console
+
+__all__ = ["LiveState", "live"]
+
+_T = ChatEventType
+
+
+@attrs.define
+class _Segment:
+    """One piece of the response in the order it arrived: a text or thinking block, a tool
+    call (with its result once known) or a note (a step's usage, an error)."""
+
+    kind: str  # "text", "thinking", "refusal", "tool", "note" or "error"
+    step: int
+    text: str = ""
+    key: Any = None
+    name: str = ""
+    result: str | None = None
+
+
+class LiveState:
+    """The response so far, folded from its events (sans-I/O): what the live view shows."""
+
+    def __init__(self) -> None:
+        self.segments: list[_Segment] = []
+        self.done = False
+        self.total: str | None = None
+
+    def _append(self, kind: str, event: ChatEvent, text: str) -> None:
+        last = self.segments[-1] if self.segments else None
+        if last is not None and last.kind == kind and last.step == event.step:
+            last.text += text
+        else:
+            self.segments.append(_Segment(kind, event.step, text))
+
+    def _tool(self, event: ChatEvent) -> _Segment:
+        key = event.tool_call_id or (event.tool_call.id if event.tool_call else None)
+        key = key or f"{event.step}:{event.index}"
+        for segment in reversed(self.segments):
+            if segment.kind == "tool" and segment.key == key:
+                return segment
+        name = event.tool_call.name if event.tool_call is not None else "tool"
+        segment = _Segment("tool", event.step, "", key, name)
+        self.segments.append(segment)
+        return segment
+
+    def add(self, event: ChatEvent) -> None:
+        """Fold one event in."""
+        t = event.type
+        if t is _T.TEXT_DELTA and event.text:
+            self._append("text", event, event.text)
+        elif t is _T.THINKING_DELTA and event.text:
+            self._append("thinking", event, event.text)
+        elif t is _T.REFUSAL_DELTA and event.text:
+            self._append("refusal", event, event.text)
+        elif t is _T.TOOL_CALL_START:
+            self._tool(event)
+        elif t is _T.TOOL_CALL_ARGS_DELTA and event.text:
+            self._tool(event).text += event.text
+        elif t is _T.TOOL_CALL_END and event.tool_call is not None:
+            segment = self._tool(event)
+            segment.text = event.tool_call.arguments_str
+            segment.name = event.tool_call.name
+        elif t is _T.TOOL_RESULT:
+            self._tool(event).result = event.text or ""
+        elif t is _T.STEP_END and event.usage is not None:
+            self.segments.append(_Segment("note", event.step, f"step {event.step}: " + _u(event)))
+        elif t is _T.RESPONSE_END:
+            self.done = True
+            if event.usage is not None:
+                self.total = _u(event)
+        elif t is _T.ERROR:
+            self.done = True
+            message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
+            self.segments.append(_Segment("error", event.step, message))
+
+    def html(self) -> str:
+        """The response so far as HTML (everything from the model escaped)."""
+        parts = []
+        for segment in self.segments:
+            if segment.kind == "text":
+                parts.append(f'<div class="se-answer">{markdown_html(segment.text)}</div>')
+            elif segment.kind == "thinking":
+                parts.append(
+                    f"<details><summary>Thinking ({len(segment.text)} characters)</summary>"
+                    f"<pre>{escape(segment.text)}</pre></details>"
+                )
+            elif segment.kind == "refusal":
+                parts.append(f"<p><b>Refusal:</b> {escape(segment.text)}</p>")
+            elif segment.kind == "tool":
+                name = segment.name or "tool"
+                result = (
+                    f" → <code>{escape(segment.result)}</code>"
+                    if segment.result is not None
+                    else ""
+                )
+                parts.append(
+                    f"<p>🔧 <code>{escape(name)}({escape(segment.text)})</code>{result}</p>"
+                )
+            elif segment.kind == "error":
+                parts.append(f"<p style='color:#c23030'><b>{escape(segment.text)}</b></p>")
+            else:
+                parts.append(f"<p class='se-meta'>{escape(segment.text)}</p>")
+        if self.total is not None:
+            parts.append(f"<p class='se-meta'><b>total usage:</b> {escape(self.total)}</p>")
+        elif not self.done:
+            parts.append("<p class='se-meta'>…</p>")
+        return wrap("".join(parts))
+
+
+def _u(event: ChatEvent) -> str:
+    assert event.usage is not None
+    return ", ".join(f"{name} {value}" for name, value in usage_fields(event.usage))
+
+
+class DisplayHandle(Protocol):
+    """What the notebook view updates: IPython's ``DisplayHandle`` has this method."""
+
+    def update(self, obj: Any) -> None: ...
+
+
+class _Throttle:
+    """Calls ``render`` at most once per ``interval`` seconds, the last state always shown:
+    a change within the interval is rendered by a timer when it ends."""
+
+    def __init__(
+        self,
+        render: Callable[[], None],
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+        start_timer: Callable[[float, Callable[[], None]], Any] | None = None,
+    ) -> None:
+        self._render = render
+        self._interval = interval
+        self._clock = clock
+        self._start_timer = start_timer or _thread_timer
+        self._lock = threading.Lock()
+        self._last: float | None = None
+        self._timer: Any = None
+        self._dirty = False
+        self._closed = False
+
+    def changed(self) -> None:
+        """The state changed: render now, or when the interval since the last render ends."""
+        with self._lock:
+            if self._closed:
+                return
+            now = self._clock()
+            if self._last is None or now - self._last >= self._interval:
+                self._render_locked(now)
+            else:
+                self._dirty = True
+                if self._timer is None:
+                    self._timer = self._start_timer(self._interval - (now - self._last), self._due)
+
+    def _due(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._dirty and not self._closed:
+                self._render_locked(self._clock())
+
+    def _render_locked(self, now: float) -> None:
+        self._dirty = False
+        self._last = now
+        self._render()
+
+    def close(self) -> None:
+        """Render the last state (if not shown yet) and stop."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._dirty or self._last is None:
+                self._render_locked(self._clock())
+
+
+def _thread_timer(delay: float, action: Callable[[], None]) -> threading.Timer:
+    timer = threading.Timer(delay, action)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+class NotebookView:
+    """The live view in a kernel: one display, updated through its handle (throttled)."""
+
+    def __init__(
+        self,
+        interval: float = 0.1,
+        show: Callable[[str], DisplayHandle] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        start_timer: Callable[[float, Callable[[], None]], Any] | None = None,
+    ) -> None:
+        self.state = LiveState()
+        self._show = show or _ipython_show
+        self._handle: DisplayHandle | None = None
+        self._throttle = _Throttle(self._render, interval, clock, start_timer)
+
+    def start(self) -> None:
+        """Show the (empty) view: call it where the output belongs, on the cell's thread."""
+        if self._handle is None:
+            self._handle = self._show(self.state.html())
+
+    def _render(self) -> None:
+        html = self.state.html()
+        if self._handle is None:
+            self._handle = self._show(html)
+        else:
+            self._handle.update(_HTML(html))
+
+    def add(self, event: ChatEvent) -> None:
+        """Fold ``event`` in and update the display (throttled)."""
+        self.state.add(event)
+        self._throttle.changed()
+
+    def close(self) -> None:
+        """Show the final state."""
+        self._throttle.close()
+
+
+class _HTML:
+    """HTML for IPython's display machinery (what ``IPython.display.HTML`` would be)."""
+
+    def __init__(self, html: str) -> None:
+        self.data = html
+
+    def _repr_html_(self) -> str:
+        return self.data
+
+
+def _ipython_show(html: str) -> DisplayHandle:
+    from IPython.display import display
+
+    handle = display(_HTML(html), display_id=True)
+    assert handle is not None
+    return handle  # type: ignore[no-any-return]
+
+
+class TerminalView:
+    """The live view outside a kernel: the terminal renderer, event by event."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        from ..render import LiveRenderer
+
+        self._render = LiveRenderer(console)
+        self._closed = False
+
+    def add(self, event: ChatEvent) -> None:
+        """Print what ``event`` adds."""
+        self._render(event)
+
+    def close(self) -> None:
+        """End the output's last line."""
+        if not self._closed:
+            self._closed = True
+            self._render.console.print()
+
+
+def in_kernel() -> bool:
+    """Whether this runs inside a Jupyter kernel (IPython with a kernel attached)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def live(
+    *, interval: float = 0.1, console: Console | None = None
+) -> Callable[[Observable[ChatEvent]], Observable[ChatEvent]]:
+    """A pipeable operator that renders the stream in place and passes every event on.
+
+    ``model.prompt("...").stream().pipe(live())``: in a Jupyter kernel, one output updated
+    at most every ``interval`` seconds and once at the end; elsewhere the terminal renderer
+    (on ``console``, default stdout). Each subscription gets its own view; completion, an
+    error or disposal shows the final state.
+    """
+    import reactivex
+    from reactivex.disposable import CompositeDisposable, Disposable
+
+    if interval < 0:
+        raise ValueError("interval must be >= 0 seconds")
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(observer: Any, scheduler: Any = None) -> Any:
+            view: NotebookView | TerminalView
+            if in_kernel():
+                view = NotebookView(interval)
+                view.start()
+            else:
+                view = TerminalView(console)
+
+            def on_next(event: ChatEvent) -> None:
+                view.add(event)
+                observer.on_next(event)
+
+            def on_error(error: Exception) -> None:
+                view.close()
+                observer.on_error(error)
+
+            def on_completed() -> None:
+                view.close()
+                observer.on_completed()
+
+            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            return CompositeDisposable(subscription, Disposable(view.close))
+
+        return reactivex.create(subscribe)
+
+    return operator

@@ -1,0 +1,88 @@
+"""Plain text for IPython's terminal (``_repr_pretty_``): short, readable summaries.
+
+The values' own ``repr()`` stays as it is; this is what IPython shows instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..events import ChatEvent, ChatEventType
+from ..results import ChatResponse, ToolCall, Usage
+from .values import key_text, step_count, timed_events, usage_fields
+
+__all__ = ["events_text", "to_text"]
+
+_INDENT = "  "
+_WITH_RESPONSE = (ChatEventType.STEP_END, ChatEventType.RESPONSE_END, ChatEventType.ERROR)
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _usage(usage: Usage) -> str:
+    return ", ".join(f"{name} {value}" for name, value in usage_fields(usage))
+
+
+def _call(call: ToolCall) -> str:
+    return f"{call.name}({call.arguments_str})" + (f"  id={call.id}" if call.id else "")
+
+
+def _response(response: ChatResponse) -> list[str]:
+    head = ["ChatResponse"]
+    if response.finish_reason:
+        head.append(f"finish={response.finish_reason}")
+    if response.model:
+        head.append(f"model={response.model}")
+    steps = step_count(response.usage)
+    if steps > 1:
+        head.append(f"{steps} steps")
+    lines = ["  ".join(head)]
+    if response.thinking:
+        lines.append(
+            f"{_INDENT}thinking ({len(response.thinking)} chars): {_shorten(response.thinking, 60)}"
+        )
+    if response.text:
+        lines.append(f"{_INDENT}text: {response.text}")
+    lines += [f"{_INDENT}tool call: {_call(call)}" for call in response.tool_calls]
+    if response.message is not None and response.message.refusal:
+        lines.append(f"{_INDENT}refusal: {response.message.refusal}")
+    if response.usage is not None:
+        lines.append(f"{_INDENT}usage: {_usage(response.usage)}")
+    return lines
+
+
+def to_text(value: Any) -> str:
+    """The terminal summary of a :class:`~solon_events.ChatResponse`,
+    :class:`~solon_events.Usage`, :class:`~solon_events.ToolCall` or
+    :class:`~solon_events.ChatEvent`."""
+    if isinstance(value, ChatResponse):
+        return "\n".join(_response(value))
+    if isinstance(value, Usage):
+        return f"Usage({_usage(value)})"
+    if isinstance(value, ToolCall):
+        return f"ToolCall {_call(value)}"
+    if isinstance(value, ChatEvent):
+        if value.response is None or not value.is_type(*_WITH_RESPONSE):
+            return repr(value)
+        return "\n".join([repr(value), *(_INDENT + line for line in _response(value.response))])
+    raise TypeError(f"no text summary for a {type(value).__name__}")
+
+
+def events_text(events: Sequence[Any], limit: int = 500) -> str:
+    """One line per event (time when known, type, step, index, key field)."""
+    timed = timed_events(events)
+    lines = [f"{len(timed)} events"]
+    for number, (at, event) in enumerate(timed[:limit]):
+        when = f"{at:8.3f}s " if at is not None else ""
+        index = "" if event.index == -1 else str(event.index)
+        text = key_text(event, 80).replace("\n", " ")
+        lines.append(
+            f"{number:4d} {when}{event.type.name:<22} {event.step:>3} {index:>3}  {text}".rstrip()
+        )
+    if len(timed) > limit:
+        lines.append(f"… and {len(timed) - limit} more events")
+    return "\n".join(lines)

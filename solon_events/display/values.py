@@ -1,0 +1,113 @@
+"""What the displays show of a value, independent of how it is drawn: an event's key
+text, its arrival time, the fields of a usage and the number of steps behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from ..events import ChatEvent, ChatEventType
+from ..results import Usage
+
+__all__ = ["event_time", "key_text", "step_count", "timed_events", "usage_fields"]
+
+RECEIVED_AT = "received_at"  # solon_events.recording.RECEIVED_AT, without importing it
+_T = ChatEventType
+
+
+def event_time(event: ChatEvent) -> float | None:
+    """The arrival time a replayed recording stamped on ``event`` (seconds), if any."""
+    value = event.attrs.get(RECEIVED_AT)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def timed_events(items: Iterable[Any]) -> list[tuple[float | None, ChatEvent]]:
+    """``items`` as (seconds, event) pairs.
+
+    An item is a :class:`~solon_events.ChatEvent` (its time is ``attrs["received_at"]``,
+    from a replayed recording) or what Rx's ``timestamp()`` makes of one (``.value`` and a
+    datetime ``.timestamp``, counted from the first item's). A time is None when unknown.
+    """
+    pairs: list[tuple[float | None, ChatEvent]] = []
+    first: datetime | None = None
+    for item in items:
+        if isinstance(item, ChatEvent):
+            pairs.append((event_time(item), item))
+            continue
+        value, stamp = getattr(item, "value", None), getattr(item, "timestamp", None)
+        if not isinstance(value, ChatEvent):
+            raise TypeError(
+                f"expected ChatEvents or Rx timestamp() pairs of them, got {type(item).__name__}"
+            )
+        if isinstance(stamp, datetime):
+            first = first or stamp
+            pairs.append(((stamp - first).total_seconds(), value))
+        elif isinstance(stamp, (int, float)):
+            pairs.append((float(stamp), value))
+        else:
+            pairs.append((event_time(value), value))
+    return pairs
+
+
+def _shorten(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+def key_text(event: ChatEvent, limit: int | None = None) -> str:
+    """The field that says most about ``event``: its text, the tool call, the usage, the
+    error or the answer; at most ``limit`` characters."""
+    t = event.type
+    call = event.tool_call
+    if t in (_T.TOOL_CALL_START, _T.TOOL_CALL_END, _T.TOOL_CALL_CHUNK) and call is not None:
+        text = f"{call.name}({call.arguments_str})" if t is not _T.TOOL_CALL_START else call.name
+    elif t is _T.TOOL_RESULT:
+        name = call.name if call is not None else "tool"
+        text = f"{name} → {event.text or ''}"
+    elif t is _T.ERROR and event.error is not None:
+        text = f"{type(event.error).__name__}: {event.error}"
+    elif event.text is not None:
+        text = event.text
+    elif t is _T.USAGE and event.usage is not None:
+        usage = event.usage
+        text = f"prompt {usage.prompt_tokens}, completion {usage.completion_tokens}"
+    elif event.citation is not None:
+        text = event.citation.url or event.citation.title or ""
+    else:
+        text = event.response.text if t is _T.RESPONSE_END and event.response else ""
+    if event.usage is not None:
+        text = f"{event.usage.total_tokens} tokens  {text}".rstrip()
+    return _shorten(text, limit)
+
+
+def usage_fields(usage: Usage) -> list[tuple[str, int]]:
+    """The counters of ``usage`` worth showing: the three totals, then any non-zero other."""
+    fields = [
+        ("prompt", usage.prompt_tokens),
+        ("completion", usage.completion_tokens),
+        ("total", usage.total_tokens),
+    ]
+    optional = [
+        ("thinking", usage.thinking_tokens),
+        ("cache read", usage.cache_read_input_tokens),
+        ("cache creation", usage.cache_creation_input_tokens),
+    ]
+    fields += [(name, value) for name, value in optional if value]
+    fields += [
+        (str(name), int(value))
+        for name, value in usage.server_tool_use.items()
+        if isinstance(value, (int, float)) and value
+    ]
+    return fields
+
+
+def step_count(usage: Usage | None) -> int:
+    """How many steps' usages were added into ``usage`` (1 for a single step, 0 for none)."""
+    if usage is None:
+        return 0
+    source = usage.source
+    if isinstance(source, Mapping) and set(source) == {"steps"}:
+        return len(source["steps"])
+    return 1

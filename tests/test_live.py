@@ -1,0 +1,216 @@
+"""The live view: events pass through; in a kernel the display is updated through its
+handle, throttled (the updates counted); outside one the terminal renderer prints."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reactivex import operators as ops
+from rich.console import Console
+
+from solon_events import ChatEvent, ChatEventType, ChatModel, replay
+from solon_events.devserver import DevServer, RunningServer
+from solon_events.display import LiveState, live
+from solon_events.display import live as live_module_function
+from solon_events.display.live import NotebookView, _Throttle
+
+live_module = __import__("solon_events.display.live", fromlist=["live"])
+ROOT = Path(__file__).resolve().parent.parent
+LOOP = ROOT / "examples" / "recordings" / "tool-loop-openai.jsonl"
+T = ChatEventType
+assert live_module_function is live
+
+
+def loop_events() -> list[ChatEvent]:
+    return replay(LOOP, dialect="openai").pipe(ops.to_list()).run()
+
+
+class FakeHandle:
+    """Collects what the view shows: the first display, then each update."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.lock = threading.Lock()
+
+    def show(self, html: str) -> FakeHandle:
+        self.shown.append(html)
+        return self
+
+    def update(self, obj: Any) -> None:
+        with self.lock:
+            self.shown.append(obj._repr_html_())
+
+
+class FakeTime:
+    """A clock moved by hand, and timers that fire when it passes their time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[list[Any]] = []  # [due, action, cancelled]
+
+    def clock(self) -> float:
+        return self.now
+
+    def start_timer(self, delay: float, action: Callable[[], None]) -> Any:
+        entry = [self.now + delay, action, False]
+        self.timers.append(entry)
+
+        class Timer:
+            def cancel(self) -> None:
+                entry[2] = True
+
+        return Timer()
+
+    def advance(self, to: float) -> None:
+        self.now = to
+        for entry in list(self.timers):
+            if entry[0] <= to and not entry[2]:
+                self.timers.remove(entry)
+                entry[1]()
+
+
+def test_live_state_folds_a_tool_loop() -> None:
+    state = LiveState()
+    for event in loop_events():
+        state.add(event)
+    kinds = [segment.kind for segment in state.segments]
+    assert kinds == ["thinking", "tool", "note", "text", "note"]
+    tool = state.segments[1]
+    assert (tool.name, tool.text, tool.result) == (
+        "get_weather",
+        '{"city":"Paris"}',
+        "18°C and sunny",
+    )
+    assert state.segments[3].text == "It is 18°C and sunny in Paris right now."
+    assert state.done and state.total == "prompt 122, completion 29, total 151, thinking 9"
+    html = state.html()
+    assert "<details><summary>Thinking (" in html
+    assert "get_weather({&quot;city&quot;:&quot;Paris&quot;})" in html
+    assert "→ <code>18°C and sunny</code>" in html
+    assert "<b>total usage:</b> prompt 122" in html
+
+
+def test_updates_are_throttled_to_one_per_interval_and_the_end_is_shown() -> None:
+    fake = FakeTime()
+    handle = FakeHandle()
+    view = NotebookView(0.1, handle.show, fake.clock, fake.start_timer)
+    view.start()
+    texts = [f"w{i} " for i in range(200)]
+    render_times: list[float] = []
+    original = view._render
+
+    def counted() -> None:
+        render_times.append(fake.now)
+        original()
+
+    view._throttle._render = counted  # type: ignore[method-assign]
+    for i, text in enumerate(texts):  # 200 deltas, 5 ms apart: one second
+        fake.advance(i * 0.005)
+        view.add(ChatEvent(T.TEXT_DELTA, text=text))
+    fake.advance(1.0)
+    view.close()
+    # the first delta at once, then at most one update per 0.1 s; close() shows the last
+    # state at once
+    assert 10 <= len(render_times) <= 12
+    gaps = [b - a for a, b in itertools.pairwise(render_times[:-1])]
+    assert min(gaps) >= 0.1 - 1e-9
+    assert "".join(texts).strip() in handle.shown[-1]
+    assert len(handle.shown) == len(render_times) + 1  # plus the empty view of start()
+
+
+def test_a_change_inside_the_interval_is_rendered_when_it_ends() -> None:
+    fake = FakeTime()
+    renders: list[float] = []
+    throttle = _Throttle(lambda: renders.append(fake.now), 0.1, fake.clock, fake.start_timer)
+    throttle.changed()  # t=0: at once
+    fake.advance(0.03)
+    throttle.changed()  # within the interval: a timer for t=0.1
+    throttle.changed()  # the same timer
+    assert renders == [0.0] and len(fake.timers) == 1
+    fake.advance(0.1)
+    assert renders == [0.0, 0.1]  # a stalled stream still shows its last delta
+    throttle.close()  # nothing new since: no further render
+    assert renders == [0.0, 0.1]
+    throttle.changed()
+    assert renders == [0.0, 0.1]  # closed
+
+
+def test_close_cancels_the_timer_and_renders_the_last_state() -> None:
+    fake = FakeTime()
+    renders: list[float] = []
+    throttle = _Throttle(lambda: renders.append(fake.now), 0.1, fake.clock, fake.start_timer)
+    throttle.changed()
+    fake.advance(0.05)
+    throttle.changed()
+    throttle.close()
+    assert renders == [0.0, 0.05]
+    fake.advance(1.0)
+    assert renders == [0.0, 0.05]  # the cancelled timer did not fire
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    with DevServer.run_in_thread() as running:
+        yield running
+
+
+def test_in_a_kernel_a_real_stream_updates_one_display_throttled(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = FakeHandle()
+    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
+    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    with ChatModel(server.url + "/v1/chat/completions", "slow:60:0.005") as model:
+        started = time.monotonic()
+        passed = model.prompt("count").stream().pipe(live(interval=0.1), ops.to_list()).run()
+        elapsed = time.monotonic() - started
+    assert [e.type for e in passed].count(T.TEXT_DELTA) == 60
+    assert passed[-1].type is T.RESPONSE_END
+    updates = len(handle.shown) - 1
+    assert 2 <= updates <= elapsed / 0.1 + 3, (updates, elapsed)
+    assert "59" in handle.shown[-1] and "total usage" in handle.shown[-1]
+
+
+def test_outside_a_kernel_the_terminal_renderer_prints_and_events_pass_unchanged() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, highlight=False)
+    events = loop_events()
+    passed = replay(LOOP, dialect="openai").pipe(live(console=console), ops.to_list()).run()
+    assert [(e.type, e.text) for e in passed] == [(e.type, e.text) for e in events]
+    printed = out.getvalue()
+    assert "→ tool call get_weather" in printed
+    assert "It is 18°C and sunny in Paris right now." in printed
+    assert "total usage: prompt 122" in printed
+
+
+def test_an_error_is_shown_and_passed_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    handle = FakeHandle()
+    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
+    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    errors: list[Exception] = []
+    replay(b'{"id": "x"}\nnot json\n', dialect="openai").pipe(live()).subscribe(
+        on_error=errors.append
+    )
+    assert len(errors) == 1
+    assert "ChatProtocolError" in handle.shown[-1]
+
+
+def test_disposal_shows_the_final_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    handle = FakeHandle()
+    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
+    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    taken = replay(LOOP, dialect="openai").pipe(live(interval=10), ops.take(6), ops.to_list())
+    assert len(taken.run()) == 6
+    assert "The user wants" in handle.shown[-1]
+
+
+def test_a_negative_interval_is_refused() -> None:
+    with pytest.raises(ValueError, match="interval"):
+        live(interval=-1)
