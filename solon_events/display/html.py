@@ -147,17 +147,16 @@ def _response_body(response: ChatResponse) -> str:
 def _event_body(event: ChatEvent, at: float | None = None) -> str:
     colour = GROUP_COLOURS.get(event.group, "#6b6b6b")
     badge = f'<span class="se-badge" style="background:{colour}">{event.type.name}</span>'
-    meta = []
-    if at is not None:
-        meta.append(f"t={at:.3f}s")
-    if event.step:
-        meta.append(f"step={event.step}")
-    if event.index != -1:
-        meta.append(f"index={event.index}")
-    for name in ("item_id", "tool_call_id", "raw_type", "sub_type"):
-        value = getattr(event, name)
-        if value is not None:
-            meta.append(f"{name}={value}")
+    fields = {
+        "t": None if at is None else f"{at:.3f}s",
+        "step": event.step or None,
+        "index": None if event.index == -1 else event.index,
+        "item_id": event.item_id,
+        "tool_call_id": event.tool_call_id,
+        "raw_type": event.raw_type,
+        "sub_type": event.sub_type,
+    }
+    meta = [f"{name}={value}" for name, value in fields.items() if value is not None]
     body = f"{badge} <span class='se-meta'>{escape(' '.join(meta))}</span>"
     shown = key_text(event)
     if shown:
