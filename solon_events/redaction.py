@@ -3,8 +3,9 @@
 A :class:`Redactor` is fed every secret a model knows (its API key, the values of its
 auth-like headers and the bare token inside ``"Bearer X"``, the key-like query values and
 the password of its ``api_url``) and replaces each with ``***`` wherever it appears: in an
-error's message, ``args`` and ``provider_error``, in reprs, in a retry's cause. A secret
-cut short by a snippet (``"sk-abc12..."``) is masked too.
+error's message, ``args`` and ``provider_error``, in reprs, in a retry's cause. Any run of
+eight or more characters of a secret is masked too: a secret cut short by a snippet
+(``'sk-live-0123...'``) shows no more of itself than a whole one.
 """
 
 from __future__ import annotations
@@ -43,9 +44,8 @@ _KEY_LIKE_PARAMS = frozenset(
         "signature",
     }
 )
-# A secret cut by a snippet shows as its first characters before an ellipsis.
-_CUT_MARKS = ("...", "\u2026")
-_SHORTEST_CUT_PREFIX = 4
+# The shortest run of a secret's characters that is masked where it stands alone.
+_FRAGMENT = 8
 # How deep :meth:`Redactor.value` follows nested containers (deeper ones are replaced).
 _MAX_DEPTH = 64
 
@@ -65,12 +65,17 @@ def redact_url(url: str) -> str:
 class Redactor:
     """Replaces every secret it was given with :data:`MASK` in text, values and errors."""
 
-    __slots__ = ("_secrets",)
+    __slots__ = ("_fragments", "_secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         found = {secret for secret in secrets if secret and secret.strip()}
         # Longest first, so a secret that contains another is masked whole.
         self._secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))
+        self._fragments = frozenset(
+            secret[i : i + _FRAGMENT]
+            for secret in self._secrets
+            for i in range(len(secret) - _FRAGMENT + 1)
+        )
 
     @classmethod
     def for_request(
@@ -103,23 +108,27 @@ class Redactor:
         return bool(self._secrets)
 
     def text(self, text: str) -> str:
-        """``text`` with every secret, whole or cut short before an ellipsis, masked."""
+        """``text`` with every secret, and every run of 8 or more of its characters, masked."""
         if not self._secrets or not text:
             return text
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
-        return self._mask_cut_secrets(text)
+        return self._mask_fragments(text) if self._fragments else text
 
-    def _mask_cut_secrets(self, text: str) -> str:
-        for mark in (*_CUT_MARKS, ""):
-            ends = _ends_before(text, mark)
-            for end in ends:
-                for secret in self._secrets:
-                    cut = _cut_prefix_length(text, end, secret)
-                    if cut:
-                        text = text[: end - cut] + MASK + text[end:]
-                        break
+    def _mask_fragments(self, text: str) -> str:
+        fragments, size = self._fragments, _FRAGMENT
+        covered_until = -1
+        spans: list[list[int]] = []
+        for start in range(len(text) - size + 1):
+            if text[start : start + size] in fragments:
+                if spans and start <= covered_until:
+                    spans[-1][1] = start + size
+                else:
+                    spans.append([start, start + size])
+                covered_until = start + size
+        for start, end in reversed(spans):
+            text = text[:start] + MASK + text[end:]
         return text
 
     def value(self, value: Any, _depth: int = 0) -> Any:
@@ -173,30 +182,6 @@ class Redactor:
         except Exception:  # a broken __str__ shows nothing, but proves nothing either
             return True
         return self.text(shown) != shown
-
-
-def _ends_before(text: str, mark: str) -> list[int]:
-    """The positions just before each ``mark`` in ``text`` (its end for ``""``), last first."""
-    if not mark:
-        return [len(text)]
-    ends: list[int] = []
-    start = text.find(mark)
-    while start != -1:
-        ends.append(start)
-        start = text.find(mark, start + len(mark))
-    return ends[::-1]
-
-
-def _cut_prefix_length(text: str, end: int, secret: str) -> int:
-    """The length of the longest proper prefix of ``secret`` that ``text`` ends with at
-    ``end`` (at least a few characters), else 0."""
-    shortest = min(_SHORTEST_CUT_PREFIX, len(secret) - 1)
-    if shortest < 1:
-        return 0
-    for length in range(min(len(secret) - 1, end), shortest - 1, -1):
-        if text.startswith(secret[:length], end - length):
-            return length
-    return 0
 
 
 def _header_secrets(value: str) -> list[str]:

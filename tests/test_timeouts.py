@@ -7,19 +7,12 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from recorded import DIALECTS
+from recorded import DIALECTS, ENDPOINTS
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatModel, ChatTimeoutError
 from solon_events.devserver import DevServer, RunningServer
 
 T = ChatEventType
-ENDPOINTS = {
-    "openai": "/v1/chat/completions",
-    "anthropic": "/v1/messages",
-    "openai-responses": "/v1/responses",
-    "gemini": "/v1beta",
-    "ollama": "/api/chat",
-}
 
 
 @pytest.fixture(scope="module")
