@@ -18,6 +18,7 @@ import orjson
 import pytest
 from aiohttp import web
 from reactivex import operators as ops
+from recorded import ENDPOINTS
 
 from solon_events import ChatEventFilter, ChatResponse, Usage
 from solon_events.devserver import ROUTES as WIRE_ROUTES
@@ -37,13 +38,6 @@ from solon_events.model import ChatModel, ChatPrompt
 from solon_events.tools import Tool, tool
 
 T = ChatEventType
-ENDPOINTS = {
-    "openai": "/v1/chat/completions",
-    "anthropic": "/v1/messages",
-    "openai-responses": "/v1/responses",
-    "gemini": "/v1beta",
-    "ollama": "/api/chat",
-}
 DIALECTS = tuple(ENDPOINTS)
 WIRES = {dialect: wire for _path, wire, dialect in WIRE_ROUTES}
 SECRET = "sk-test-SECRET-123"

@@ -5,7 +5,6 @@ anywhere in any failing body, in any dialect, never shows."""
 from __future__ import annotations
 
 import logging
-import threading
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -14,12 +13,11 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from outcomes import Outcome, outcome_of
 from recorded import DIALECTS, ENDPOINTS, WIRES, body_of, text_body
 
 from solon_events import (
     ChatError,
-    ChatEvent,
-    ChatEventFilter,
     ChatEventType,
     ChatHttpError,
     ChatModel,
@@ -146,17 +144,6 @@ def server() -> Iterator[RunningServer]:
     running.close()
 
 
-class Outcome:
-    def __init__(self) -> None:
-        self.events: list[ChatEvent] = []
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-
-    def on_error(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-
 def produced_texts(model: ChatModel, outcome: Outcome) -> list[str]:
     """Every text the library produced about this response (never the model's content)."""
     texts = [repr(model), repr(model.prompt("hi")), repr(model.transport)]
@@ -182,12 +169,7 @@ def assert_no_secret(texts: list[str], secret: str = SECRET) -> None:
 
 
 def run(model: ChatModel) -> Outcome:
-    outcome = Outcome()
-    model.prompt("hi").event_filter(ChatEventFilter.all()).stream().subscribe(
-        outcome.events.append, outcome.on_error, outcome.done.set
-    )
-    assert outcome.done.wait(10.0)
-    return outcome
+    return outcome_of(model.prompt("hi"))
 
 
 KEY_PLACES: dict[str, dict[str, Any]] = {

@@ -3,13 +3,13 @@ fault scenarios on 127.0.0.1, in every dialect."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
+from outcomes import Outcome, outcome_of
 from recorded import DIALECTS, ENDPOINTS
 
-from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatModel, ChatTimeoutError
+from solon_events import ChatEventType, ChatModel, ChatTimeoutError
 from solon_events.devserver import DevServer, RunningServer
 
 T = ChatEventType
@@ -22,28 +22,10 @@ def server() -> Iterator[RunningServer]:
     running.close()
 
 
-class Outcome:
-    """Every event of one response and how it ended."""
-
-    def __init__(self) -> None:
-        self.events: list[ChatEvent] = []
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-
-    def on_error(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-
 def run(server: RunningServer, dialect: str, scenario: str, **budgets: float) -> Outcome:
-    outcome = Outcome()
     url = server.url + ENDPOINTS[dialect]
     with ChatModel(url, scenario, dialect=dialect, max_retries=0, **budgets) as model:
-        model.prompt("tell me").event_filter(ChatEventFilter.all()).stream().subscribe(
-            outcome.events.append, outcome.on_error, outcome.done.set
-        )
-        assert outcome.done.wait(10.0), f"{scenario} kept the stream open past every budget"
-    return outcome
+        return outcome_of(model.prompt("tell me"))
 
 
 def timed_out(outcome: Outcome, budget: str) -> ChatTimeoutError:

@@ -1,0 +1,41 @@
+"""What one response delivered: every event, then its error or its completion."""
+
+from __future__ import annotations
+
+import threading
+
+from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatPrompt
+
+__all__ = ["Outcome", "outcome_of"]
+
+
+class Outcome:
+    """Every event of one response (all types), and how it ended."""
+
+    def __init__(self) -> None:
+        self.events: list[ChatEvent] = []
+        self.error: BaseException | None = None
+        self.completed = False
+        self.done = threading.Event()
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+    def on_completed(self) -> None:
+        self.completed = True
+        self.done.set()
+
+    def of(self, kind: ChatEventType) -> list[ChatEvent]:
+        """The events of ``kind``."""
+        return [event for event in self.events if event.type is kind]
+
+
+def outcome_of(prompt: ChatPrompt, timeout: float = 10.0) -> Outcome:
+    """Subscribe to ``prompt`` (every event type) and wait, at most ``timeout``, for its end."""
+    outcome = Outcome()
+    prompt.event_filter(ChatEventFilter.all()).stream().subscribe(
+        outcome.events.append, outcome.on_error, outcome.on_completed
+    )
+    assert outcome.done.wait(timeout), "the response did not end in time"
+    return outcome
