@@ -44,7 +44,7 @@ from .results import (
     ToolCall,
     Usage,
 )
-from .tools import Tool, ToolContext, ToolSet, tool
+from .tools import McpTools, Tool, ToolContext, ToolSet, tool
 
 __all__ = [
     "AssistantMessage",
@@ -70,6 +70,7 @@ __all__ = [
     "Citation",
     "FileBlock",
     "ImageBlock",
+    "McpTools",
     "PartialJsonParser",
     "ProviderError",
     "SearchResult",

@@ -351,8 +351,8 @@ class ChatPrompt:
     # Sees every raw frame received, in order (solon_events.recording.record sets it).
     _frame_tap: Callable[[Frame], Any] | None = None
 
-    def tools(self, *tools: Tool | Callable[..., Any]) -> ChatPrompt:
-        """Add tools (``@tool`` functions, or plain typed functions)."""
+    def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
+        """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
         added = tuple(ToolSet(tools).values())
         return attrs.evolve(self, tools=self._tools + added)
 

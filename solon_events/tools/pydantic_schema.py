@@ -17,12 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .docstrings import INSTALL_HINT
-from .shape import BadValue, Shape, Unsupported
+from .shape import BadValue, Shape, Unsupported, inline_refs
 
 __all__ = ["is_field_info", "pydantic_shape", "wants_pydantic"]
 
 _PYDANTIC_MODULES = ("pydantic", "annotated_types")
-_REF_PREFIX = "#/$defs/"
 
 
 def _from_pydantic(value: object) -> bool:
@@ -60,7 +59,7 @@ def pydantic_shape(tp: Any) -> Shape:
         ) from None
     try:
         adapter: Any = pydantic.TypeAdapter(tp)
-        schema = _inline_refs(adapter.json_schema())
+        schema = inline_refs(adapter.json_schema())
     except pydantic.PydanticUserError as error:
         raise Unsupported(str(error).split("\n", 1)[0]) from None
 
@@ -87,26 +86,3 @@ def _accepts_null(schema: Mapping[str, Any]) -> bool:
     if kind == "null" or (isinstance(kind, list) and "null" in kind) or not schema:
         return True
     return any(_accepts_null(option) for option in schema.get("anyOf") or ())
-
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with every ``$ref`` into its ``$defs`` replaced by the definition."""
-    definitions = schema.pop("$defs", {})
-
-    def resolve(node: Any, seen: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [resolve(item, seen) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
-            name = ref[len(_REF_PREFIX) :]
-            if name in seen:
-                raise Unsupported(f"{name} refers to itself; recursive types are not supported")
-            target = resolve(definitions[name], (*seen, name))
-            siblings = {key: resolve(value, seen) for key, value in node.items() if key != "$ref"}
-            return {**target, **siblings}
-        return {key: resolve(value, seen) for key, value in node.items()}
-
-    resolved: dict[str, Any] = resolve(schema, ())
-    return resolved
