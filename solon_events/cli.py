@@ -1,4 +1,4 @@
-"""The ``solon-events`` command: ``demo``, ``replay``, ``stream`` and ``record``."""
+"""The ``solon-events`` command: ``demo``, ``replay``, ``stream``, ``record`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -157,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _provider_options(record_parser)
     record_parser.add_argument("--out", required=True, metavar="FILE", help="the recording")
+
+    from .serve_cli import add_serve_parser
+
+    add_serve_parser(commands)
     return parser
 
 
@@ -202,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo(args.dialect, console)
     if args.command == "replay":
         return replay_file(args.file, args.dialect, args.format, args.all, console)
+    if args.command == "serve":
+        from .serve_cli import serve
+
+        return serve(args, console)
     variable = args.api_key_env or KEY_VARIABLES[args.dialect]
     api_key = os.environ.get(variable)
     try:

@@ -30,7 +30,7 @@ from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
 from .events import TYPES, ChatEvent
 from .loop_thread import EventLoopThread, cancel_other_tasks
-from .messages import ChatRequest, Message, to_messages
+from .messages import ChatRequest, Message, ToolSpec, to_messages
 from .redaction import Redactor
 from .results import ChatResponse
 from .retry import RetryPolicy
@@ -350,11 +350,23 @@ class ChatPrompt:
     _auto_tool_call: bool = True
     # Sees every raw frame received, in order (solon_events.recording.record sets it).
     _frame_tap: Callable[[Frame], Any] | None = None
+    _client_tools: tuple[ToolSpec, ...] = ()
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
         added = tuple(ToolSet(tools).values())
         return attrs.evolve(self, tools=self._tools + added)
+
+    def client_tools(self, *specs: ToolSpec) -> ChatPrompt:
+        """Tools the model may call that run elsewhere (in a browser, say): never here.
+
+        A step that calls one runs this prompt's own tools among its calls, then ends the
+        response with the calls as they are, for the caller to answer in a later request.
+        """
+        for spec in specs:
+            if not isinstance(spec, ToolSpec):
+                raise TypeError(f"a client tool is a ToolSpec, not {type(spec).__name__}")
+        return attrs.evolve(self, client_tools=self._client_tools + specs)
 
     def options(self, **provider_options: Any) -> ChatPrompt:
         """Provider options merged into the request body (temperature, max_tokens, ...)."""
@@ -376,7 +388,7 @@ class ChatPrompt:
         request = ChatRequest(
             model=model.model,
             messages=self._messages,
-            tools=toolset.specs(),
+            tools=toolset.specs() + self._client_tools,
             options=self._options,
         )
         return StepPlan(
@@ -388,6 +400,7 @@ class ChatPrompt:
             auto_tool_call=self._auto_tool_call,
             max_steps=model.max_steps,
             tool_errors=model.tool_errors,
+            client_tools=frozenset(spec.name for spec in self._client_tools),
         )
 
     def _frames(self, http: HttpRequest) -> Observable[Frame | ChatEvent]:

@@ -54,6 +54,8 @@ class StepPlan:
     auto_tool_call: bool = True
     max_steps: int = 8
     tool_errors: ToolErrorPolicy = "raise"
+    client_tools: frozenset[str] = frozenset()
+    """Tools that run elsewhere: a step calling one ends the response after its own tools."""
 
 
 def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observable[ChatEvent]:
@@ -89,12 +91,14 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 step_end = held[0]
                 response = step_end.response
                 calls = response.tool_calls if response is not None else ()
-                if not (calls and plan.auto_tool_call and plan.tools):
+                ours = tuple(c for c in calls if c.name not in plan.client_tools)
+                if not (ours and plan.auto_tool_call and plan.tools):
                     observer.on_next(step_end)
                     observer.on_completed()
                     return
                 nonlocal tool_task
-                tool_task = asyncio.ensure_future(run_tools(step, step_end, calls))
+                last = len(ours) < len(calls)
+                tool_task = asyncio.ensure_future(run_tools(step, step_end, ours, last))
 
             def on_error(error: Exception) -> None:
                 if held:  # the failed step's STEP_END, with its partial response
@@ -107,7 +111,9 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 .subscribe(on_next, on_error, on_completed)
             )
 
-        async def run_tools(step: int, step_end: ChatEvent, calls: tuple[ToolCall, ...]) -> None:
+        async def run_tools(
+            step: int, step_end: ChatEvent, calls: tuple[ToolCall, ...], last: bool
+        ) -> None:
             try:
                 results = [await call_tool(call, step) for call in calls]
             except ChatError as exc:
@@ -137,6 +143,9 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 observer.on_completed()
                 return
             observer.on_next(step_end)
+            if last:  # the step also called client tools: the caller answers those
+                observer.on_completed()
+                return
             if step + 1 >= plan.max_steps:
                 observer.on_error(
                     ChatError(

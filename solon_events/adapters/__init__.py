@@ -1,0 +1,53 @@
+"""ChatEvents for front ends: AG-UI, the Vercel AI SDK's UI message stream, our own JSON.
+
+``to_agui()`` and ``to_vercel()`` are pipeable operators from ChatEvents to the
+protocol's events; the encoders behind them are sans-I/O. AG-UI needs the ``agui``
+extra and is imported on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from reactivex import Observable
+
+from ..events import ChatEvent
+from .native import decode_event, encode_event, event_from_json, event_to_json
+from .vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, to_vercel, vercel_sse
+
+if TYPE_CHECKING:
+    from ag_ui.core import BaseEvent
+
+__all__ = [
+    "VERCEL_DONE",
+    "VERCEL_HEADERS",
+    "VercelEncoder",
+    "decode_event",
+    "encode_event",
+    "event_from_json",
+    "event_to_json",
+    "to_agui",
+    "to_vercel",
+    "vercel_sse",
+]
+
+
+def to_agui(
+    thread_id: str | None = None,
+    run_id: str | None = None,
+    *,
+    client_tools: Iterable[str] = (),
+) -> Callable[[Observable[ChatEvent]], Observable[BaseEvent]]:
+    """A pipeable operator: ChatEvents -> AG-UI events (see :mod:`.agui`; ``agui`` extra)."""
+    from .agui import to_agui as operator
+
+    return operator(thread_id, run_id, client_tools=client_tools)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("AguiEncoder", "agui_sse"):
+        from . import agui
+
+        return getattr(agui, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,375 @@
+"""ChatEvents as AG-UI events, built with the official ``ag-ui-protocol`` package.
+
+Needs the ``agui`` extra (``pip install 'solon-events[agui]'``). :class:`AguiEncoder` is
+the sans-I/O translator (one per run): ``feed(event)`` returns the AG-UI events
+(``ag_ui.core`` models) an event becomes; :func:`to_agui` is the same as a pipeable Rx
+operator; :func:`agui_sse` encodes an AG-UI event with the package's ``EventEncoder``.
+
+==========================================  =============================================
+ChatEvent                                   AG-UI events
+==========================================  =============================================
+RESPONSE_START                              RUN_STARTED
+STEP_START / STEP_END                       STEP_STARTED / STEP_FINISHED (``step-<n>``),
+                                            STEP_END first sending CUSTOM ``solon.usage``
+TEXT_START / _DELTA / _END                  TEXT_MESSAGE_START / _CONTENT / _END
+THINKING_START / _DELTA / _END              REASONING_START + REASONING_MESSAGE_START /
+                                            REASONING_MESSAGE_CONTENT /
+                                            REASONING_MESSAGE_END + REASONING_END
+THINKING_SIGNATURE, THINKING_REDACTED       REASONING_ENCRYPTED_VALUE
+TOOL_CALL_START / _ARGS_DELTA / _END        TOOL_CALL_START / TOOL_CALL_ARGS / TOOL_CALL_END
+TOOL_RESULT                                 TOOL_CALL_RESULT
+RESPONSE_END                                RUN_FINISHED (total ``usage``; outcome
+                                            ``success`` naming the client tool calls left
+                                            for the application as ``pendingToolCallIds``)
+ABORT                                       RUN_FINISHED with outcome ``cancelled``
+ERROR                                       RUN_ERROR (``message``, ``code``: the error's
+                                            class name, ``usage``)
+==========================================  =============================================
+
+CUSTOM events (``name``: ``value``), every value a plain JSON object:
+``solon.usage`` (``{"step": n, "usage": {...}}``, per step), ``solon.citation``,
+``solon.search_result``, ``solon.media`` (``{"phase": "partial"|"done", "block": ...}``),
+``solon.server_tool`` (``{"phase": "start"|"args"|"result", "id", "name", "text",
+"arguments", "result", "is_error"}``), ``solon.refusal`` (``{"text": delta}``),
+``solon.content_filter`` (``{"text": ...}``) and ``solon.status`` (``{"sub_type",
+"text"}``). HEARTBEAT, USAGE, RAW and CUSTOM events send nothing.
+
+A tool call whose name is in ``client_tools`` is a frontend tool: the gateway never runs
+it, the run finishes with it pending and the application answers it in its next run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+try:
+    from ag_ui.core import (
+        BaseEvent,
+        CustomEvent,
+        ReasoningEncryptedValueEvent,
+        ReasoningEndEvent,
+        ReasoningMessageContentEvent,
+        ReasoningMessageEndEvent,
+        ReasoningMessageStartEvent,
+        ReasoningStartEvent,
+        RunErrorEvent,
+        RunFinishedCancelledOutcome,
+        RunFinishedEvent,
+        RunFinishedSuccessOutcome,
+        RunStartedEvent,
+        StepFinishedEvent,
+        StepStartedEvent,
+        TextMessageContentEvent,
+        TextMessageEndEvent,
+        TextMessageStartEvent,
+        TokenUsage,
+        ToolCallArgsEvent,
+        ToolCallEndEvent,
+        ToolCallResultEvent,
+        ToolCallStartEvent,
+    )
+    from ag_ui.encoder import EventEncoder
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "AG-UI support needs the ag-ui-protocol package: pip install 'solon-events[agui]'"
+    ) from exc
+from reactivex import Observable
+
+from ..events import TYPES, ChatEvent
+from ..results import Usage
+from .blocks import BlockIds
+from .native import to_plain
+from .rx import translating
+
+__all__ = ["AguiEncoder", "agui_sse", "to_agui", "token_usage"]
+
+_T = TYPES
+_ENCODER = EventEncoder()
+
+
+def agui_sse(event: BaseEvent) -> bytes:
+    """``event`` encoded by the ag-ui-protocol package's ``EventEncoder`` (one SSE event)."""
+    return _ENCODER.encode(event).encode()
+
+
+def token_usage(usage: Usage | None) -> list[TokenUsage] | None:
+    """``usage`` as AG-UI's token usage list (None without usage)."""
+    if usage is None:
+        return None
+    return [
+        TokenUsage(
+            input_tokens=usage.prompt_tokens,
+            output_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            reasoning_tokens=usage.thinking_tokens or None,
+            cached_input_tokens=usage.cache_read_input_tokens or None,
+            cache_write_input_tokens=usage.cache_creation_input_tokens or None,
+        )
+    ]
+
+
+class AguiEncoder:
+    """ChatEvents of one response in, AG-UI events of one run out (sans-I/O).
+
+    ``thread_id`` and ``run_id`` come from the run's ``RunAgentInput`` (fresh ones by
+    default); ``client_tools`` names the frontend tools, whose calls are left pending.
+    """
+
+    def __init__(
+        self,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        *,
+        client_tools: Iterable[str] = (),
+    ) -> None:
+        self.thread_id = thread_id or str(uuid.uuid4())
+        self.run_id = run_id or str(uuid.uuid4())
+        self._client_tools = frozenset(client_tools)
+        self._ids = BlockIds(self.run_id)
+        self._step_messages: dict[int, int] = {}
+        self._pending: list[str] = []
+        self._last_reasoning: str | None = None
+        self.finished = False
+        self._handlers: dict[Any, Callable[[ChatEvent], list[BaseEvent]]] = {
+            _T.RESPONSE_START: self._run_started,
+            _T.STEP_START: self._step_started,
+            _T.STEP_END: self._step_finished,
+            _T.TEXT_START: self._text_start,
+            _T.TEXT_DELTA: self._text_delta,
+            _T.TEXT_END: self._text_end,
+            _T.THINKING_START: self._thinking_start,
+            _T.THINKING_DELTA: self._thinking_delta,
+            _T.THINKING_END: self._thinking_end,
+            _T.THINKING_SIGNATURE: self._encrypted,
+            _T.THINKING_REDACTED: self._encrypted,
+            _T.TOOL_CALL_START: self._call_start,
+            _T.TOOL_CALL_ARGS_DELTA: self._call_args,
+            _T.TOOL_CALL_END: self._call_end,
+            _T.TOOL_RESULT: self._tool_result,
+            _T.SERVER_TOOL_START: self._server_tool,
+            _T.SERVER_TOOL_ARGS_DELTA: self._server_tool,
+            _T.SERVER_TOOL_RESULT: self._server_tool,
+            _T.CITATION: lambda e: self._custom("solon.citation", to_plain(e.citation)),
+            _T.SEARCH_RESULT: lambda e: self._custom(
+                "solon.search_result", to_plain(e.search_result)
+            ),
+            _T.MEDIA_PARTIAL: self._media,
+            _T.MEDIA_DONE: self._media,
+            _T.REFUSAL_DELTA: lambda e: self._custom("solon.refusal", {"text": e.text or ""}),
+            _T.CONTENT_FILTER: lambda e: self._custom(
+                "solon.content_filter", {"text": e.text or ""}
+            ),
+            _T.STATUS: lambda e: self._custom(
+                "solon.status", {"sub_type": e.sub_type, "text": e.text}
+            ),
+            _T.RESPONSE_END: self._run_finished,
+            _T.ABORT: self._aborted,
+            _T.ERROR: lambda e: self.fail(e.error, e.text, e.usage),
+        }
+
+    def feed(self, event: ChatEvent) -> list[BaseEvent]:
+        """The AG-UI events ``event`` becomes (often one, sometimes none)."""
+        if self.finished:
+            return []
+        handler = self._handlers.get(event.type)
+        return handler(event) if handler is not None else []
+
+    def fail(
+        self, error: BaseException | None, text: str | None = None, usage: Usage | None = None
+    ) -> list[BaseEvent]:
+        """The RUN_ERROR that ends a failed run (nothing once the run has ended)."""
+        if self.finished:
+            return []
+        self.finished = True
+        message = text or (str(error) if error is not None else "") or "the run failed"
+        code = type(error).__name__ if error is not None else None
+        return [RunErrorEvent(message=message, code=code, usage=token_usage(usage))]
+
+    def _message_id(self, step: int) -> str:
+        """The id of step ``step``'s assistant message (text and tool calls hang on it)."""
+        return f"{self.run_id}-message-{step}"
+
+    def _run_started(self, event: ChatEvent) -> list[BaseEvent]:
+        return [RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
+
+    def _step_started(self, event: ChatEvent) -> list[BaseEvent]:
+        self._pending = []
+        return [StepStartedEvent(step_name=f"step-{event.step}")]
+
+    def _step_finished(self, event: ChatEvent) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        if event.usage is not None:
+            out += self._custom("solon.usage", {"step": event.step, "usage": to_plain(event.usage)})
+        out.append(StepFinishedEvent(step_name=f"step-{event.step}"))
+        return out
+
+    def _text_start(self, event: ChatEvent) -> list[BaseEvent]:
+        count = self._step_messages.get(event.step, 0)
+        self._step_messages[event.step] = count + 1
+        message_id = self._message_id(event.step) + (f"-{count}" if count else "")
+        self._ids.open("text", event, message_id)
+        return [TextMessageStartEvent(message_id=message_id, role="assistant")]
+
+    def _text_delta(self, event: ChatEvent) -> list[BaseEvent]:
+        if not event.text:
+            return []
+        message_id = self._ids.current("text", event)
+        out = [] if message_id is not None else self._text_start(event)
+        message_id = message_id or self._ids.current("text", event)
+        assert message_id is not None
+        out.append(TextMessageContentEvent(message_id=message_id, delta=event.text))
+        return out
+
+    def _text_end(self, event: ChatEvent) -> list[BaseEvent]:
+        message_id = self._ids.close("text", event)
+        return [] if message_id is None else [TextMessageEndEvent(message_id=message_id)]
+
+    def _thinking_start(self, event: ChatEvent) -> list[BaseEvent]:
+        message_id = self._ids.open("reasoning", event)
+        return [
+            ReasoningStartEvent(message_id=message_id),
+            ReasoningMessageStartEvent(message_id=message_id, role="reasoning"),
+        ]
+
+    def _thinking_delta(self, event: ChatEvent) -> list[BaseEvent]:
+        if not event.text:
+            return []
+        message_id = self._ids.current("reasoning", event)
+        out = [] if message_id is not None else self._thinking_start(event)
+        message_id = message_id or self._ids.current("reasoning", event)
+        assert message_id is not None
+        out.append(ReasoningMessageContentEvent(message_id=message_id, delta=event.text))
+        return out
+
+    def _thinking_end(self, event: ChatEvent) -> list[BaseEvent]:
+        message_id = self._ids.close("reasoning", event)
+        if message_id is None:
+            return []
+        self._last_reasoning = message_id
+        return [
+            ReasoningMessageEndEvent(message_id=message_id),
+            ReasoningEndEvent(message_id=message_id),
+        ]
+
+    def _encrypted(self, event: ChatEvent) -> list[BaseEvent]:
+        value = event.text or ""
+        if not value:
+            return []
+        entity = self._ids.current("reasoning", event) or self._last_reasoning
+        return [
+            ReasoningEncryptedValueEvent(
+                subtype="message",
+                entity_id=entity or self._message_id(event.step),
+                encrypted_value=value,
+            )
+        ]
+
+    def _call_start(self, event: ChatEvent) -> list[BaseEvent]:
+        call_id = self._ids.open("call", event)
+        name = event.tool_call.name if event.tool_call is not None else ""
+        return [
+            ToolCallStartEvent(
+                tool_call_id=call_id,
+                tool_call_name=name,
+                parent_message_id=self._message_id(event.step),
+            )
+        ]
+
+    def _call_args(self, event: ChatEvent) -> list[BaseEvent]:
+        call_id = self._ids.current("call", event)
+        out = [] if call_id is not None else self._call_start(event)
+        call_id = call_id or self._ids.current("call", event)
+        assert call_id is not None
+        if event.text:
+            out.append(ToolCallArgsEvent(tool_call_id=call_id, delta=event.text))
+        return out
+
+    def _call_end(self, event: ChatEvent) -> list[BaseEvent]:
+        call_id = self._ids.close("call", event)
+        out: list[BaseEvent] = []
+        if call_id is None:
+            out += self._call_start(event)
+            call_id = self._ids.close("call", event)
+            assert call_id is not None
+        if event.tool_call is not None and event.tool_call.name in self._client_tools:
+            self._pending.append(call_id)
+        out.append(ToolCallEndEvent(tool_call_id=call_id))
+        return out
+
+    def _tool_result(self, event: ChatEvent) -> list[BaseEvent]:
+        call_id = self._ids.call_id(event)
+        return [
+            ToolCallResultEvent(
+                message_id=f"{self.run_id}-result-{call_id}",
+                tool_call_id=call_id,
+                content=event.text or "",
+                role="tool",
+            )
+        ]
+
+    def _server_tool(self, event: ChatEvent) -> list[BaseEvent]:
+        phase = {
+            _T.SERVER_TOOL_START: "start",
+            _T.SERVER_TOOL_ARGS_DELTA: "args",
+            _T.SERVER_TOOL_RESULT: "result",
+        }[event.type]
+        value: dict[str, Any] = {"phase": phase, "id": event.tool_call_id, "name": event.sub_type}
+        if event.text:
+            value["text"] = event.text
+        if event.tool_call is not None and phase != "args":
+            value["arguments"] = to_plain(event.tool_call.arguments)
+        if phase == "result":
+            value["result"] = to_plain(event.raw)
+            value["is_error"] = bool(event.attrs.get("is_error"))
+        return self._custom("solon.server_tool", value)
+
+    def _media(self, event: ChatEvent) -> list[BaseEvent]:
+        phase = "done" if event.type is _T.MEDIA_DONE else "partial"
+        return self._custom("solon.media", {"phase": phase, "block": to_plain(event.block)})
+
+    def _custom(self, name: str, value: Any) -> list[BaseEvent]:
+        return [CustomEvent(name=name, value=value)]
+
+    def _run_finished(self, event: ChatEvent) -> list[BaseEvent]:
+        self.finished = True
+        outcome = RunFinishedSuccessOutcome(
+            type="success", pending_tool_call_ids=list(self._pending) or None
+        )
+        return [
+            RunFinishedEvent(
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                outcome=outcome,
+                usage=token_usage(event.usage),
+            )
+        ]
+
+    def _aborted(self, event: ChatEvent) -> list[BaseEvent]:
+        self.finished = True
+        return [
+            RunFinishedEvent(
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                outcome=RunFinishedCancelledOutcome(type="cancelled"),
+            )
+        ]
+
+
+def to_agui(
+    thread_id: str | None = None,
+    run_id: str | None = None,
+    *,
+    client_tools: Iterable[str] = (),
+) -> Callable[[Observable[ChatEvent]], Observable[BaseEvent]]:
+    """A pipeable operator: ChatEvents -> AG-UI events (``ag_ui.core`` models).
+
+    A failure upstream (after its ERROR event) ends the run with RUN_ERROR and is then
+    passed on; encode each event with :func:`agui_sse`::
+
+        model.prompt("Hi").stream().pipe(to_agui()).subscribe(
+            lambda event: print(agui_sse(event).decode(), end=""))
+    """
+    names = tuple(client_tools)
+    return translating(lambda: AguiEncoder(thread_id, run_id, client_tools=names))

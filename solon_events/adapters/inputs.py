@@ -1,0 +1,234 @@
+"""What front ends send, read into our messages: Vercel UI messages, AG-UI RunAgentInput,
+and the ``/events`` body.
+
+Every reader raises ``ValueError`` with a message naming what is wrong (the gateway
+answers it with HTTP 400). Sans-I/O; AG-UI input is validated by the ``ag-ui-protocol``
+package's own ``RunAgentInput`` model (the ``agui`` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from ..messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage, to_messages
+from ..results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+
+__all__ = ["AguiRun", "messages_from_events", "messages_from_vercel", "run_from_agui"]
+
+
+def _object(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise ValueError(f"the request body must be a JSON object, not {_kind(body)}")
+    return body
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a value")
+
+
+def _message_list(body: Mapping[str, Any], what: str) -> list[Any]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError(f"'messages' must be a non-empty array of {what}")
+    return messages
+
+
+def messages_from_events(body: Any) -> tuple[Message, ...]:
+    """The messages of an ``/events`` body: ``{"messages": [{"role", "content"}, ...]}``."""
+    messages = _message_list(_object(body), "{role, content} objects")
+    for i, item in enumerate(messages):
+        if not isinstance(item, Mapping) or not isinstance(item.get("role"), str):
+            raise ValueError(f"messages[{i}] must be an object with a 'role' and a 'content'")
+    try:
+        return to_messages(messages)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"'messages' is not a conversation: {exc}") from None
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def _file_block(part: Mapping[str, Any]) -> ImageBlock | FileBlock | None:
+    url, media_type = part.get("url"), part.get("mediaType")
+    if not isinstance(url, str) or not url:
+        return None
+    media_type = media_type if isinstance(media_type, str) else None
+    if media_type and media_type.startswith("image/"):
+        return ImageBlock(url=url, mime_type=media_type)
+    return FileBlock(url=url, mime_type=media_type, name=part.get("filename"))
+
+
+def _is_tool_part(kind: str) -> bool:
+    return kind.startswith("tool-") or kind == "dynamic-tool"
+
+
+def messages_from_vercel(body: Any) -> tuple[Message, ...]:
+    """The conversation of a ``useChat`` request (``messages``: UI messages with ``parts``).
+
+    Text parts become text; ``file`` parts of user messages become image or file blocks;
+    an assistant message becomes one assistant turn per step (``step-start``), each with
+    its tool calls followed by their results; calls without an output are left out.
+    """
+    raw = _message_list(_object(body), "UI messages")
+    messages: list[Message] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"messages[{i}] must be an object, not {_kind(item)}")
+        role, parts = item.get("role"), item.get("parts")
+        if parts is None and isinstance(item.get("content"), str):
+            parts = [{"type": "text", "text": item["content"]}]
+        if not isinstance(parts, list) or not all(
+            isinstance(p, Mapping) and isinstance(p.get("type"), str) for p in parts
+        ):
+            raise ValueError(f"messages[{i}].parts must be an array of parts, each with a type")
+        if role == "system":
+            messages.append(SystemMessage(text=_text_of(parts)))
+        elif role == "user":
+            blocks = [b for p in parts if p["type"] == "file" and (b := _file_block(p))]
+            messages.append(UserMessage(text=_text_of(parts), blocks=blocks))
+        elif role == "assistant":
+            messages.extend(_assistant_steps(parts))
+        else:
+            raise ValueError(f"messages[{i}].role must be system, user or assistant, got {role!r}")
+    return tuple(messages)
+
+
+def _text_of(parts: Sequence[Mapping[str, Any]]) -> str:
+    return "".join(str(p.get("text") or "") for p in parts if p["type"] == "text")
+
+
+def _assistant_steps(parts: Sequence[Mapping[str, Any]]) -> list[Message]:
+    steps: list[list[Mapping[str, Any]]] = [[]]
+    for part in parts:
+        if part["type"] == "step-start":
+            steps.append([])
+        else:
+            steps[-1].append(part)
+    turns: list[Message] = []
+    for step in steps:
+        calls: list[ToolCall] = []
+        results: list[ToolMessage] = []
+        for part in step:
+            if not _is_tool_part(part["type"]):
+                continue
+            state = part.get("state")
+            if state not in ("output-available", "output-error"):
+                continue
+            name = str(part.get("toolName") or part["type"].removeprefix("tool-"))
+            call_id = str(part.get("toolCallId") or "")
+            arguments = part.get("input")
+            calls.append(
+                ToolCall(
+                    id=call_id,
+                    name=name,
+                    arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+                )
+            )
+            failed = state == "output-error"
+            content = part.get("errorText") if failed else part.get("output")
+            results.append(
+                ToolMessage(
+                    tool_call_id=call_id, name=name, content=_json_text(content), is_error=failed
+                )
+            )
+        text = _text_of(step)
+        if text or calls:
+            turns.append(AssistantMessage(text=text, tool_calls=calls))
+            turns.extend(results)
+    return turns
+
+
+@attrs.frozen
+class AguiRun:
+    """An AG-UI run request read: its ids, our messages, and the frontend tools it declares."""
+
+    thread_id: str
+    run_id: str
+    messages: tuple[Message, ...]
+    client_tools: tuple[ToolSpec, ...]
+
+
+def run_from_agui(body: Any) -> AguiRun:
+    """The run an AG-UI ``RunAgentInput`` body asks for (validated by ag-ui-protocol).
+
+    Developer and system messages are system messages; ``context`` entries become one
+    more system message first; reasoning and activity messages are left out; ``tools``
+    are the frontend tools.
+    """
+    from ag_ui.core import RunAgentInput
+    from pydantic import ValidationError
+
+    try:
+        run = RunAgentInput.model_validate(_object(body))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
+            for error in exc.errors()[:5]
+        )
+        raise ValueError(f"not an AG-UI RunAgentInput: {problems}") from None
+    messages: list[Message] = []
+    if run.context:
+        lines = [f"- {item.description}: {item.value}" for item in run.context]
+        messages.append(SystemMessage(text="Context from the application:\n" + "\n".join(lines)))
+    names: dict[str, str] = {}
+    for message in run.messages:
+        role = message.role
+        if role in ("developer", "system"):
+            messages.append(SystemMessage(text=message.content))
+        elif role == "user":
+            messages.append(_agui_user(message.content))
+        elif role == "assistant":
+            calls = [
+                ToolCall(id=c.id, name=c.function.name, arguments_str=c.function.arguments)
+                for c in message.tool_calls or ()
+            ]
+            names.update((c.id or "", c.name) for c in calls)
+            messages.append(AssistantMessage(text=message.content or "", tool_calls=calls))
+        elif role == "tool":
+            content = message.content
+            text = content if isinstance(content, str) else _agui_text(content)
+            messages.append(
+                ToolMessage(
+                    tool_call_id=message.tool_call_id,
+                    name=names.get(message.tool_call_id, ""),
+                    content=text or message.error or "",
+                    is_error=bool(message.error),
+                )
+            )
+    if not any(isinstance(m, UserMessage) for m in messages):
+        raise ValueError("an AG-UI run needs at least one user message")
+    tools = tuple(
+        ToolSpec(
+            name=tool.name,
+            description=tool.description,
+            parameters=tool.parameters or {"type": "object", "properties": {}},
+        )
+        for tool in run.tools or ()
+    )
+    return AguiRun(run.thread_id, run.run_id, tuple(messages), tools)
+
+
+def _agui_text(parts: Sequence[Any]) -> str:
+    return "".join(getattr(part, "text", "") or "" for part in parts if part.type == "text")
+
+
+def _agui_user(content: Any) -> UserMessage:
+    if isinstance(content, str):
+        return UserMessage(text=content)
+    blocks = []
+    for part in content:
+        source = getattr(part, "source", None)
+        if part.type != "image" or source is None:
+            continue
+        if source.type == "url":
+            blocks.append(ImageBlock(url=source.value, mime_type=source.mime_type))
+        elif source.type == "data":
+            blocks.append(ImageBlock(data=source.value, mime_type=source.mime_type))
+    return UserMessage(text=_agui_text(content), blocks=blocks)

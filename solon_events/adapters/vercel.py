@@ -1,0 +1,369 @@
+"""ChatEvents as the Vercel AI SDK's UI message stream, protocol v1 (what ``useChat`` reads).
+
+Hand-written: no Python package implements the protocol; the chunk shapes and headers are
+those of the ``ai`` package's ``uiMessageChunkSchema`` and ``UI_MESSAGE_STREAM_HEADERS``,
+and ``tests/clients/`` checks the output with the ``ai`` package's own reader.
+
+:class:`VercelEncoder` is the sans-I/O translator (one per response): ``feed(event)``
+returns the UI message chunks (JSON objects) an event becomes. :func:`to_vercel` is the
+same as a pipeable Rx operator. :func:`vercel_sse` frames a chunk as an SSE event, and
+:data:`VERCEL_DONE` is the stream's last SSE event.
+
+=========================================  ==============================================
+ChatEvent                                  UI message chunks
+=========================================  ==============================================
+RESPONSE_START                             ``start`` (``messageId``: the response id)
+STEP_START / STEP_END                      ``start-step`` / ``finish-step`` (after a
+                                           ``message-metadata`` with the usage so far)
+TEXT_START / _DELTA / _END                 ``text-start`` / ``text-delta`` / ``text-end``
+THINKING_START / _DELTA / _END             ``reasoning-start`` / ``-delta`` / ``-end``
+TOOL_CALL_START / _ARGS_DELTA / _END       ``tool-input-start`` / ``tool-input-delta`` /
+                                           ``tool-input-available`` (parsed ``input``)
+TOOL_RESULT                                ``tool-output-available`` (``output``: the
+                                           result text)
+SERVER_TOOL_START / _ARGS_DELTA / _RESULT  the same tool chunks with
+                                           ``providerExecuted: true``; a failed result is
+                                           ``tool-output-error``
+CITATION, SEARCH_RESULT with a URL         ``source-url``
+MEDIA_DONE (image or file block)           ``file`` (a ``data:`` URL for inline data)
+REFUSAL_DELTA / CONTENT_FILTER             ``data-refusal`` (the step's refusal so far) /
+                                           ``data-content-filter``
+RESPONSE_END                               ``finish`` (``finishReason``;
+                                           ``messageMetadata``: ``usage``, ``responseId``,
+                                           ``model``)
+ABORT                                      ``abort``
+ERROR                                      ``tool-output-error`` for a failed tool call,
+                                           then ``error`` (``errorText``)
+=========================================  ==============================================
+
+Usage is message metadata: ``{"usage": {...}}`` (our :class:`~solon_events.Usage` fields)
+after each step and at ``finish``. Other events (STATUS, HEARTBEAT, USAGE, RAW, CUSTOM,
+THINKING_SIGNATURE, THINKING_REDACTED, MEDIA_PARTIAL) send nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from reactivex import Observable
+
+from ..errors import ToolCallError
+from ..events import TYPES, ChatEvent
+from ..results import FileBlock, ImageBlock, Usage
+from .blocks import BlockIds
+from .native import to_plain
+from .rx import translating
+
+__all__ = [
+    "VERCEL_DONE",
+    "VERCEL_HEADERS",
+    "VercelEncoder",
+    "finish_reason",
+    "to_vercel",
+    "vercel_sse",
+]
+
+_T = TYPES
+Chunk = dict[str, Any]
+
+VERCEL_HEADERS: dict[str, str] = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "Connection": "keep-alive",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+"""The response headers of a UI message stream (as the ``ai`` package sends them)."""
+
+VERCEL_DONE = b"data: [DONE]\n\n"
+"""The SSE event that ends a UI message stream."""
+
+_FINISH_REASONS = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "completed": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "tool_calls": "tool-calls",
+    "tool_use": "tool-calls",
+    "function_call": "tool-calls",
+    "content_filter": "content-filter",
+    "safety": "content-filter",
+    "refusal": "content-filter",
+    "recitation": "content-filter",
+    "blocklist": "content-filter",
+    "prohibited_content": "content-filter",
+    "spii": "content-filter",
+    "error": "error",
+}
+
+
+def finish_reason(reason: str | None) -> str:
+    """A provider's finish reason as one of the UI stream's (``stop``, ``length``,
+    ``content-filter``, ``tool-calls``, ``error``, ``other``)."""
+    if not reason:
+        return "stop"
+    return _FINISH_REASONS.get(reason.lower(), "other")
+
+
+def vercel_sse(chunk: Chunk) -> bytes:
+    """``chunk`` as one SSE event (``data: <json>``, then a blank line)."""
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+def usage_metadata(usage: Usage | None) -> dict[str, Any]:
+    """The message metadata that carries ``usage``, its counters without the provider's
+    raw ``source`` (empty without usage)."""
+    if usage is None:
+        return {}
+    return {"usage": {k: v for k, v in to_plain(usage).items() if k != "source"}}
+
+
+class VercelEncoder:
+    """ChatEvents of one response in, UI message stream chunks out (sans-I/O).
+
+    ``message_id`` is the assistant message's id in the ``start`` chunk (default: the
+    response id). After a terminal chunk (``finish``, ``error``, ``abort``) nothing more
+    is sent; :attr:`finished` tells whether one was sent.
+    """
+
+    def __init__(self, message_id: str | None = None) -> None:
+        self._message_id = message_id
+        self._ids = BlockIds("ui")
+        self._usage: Usage | None = None
+        self._refusal = ""
+        self._started: set[str] = set()
+        self._sources = 0
+        self.finished = False
+        self._handlers: dict[Any, Callable[[ChatEvent], list[Chunk]]] = {
+            _T.RESPONSE_START: self._response_start,
+            _T.STEP_START: lambda e: [{"type": "start-step"}],
+            _T.STEP_END: self._step_end,
+            _T.TEXT_START: lambda e: self._open("text", e),
+            _T.TEXT_DELTA: lambda e: self._delta("text", e),
+            _T.TEXT_END: lambda e: self._close("text", e),
+            _T.THINKING_START: lambda e: self._open("reasoning", e),
+            _T.THINKING_DELTA: lambda e: self._delta("reasoning", e),
+            _T.THINKING_END: lambda e: self._close("reasoning", e),
+            _T.TOOL_CALL_START: self._call_start,
+            _T.TOOL_CALL_ARGS_DELTA: self._call_delta,
+            _T.TOOL_CALL_END: self._call_end,
+            _T.TOOL_RESULT: self._tool_result,
+            _T.SERVER_TOOL_START: self._call_start,
+            _T.SERVER_TOOL_ARGS_DELTA: self._call_delta,
+            _T.SERVER_TOOL_RESULT: self._server_result,
+            _T.CITATION: self._source,
+            _T.SEARCH_RESULT: self._source,
+            _T.MEDIA_DONE: self._file,
+            _T.REFUSAL_DELTA: self._refusal_delta,
+            _T.CONTENT_FILTER: self._content_filter,
+            _T.RESPONSE_END: self._response_end,
+            _T.ABORT: self._abort,
+            _T.ERROR: lambda e: self.fail(e.error, e.text),
+        }
+
+    def feed(self, event: ChatEvent) -> list[Chunk]:
+        """The chunks ``event`` becomes (often one, sometimes none)."""
+        if self.finished:
+            return []
+        handler = self._handlers.get(event.type)
+        return handler(event) if handler is not None else []
+
+    def fail(self, error: BaseException | None, text: str | None = None) -> list[Chunk]:
+        """The chunks that end a failed response: a failed tool call's ``tool-output-error``
+        (for a :class:`~solon_events.ToolCallError`), then ``error``."""
+        if self.finished:
+            return []
+        self.finished = True
+        message = text or (str(error) if error is not None else "") or "the response failed"
+        chunks: list[Chunk] = []
+        if isinstance(error, ToolCallError) and error.tool_call_id:
+            chunks.append(
+                {"type": "tool-output-error", "toolCallId": error.tool_call_id, "errorText": message}
+            )
+        chunks.append({"type": "error", "errorText": message})
+        return chunks
+
+    def _response_start(self, event: ChatEvent) -> list[Chunk]:
+        chunk: Chunk = {"type": "start"}
+        message_id = self._message_id or event.response_id
+        if message_id:
+            chunk["messageId"] = message_id
+        return [chunk]
+
+    def _step_end(self, event: ChatEvent) -> list[Chunk]:
+        self._refusal = ""
+        if event.usage is not None:
+            self._usage = event.usage if self._usage is None else self._usage + event.usage
+        chunks: list[Chunk] = []
+        if self._usage is not None:
+            chunks.append(
+                {"type": "message-metadata", "messageMetadata": usage_metadata(self._usage)}
+            )
+        chunks.append({"type": "finish-step"})
+        return chunks
+
+    def _open(self, kind: str, event: ChatEvent) -> list[Chunk]:
+        return [{"type": f"{kind}-start", "id": self._ids.open(kind, event)}]
+
+    def _delta(self, kind: str, event: ChatEvent) -> list[Chunk]:
+        if not event.text:
+            return []
+        block_id = self._ids.current(kind, event)
+        chunks = [] if block_id is not None else self._open(kind, event)
+        block_id = block_id or chunks[0]["id"]
+        chunks.append({"type": f"{kind}-delta", "id": block_id, "delta": event.text})
+        return chunks
+
+    def _close(self, kind: str, event: ChatEvent) -> list[Chunk]:
+        block_id = self._ids.close(kind, event)
+        return [] if block_id is None else [{"type": f"{kind}-end", "id": block_id}]
+
+    def _call_name(self, event: ChatEvent) -> str:
+        if event.type.group is _T.SERVER_TOOL_START.group:
+            return event.sub_type or (event.tool_call.name if event.tool_call else "") or "tool"
+        return event.tool_call.name if event.tool_call is not None else ""
+
+    def _call_start(self, event: ChatEvent) -> list[Chunk]:
+        call_id = self._ids.open("call", event)
+        self._started.add(call_id)
+        chunk: Chunk = {
+            "type": "tool-input-start",
+            "toolCallId": call_id,
+            "toolName": self._call_name(event),
+        }
+        if event.type is _T.SERVER_TOOL_START:
+            chunk["providerExecuted"] = True
+        return [chunk]
+
+    def _call_delta(self, event: ChatEvent) -> list[Chunk]:
+        call_id = self._ids.current("call", event)
+        chunks = [] if call_id is not None else self._call_start(event)
+        call_id = call_id or chunks[0]["toolCallId"]
+        if event.text:
+            chunks.append(
+                {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": event.text}
+            )
+        return chunks
+
+    def _call_end(self, event: ChatEvent) -> list[Chunk]:
+        call_id = self._ids.close("call", event) or self._ids.call_id(event)
+        chunks: list[Chunk] = []
+        if call_id not in self._started:
+            self._started.add(call_id)
+            chunks.append(
+                {"type": "tool-input-start", "toolCallId": call_id, "toolName": self._call_name(event)}
+            )
+        call = event.tool_call
+        chunk: Chunk = {
+            "type": "tool-input-available",
+            "toolCallId": call_id,
+            "toolName": self._call_name(event),
+            "input": to_plain(call.arguments) if call is not None else {},
+        }
+        if event.type is _T.SERVER_TOOL_RESULT:
+            chunk["providerExecuted"] = True
+        chunks.append(chunk)
+        return chunks
+
+    def _tool_result(self, event: ChatEvent) -> list[Chunk]:
+        return [
+            {
+                "type": "tool-output-available",
+                "toolCallId": self._ids.call_id(event),
+                "output": event.text if event.text is not None else None,
+            }
+        ]
+
+    def _server_result(self, event: ChatEvent) -> list[Chunk]:
+        chunks = self._call_end(event)
+        call_id = chunks[-1]["toolCallId"]
+        output = to_plain(event.raw) if event.raw else event.text
+        if event.attrs.get("is_error"):
+            text = output if isinstance(output, str) else orjson.dumps(output).decode()
+            chunks.append(
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": call_id,
+                    "errorText": text,
+                    "providerExecuted": True,
+                }
+            )
+        else:
+            chunks.append(
+                {
+                    "type": "tool-output-available",
+                    "toolCallId": call_id,
+                    "output": output,
+                    "providerExecuted": True,
+                }
+            )
+        return chunks
+
+    def _source(self, event: ChatEvent) -> list[Chunk]:
+        source = event.citation if event.type is _T.CITATION else event.search_result
+        if source is None or not source.url:
+            return []
+        self._sources += 1
+        chunk: Chunk = {"type": "source-url", "sourceId": f"source-{self._sources}", "url": source.url}
+        if source.title:
+            chunk["title"] = source.title
+        return [chunk]
+
+    def _file(self, event: ChatEvent) -> list[Chunk]:
+        block = event.block
+        if not isinstance(block, (ImageBlock, FileBlock)):
+            return []
+        media_type = block.mime_type or ("image/png" if isinstance(block, ImageBlock) else "")
+        if block.url:
+            url = block.url
+        elif block.data:
+            url = f"data:{media_type or 'application/octet-stream'};base64,{block.data}"
+        else:
+            return []
+        return [{"type": "file", "url": url, "mediaType": media_type or "application/octet-stream"}]
+
+    def _refusal_delta(self, event: ChatEvent) -> list[Chunk]:
+        if not event.text:
+            return []
+        self._refusal += event.text
+        part_id = f"refusal-{event.step}"
+        return [{"type": "data-refusal", "id": part_id, "data": {"text": self._refusal}}]
+
+    def _content_filter(self, event: ChatEvent) -> list[Chunk]:
+        return [{"type": "data-content-filter", "data": {"text": event.text or ""}}]
+
+    def _response_end(self, event: ChatEvent) -> list[Chunk]:
+        self.finished = True
+        response = event.response
+        metadata: dict[str, Any] = usage_metadata(event.usage or self._usage)
+        if event.response_id:
+            metadata["responseId"] = event.response_id
+        if response is not None and response.model:
+            metadata["model"] = response.model
+        reason = finish_reason(response.finish_reason if response is not None else None)
+        return [{"type": "finish", "finishReason": reason, "messageMetadata": metadata}]
+
+    def _abort(self, event: ChatEvent) -> list[Chunk]:
+        self.finished = True
+        chunk: Chunk = {"type": "abort"}
+        if event.text:
+            chunk["reason"] = event.text
+        return [chunk]
+
+
+def to_vercel(message_id: str | None = None) -> Callable[[Observable[ChatEvent]], Observable[Chunk]]:
+    """A pipeable operator: ChatEvents -> UI message stream chunks (JSON objects).
+
+    A failure upstream (after its ERROR event) ends the chunks with ``error`` and is
+    then passed on; frame each chunk with :func:`vercel_sse` and end the body with
+    :data:`VERCEL_DONE`::
+
+        model.prompt("Hi").stream().pipe(to_vercel()).subscribe(
+            lambda chunk: print(vercel_sse(chunk).decode(), end=""))
+    """
+    return translating(lambda: VercelEncoder(message_id))

@@ -1,0 +1,514 @@
+"""The gateway: a chat model served to front ends over HTTP (aiohttp).
+
+:func:`create_app` returns an aiohttp ``Application`` with
+
+- ``POST /api/chat``: the Vercel AI SDK's UI message stream v1 (what ``useChat`` posts);
+- ``POST /agui``: AG-UI (body: ``RunAgentInput``; needs the ``agui`` extra);
+- ``POST /events``: our own events as SSE, one JSON object per event (body:
+  ``{"messages": [{"role": ..., "content": ...}]}``);
+- ``GET /``: a self-contained chat page that speaks the Vercel protocol.
+
+The handlers are the methods of a :class:`Gateway`, usable one by one in an application
+of your own. Every stream carries the response id in the ``x-response-id`` header.
+
+Safe by default: only the server's own tools run on the server (AG-UI frontend tools go
+back to the client as pending tool calls); an optional bearer token, compared in constant
+time; request bodies capped (413 beyond); JSON bodies only (415 otherwise, so that a
+foreign web page cannot post without a CORS preflight); CORS closed unless origins are
+listed (a request from an unlisted origin gets 403); a malformed body gets 400 with the
+reason. The model's API key is never part of any response.
+
+A client that disconnects cancels the model request at once (the connection is watched
+while the model is silent, too); a client that reads slower than the model writes is
+served through the socket's drain, and once more than ``max_buffer`` bytes wait for it
+the model request is stopped and the stream ends with the protocol's error event.
+Failures always end the stream with the protocol's error event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from importlib import resources
+from typing import Any, Protocol
+
+import orjson
+from aiohttp import web
+from reactivex import Observable
+
+from .adapters.inputs import messages_from_events, messages_from_vercel
+from .adapters.native import encode_event
+from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
+from .errors import ChatError
+from .events import TYPES, ChatEvent
+from .model import ChatModel, ChatPrompt
+from .tools import Tool, ToolSet
+
+__all__ = ["GATEWAY", "Gateway", "create_app", "run_app"]
+
+_T = TYPES
+MAX_BODY = 1024 * 1024
+"""The default cap on a request body: 1 MiB."""
+MAX_BUFFER = 8 * 1024 * 1024
+"""The default cap on encoded events waiting for a slow client: 8 MiB."""
+_WATCH_INTERVAL = 0.02
+_SSE_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "x-accel-buffering": "no",
+}
+_PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+        "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+_CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id"
+_CORS_EXPOSED_HEADERS = "x-response-id, x-vercel-ai-ui-message-stream"
+
+
+class _Translator(Protocol):
+    def feed(self, event: ChatEvent) -> list[Any]: ...
+
+    def fail(self, error: BaseException | None, text: str | None = None) -> list[Any]: ...
+
+
+class _NativeEvents:
+    """The ``/events`` translator: each event as itself; a failure without an ERROR
+    event (which cannot happen with a model's stream) as one."""
+
+    def __init__(self) -> None:
+        self.finished = False
+
+    def feed(self, event: ChatEvent) -> list[ChatEvent]:
+        if self.finished:
+            return []
+        self.finished = event.type.is_terminal
+        return [event]
+
+    def fail(self, error: BaseException | None, text: str | None = None) -> list[ChatEvent]:
+        if self.finished:
+            return []
+        self.finished = True
+        return [ChatEvent(_T.ERROR, error=error, text=text or str(error))]
+
+
+def _native_sse(event: ChatEvent) -> bytes:
+    return b"data: " + encode_event(event) + b"\n\n"
+
+
+class _Wire:
+    """One response's encoding: a translator, how each of its items is framed, and the
+    SSE event that closes the stream."""
+
+    def __init__(
+        self,
+        translator: _Translator,
+        frame: Callable[[Any], bytes],
+        headers: Mapping[str, str],
+        closing: bytes = b"",
+    ) -> None:
+        self.translator = translator
+        self.frame = frame
+        self.headers = headers
+        self.closing = closing
+
+    def encode(self, event: ChatEvent) -> list[bytes]:
+        return [self.frame(item) for item in self.translator.feed(event)]
+
+    def fail(self, error: BaseException | None, text: str | None = None) -> list[bytes]:
+        return [self.frame(item) for item in self.translator.fail(error, text)]
+
+
+class _Outbox:
+    """The SSE events of one response on their way to its client, on the server's loop.
+
+    The model delivers events on its own I/O thread; each is handed to the server's loop
+    and encoded there, in order. ``limit`` bounds the bytes waiting for the client: past
+    it, ``on_overflow`` runs (it stops the model request) and the stream ends with the
+    protocol's error event.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        wire: _Wire,
+        limit: int,
+        on_overflow: Callable[[], None],
+    ) -> None:
+        self._loop = loop
+        self._wire = wire
+        self._limit = limit
+        self._on_overflow = on_overflow
+        self._items: deque[bytes] = deque()
+        self._size = 0
+        self._closed = False
+        self._wake = asyncio.Event()
+        self.response_id: str | None = None
+        self.started = asyncio.Event()
+
+    # Called on the model's I/O thread.
+    def on_next(self, event: ChatEvent) -> None:
+        self._loop.call_soon_threadsafe(self._feed, event)
+
+    def on_error(self, error: Exception) -> None:
+        self._loop.call_soon_threadsafe(self._fail, error, None)
+
+    def on_completed(self) -> None:
+        self._loop.call_soon_threadsafe(self._close)
+
+    # Called on the server's loop.
+    def _feed(self, event: ChatEvent) -> None:
+        if self._closed:
+            return
+        if self.response_id is None and event.response_id:
+            self.response_id = event.response_id
+        self.started.set()
+        self._add(self._wire.encode(event))
+        if self._size > self._limit:
+            self._on_overflow()
+            waiting = self._size
+            self._fail(
+                ChatError(
+                    f"the client read too slowly: {waiting} bytes were waiting for it "
+                    f"(the limit is {self._limit}), so the response was stopped"
+                ),
+                None,
+            )
+
+    def _fail(self, error: BaseException | None, text: str | None) -> None:
+        if self._closed:
+            return
+        self._add(self._wire.fail(error, text))
+        self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        if self._wire.closing:
+            self._add([self._wire.closing])
+        self._closed = True
+        self.started.set()
+        self._wake.set()
+
+    def _add(self, items: Iterable[bytes]) -> None:
+        for item in items:
+            self._items.append(item)
+            self._size += len(item)
+        self._wake.set()
+
+    async def get(self) -> bytes | None:
+        """The next SSE event (several, joined, when they are waiting), None at the end."""
+        while not self._items:
+            if self._closed:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+        data = b"".join(self._items)
+        self._items.clear()
+        self._size = 0
+        return data
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+async def _disconnected(request: web.BaseRequest) -> None:
+    """Return once the client's connection is closed (polled: aiohttp has no callback)."""
+    while True:
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        await asyncio.sleep(_WATCH_INTERVAL)
+
+
+class Gateway:
+    """The request handlers of the gateway for ``model``: :meth:`vercel`, :meth:`agui`,
+    :meth:`events`, :meth:`page` and :meth:`preflight` (CORS), each an aiohttp handler.
+
+    ``tools`` are the only tools that run on the server. ``token``: when set, every POST
+    needs ``Authorization: Bearer <token>``. ``max_body`` caps request bodies (bytes);
+    ``max_buffer`` caps what waits for a slow client (bytes). ``cors_origins``: the
+    origins (``"https://app.example"``) allowed to call from a browser; none by default.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (),
+        token: str | None = None,
+        max_body: int = MAX_BODY,
+        max_buffer: int = MAX_BUFFER,
+        cors_origins: Iterable[str] = (),
+    ) -> None:
+        if token is not None and not token:
+            raise ValueError("token must be a non-empty string, or None for no token")
+        if max_body <= 0 or max_buffer <= 0:
+            raise ValueError("max_body and max_buffer must be positive byte counts")
+        self.model = model
+        self.tools = ToolSet(tools)
+        self._token = token.encode() if token else None
+        self.max_body = max_body
+        self.max_buffer = max_buffer
+        self.cors_origins = frozenset(o.rstrip("/") for o in cors_origins)
+
+    def __repr__(self) -> str:
+        return (
+            f"Gateway(model={self.model!r}, tools={list(self.tools)}, "
+            f"token={'set' if self._token else 'none'})"
+        )
+
+    # The handlers.
+
+    async def vercel(self, request: web.Request) -> web.StreamResponse:
+        """``POST``: a ``useChat`` request in, the UI message stream v1 out."""
+        try:
+            body = await self._accept(request)
+            messages = messages_from_vercel(body)
+        except _HttpError as exc:
+            return self._error(request, exc)
+        except ValueError as exc:
+            return self._error(request, _HttpError(400, str(exc)))
+        wire = _Wire(VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
+        return await self._stream(request, self._prompt(messages).stream(), wire)
+
+    async def agui(self, request: web.Request) -> web.StreamResponse:
+        """``POST``: an AG-UI ``RunAgentInput`` in, AG-UI events out (``agui`` extra)."""
+        from .adapters.agui import AguiEncoder, agui_sse
+        from .adapters.inputs import run_from_agui
+
+        try:
+            body = await self._accept(request)
+            run = run_from_agui(body)
+            clashes = sorted(spec.name for spec in run.client_tools if spec.name in self.tools)
+            if clashes:
+                raise ValueError(
+                    f"the client declares tools the server has: {', '.join(clashes)}; "
+                    "rename the client's tools"
+                )
+        except _HttpError as exc:
+            return self._error(request, exc)
+        except ValueError as exc:
+            return self._error(request, _HttpError(400, str(exc)))
+        prompt = self._prompt(run.messages).client_tools(*run.client_tools)
+        names = [spec.name for spec in run.client_tools]
+        encoder = AguiEncoder(run.thread_id, run.run_id, client_tools=names)
+        wire = _Wire(encoder, agui_sse, _SSE_HEADERS)
+        return await self._stream(request, prompt.stream(), wire)
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """``POST``: ``{"messages": [...]}`` in, our events as SSE JSON objects out."""
+        try:
+            body = await self._accept(request)
+            messages = messages_from_events(body)
+        except _HttpError as exc:
+            return self._error(request, exc)
+        except ValueError as exc:
+            return self._error(request, _HttpError(400, str(exc)))
+        wire = _Wire(_NativeEvents(), _native_sse, _SSE_HEADERS)
+        return await self._stream(request, self._prompt(messages).stream(), wire)
+
+    async def page(self, request: web.Request) -> web.Response:
+        """``GET``: the chat page (one self-contained HTML file using ``POST /api/chat``)."""
+        html = resources.files("solon_events").joinpath("static/chat.html").read_bytes()
+        return web.Response(
+            body=html, content_type="text/html", charset="utf-8", headers=_PAGE_HEADERS
+        )
+
+    async def preflight(self, request: web.Request) -> web.Response:
+        """``OPTIONS``: the CORS preflight (403 for an origin that is not listed)."""
+        origin = request.headers.get("Origin")
+        if origin is None or origin.rstrip("/") not in self.cors_origins:
+            return web.Response(status=403, text="cross-origin requests are not allowed here")
+        return web.Response(
+            status=204,
+            headers={
+                **self._cors_headers(request),
+                "Access-Control-Allow-Methods": "POST, GET, OPTIONS",
+                "Access-Control-Allow-Headers": _CORS_REQUEST_HEADERS,
+                "Access-Control-Max-Age": "600",
+            },
+        )
+
+    # Checks, in order: origin, token, content type, size, JSON.
+
+    def _cors_headers(self, request: web.BaseRequest) -> dict[str, str]:
+        origin = request.headers.get("Origin")
+        if origin is None or origin.rstrip("/") not in self.cors_origins:
+            return {}
+        return {
+            "Access-Control-Allow-Origin": origin,
+            "Access-Control-Expose-Headers": _CORS_EXPOSED_HEADERS,
+            "Vary": "Origin",
+        }
+
+    def _check_origin(self, request: web.BaseRequest) -> None:
+        origin = request.headers.get("Origin")
+        if origin is None:  # not a browser's cross-site request
+            return
+        own = f"{request.scheme}://{request.host}"
+        if origin.rstrip("/") != own and origin.rstrip("/") not in self.cors_origins:
+            raise _HttpError(403, f"requests from {origin} are not allowed (CORS is closed)")
+
+    def _check_token(self, request: web.BaseRequest) -> None:
+        if self._token is None:
+            return
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        # compare_digest takes as long whatever the first differing byte is.
+        if not (
+            scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self._token)
+        ):
+            raise _HttpError(
+                401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"}
+            )
+
+    async def _accept(self, request: web.BaseRequest) -> Any:
+        """The request's JSON body, after the origin, token, type and size checks."""
+        self._check_origin(request)
+        self._check_token(request)
+        if request.content_type != "application/json":
+            raise _HttpError(
+                415, f"the body must be application/json, not {request.content_type or 'untyped'}"
+            )
+        too_large = _HttpError(413, f"the request body is larger than {self.max_body} bytes")
+        if request.content_length is not None and request.content_length > self.max_body:
+            raise too_large
+        body = bytearray()
+        while chunk := await request.content.read(64 * 1024):
+            body += chunk
+            if len(body) > self.max_body:
+                raise too_large
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise _HttpError(400, f"the request body is not valid JSON: {exc}") from None
+
+    def _error(self, request: web.BaseRequest, error: _HttpError) -> web.Response:
+        return web.json_response(
+            {"error": error.message},
+            status=error.status,
+            headers={**error.headers, **self._cors_headers(request)},
+        )
+
+    def _prompt(self, messages: Any) -> ChatPrompt:
+        prompt = self.model.prompt(messages)
+        return prompt.tools(*self.tools.values()) if self.tools else prompt
+
+    # Streaming.
+
+    async def _stream(
+        self, request: web.Request, events: Observable[ChatEvent], wire: _Wire
+    ) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        subscription: list[Any] = []
+
+        def stop() -> None:
+            for disposable in subscription:
+                disposable.dispose()
+
+        outbox = _Outbox(loop, wire, self.max_buffer, stop)
+        subscription.append(events.subscribe(outbox.on_next, outbox.on_error, outbox.on_completed))
+        watch = asyncio.ensure_future(_disconnected(request))
+        pump: asyncio.Future[None] | None = None
+        try:
+            started = asyncio.ensure_future(outbox.started.wait())
+            await asyncio.wait({started, watch}, return_when=asyncio.FIRST_COMPLETED)
+            started.cancel()
+            if watch.done():
+                raise ConnectionResetError("the client went away")
+            headers = {**wire.headers, **self._cors_headers(request)}
+            if outbox.response_id:
+                headers["x-response-id"] = outbox.response_id
+            response = web.StreamResponse(headers=headers)
+            await response.prepare(request)
+            pump = asyncio.ensure_future(self._pump(outbox, response))
+            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if pump.done() and pump.exception() is None:
+                await response.write_eof()
+            return response
+        except (ConnectionResetError, ConnectionError):
+            return web.Response(status=499)
+        finally:
+            stop()
+            watch.cancel()
+            if pump is not None:
+                pump.cancel()
+
+    @staticmethod
+    async def _pump(outbox: _Outbox, response: web.StreamResponse) -> None:
+        while (data := await outbox.get()) is not None:
+            await response.write(data)
+
+
+GATEWAY = web.AppKey("gateway", Gateway)
+"""Where :func:`create_app` keeps its :class:`Gateway`: ``app[GATEWAY]``."""
+
+
+def create_app(
+    model: ChatModel,
+    *,
+    tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (),
+    token: str | None = None,
+    max_body: int = MAX_BODY,
+    max_buffer: int = MAX_BUFFER,
+    cors_origins: Iterable[str] = (),
+) -> web.Application:
+    """An aiohttp Application serving ``model``: ``POST /api/chat`` (Vercel UI message
+    stream v1), ``POST /agui`` (AG-UI), ``POST /events`` (our events) and ``GET /`` (the
+    chat page). The options are :class:`Gateway`'s."""
+    gateway = Gateway(
+        model,
+        tools=tools,
+        token=token,
+        max_body=max_body,
+        max_buffer=max_buffer,
+        cors_origins=cors_origins,
+    )
+    app = web.Application(client_max_size=max_body)
+    app[GATEWAY] = gateway
+    app.router.add_get("/", gateway.page)
+    for path, handler in (
+        ("/api/chat", gateway.vercel),
+        ("/agui", gateway.agui),
+        ("/events", gateway.events),
+    ):
+        app.router.add_post(path, handler)
+        app.router.add_route("OPTIONS", path, gateway.preflight)
+    return app
+
+
+async def run_app(
+    app: web.Application,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    announce: Callable[[str], None] = lambda url: print(url, flush=True),
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve ``app`` on ``host``:``port`` until ``stop`` is set (or the task is cancelled).
+
+    ``announce`` is called with the address it listens on, ``http://HOST:PORT`` (the
+    bound port when ``port`` is 0). A client that disconnects cancels its handler.
+    """
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound_host, bound_port = runner.addresses[0][:2]
+        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+        announce(f"http://{shown}:{bound_port}")
+        await (stop or asyncio.Event()).wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,98 @@
+"""``solon-events serve``: a model served to front ends (see :mod:`solon_events.serve`).
+
+Serves the embedded provider's scripted conversation (with the demo's weather tool)
+when no ``--url`` is given, binds 127.0.0.1 unless told otherwise, and prints the address
+it listens on, ``http://HOST:PORT``, as its first line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+from typing import Any
+
+from rich.console import Console
+
+from .dialects.base import dialect_names
+from .model import ChatModel
+
+__all__ = ["add_serve_parser", "serve"]
+
+
+def add_serve_parser(commands: Any) -> None:
+    """Add the ``serve`` command to ``solon-events``'s subcommands."""
+    parser = commands.add_parser(
+        "serve",
+        help="serve a model to front ends: Vercel UI stream, AG-UI, events, a chat page",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="default: 8000; 0 for any")
+    parser.add_argument("--url", help="the provider endpoint (default: the embedded one)")
+    parser.add_argument("--model", help="the model (with no --url: a scenario name)")
+    parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+    parser.add_argument("--api-key-env", metavar="NAME", help="as for stream")
+    parser.add_argument(
+        "--token", help="a bearer token every request must carry (see also --token-env)"
+    )
+    parser.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="environment variable holding a bearer token every request must carry",
+    )
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin allowed to call from a browser (repeatable; none by default)",
+    )
+
+
+def serve(args: argparse.Namespace, console: Console) -> int:
+    """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
+    from .cli import KEY_VARIABLES, ROUTES, get_weather
+    from .serve import create_app, run_app
+
+    token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
+    if args.token_env and not token:
+        console.print(f"[bold red]the environment variable {args.token_env} is empty[/]")
+        return 2
+    server = None
+    tools: list[Any] = []
+    if args.url is None:
+        from .devserver import DevServer
+
+        server = DevServer.run_in_thread(pace=0.02)
+        url, name, api_key = server.url + ROUTES[args.dialect], args.model or "weather", None
+        tools = [get_weather]
+    elif not args.model:
+        console.print("[bold red]--model is required with --url[/]")
+        return 2
+    else:
+        variable = args.api_key_env or KEY_VARIABLES[args.dialect]
+        url, name, api_key = args.url, args.model, os.environ.get(variable)
+
+    async def run(app: Any) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, stop.set)
+        await run_app(app, args.host, args.port, stop=stop)
+
+    try:
+        with ChatModel(url, name, api_key=api_key, dialect=args.dialect) as model:
+            app = create_app(model, tools=tools, token=token, cors_origins=args.cors_origin)
+            asyncio.run(run(app))
+    except ValueError as exc:
+        console.print(f"[bold red]{exc}[/]")
+        return 2
+    except OSError as exc:
+        console.print(f"[bold red]cannot serve on {args.host}:{args.port}: {exc}[/]")
+        return 1
+    finally:
+        if server is not None:
+            server.close()
+    return 0

@@ -1,0 +1,124 @@
+"""Helpers for the gateway tests: a gateway app on a real port, SSE reading, node clients."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from solon_events.loop_thread import EventLoopThread
+from solon_events.serve import run_app
+
+CLIENTS = Path(__file__).resolve().parent / "clients"
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application, *, handler_cancellation: bool = True) -> AsyncIterator[str]:
+    """Serve ``app`` on 127.0.0.1 (a free port) in this loop; yields the base URL."""
+    runner = web.AppRunner(app, handler_cancellation=handler_cancellation, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.contextmanager
+def serving_in_thread(app: web.Application) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1 from its own loop thread (for blocking clients)."""
+    io = EventLoopThread(name="test-gateway")
+    stop = io.run(_new_event())
+    ready = threading.Event()
+    address: list[str] = []
+
+    def announce(url: str) -> None:
+        address.append(url)
+        ready.set()
+
+    future = io.submit(run_app(app, "127.0.0.1", 0, announce=announce, stop=stop))
+    future.add_done_callback(lambda _: ready.set())
+    try:
+        ready.wait(30)
+        if not address:
+            future.result(timeout=1)
+            raise RuntimeError("the gateway did not start")
+        yield address[0]
+    finally:
+        io.loop.call_soon_threadsafe(stop.set)
+        with contextlib.suppress(Exception):
+            future.result(timeout=5)
+        io.close()
+
+
+async def _new_event() -> asyncio.Event:
+    return asyncio.Event()
+
+
+def sse_payloads(body: bytes) -> list[bytes]:
+    """The ``data:`` payloads of an SSE body, in order."""
+    payloads = []
+    for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        lines = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+        if lines:
+            payloads.append(b"\n".join(lines))
+    return payloads
+
+
+def sse_json(body: bytes) -> list[Any]:
+    """The JSON payloads of an SSE body (``[DONE]`` left out)."""
+    return [orjson.loads(p) for p in sse_payloads(body) if p != b"[DONE]"]
+
+
+def node_or_skip() -> str:
+    """The ``node`` executable; skips the test when Node.js is not installed."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed: the real front-end clients cannot run")
+    return node
+
+
+def ensure_node_modules() -> None:
+    """Install the pinned client packages (``npm ci``) when they are not there yet."""
+    if (CLIENTS / "node_modules" / ".package-lock.json").exists():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("node is installed but npm is not: cannot install tests/clients")
+    subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=CLIENTS,
+        check=True,
+        timeout=600,
+    )
+
+
+def run_node(script: str, *args: str, timeout: float = 60) -> Any:
+    """Run ``tests/clients/<script>`` with ``args``; its one JSON line of output."""
+    node = node_or_skip()
+    ensure_node_modules()
+    env = {**os.environ, "SUPPRESS_TRANSFORMATION_WARNINGS": "true"}
+    done = subprocess.run(
+        [node, str(CLIENTS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=CLIENTS,
+        env=env,
+    )
+    assert done.returncode == 0, f"{script} failed ({done.returncode}):\n{done.stderr}"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"{script} printed no result:\n{done.stdout}\n{done.stderr}"
+    return orjson.loads(lines[-1])

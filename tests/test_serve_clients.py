@@ -1,0 +1,247 @@
+"""The gateway checked by the protocols' real clients: the Vercel AI SDK's own UI message
+stream reader, AG-UI's HttpAgent with its event verification, and the chat page in
+headless Chromium. The npm packages are pinned by ``tests/clients/package-lock.json``;
+these tests skip only when Node.js is absent (the Chromium one also when Chromium is,
+outside CI)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from solon_events import ChatEventFilter, ChatModel, ChatResponse, tool
+from solon_events.devserver import DevServer, RunningServer
+from solon_events.serve import create_app
+
+from serving import node_or_skip, run_node, serving_in_thread
+
+QUESTION = "What is the weather in Paris?"
+SCREENSHOTS = Path(__file__).resolve().parent / "clients" / "screenshots"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return "18°C and sunny"
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[RunningServer]:
+    node_or_skip()
+    with DevServer.run_in_thread() as server:
+        yield server
+
+
+def gateway(provider: RunningServer, scenario: str, **options: Any) -> Any:
+    model = ChatModel(provider.url + "/v1/chat/completions", scenario)
+    return model, serving_in_thread(create_app(model, **options))
+
+
+def reference(
+    provider: RunningServer, scenario: str, text: str, tools: list[Any]
+) -> tuple[list[ChatResponse], dict[str, Any]]:
+    """What the Python API makes of the same request: each step's response, and the last
+    event (RESPONSE_END or ERROR) as ``{"type", "response", "text", "usage"}``."""
+    steps: list[ChatResponse] = []
+    last: dict[str, Any] = {}
+    done = threading.Event()
+    with ChatModel(provider.url + "/v1/chat/completions", scenario) as model:
+        prompt = model.prompt(text).event_filter(ChatEventFilter.all())
+        if tools:
+            prompt = prompt.tools(*tools)
+
+        def on_next(event: Any) -> None:
+            if event.type.name == "STEP_END":
+                steps.append(event.response)
+            if event.type.is_terminal:
+                last.update(
+                    type=event.type.name, response=event.response, text=event.text, usage=event.usage
+                )
+
+        prompt.stream().subscribe(on_next, lambda e: done.set(), done.set)
+        assert done.wait(30)
+    return steps, last
+
+
+def ui_steps(message: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """The parts of a UI message, one list per step."""
+    steps: list[list[dict[str, Any]]] = []
+    for part in message["parts"]:
+        if part["type"] == "step-start":
+            steps.append([])
+        elif steps:
+            steps[-1].append(part)
+    return steps
+
+
+# Vercel: the ai package's DefaultChatTransport (chunk schema) and readUIMessageStream.
+
+VERCEL_CASES = [
+    ("echo", "Tell me a story about a fox", []),
+    ("weather", QUESTION, [get_weather]),
+    ("error-frame", QUESTION, []),
+]
+
+
+@pytest.mark.parametrize(("scenario", "text", "tools"), VERCEL_CASES, ids=lambda c: str(c)[:12])
+def test_the_ai_package_assembles_our_response(
+    provider: RunningServer, scenario: str, text: str, tools: list[Any]
+) -> None:
+    model, serving = gateway(provider, scenario, tools=tools)
+    with model, serving as url:
+        ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
+        result = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(ui).decode())
+    steps, last = reference(provider, scenario, text, tools)
+    message = result["message"]
+    assert result["headers"]["x-vercel-ai-ui-message-stream"] == "v1"
+    parts = ui_steps(message)
+    assert len(parts) == len(steps)
+    for step_parts, response in zip(parts, steps):
+        texts = [p["text"] for p in step_parts if p["type"] == "text"]
+        reasoning = [p["text"] for p in step_parts if p["type"] == "reasoning"]
+        assert "".join(texts) == response.text
+        assert "".join(reasoning) == response.thinking
+        tool_parts = [p for p in step_parts if p["type"].startswith("tool-")]
+        assert [p["type"] for p in tool_parts] == [f"tool-{c.name}" for c in response.tool_calls]
+        assert [p["input"] for p in tool_parts] == [c.arguments for c in response.tool_calls]
+        assert all(p["toolCallId"] for p in tool_parts)  # ids differ between two requests
+        if tools:
+            assert [p["state"] for p in tool_parts] == ["output-available"] * len(tool_parts)
+            assert [p["output"] for p in tool_parts] == ["18°C and sunny"] * len(tool_parts)
+    if last["type"] == "RESPONSE_END":
+        assert result["error"] is None
+        assert "".join(p["text"] for p in parts[-1] if p["type"] == "text") == last["response"].text
+        usage = message["metadata"]["usage"]
+        assert usage["total_tokens"] == last["usage"].total_tokens
+        assert usage["prompt_tokens"] == last["usage"].prompt_tokens
+        assert result["chunks"][-1] == "finish"
+    else:
+        assert result["error"] == last["text"]
+        assert result["chunks"][-1] == "error"
+        assert "".join(p["text"] for p in parts[-1] if p["type"] == "text") == "Partial answer"
+
+
+def test_the_ai_package_sends_back_a_tool_loop_we_understand(provider: RunningServer) -> None:
+    """The second turn of a conversation whose first turn ran a tool: the ai package's own
+    history (tool parts with their output) goes back and the model sees the tool result."""
+    model, serving = gateway(provider, "weather", tools=[get_weather])
+    with model, serving as url:
+        first = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": QUESTION}]}]
+        result = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(first).decode())
+        history = [*first, result["message"]]
+        history.append({"id": "u2", "role": "user", "parts": [{"type": "text", "text": "Thanks"}]})
+        count = len(provider.requests)
+        again = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(history).decode())
+    assert again["error"] is None
+    sent = provider.requests[count].body["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[2]["content"] == "18°C and sunny"
+
+
+# AG-UI: @ag-ui/client's HttpAgent, which verifies every event it receives.
+
+
+@pytest.mark.parametrize(("scenario", "text", "tools"), VERCEL_CASES, ids=lambda c: str(c)[:12])
+def test_the_agui_client_verifies_and_assembles_our_run(
+    provider: RunningServer, scenario: str, text: str, tools: list[Any]
+) -> None:
+    model, serving = gateway(provider, scenario, tools=tools)
+    with model, serving as url:
+        run = {"messages": [{"id": "u1", "role": "user", "content": text}]}
+        result = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
+    steps, last = reference(provider, scenario, text, tools)
+    messages = result["messages"][1:]
+    kinds = [e["type"] for e in result["events"]]
+    assert kinds[0] == "RUN_STARTED"
+    if last["type"] == "ERROR":
+        assert result["error"] == last["text"]
+        assert kinds[-1] == "RUN_ERROR"
+        assert [m.get("content") for m in messages if m["role"] == "assistant"] == [
+            "Partial answer"
+        ]
+        return
+    assert result["error"] is None, result["error"]
+    assert kinds[-1] == "RUN_FINISHED"
+    expected: list[tuple[str, Any]] = []
+    for response in steps:
+        if response.thinking:
+            expected.append(("reasoning", response.thinking))
+        if response.text or response.tool_calls:
+            calls = [(c.name, c.arguments_str) for c in response.tool_calls]
+            expected.append(("assistant", (response.text or None, calls)))
+        expected += [("tool", "18°C and sunny")] * (len(response.tool_calls) if tools else 0)
+    got: list[tuple[str, Any]] = []
+    for m in messages:
+        if m["role"] == "assistant":
+            calls = [(c["function"]["name"], c["function"]["arguments"]) for c in m.get("toolCalls", [])]
+            got.append(("assistant", (m.get("content"), calls)))
+        else:
+            got.append((m["role"], m["content"]))
+    assert got == expected
+    usage = [e for e in result["events"] if e["type"] == "RUN_FINISHED"][0]["usage"][0]
+    assert usage["totalTokens"] == last["usage"].total_tokens
+
+
+def test_the_agui_client_gets_frontend_tool_calls_to_answer(provider: RunningServer) -> None:
+    show_map = {
+        "name": "show_map",
+        "description": "Show a city on the user's map",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+    model, serving = gateway(provider, "weather")
+    with model, serving as url:
+        run = {"messages": [{"id": "u1", "role": "user", "content": QUESTION}], "tools": [show_map]}
+        first = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
+        assert first["error"] is None, first["error"]
+        finished = [e for e in first["events"] if e["type"] == "RUN_FINISHED"][0]
+        call = first["messages"][-1]["toolCalls"][0]
+        assert finished["outcome"]["pendingToolCallIds"] == [call["id"]]
+        assert call["function"]["name"] == "show_map"
+        answer = {"id": "t1", "role": "tool", "toolCallId": call["id"], "content": "shown"}
+        second = {"messages": [*first["messages"], answer], "tools": [show_map]}
+        after = run_node("agui_client.mjs", url + "/agui", orjson.dumps(second).decode())
+    assert after["error"] is None, after["error"]
+    assert after["messages"][-1]["content"] == "It is shown in Paris right now."
+
+
+# The chat page in headless Chromium.
+
+
+def test_the_chat_page_in_chromium_shows_the_answer_and_the_tool_call(
+    provider: RunningServer,
+) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing in CI: .ci/run installs Debian's chromium")
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    screenshot = SCREENSHOTS / "chat-page.png"
+    screenshot.unlink(missing_ok=True)
+    model, serving = gateway(provider, "weather", tools=[get_weather])
+    with model, serving as url:
+        result = run_node("chat_page.mjs", url + "/", QUESTION, str(screenshot), chromium, timeout=120)
+    assert result["errors"] == [] and result["console"] == []
+    assert result["status"] == "done"
+    assert result["texts"] == ["It is 18°C and sunny in Paris right now."]
+    assert result["reasoning"] == ["The user wants the weather in Paris. I should call get_weather."]
+    assert result["tools"] == [
+        {"state": "output-available", "text": 'get_weather({"city":"Paris"})→ 18°C and sunny'}
+    ]
+    assert result["usage"] == ["tokens: prompt 122 · completion 29 · total 151"]
+    assert screenshot.stat().st_size > 10_000
