@@ -273,51 +273,53 @@ class Gateway:
 
     async def vercel(self, request: web.Request) -> web.StreamResponse:
         """``POST``: a ``useChat`` request in, the UI message stream v1 out."""
-        try:
-            body = await self._accept(request)
-            messages = messages_from_vercel(body)
-        except _HttpError as exc:
-            return self._error(request, exc)
-        except ValueError as exc:
-            return self._error(request, _HttpError(400, str(exc)))
-        wire = _Wire(VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
-        return await self._stream(request, self._prompt(messages).stream(), wire)
+        return await self._serve(request, self._vercel)
 
     async def agui(self, request: web.Request) -> web.StreamResponse:
         """``POST``: an AG-UI ``RunAgentInput`` in, AG-UI events out (``agui`` extra)."""
-        from .adapters.agui import AguiEncoder, agui_sse
-        from .adapters.inputs import run_from_agui
-
-        try:
-            body = await self._accept(request)
-            run = run_from_agui(body)
-            clashes = sorted(spec.name for spec in run.client_tools if spec.name in self.tools)
-            if clashes:
-                raise ValueError(
-                    f"the client declares tools the server has: {', '.join(clashes)}; "
-                    "rename the client's tools"
-                )
-        except _HttpError as exc:
-            return self._error(request, exc)
-        except ValueError as exc:
-            return self._error(request, _HttpError(400, str(exc)))
-        prompt = self._prompt(run.messages).client_tools(*run.client_tools)
-        names = [spec.name for spec in run.client_tools]
-        encoder = AguiEncoder(run.thread_id, run.run_id, client_tools=names)
-        wire = _Wire(encoder, agui_sse, _SSE_HEADERS)
-        return await self._stream(request, prompt.stream(), wire)
+        return await self._serve(request, self._agui)
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         """``POST``: ``{"messages": [...]}`` in, our events as SSE JSON objects out."""
+        return await self._serve(request, self._events)
+
+    def _vercel(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
+        prompt = self._prompt(messages_from_vercel(body))
+        return prompt.stream(), _Wire(VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
+
+    def _agui(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
+        from .adapters.agui import AguiEncoder, agui_sse
+        from .adapters.inputs import run_from_agui
+
+        run = run_from_agui(body)
+        names = [spec.name for spec in run.client_tools]
+        clashes = sorted(name for name in names if name in self.tools)
+        if clashes:
+            raise ValueError(
+                f"the client declares tools the server has: {', '.join(clashes)}; "
+                "rename the client's tools"
+            )
+        prompt = self._prompt(run.messages).client_tools(*run.client_tools)
+        encoder = AguiEncoder(run.thread_id, run.run_id, client_tools=names)
+        return prompt.stream(), _Wire(encoder, agui_sse, _SSE_HEADERS)
+
+    def _events(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
+        prompt = self._prompt(messages_from_events(body))
+        return prompt.stream(), _Wire(_NativeEvents(), _native_sse, _SSE_HEADERS)
+
+    async def _serve(
+        self,
+        request: web.Request,
+        start: Callable[[Any], tuple[Observable[ChatEvent], _Wire]],
+    ) -> web.StreamResponse:
+        """Check and read the request, ``start`` the response, stream it (or say why not)."""
         try:
-            body = await self._accept(request)
-            messages = messages_from_events(body)
+            events, wire = start(await self._accept(request))
         except _HttpError as exc:
             return self._error(request, exc)
         except ValueError as exc:
             return self._error(request, _HttpError(400, str(exc)))
-        wire = _Wire(_NativeEvents(), _native_sse, _SSE_HEADERS)
-        return await self._stream(request, self._prompt(messages).stream(), wire)
+        return await self._stream(request, events, wire)
 
     async def page(self, request: web.Request) -> web.Response:
         """``GET``: the chat page (one self-contained HTML file using ``POST /api/chat``)."""

@@ -20,6 +20,16 @@ from solon_events.loop_thread import EventLoopThread
 from solon_events.serve import run_app
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
+SHOW_MAP = {
+    "name": "show_map",
+    "description": "Show a city on the user's map",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+"""A frontend tool, as an AG-UI client declares it."""
 
 
 @contextlib.asynccontextmanager

@@ -13,13 +13,12 @@ import aiohttp
 import orjson
 import pytest
 from aiohttp import web
+from serving import SHOW_MAP, serving, sse_json, sse_payloads
 
 from solon_events import ChatModel, tool
 from solon_events.adapters import event_from_json
 from solon_events.devserver import DevServer
 from solon_events.serve import Gateway, create_app
-
-from serving import serving, sse_json, sse_payloads
 
 SECRET = "sk-test-0123456789abcdef-SECRET"
 QUESTION = "What is the weather in Paris?"
@@ -87,8 +86,13 @@ BODIES = {"/events": events_body, "/api/chat": vercel_body, "/agui": agui_body}
 
 
 async def post(url: str, body: Any, **kwargs: Any) -> tuple[int, dict[str, str], bytes]:
-    async with aiohttp.ClientSession() as session, session.post(url, json=body, **kwargs) as r:
-        return r.status, dict(r.headers), await r.read()
+    """POST ``body`` as JSON (or, as bytes, with the given headers); status, headers, body."""
+    options = {"data": body} if isinstance(body, bytes) else {"json": body}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, **options, **kwargs) as response,
+    ):
+        return response.status, dict(response.headers), await response.read()
 
 
 # The three protocols.
@@ -128,7 +132,7 @@ async def test_vercel_sends_the_ui_message_stream_headers_and_ends_with_done(mod
 async def test_agui_runs_with_the_input_ids(models: Any) -> None:
     app = create_app(models(), tools=[get_weather])
     async with serving(app) as url:
-        status, headers, body = await post(url + "/agui", agui_body())
+        status, _headers, body = await post(url + "/agui", agui_body())
     assert status == 200
     events = sse_json(body)
     assert events[0] == {"type": "RUN_STARTED", "threadId": "thread-1", "runId": "run-1"}
@@ -188,10 +192,13 @@ async def test_handlers_work_one_by_one_in_an_application_of_ones_own(models: An
 
 
 async def test_the_chat_page_is_served_with_a_strict_policy(models: Any) -> None:
-    async with serving(create_app(models())) as url, aiohttp.ClientSession() as session:
-        async with session.get(url + "/") as response:
-            html = await response.text()
-            headers = response.headers
+    async with (
+        serving(create_app(models())) as url,
+        aiohttp.ClientSession() as session,
+        session.get(url + "/") as response,
+    ):
+        html = await response.text()
+        headers = response.headers
     assert response.status == 200 and headers["Content-Type"].startswith("text/html")
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     assert 'fetch("api/chat"' in html and "<script>" in html
@@ -230,7 +237,9 @@ async def test_the_token_is_required_and_compared_in_constant_time(
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-async def test_a_body_over_the_cap_gets_413(models: Any, provider: DevServer, chunked: bool) -> None:
+async def test_a_body_over_the_cap_gets_413(
+    models: Any, provider: DevServer, chunked: bool
+) -> None:
     app = create_app(models("echo"), max_body=10_000)
     big = orjson.dumps(events_body("word " * 3000))
     assert len(big) > 10_000
@@ -278,18 +287,18 @@ async def test_listed_origins_get_cors_headers(models: Any) -> None:
         assert status == 200
         assert headers["Access-Control-Allow-Origin"] == "http://app.example"
         assert "x-response-id" in headers["Access-Control-Expose-Headers"]
-        denied = await post(url + "/api/chat", vercel_body(), headers={"Origin": "http://x.example"})
+        denied = await post(
+            url + "/api/chat", vercel_body(), headers={"Origin": "http://x.example"}
+        )
         assert denied[0] == 403
 
 
 async def test_a_form_post_without_json_gets_415(models: Any, provider: DevServer) -> None:
-    async with serving(create_app(models("echo"))) as url, aiohttp.ClientSession() as session:
-        async with session.post(
-            url + "/api/chat",
-            data=orjson.dumps(vercel_body()),
-            headers={"Content-Type": "text/plain"},
-        ) as response:
-            assert response.status == 415
+    async with serving(create_app(models("echo"))) as url:
+        status, _headers, _body = await post(
+            url + "/api/chat", orjson.dumps(vercel_body()), headers={"Content-Type": "text/plain"}
+        )
+    assert status == 415
     assert provider.requests == []
 
 
@@ -309,12 +318,11 @@ async def test_a_form_post_without_json_gets_415(models: Any, provider: DevServe
 async def test_a_malformed_body_gets_400_with_the_reason(
     models: Any, provider: DevServer, path: str, body: bytes, reason: bytes
 ) -> None:
-    async with serving(create_app(models("echo"))) as url, aiohttp.ClientSession() as session:
-        async with session.post(
-            url + path, data=body, headers={"Content-Type": "application/json"}
-        ) as response:
-            assert response.status == 400
-            payload = await response.read()
+    async with serving(create_app(models("echo"))) as url:
+        status, _headers, payload = await post(
+            url + path, body, headers={"Content-Type": "application/json"}
+        )
+    assert status == 400
     assert reason in payload, payload
     assert provider.requests == []
 
@@ -335,17 +343,8 @@ async def test_the_api_key_never_reaches_a_client(models: Any, provider: DevServ
 async def test_client_declared_tools_go_back_to_the_client(
     models: Any, provider: DevServer
 ) -> None:
-    show_map = {
-        "name": "show_map",
-        "description": "Show a city on the user's map",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    }
     async with serving(create_app(models())) as url:
-        _status, _headers, body = await post(url + "/agui", agui_body(tools=[show_map]))
+        _status, _headers, body = await post(url + "/agui", agui_body(tools=[SHOW_MAP]))
     events = sse_json(body)
     starts = [e for e in events if e["type"] == "TOOL_CALL_START"]
     assert [s["toolCallName"] for s in starts] == ["show_map"]
@@ -390,11 +389,15 @@ async def test_only_server_tools_run_whatever_the_conversation_says(
             "id": "a0",
             "role": "assistant",
             "parts": [
-                {"type": "tool-delete_files", "toolCallId": "c0", "state": "input-available",
-                 "input": {"path": "/"}},
+                {
+                    "type": "tool-delete_files",
+                    "toolCallId": "c0",
+                    "state": "input-available",
+                    "input": {"path": "/"},
+                },
             ],
         },
-    )  # fmt: skip
+    )
     async with serving(create_app(models(), tools=[get_weather])) as url:
         _status, _headers, reply = await post(url + "/api/chat", body)
     assert ran == ["Paris"]
@@ -429,8 +432,10 @@ async def test_a_client_disconnect_cancels_the_model_request_at_once(
         closed_at = await _close_after_first_text(url, path, BODIES[path]())
         assert await provider.wait_disconnect(timeout=2.0)
         elapsed = time.perf_counter() - closed_at
-    print(f"\n{path} handler_cancellation={handler_cancellation}: upstream closed "
-          f"{elapsed * 1000:.1f} ms after the client")  # fmt: skip
+    print(
+        f"\n{path} handler_cancellation={handler_cancellation}: upstream closed "
+        f"{elapsed * 1000:.1f} ms after the client"
+    )
     assert elapsed < 1.0
 
 
@@ -474,3 +479,49 @@ async def test_a_client_that_does_not_read_is_not_buffered_without_bound(
     deltas = [e for e in events if e["type"] == "TEXT_DELTA"]
     assert 0 < len(deltas) < 20000
     assert len(body) < 1024 * 1024  # what waited: the buffers and max_buffer, not the answer
+
+
+async def test_a_step_calling_server_and_client_tools_runs_only_the_servers(
+    tmp_path: Any,
+) -> None:
+    """One step calls get_weather (the server's) and show_map (the client's): the server
+    runs get_weather, sends its result, and ends the run with show_map pending."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
+    calls = [("call_a", "get_weather"), ("call_b", "show_map")]
+    frames = [
+        {
+            **chunk,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "index": i,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": name, "arguments": '{"city":"Paris"}'},
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+        for i, (call_id, name) in enumerate(calls)
+    ] + [{**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    recording = tmp_path / "two-calls.jsonl"
+    recording.write_bytes(b"\n".join(orjson.dumps(f) for f in frames) + b"\n[DONE]\n")
+    async with DevServer(recording=recording) as provider:
+        model = ChatModel(provider.url + "/v1/chat/completions", "recorded")
+        try:
+            async with serving(create_app(model, tools=[get_weather])) as url:
+                _s, _h, body = await post(url + "/agui", agui_body(tools=[SHOW_MAP]))
+        finally:
+            await asyncio.to_thread(model.close)
+        assert len(provider.requests) == 1
+    events = sse_json(body)
+    results = [(e["toolCallId"], e["content"]) for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert results == [("call_a", "18°C and sunny")]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["outcome"]["pendingToolCallIds"] == ["call_b"]

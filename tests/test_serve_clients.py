@@ -15,12 +15,11 @@ from typing import Any
 
 import orjson
 import pytest
+from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
 
 from solon_events import ChatEventFilter, ChatModel, ChatResponse, tool
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.serve import create_app
-
-from serving import node_or_skip, run_node, serving_in_thread
 
 QUESTION = "What is the weather in Paris?"
 SCREENSHOTS = Path(__file__).resolve().parent / "clients" / "screenshots"
@@ -66,7 +65,10 @@ def reference(
                 steps.append(event.response)
             if event.type.is_terminal:
                 last.update(
-                    type=event.type.name, response=event.response, text=event.text, usage=event.usage
+                    type=event.type.name,
+                    response=event.response,
+                    text=event.text,
+                    usage=event.usage,
                 )
 
         prompt.stream().subscribe(on_next, lambda e: done.set(), done.set)
@@ -184,36 +186,29 @@ def test_the_agui_client_verifies_and_assembles_our_run(
     got: list[tuple[str, Any]] = []
     for m in messages:
         if m["role"] == "assistant":
-            calls = [(c["function"]["name"], c["function"]["arguments"]) for c in m.get("toolCalls", [])]
+            calls = [
+                (c["function"]["name"], c["function"]["arguments"]) for c in m.get("toolCalls", [])
+            ]
             got.append(("assistant", (m.get("content"), calls)))
         else:
             got.append((m["role"], m["content"]))
     assert got == expected
-    usage = [e for e in result["events"] if e["type"] == "RUN_FINISHED"][0]["usage"][0]
+    usage = next(e for e in result["events"] if e["type"] == "RUN_FINISHED")["usage"][0]
     assert usage["totalTokens"] == last["usage"].total_tokens
 
 
 def test_the_agui_client_gets_frontend_tool_calls_to_answer(provider: RunningServer) -> None:
-    show_map = {
-        "name": "show_map",
-        "description": "Show a city on the user's map",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    }
     model, serving = gateway(provider, "weather")
     with model, serving as url:
-        run = {"messages": [{"id": "u1", "role": "user", "content": QUESTION}], "tools": [show_map]}
+        run = {"messages": [{"id": "u1", "role": "user", "content": QUESTION}], "tools": [SHOW_MAP]}
         first = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
         assert first["error"] is None, first["error"]
-        finished = [e for e in first["events"] if e["type"] == "RUN_FINISHED"][0]
+        finished = next(e for e in first["events"] if e["type"] == "RUN_FINISHED")
         call = first["messages"][-1]["toolCalls"][0]
         assert finished["outcome"]["pendingToolCallIds"] == [call["id"]]
         assert call["function"]["name"] == "show_map"
         answer = {"id": "t1", "role": "tool", "toolCallId": call["id"], "content": "shown"}
-        second = {"messages": [*first["messages"], answer], "tools": [show_map]}
+        second = {"messages": [*first["messages"], answer], "tools": [SHOW_MAP]}
         after = run_node("agui_client.mjs", url + "/agui", orjson.dumps(second).decode())
     assert after["error"] is None, after["error"]
     assert after["messages"][-1]["content"] == "It is shown in Paris right now."
@@ -235,11 +230,15 @@ def test_the_chat_page_in_chromium_shows_the_answer_and_the_tool_call(
     screenshot.unlink(missing_ok=True)
     model, serving = gateway(provider, "weather", tools=[get_weather])
     with model, serving as url:
-        result = run_node("chat_page.mjs", url + "/", QUESTION, str(screenshot), chromium, timeout=120)
+        result = run_node(
+            "chat_page.mjs", url + "/", QUESTION, str(screenshot), chromium, timeout=120
+        )
     assert result["errors"] == [] and result["console"] == []
     assert result["status"] == "done"
     assert result["texts"] == ["It is 18°C and sunny in Paris right now."]
-    assert result["reasoning"] == ["The user wants the weather in Paris. I should call get_weather."]
+    assert result["reasoning"] == [
+        "The user wants the weather in Paris. I should call get_weather."
+    ]
     assert result["tools"] == [
         {"state": "output-available", "text": 'get_weather({"city":"Paris"})→ 18°C and sunny'}
     ]

@@ -213,14 +213,7 @@ class AguiEncoder:
         return [TextMessageStartEvent(message_id=message_id, role="assistant")]
 
     def _text_delta(self, event: ChatEvent) -> list[BaseEvent]:
-        if not event.text:
-            return []
-        message_id = self._ids.current("text", event)
-        out = [] if message_id is not None else self._text_start(event)
-        message_id = message_id or self._ids.current("text", event)
-        assert message_id is not None
-        out.append(TextMessageContentEvent(message_id=message_id, delta=event.text))
-        return out
+        return self._content("text", event, self._text_start, TextMessageContentEvent)
 
     def _text_end(self, event: ChatEvent) -> list[BaseEvent]:
         message_id = self._ids.close("text", event)
@@ -234,13 +227,22 @@ class AguiEncoder:
         ]
 
     def _thinking_delta(self, event: ChatEvent) -> list[BaseEvent]:
+        return self._content("reasoning", event, self._thinking_start, ReasoningMessageContentEvent)
+
+    def _content(
+        self,
+        kind: str,
+        event: ChatEvent,
+        start: Callable[[ChatEvent], list[BaseEvent]],
+        content: Callable[..., BaseEvent],
+    ) -> list[BaseEvent]:
+        """A delta of the open ``kind`` block (opened first when none is)."""
         if not event.text:
             return []
-        message_id = self._ids.current("reasoning", event)
-        out = [] if message_id is not None else self._thinking_start(event)
-        message_id = message_id or self._ids.current("reasoning", event)
+        out = [] if self._ids.current(kind, event) is not None else start(event)
+        message_id = self._ids.current(kind, event)
         assert message_id is not None
-        out.append(ReasoningMessageContentEvent(message_id=message_id, delta=event.text))
+        out.append(content(message_id=message_id, delta=event.text))
         return out
 
     def _thinking_end(self, event: ChatEvent) -> list[BaseEvent]:

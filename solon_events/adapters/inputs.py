@@ -27,7 +27,8 @@ def _object(body: Any) -> Mapping[str, Any]:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a value")
+    kinds: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return kinds.get(type(value), "a value")
 
 
 def _message_list(body: Mapping[str, Any], what: str) -> list[Any]:
@@ -162,11 +163,11 @@ def run_from_agui(body: Any) -> AguiRun:
     more system message first; reasoning and activity messages are left out; ``tools``
     are the frontend tools.
     """
-    from ag_ui.core import RunAgentInput
+    from ag_ui import core as agui
     from pydantic import ValidationError
 
     try:
-        run = RunAgentInput.model_validate(_object(body))
+        run = agui.RunAgentInput.model_validate(_object(body))
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
@@ -179,19 +180,18 @@ def run_from_agui(body: Any) -> AguiRun:
         messages.append(SystemMessage(text="Context from the application:\n" + "\n".join(lines)))
     names: dict[str, str] = {}
     for message in run.messages:
-        role = message.role
-        if role in ("developer", "system"):
+        if isinstance(message, (agui.DeveloperMessage, agui.SystemMessage)):
             messages.append(SystemMessage(text=message.content))
-        elif role == "user":
+        elif isinstance(message, agui.UserMessage):
             messages.append(_agui_user(message.content))
-        elif role == "assistant":
+        elif isinstance(message, agui.AssistantMessage):
             calls = [
                 ToolCall(id=c.id, name=c.function.name, arguments_str=c.function.arguments)
                 for c in message.tool_calls or ()
             ]
             names.update((c.id or "", c.name) for c in calls)
             messages.append(AssistantMessage(text=message.content or "", tool_calls=calls))
-        elif role == "tool":
+        elif isinstance(message, agui.ToolMessage):
             content = message.content
             text = content if isinstance(content, str) else _agui_text(content)
             messages.append(

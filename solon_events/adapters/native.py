@@ -96,7 +96,7 @@ def event_to_json(event: ChatEvent, *, with_raw: bool = False) -> dict[str, Any]
         if name == "step" or (name == "raw" and not with_raw):
             continue
         item = getattr(event, name)
-        if item is None or item == field.default or _empty(item):
+        if item is None or item == field.default:
             continue
         data[name] = to_plain(item)
     return data

@@ -12,7 +12,7 @@ from ..events import ChatEvent
 
 __all__ = ["Translator", "translating"]
 
-_Out = TypeVar("_Out", covariant=True)
+_Out = TypeVar("_Out")
 
 
 class Translator(Protocol[_Out]):
@@ -49,9 +49,7 @@ def translating(
                     observer.on_next(item)
                 observer.on_error(error)
 
-            return source.subscribe(
-                on_next, on_error, observer.on_completed, scheduler=scheduler
-            )
+            return source.subscribe(on_next, on_error, observer.on_completed, scheduler=scheduler)
 
         return rx_create(subscribe)
 

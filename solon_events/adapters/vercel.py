@@ -51,7 +51,7 @@ from reactivex import Observable
 
 from ..errors import ToolCallError
 from ..events import TYPES, ChatEvent
-from ..results import FileBlock, ImageBlock, Usage
+from ..results import FileBlock, ImageBlock, ToolCall, Usage
 from .blocks import BlockIds
 from .native import to_plain
 from .rx import translating
@@ -108,6 +108,19 @@ def finish_reason(reason: str | None) -> str:
     if not reason:
         return "stop"
     return _FINISH_REASONS.get(reason.lower(), "other")
+
+
+def tool_input(call: ToolCall | None) -> Any:
+    """A call's input as the UI stream carries it: its arguments (JSON), or the text of a
+    free-form tool's input that is not JSON."""
+    if call is None:
+        return {}
+    if call.arguments or not call.arguments_str.strip():
+        return to_plain(call.arguments)
+    try:
+        return orjson.loads(call.arguments_str)
+    except orjson.JSONDecodeError:
+        return call.arguments_str
 
 
 def vercel_sse(chunk: Chunk) -> bytes:
@@ -183,7 +196,11 @@ class VercelEncoder:
         chunks: list[Chunk] = []
         if isinstance(error, ToolCallError) and error.tool_call_id:
             chunks.append(
-                {"type": "tool-output-error", "toolCallId": error.tool_call_id, "errorText": message}
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": error.tool_call_id,
+                    "errorText": message,
+                }
             )
         chunks.append({"type": "error", "errorText": message})
         return chunks
@@ -256,14 +273,18 @@ class VercelEncoder:
         if call_id not in self._started:
             self._started.add(call_id)
             chunks.append(
-                {"type": "tool-input-start", "toolCallId": call_id, "toolName": self._call_name(event)}
+                {
+                    "type": "tool-input-start",
+                    "toolCallId": call_id,
+                    "toolName": self._call_name(event),
+                }
             )
         call = event.tool_call
         chunk: Chunk = {
             "type": "tool-input-available",
             "toolCallId": call_id,
             "toolName": self._call_name(event),
-            "input": to_plain(call.arguments) if call is not None else {},
+            "input": tool_input(call),
         }
         if event.type is _T.SERVER_TOOL_RESULT:
             chunk["providerExecuted"] = True
@@ -309,7 +330,11 @@ class VercelEncoder:
         if source is None or not source.url:
             return []
         self._sources += 1
-        chunk: Chunk = {"type": "source-url", "sourceId": f"source-{self._sources}", "url": source.url}
+        chunk: Chunk = {
+            "type": "source-url",
+            "sourceId": f"source-{self._sources}",
+            "url": source.url,
+        }
         if source.title:
             chunk["title"] = source.title
         return [chunk]
@@ -356,7 +381,9 @@ class VercelEncoder:
         return [chunk]
 
 
-def to_vercel(message_id: str | None = None) -> Callable[[Observable[ChatEvent]], Observable[Chunk]]:
+def to_vercel(
+    message_id: str | None = None,
+) -> Callable[[Observable[ChatEvent]], Observable[Chunk]]:
     """A pipeable operator: ChatEvents -> UI message stream chunks (JSON objects).
 
     A failure upstream (after its ERROR event) ends the chunks with ``error`` and is
