@@ -28,9 +28,10 @@ Failures always end the stream with the protocol's error event.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any, Protocol
 
@@ -46,7 +47,7 @@ from .events import TYPES, ChatEvent
 from .model import ChatModel, ChatPrompt
 from .tools import Tool, ToolSet
 
-__all__ = ["GATEWAY", "Gateway", "create_app", "run_app"]
+__all__ = ["GATEWAY", "Gateway", "create_app", "run_app", "serving"]
 
 _T = TYPES
 MAX_BODY = 1024 * 1024
@@ -490,6 +491,28 @@ def create_app(
     return app
 
 
+@contextlib.asynccontextmanager
+async def serving(
+    app: web.Application,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    handler_cancellation: bool = True,
+) -> AsyncIterator[str]:
+    """Serve ``app`` while the ``async with`` block runs; yields its address,
+    ``http://HOST:PORT`` (port 0: a free port). With ``handler_cancellation`` a client that
+    disconnects cancels its handler at once (the gateway also notices by itself)."""
+    runner = web.AppRunner(app, handler_cancellation=handler_cancellation, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        bound_host, bound_port = runner.addresses[0][:2]
+        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+        yield f"http://{shown}:{bound_port}"
+    finally:
+        await runner.cleanup()
+
+
 async def run_app(
     app: web.Application,
     host: str = "127.0.0.1",
@@ -503,14 +526,6 @@ async def run_app(
     ``announce`` is called with the address it listens on, ``http://HOST:PORT`` (the
     bound port when ``port`` is 0). A client that disconnects cancels its handler.
     """
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound_host, bound_port = runner.addresses[0][:2]
-        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
-        announce(f"http://{shown}:{bound_port}")
+    async with serving(app, host, port) as url:
+        announce(url)
         await (stop or asyncio.Event()).wait()
-    finally:
-        await runner.cleanup()

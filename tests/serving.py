@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +30,6 @@ SHOW_MAP = {
     },
 }
 """A frontend tool, as an AG-UI client declares it."""
-
-
-@contextlib.asynccontextmanager
-async def serving(app: web.Application, *, handler_cancellation: bool = True) -> AsyncIterator[str]:
-    """Serve ``app`` on 127.0.0.1 (a free port) in this loop; yields the base URL."""
-    runner = web.AppRunner(app, handler_cancellation=handler_cancellation, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        await runner.cleanup()
 
 
 @contextlib.contextmanager

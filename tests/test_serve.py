@@ -13,26 +13,17 @@ import aiohttp
 import orjson
 import pytest
 from aiohttp import web
-from serving import SHOW_MAP, serving, sse_json, sse_payloads
+from serving import SHOW_MAP, sse_json, sse_payloads
 
 from solon_events import ChatModel, tool
 from solon_events.adapters import event_from_json
+from solon_events.cli import get_weather
 from solon_events.devserver import DevServer
-from solon_events.serve import Gateway, create_app
+from solon_events.serve import Gateway, create_app, serving
 
 SECRET = "sk-test-0123456789abcdef-SECRET"
 QUESTION = "What is the weather in Paris?"
 ANSWER = "It is 18°C and sunny in Paris right now."
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather in a city.
-
-    Args:
-        city: The city's name.
-    """
-    return "18°C and sunny"
 
 
 @pytest.fixture

@@ -17,22 +17,13 @@ import orjson
 import pytest
 from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
 
-from solon_events import ChatEventFilter, ChatModel, ChatResponse, tool
+from solon_events import ChatEventFilter, ChatModel, ChatResponse
+from solon_events.cli import get_weather
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.serve import create_app
 
 QUESTION = "What is the weather in Paris?"
 SCREENSHOTS = Path(__file__).resolve().parent / "clients" / "screenshots"
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Current weather in a city.
-
-    Args:
-        city: The city's name.
-    """
-    return "18°C and sunny"
 
 
 @pytest.fixture(scope="module")
