@@ -75,6 +75,14 @@ def tool_loop() -> list[ChatEvent]:
         ChatEvent(T.TOOL_CALL_ARGS_DELTA, index=0, text='{"city":'),
         ChatEvent(T.TOOL_CALL_ARGS_DELTA, index=0, text='"Paris"}'),
         ChatEvent(T.TOOL_CALL_END, index=0, tool_call=call),
+        ChatEvent(
+            T.STATUS,
+            sub_type="tool_progress",
+            index=0,
+            tool_call=call,
+            text="asked 1 of 2",
+            attrs={"tool_name": "get_weather", "progress": 1, "total": 2},
+        ),
         ChatEvent(T.TOOL_RESULT, index=0, tool_call=call, text="18°C"),
         ChatEvent(T.STEP_END, response=step0, usage=usage),
         ChatEvent(T.STEP_START, step=1),
@@ -205,7 +213,26 @@ def test_vercel_tool_loop_without_provider_ids() -> None:
         "output": "18°C",
     }
     assert call_id.startswith("ui-call-")
+    (progress,) = [c for c in chunks if c["type"] == "data-tool-progress"]
+    assert progress == {
+        "type": "data-tool-progress",
+        "id": call_id,
+        "data": {
+            "toolCallId": call_id,
+            "message": "asked 1 of 2",
+            "tool_name": "get_weather",
+            "progress": 1,
+            "total": 2,
+        },
+        "transient": True,
+    }
     assert steps[1]["text"] == "Sunny."
+    failed = tool_loop()
+    failed[7] = failed[7].evolve(text="Error: down", attrs={"is_error": True})
+    errors = [c for c in vercel_chunks(failed) if c["type"] == "tool-output-error"]
+    assert errors == [
+        {"type": "tool-output-error", "toolCallId": call_id, "errorText": "Error: down"}
+    ]
     metadata = [c for c in chunks if c["type"] == "message-metadata"]
     assert [m["messageMetadata"]["usage"]["total_tokens"] for m in metadata] == [15, 30]
     assert chunks[-1] == {
@@ -379,9 +406,12 @@ def test_agui_tool_loop_results_usage_and_pending_client_calls() -> None:
     assert call == {"name": "get_weather", "args": '{"city":"Paris"}', "result": "18°C"}
     usage = [e.value for e in out if getattr(e, "name", None) == "solon.usage"]
     assert [u["step"] for u in usage] == [0, 1] and usage[0]["usage"]["total_tokens"] == 15
+    (status,) = [e.value for e in out if getattr(e, "name", None) == "solon.status"]
+    assert status["tool_call_id"] == next(iter(run["calls"]))
+    assert (status["progress"], status["total"], status["text"]) == (1, 2, "asked 1 of 2")
     assert out[-1].usage[0].total_tokens == 30
     assert out[-1].outcome.pending_tool_call_ids is None
-    client = agui_events([*events[:6], events[7], events[-1]], client_tools=["get_weather"])
+    client = agui_events([*events[:6], events[8], events[-1]], client_tools=["get_weather"])
     verify_agui(client)
     pending = client[-1].outcome.pending_tool_call_ids
     assert pending == [e.tool_call_id for e in client if e.type.value == "TOOL_CALL_END"]

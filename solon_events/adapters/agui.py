@@ -31,8 +31,10 @@ CUSTOM events (``name``: ``value``), every value a plain JSON object:
 ``solon.search_result``, ``solon.media`` (``{"phase": "partial"|"done", "block": ...}``),
 ``solon.server_tool`` (``{"phase": "start"|"args"|"result", "id", "name", "text",
 "arguments", "result", "is_error"}``), ``solon.refusal`` (``{"text": delta}``),
-``solon.content_filter`` (``{"text": ...}``) and ``solon.status`` (``{"sub_type",
-"text"}``). HEARTBEAT, USAGE, RAW and CUSTOM events send nothing.
+``solon.content_filter`` (``{"text": ...}``) and ``solon.status`` (``{"sub_type", "text"}``
+and the event's attrs; a running tool's progress has ``sub_type`` ``"tool_progress"``,
+``tool_call_id``, ``tool_name``, ``progress`` and ``total``). HEARTBEAT, USAGE, RAW and
+CUSTOM events send nothing.
 
 A tool call whose name is in ``client_tools`` is a frontend tool: the gateway never runs
 it, the run finishes with it pending and the application answers it in its next run.
@@ -161,9 +163,7 @@ class AguiEncoder:
             _T.CONTENT_FILTER: lambda e: self._custom(
                 "solon.content_filter", {"text": e.text or ""}
             ),
-            _T.STATUS: lambda e: self._custom(
-                "solon.status", {"sub_type": e.sub_type, "text": e.text}
-            ),
+            _T.STATUS: self._status,
             _T.RESPONSE_END: self._run_finished,
             _T.ABORT: self._aborted,
             _T.ERROR: lambda e: self.fail(e.error, e.text, e.usage),
@@ -326,6 +326,12 @@ class AguiEncoder:
             value["result"] = to_plain(event.raw)
             value["is_error"] = bool(event.attrs.get("is_error"))
         return self._custom("solon.server_tool", value)
+
+    def _status(self, event: ChatEvent) -> list[BaseEvent]:
+        value = {"sub_type": event.sub_type, "text": event.text, **to_plain(event.attrs)}
+        if event.tool_call_id or event.tool_call is not None:
+            value["tool_call_id"] = self._ids.call_id(event)
+        return self._custom("solon.status", value)
 
     def _media(self, event: ChatEvent) -> list[BaseEvent]:
         phase = "done" if event.type is _T.MEDIA_DONE else "partial"

@@ -20,7 +20,11 @@ THINKING_START / _DELTA / _END             ``reasoning-start`` / ``-delta`` / ``
 TOOL_CALL_START / _ARGS_DELTA / _END       ``tool-input-start`` / ``tool-input-delta`` /
                                            ``tool-input-available`` (parsed ``input``)
 TOOL_RESULT                                ``tool-output-available`` (``output``: the
-                                           result text)
+                                           result text); ``tool-output-error`` when its
+                                           ``attrs["is_error"]``
+STATUS of a running tool's progress        ``data-tool-progress`` (transient; ``data``:
+                                           ``toolCallId``, ``message``, ``tool_name``,
+                                           ``progress``, ``total``)
 SERVER_TOOL_START / _ARGS_DELTA / _RESULT  the same tool chunks with
                                            ``providerExecuted: true``; a failed result is
                                            ``tool-output-error``
@@ -37,7 +41,7 @@ ERROR                                      ``tool-output-error`` for a failed to
 =========================================  ==============================================
 
 Usage is message metadata: ``{"usage": {...}}`` (our :class:`~solon_events.Usage` fields)
-after each step and at ``finish``. Other events (STATUS, HEARTBEAT, USAGE, RAW, CUSTOM,
+after each step and at ``finish``. Other events (other STATUS, HEARTBEAT, USAGE, RAW, CUSTOM,
 THINKING_SIGNATURE, THINKING_REDACTED, MEDIA_PARTIAL) send nothing.
 """
 
@@ -166,6 +170,7 @@ class VercelEncoder:
             _T.TOOL_CALL_ARGS_DELTA: self._call_delta,
             _T.TOOL_CALL_END: self._call_end,
             _T.TOOL_RESULT: self._tool_result,
+            _T.STATUS: self._status,
             _T.SERVER_TOOL_START: self._call_start,
             _T.SERVER_TOOL_ARGS_DELTA: self._call_delta,
             _T.SERVER_TOOL_RESULT: self._server_result,
@@ -292,13 +297,19 @@ class VercelEncoder:
         return chunks
 
     def _tool_result(self, event: ChatEvent) -> list[Chunk]:
-        return [
-            {
-                "type": "tool-output-available",
-                "toolCallId": self._ids.call_id(event),
-                "output": event.text if event.text is not None else None,
-            }
-        ]
+        call_id = self._ids.call_id(event)
+        if event.attrs.get("is_error"):
+            return [
+                {"type": "tool-output-error", "toolCallId": call_id, "errorText": event.text or ""}
+            ]
+        return [{"type": "tool-output-available", "toolCallId": call_id, "output": event.text}]
+
+    def _status(self, event: ChatEvent) -> list[Chunk]:
+        if event.sub_type != "tool_progress":
+            return []
+        call_id = self._ids.call_id(event)
+        data = {"toolCallId": call_id, "message": event.text, **to_plain(event.attrs)}
+        return [{"type": "data-tool-progress", "id": call_id, "data": data, "transient": True}]
 
     def _server_result(self, event: ChatEvent) -> list[Chunk]:
         chunks = self._call_end(event)
