@@ -13,8 +13,9 @@ time and CPU per frame (against ``replay()`` of the same bytes in this process),
 
 Our added latency, from a frame's arrival on the socket to its event in the subscriber, is
 measured on its own run (one stream, a frame every millisecond so that each arrives alone):
-the frame decoder of ``solon_events.transport`` is wrapped to note when each chunk was read
-off the socket, and each text delta's event is timed against its frame's arrival.
+the frame decoder of the response reader (``solon_events.stream_reader``) is wrapped to
+note when each chunk was read off the socket, and each text delta's event is timed against
+its frame's arrival.
 """
 
 from __future__ import annotations
@@ -77,15 +78,16 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class _ArrivalProbe:
-    """Wraps ``solon_events.transport.StreamDecoder``: the time each delta frame's chunk was
-    read off the socket, by the frame's text (``"<i> "`` in the ``slow`` scenario)."""
+    """Wraps the ``StreamDecoder`` the response reader uses: the time each delta frame's
+    chunk was read off the socket, by the frame's text (``"<i> "`` in the ``slow``
+    scenario)."""
 
     def __init__(self) -> None:
-        from solon_events import transport
+        from solon_events import stream_reader as reader
 
         self.arrivals: dict[str, float] = {}
         arrivals = self.arrivals
-        original = transport.StreamDecoder
+        original = reader.StreamDecoder
         content = re.compile(r'"content":"(\d+ )"')
 
         class Probe(original):  # type: ignore[misc,valid-type]
@@ -98,7 +100,7 @@ class _ArrivalProbe:
                         arrivals[found.group(1)] = now
                 return frames
 
-        transport.StreamDecoder = Probe  # type: ignore[misc]
+        reader.StreamDecoder = Probe  # type: ignore[misc]
 
 
 def _model(url: str, frames: int, interval: float, streams: int) -> Any:
@@ -106,13 +108,8 @@ def _model(url: str, frames: int, interval: float, streams: int) -> Any:
 
     endpoint = f"{url}/v1/chat/completions"
     name = f"slow:{frames}:{interval:g}"
-    try:
-        return ChatModel(endpoint, name, api_key="x", timeout=None, idle_timeout=None,
-                         connection_limit=streams)  # fmt: skip
-    except TypeError:  # no connection_limit option yet: the pool's size set directly
-        model = ChatModel(endpoint, name, api_key="x", timeout=None, idle_timeout=None)
-        model.transport._connection_limit = streams
-        return model
+    return ChatModel(endpoint, name, api_key="x", timeout=None, idle_timeout=None,
+                     connection_limit=streams)  # fmt: skip
 
 
 def _io_thread_cpu(model: Any) -> float:
@@ -121,7 +118,7 @@ def _io_thread_cpu(model: Any) -> float:
     async def thread_time() -> float:
         return time.thread_time()
 
-    return float(model.transport.io.run(thread_time()))
+    return float(model._io.run(thread_time()))  # the model's private I/O thread
 
 
 async def _astream(model: Any, latencies: list[float], probe: _ArrivalProbe | None) -> dict:
@@ -204,6 +201,7 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
     elif kind == "astream":
         model = _model(url, frames, interval, streams)
         results = await asyncio.gather(*(_astream(model, latencies, probe) for _ in range(streams)))
+        io_cpu = _io_thread_cpu(model)
         model.close()
     else:
         model = _model(url, frames, interval, streams)
@@ -240,7 +238,8 @@ CATEGORIES = (
     ("solon_events/sse.py", "SSE decoding"),
     ("solon_events/payloads.py", "SSE decoding"),
     ("orjson", "JSON decoding"),
-    ("solon_events/transport.py", "transport read loop"),
+    ("solon_events/transport.py", "transport and response reader"),
+    ("solon_events/stream_reader.py", "transport and response reader"),
     ("solon_events/model.py", "astream: hop and queue (model.py)"),
     ("solon_events/", "pipeline (parse, dialect, respond)"),
     ("reactivex/", "Rx plumbing (subscribe_on, observers)"),
@@ -269,16 +268,18 @@ async def _profiled(url: str, streams: int, frames: int) -> dict[str, float]:
     import pstats
 
     model = _model(url, frames, 0.0, streams)
-    io_profile, caller_profile = cProfile.Profile(), cProfile.Profile()
+    # thread_time: each thread's own CPU, not the wall clock (which counts waits in select)
+    io_profile = cProfile.Profile(time.thread_time)
+    caller_profile = cProfile.Profile(time.thread_time)
 
     async def switch(on: bool) -> None:
         io_profile.enable() if on else io_profile.disable()
 
-    model.transport.io.run(switch(True))
+    model._io.run(switch(True))
     caller_profile.enable()
     results = await asyncio.gather(*(_astream(model, [], None) for _ in range(streams)))
     caller_profile.disable()
-    model.transport.io.run(switch(False))
+    model._io.run(switch(False))
     model.close()
     received = sum(r["frames"] for r in results)
     totals: dict[str, float] = {}
