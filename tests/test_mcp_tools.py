@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from mcp_process import McpHttpProcess, free_port
 
 from solon_events import ChatEventFilter, ChatModel, McpTools
 from solon_events.devserver import RunningServer
@@ -27,39 +26,8 @@ SERVER = str(Path(__file__).with_name("mcp_server.py"))
 SECRET = "Bearer sk-mcp-SECRET-42"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class HttpServer:
-    """tests/mcp_server.py serving streamable HTTP on 127.0.0.1, as a subprocess."""
-
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self._log = log.open("w")
-        self.process = subprocess.Popen(
-            [sys.executable, SERVER, "http", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"no MCP server: {log.read_text()}") from None
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-        self._log.close()
+def http_server_process(log: Path) -> McpHttpProcess:
+    return McpHttpProcess(Path(SERVER), ["http"], log)
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +37,14 @@ def stdio_tools() -> Iterator[McpTools]:
 
 
 @pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    server = HttpServer(tmp_path_factory.mktemp("mcp") / "server.log")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpHttpProcess]:
+    server = http_server_process(tmp_path_factory.mktemp("mcp") / "server.log")
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def http_tools(http_server: HttpServer) -> Iterator[McpTools]:
+def http_tools(http_server: McpHttpProcess) -> Iterator[McpTools]:
     with McpTools.http(http_server.url, headers={"Authorization": SECRET}, timeout=60) as tools:
         yield tools
 
@@ -133,7 +101,7 @@ def test_the_servers_tools_are_listed_with_their_schemas(mcp_tools: McpTools) ->
 
 
 def test_repr_and_errors_name_the_server_but_never_a_header(
-    http_tools: McpTools, http_server: HttpServer, stdio_tools: McpTools
+    http_tools: McpTools, http_server: McpHttpProcess, stdio_tools: McpTools
 ) -> None:
     assert repr(http_tools) == (
         f"McpTools('{http_server.url}': get_forecast, locate, broken, crash)"
@@ -259,7 +227,7 @@ def test_a_stdio_server_that_dies_is_a_tool_call_error_with_its_last_words(
 
 
 def test_an_http_server_that_dies_is_a_tool_call_error(tmp_path: Path) -> None:
-    http = HttpServer(tmp_path / "server.log")
+    http = http_server_process(tmp_path / "server.log")
     try:
         with McpTools.http(http.url, timeout=60) as tools:
             with pytest.raises(ToolCallError, match="disconnected") as caught:

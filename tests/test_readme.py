@@ -23,12 +23,14 @@ from pathlib import Path
 
 import attrs
 import pytest
+from mcp_process import McpHttpProcess
 
 from solon_events.devserver import DevServer, RunningServer
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.rst"
 EXAMPLE_ADDRESS = "http://127.0.0.1:8000"
+EXAMPLE_MCP_ADDRESS = "http://127.0.0.1:8001/mcp"  # examples/mcp_weather_server.py --http 8001
 SKIP_MARK = re.compile(r"^\.\. not-tested:\s*(.*)$")
 DIRECTIVE = re.compile(r"^(\s*)\.\. (?:code-block|code|sourcecode)::\s*(\S*)\s*$")
 UNDERLINE = re.compile(r"^([=\-~^\"'`#*+.:_])\1{2,}\s*$")
@@ -125,17 +127,29 @@ def server() -> Iterator[RunningServer]:
         yield running
 
 
+@pytest.fixture(scope="module")
+def mcp_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The example MCP server over HTTP, for the examples that use EXAMPLE_MCP_ADDRESS."""
+    log = tmp_path_factory.mktemp("mcp") / "server.log"
+    process = McpHttpProcess(ROOT / "examples" / "mcp_weather_server.py", ["--http"], log)
+    yield process.url
+    process.stop()
+
+
 @pytest.mark.parametrize(
     "example", EXAMPLES, ids=[f"line{e.line}-{e.section or 'top'}" for e in EXAMPLES]
 )
 def test_readme_example_runs_as_a_script(
-    example: Example, server: RunningServer, tmp_path: Path
+    example: Example, server: RunningServer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if example.skip_reason is not None:
         pytest.skip(f"README line {example.line}: {example.skip_reason}")
     (tmp_path / "examples").symlink_to(ROOT / "examples")
+    code = example.code
+    if EXAMPLE_MCP_ADDRESS in code:
+        code = code.replace(EXAMPLE_MCP_ADDRESS, request.getfixturevalue("mcp_address"))
     script = tmp_path / "example.py"
-    script.write_text(example.code.replace(EXAMPLE_ADDRESS, server.url), encoding="utf-8")
+    script.write_text(code.replace(EXAMPLE_ADDRESS, server.url), encoding="utf-8")
     env = {
         **os.environ,
         "OPENAI_API_KEY": "sk-readme-example",
