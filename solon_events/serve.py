@@ -31,9 +31,9 @@ import asyncio
 import contextlib
 import hmac
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 from aiohttp import web
@@ -46,6 +46,10 @@ from .errors import ChatError
 from .events import TYPES, ChatEvent
 from .model import ChatModel, ChatPrompt
 from .tools import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from .redis_log import RedisStreamLog
+    from .resume import StoredResponse
 
 __all__ = ["GATEWAY", "Gateway", "create_app", "run_app", "serving"]
 
@@ -103,17 +107,43 @@ def _native_sse(event: ChatEvent) -> bytes:
     return b"data: " + encode_event(event) + b"\n\n"
 
 
+def _vercel_wire() -> _Wire:
+    return _Wire("vercel", VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
+
+
+def _agui_wire(
+    thread_id: str | None = None, run_id: str | None = None, client_tools: Iterable[str] = ()
+) -> _Wire:
+    from .adapters.agui import AguiEncoder, agui_sse
+
+    encoder = AguiEncoder(thread_id, run_id, client_tools=client_tools)
+    return _Wire("agui", encoder, agui_sse, _SSE_HEADERS)
+
+
+def _events_wire() -> _Wire:
+    return _Wire("events", _NativeEvents(), _native_sse, _SSE_HEADERS)
+
+
+_WIRES: dict[str, Callable[[], _Wire]] = {
+    "vercel": _vercel_wire,
+    "agui": _agui_wire,
+    "events": _events_wire,
+}
+
+
 class _Wire:
-    """One response's encoding: a translator, how each of its items is framed, and the
-    SSE event that closes the stream."""
+    """One response's encoding in protocol ``kind``: a translator, how each of its items
+    is framed, and the SSE event that closes the stream."""
 
     def __init__(
         self,
+        kind: str,
         translator: _Translator,
         frame: Callable[[Any], bytes],
         headers: Mapping[str, str],
         closing: bytes = b"",
     ) -> None:
+        self.kind = kind
         self.translator = translator
         self.frame = frame
         self.headers = headers
@@ -235,12 +265,22 @@ async def _disconnected(request: web.BaseRequest) -> None:
 
 class Gateway:
     """The request handlers of the gateway for ``model``: :meth:`vercel`, :meth:`agui`,
-    :meth:`events`, :meth:`page` and :meth:`preflight` (CORS), each an aiohttp handler.
+    :meth:`events` (``POST`` a request, ``GET`` to resume), :meth:`stop`, :meth:`page`
+    and :meth:`preflight` (CORS), each an aiohttp handler; :meth:`aclose` when done.
 
-    ``tools`` are the only tools that run on the server. ``token``: when set, every POST
-    needs ``Authorization: Bearer <token>``. ``max_body`` caps request bodies (bytes);
-    ``max_buffer`` caps what waits for a slow client (bytes). ``cors_origins``: the
-    origins (``"https://app.example"``) allowed to call from a browser; none by default.
+    ``tools`` are the only tools that run on the server. ``token``: when set, every
+    request but the page's needs ``Authorization: Bearer <token>``. ``max_body`` caps
+    request bodies (bytes); ``max_buffer`` caps what waits for a slow client (bytes).
+    ``cors_origins``: the origins (``"https://app.example"``) allowed to call from a
+    browser; none by default.
+
+    ``redis`` (a URL or a :class:`~solon_events.redis_log.RedisStreamLog`; the ``redis``
+    extra) makes every response resumable: its encoded events go to a Redis stream, each
+    SSE event carries its entry id, and a ``GET`` of the same path with
+    ``?resume=<response id>`` and ``Last-Event-ID`` (or ``&after=<id>``) continues after
+    that id on any process sharing the Redis. ``on_disconnect``: whether a response goes
+    on when its client leaves (``"continue"``, the default with Redis) or is cancelled
+    (``"cancel"``, the only choice without).
     """
 
     def __init__(
@@ -252,7 +292,13 @@ class Gateway:
         max_body: int = MAX_BODY,
         max_buffer: int = MAX_BUFFER,
         cors_origins: Iterable[str] = (),
+        redis: str | RedisStreamLog | None = None,
+        on_disconnect: Literal["continue", "cancel"] | None = None,
     ) -> None:
+        if on_disconnect not in (None, "continue", "cancel"):
+            raise ValueError("on_disconnect must be 'continue' or 'cancel'")
+        if on_disconnect == "continue" and redis is None:
+            raise ValueError("on_disconnect='continue' needs redis: nobody could read the rest")
         if token is not None and not token:
             raise ValueError("token must be a non-empty string, or None for no token")
         if max_body <= 0 or max_buffer <= 0:
@@ -263,6 +309,15 @@ class Gateway:
         self.max_body = max_body
         self.max_buffer = max_buffer
         self.cors_origins = frozenset(o.rstrip("/") for o in cors_origins)
+        if isinstance(redis, str):
+            from .redis_log import RedisStreamLog
+
+            redis = RedisStreamLog(redis)
+        self.log = redis
+        self.on_disconnect = on_disconnect or ("continue" if redis is not None else "cancel")
+        self._running: dict[str, Callable[[], None]] = {}
+        self._stored: set[StoredResponse] = set()
+        self._listener: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -273,23 +328,59 @@ class Gateway:
     # The handlers.
 
     async def vercel(self, request: web.Request) -> web.StreamResponse:
-        """``POST``: a ``useChat`` request in, the UI message stream v1 out."""
-        return await self._serve(request, self._vercel)
+        """``POST``: a ``useChat`` request in, the UI message stream v1 out; ``GET``: resume."""
+        return await self._serve(request, "vercel", self._vercel)
 
     async def agui(self, request: web.Request) -> web.StreamResponse:
-        """``POST``: an AG-UI ``RunAgentInput`` in, AG-UI events out (``agui`` extra)."""
-        return await self._serve(request, self._agui)
+        """``POST``: an AG-UI ``RunAgentInput`` in, AG-UI events out (``agui`` extra);
+        ``GET``: resume."""
+        return await self._serve(request, "agui", self._agui)
 
     async def events(self, request: web.Request) -> web.StreamResponse:
-        """``POST``: ``{"messages": [...]}`` in, our events as SSE JSON objects out."""
-        return await self._serve(request, self._events)
+        """``POST``: ``{"messages": [...]}`` in, our events as SSE JSON objects out;
+        ``GET``: resume."""
+        return await self._serve(request, "events", self._events)
+
+    async def stop(self, request: web.Request) -> web.Response:
+        """``POST`` ``{"response_id": ...}``: stop that response wherever it runs (with
+        Redis, any replica); 202, or 404 when no such response is running."""
+        try:
+            body = await self._accept(request)
+            response_id = body.get("response_id") if isinstance(body, dict) else None
+            if not isinstance(response_id, str) or not response_id:
+                raise _HttpError(400, 'the body must be {"response_id": "<response id>"}')
+            stopping = await self._request_stop(response_id)
+        except _HttpError as exc:
+            return self._error(request, exc)
+        if not stopping:
+            return self._error(request, _HttpError(404, f"no running response {response_id}"))
+        return web.json_response(
+            {"response_id": response_id, "stopping": True},
+            status=202,
+            headers=self._cors_headers(request),
+        )
+
+    async def _request_stop(self, response_id: str) -> bool:
+        local = self._running.get(response_id)
+        if local is not None:
+            local()
+            return True
+        if self.log is None:
+            return False
+        try:
+            for kind in _WIRES:
+                key = self.log.key(kind, response_id)
+                if await self.log.exists(key) and not await self.log.ended(key):
+                    await self.log.request_stop(response_id)
+                    return True
+        except ChatError as exc:
+            raise _HttpError(503, str(exc)) from None
+        return False
 
     def _vercel(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
-        prompt = self._prompt(messages_from_vercel(body))
-        return prompt.stream(), _Wire(VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
+        return self._prompt(messages_from_vercel(body)).stream(), _vercel_wire()
 
     def _agui(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
-        from .adapters.agui import AguiEncoder, agui_sse
         from .adapters.inputs import run_from_agui
 
         run = run_from_agui(body)
@@ -301,25 +392,29 @@ class Gateway:
                 "rename the client's tools"
             )
         prompt = self._prompt(run.messages).client_tools(*run.client_tools)
-        encoder = AguiEncoder(run.thread_id, run.run_id, client_tools=names)
-        return prompt.stream(), _Wire(encoder, agui_sse, _SSE_HEADERS)
+        return prompt.stream(), _agui_wire(run.thread_id, run.run_id, names)
 
     def _events(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
-        prompt = self._prompt(messages_from_events(body))
-        return prompt.stream(), _Wire(_NativeEvents(), _native_sse, _SSE_HEADERS)
+        return self._prompt(messages_from_events(body)).stream(), _events_wire()
 
     async def _serve(
         self,
         request: web.Request,
+        kind: str,
         start: Callable[[Any], tuple[Observable[ChatEvent], _Wire]],
     ) -> web.StreamResponse:
-        """Check and read the request, ``start`` the response, stream it (or say why not)."""
+        """Check and read the request, ``start`` the response, stream it (or say why not);
+        a GET resumes a stored response of ``kind``."""
         try:
+            if request.method == "GET":
+                return await self._resume(request, kind)
             events, wire = start(await self._accept(request))
         except _HttpError as exc:
             return self._error(request, exc)
         except ValueError as exc:
             return self._error(request, _HttpError(400, str(exc)))
+        if self.log is not None:
+            return await self._stream_stored(request, events, wire)
         return await self._stream(request, events, wire)
 
     async def page(self, request: web.Request) -> web.Response:
@@ -413,6 +508,7 @@ class Gateway:
     async def _stream(
         self, request: web.Request, events: Observable[ChatEvent], wire: _Wire
     ) -> web.StreamResponse:
+        """Serve a response straight from the model to this one client."""
         loop = asyncio.get_running_loop()
         subscription: list[Any] = []
 
@@ -422,36 +518,163 @@ class Gateway:
 
         outbox = _Outbox(loop, wire, self.max_buffer, stop)
         subscription.append(events.subscribe(outbox.on_next, outbox.on_error, outbox.on_completed))
-        watch = asyncio.ensure_future(_disconnected(request))
-        pump: asyncio.Future[None] | None = None
+        rid = None
         try:
-            started = asyncio.ensure_future(outbox.started.wait())
-            await asyncio.wait({started, watch}, return_when=asyncio.FIRST_COMPLETED)
-            started.cancel()
-            if watch.done():
-                raise ConnectionResetError("the client went away")
-            headers = {**wire.headers, **self._cors_headers(request)}
-            if outbox.response_id:
-                headers["x-response-id"] = outbox.response_id
-            response = web.StreamResponse(headers=headers)
-            await response.prepare(request)
-            pump = asyncio.ensure_future(self._pump(outbox, response))
-            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if pump.done() and pump.exception() is None:
-                await response.write_eof()
+            if not await _until(outbox.started.wait(), request):
+                return web.Response(status=499)
+            rid = outbox.response_id
+            if rid:
+                self._running[rid] = stop
+            response, _gone = await self._send(request, wire, rid, lambda r: _pump(outbox, r))
             return response
-        except (ConnectionResetError, ConnectionError):
-            return web.Response(status=499)
         finally:
             stop()
-            watch.cancel()
-            if pump is not None:
-                pump.cancel()
+            if rid:
+                self._running.pop(rid, None)
 
-    @staticmethod
-    async def _pump(outbox: _Outbox, response: web.StreamResponse) -> None:
-        while (data := await outbox.get()) is not None:
+    async def _stream_stored(
+        self, request: web.Request, events: Observable[ChatEvent], wire: _Wire
+    ) -> web.StreamResponse:
+        """Serve a response through the Redis log: written there as it comes, read back."""
+        from .resume import StoredResponse, send_entries
+
+        assert self.log is not None
+        await self._listen_for_stops()
+        stored = StoredResponse(self.log, wire, on_end=self._forget)
+        self._stored.add(stored)
+        stored.run(events)
+        gone = True
+        try:
+            if not await _until(stored.started.wait(), request):
+                return web.Response(status=499)
+            key, rid = stored.key, stored.response_id
+            if key is None or stored.failure is not None:  # nothing stored: say why here
+                closing = [wire.closing] if wire.closing else []
+                failure = [*wire.fail(stored.failure), *closing]
+                response, gone = await self._send(request, wire, rid, _writing(failure))
+                return response
+            self._running[rid or ""] = stored.stop
+            log = self.log
+            response, gone = await self._send(
+                request, wire, rid, lambda r: send_entries(log, key, None, r, _WIRES[wire.kind]())
+            )
+            return response
+        finally:
+            if gone and self.on_disconnect == "cancel":
+                stored.stop()
+
+    async def _resume(self, request: web.Request, kind: str) -> web.StreamResponse:
+        """``GET ?resume=<response id>`` with ``Last-Event-ID`` or ``&after=<id>``."""
+        from .resume import send_entries
+
+        self._check_origin(request)
+        self._check_token(request)
+        response_id = request.query.get("resume")
+        if not response_id:
+            raise _HttpError(400, "a GET here resumes a response: ?resume=<response id>")
+        if self.log is None:
+            raise _HttpError(404, "responses cannot be resumed here (the gateway has no Redis)")
+        after = request.headers.get("Last-Event-ID") or request.query.get("after") or None
+        key = self.log.key(kind, response_id)
+        try:
+            known = await self.log.exists(key)
+        except ChatError as exc:
+            raise _HttpError(503, str(exc)) from None
+        if not known:
+            raise _HttpError(404, f"no response {response_id} to resume (unknown, or expired)")
+        log, wire = self.log, _WIRES[kind]()
+        response, _gone = await self._send(
+            request, wire, response_id, lambda r: send_entries(log, key, after, r, wire)
+        )
+        return response
+
+    async def _send(
+        self,
+        request: web.Request,
+        wire: _Wire,
+        response_id: str | None,
+        pump: Callable[[web.StreamResponse], Awaitable[None]],
+    ) -> tuple[web.StreamResponse, bool]:
+        """Start the SSE response and run ``pump`` into it until it ends or the client
+        leaves; the response, and whether the client left first."""
+        headers = {**wire.headers, **self._cors_headers(request)}
+        if response_id:
+            headers["x-response-id"] = response_id
+        response = web.StreamResponse(headers=headers)
+        try:
+            await response.prepare(request)
+            finished = await _until(pump(response), request)
+            if finished:
+                await response.write_eof()
+            return response, not finished
+        except ConnectionError:
+            return response, True
+
+    def _forget(self, stored: StoredResponse) -> None:
+        self._stored.discard(stored)
+        if stored.response_id and self._running.get(stored.response_id) == stored.stop:
+            del self._running[stored.response_id]
+
+    async def _listen_for_stops(self) -> None:
+        """Start (once) the task that stops local responses asked to stop on any replica."""
+        if self.log is None or (self._listener is not None and not self._listener.done()):
+            return
+        ready = asyncio.Event()
+        log = self.log
+
+        async def listen() -> None:
+            with contextlib.suppress(ChatError):
+                async for response_id in log.stop_requests(ready.set):
+                    stop = self._running.get(response_id)
+                    if stop is not None:
+                        stop()
+            ready.set()
+
+        self._listener = asyncio.ensure_future(listen())
+        await ready.wait()
+
+    async def aclose(self) -> None:
+        """Stop the responses still running here and let their streams end; close Redis."""
+        for stored in list(self._stored):
+            stored.stop()
+        if self.log is not None:
+            done = [stored.done() for stored in list(self._stored)]
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.gather(*done, return_exceptions=True), 5)
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(BaseException):
+                await self._listener
+        if self.log is not None:
+            await self.log.aclose()
+
+
+async def _until(work: Awaitable[Any], request: web.BaseRequest) -> bool:
+    """Run ``work`` until it is done (True) or the client disconnects first (False)."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()
+            return True
+        return False
+    finally:
+        task.cancel()
+        watch.cancel()
+
+
+async def _pump(outbox: _Outbox, response: web.StreamResponse) -> None:
+    while (data := await outbox.get()) is not None:
+        await response.write(data)
+
+
+def _writing(items: Iterable[bytes]) -> Callable[[web.StreamResponse], Awaitable[None]]:
+    async def write(response: web.StreamResponse) -> None:
+        for data in items:
             await response.write(data)
+
+    return write
 
 
 GATEWAY = web.AppKey("gateway", Gateway)
@@ -466,10 +689,13 @@ def create_app(
     max_body: int = MAX_BODY,
     max_buffer: int = MAX_BUFFER,
     cors_origins: Iterable[str] = (),
+    redis: str | RedisStreamLog | None = None,
+    on_disconnect: Literal["continue", "cancel"] | None = None,
 ) -> web.Application:
     """An aiohttp Application serving ``model``: ``POST /api/chat`` (Vercel UI message
-    stream v1), ``POST /agui`` (AG-UI), ``POST /events`` (our events) and ``GET /`` (the
-    chat page). The options are :class:`Gateway`'s."""
+    stream v1), ``POST /agui`` (AG-UI), ``POST /events`` (our events), the same paths with
+    ``GET ?resume=`` (with ``redis``), ``POST /stop`` and ``GET /`` (the chat page). The
+    options are :class:`Gateway`'s; the gateway is closed with the application."""
     gateway = Gateway(
         model,
         tools=tools,
@@ -477,6 +703,8 @@ def create_app(
         max_body=max_body,
         max_buffer=max_buffer,
         cors_origins=cors_origins,
+        redis=redis,
+        on_disconnect=on_disconnect,
     )
     app = web.Application(client_max_size=max_body)
     app[GATEWAY] = gateway
@@ -487,7 +715,15 @@ def create_app(
         ("/events", gateway.events),
     ):
         app.router.add_post(path, handler)
+        app.router.add_get(path, handler, allow_head=False)
         app.router.add_route("OPTIONS", path, gateway.preflight)
+    app.router.add_post("/stop", gateway.stop)
+    app.router.add_route("OPTIONS", "/stop", gateway.preflight)
+
+    async def close(_app: web.Application) -> None:
+        await gateway.aclose()
+
+    app.on_cleanup.append(close)
     return app
 
 

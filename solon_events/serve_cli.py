@@ -2,7 +2,8 @@
 
 Serves the embedded provider's scripted conversation (with the demo's weather tool)
 when no ``--url`` is given, binds 127.0.0.1 unless told otherwise, and prints the address
-it listens on, ``http://HOST:PORT``, as its first line.
+it listens on, ``http://HOST:PORT``, as its first line. With ``--redis`` every response
+is kept in Redis Streams and can be resumed on any replica that shares the Redis.
 """
 
 from __future__ import annotations
@@ -49,6 +50,17 @@ def add_serve_parser(commands: Any) -> None:
         metavar="ORIGIN",
         help="an origin allowed to call from a browser (repeatable; none by default)",
     )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="redis://HOST:PORT/DB: keep every response in Redis Streams, resumable on any "
+        "replica sharing it (the redis extra)",
+    )
+    parser.add_argument(
+        "--on-disconnect",
+        choices=("continue", "cancel"),
+        help="when a client leaves: go on (the default with --redis) or cancel the response",
+    )
 
 
 def serve(args: argparse.Namespace, console: Console) -> int:
@@ -84,7 +96,14 @@ def serve(args: argparse.Namespace, console: Console) -> int:
 
     try:
         with ChatModel(url, name, api_key=api_key, dialect=args.dialect) as model:
-            app = create_app(model, tools=tools, token=token, cors_origins=args.cors_origin)
+            app = create_app(
+                model,
+                tools=tools,
+                token=token,
+                cors_origins=args.cors_origin,
+                redis=args.redis,
+                on_disconnect=args.on_disconnect,
+            )
             asyncio.run(run(app))
     except ValueError as exc:
         console.print(f"[bold red]{exc}[/]")

@@ -73,6 +73,17 @@ def sse_payloads(body: bytes) -> list[bytes]:
     return payloads
 
 
+def sse_events(body: bytes) -> list[tuple[str | None, bytes]]:
+    """Each SSE event of ``body`` as (its ``id:``, its ``data:`` payload)."""
+    found = []
+    for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        ids = [line[3:].strip().decode() for line in event.split(b"\n") if line.startswith(b"id:")]
+        data = [line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            found.append((ids[-1] if ids else None, b"\n".join(data)))
+    return found
+
+
 def sse_json(body: bytes) -> list[Any]:
     """The JSON payloads of an SSE body (``[DONE]`` left out)."""
     return [orjson.loads(p) for p in sse_payloads(body) if p != b"[DONE]"]

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
+from redis_server import redis_url  # noqa: F401  (a fixture)
 from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
 
 from solon_events import ChatEventFilter, ChatModel, ChatResponse
@@ -203,6 +204,25 @@ def test_the_agui_client_gets_frontend_tool_calls_to_answer(provider: RunningSer
         after = run_node("agui_client.mjs", url + "/agui", orjson.dumps(second).decode())
     assert after["error"] is None, after["error"]
     assert after["messages"][-1]["content"] == "It is shown in Paris right now."
+
+
+def test_both_clients_read_resumable_streams_with_their_ids(
+    provider: RunningServer,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """With Redis every SSE event carries an ``id:`` line; both clients take it in stride."""
+    model, serving = gateway(provider, "weather", tools=[get_weather], redis=redis_url)
+    with model, serving as url:
+        ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": QUESTION}]}]
+        vercel = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(ui).decode())
+        run = {"messages": [{"id": "u1", "role": "user", "content": QUESTION}]}
+        agui = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
+    assert vercel["error"] is None and agui["error"] is None, (vercel["error"], agui["error"])
+    assert vercel["chunks"][-1] == "finish"
+    text = [p["text"] for p in vercel["message"]["parts"] if p["type"] == "text"]
+    assert text == ["It is 18°C and sunny in Paris right now."]
+    assert agui["messages"][-1]["content"] == "It is 18°C and sunny in Paris right now."
+    assert vercel["headers"]["x-response-id"].startswith("resp_")
 
 
 # The chat page in headless Chromium.
