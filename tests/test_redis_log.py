@@ -4,8 +4,10 @@ and every way a stream cannot be read whole is an error, never a hang or a silen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,16 @@ RECORDINGS = Path(__file__).resolve().parents[1] / "examples" / "recordings"
 def log(redis_url: str) -> Any:  # noqa: F811
     with RedisStreamLog(redis_url, prefix=f"test-{uuid.uuid4().hex[:8]}") as log:
         yield log
+
+
+@contextlib.contextmanager
+def embedded(scenario: str) -> Iterator[ChatModel]:
+    """A model on its own embedded provider, playing ``scenario``."""
+    with (
+        DevServer.run_in_thread() as provider,
+        ChatModel(provider.url + "/v1/chat/completions", scenario) as model,
+    ):
+        yield model
 
 
 def collect(source: reactivex.Observable[ChatEvent]) -> tuple[list[ChatEvent], Any]:
@@ -52,10 +64,7 @@ def same(a: list[ChatEvent], b: list[ChatEvent]) -> None:
 
 
 def test_a_live_tool_loop_round_trips(log: RedisStreamLog) -> None:
-    with (
-        DevServer.run_in_thread() as provider,
-        ChatModel(provider.url + "/v1/chat/completions", "weather") as model,
-    ):
+    with embedded("weather") as model:
         stream = model.prompt("Weather in Paris?").tools(get_weather)
         stream = stream.event_filter(ChatEventFilter.all()).stream()
         original, ending = collect(stream.pipe(tee_to_redis(log)))
@@ -66,10 +75,7 @@ def test_a_live_tool_loop_round_trips(log: RedisStreamLog) -> None:
 
 
 def test_a_failed_stream_fails_again_with_the_same_error(log: RedisStreamLog) -> None:
-    with (
-        DevServer.run_in_thread() as provider,
-        ChatModel(provider.url + "/v1/chat/completions", "error-frame") as model,
-    ):
+    with embedded("error-frame") as model:
         original, ending = collect(model.prompt("Hi").stream().pipe(tee_to_redis(log, "r1")))
     assert isinstance(ending, ProviderError)
     back, back_ending = collect(read_from_redis(log, "r1"))
@@ -90,10 +96,7 @@ def test_a_replayed_recording_round_trips_with_raw_frames(log: RedisStreamLog) -
 
 
 def test_a_reader_follows_a_live_stream_and_resumes_after_any_entry(log: RedisStreamLog) -> None:
-    with (
-        DevServer.run_in_thread() as provider,
-        ChatModel(provider.url + "/v1/chat/completions", "slow:30:0.02") as model,
-    ):
+    with embedded("slow:30:0.02") as model:
         live: list[ChatEvent] = []
         first = threading.Event()
         source = (
