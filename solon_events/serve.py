@@ -6,10 +6,18 @@
 - ``POST /agui``: AG-UI (body: ``RunAgentInput``; needs the ``agui`` extra);
 - ``POST /events``: our own events as SSE, one JSON object per event (body:
   ``{"messages": [{"role": ..., "content": ...}]}``);
-- ``GET /``: a self-contained chat page that speaks the Vercel protocol.
+- ``GET /``: a self-contained chat page that speaks the Vercel protocol;
+- ``POST /stop`` (``{"response_id": ...}``): stop a running response.
 
 The handlers are the methods of a :class:`Gateway`, usable one by one in an application
 of your own. Every stream carries the response id in the ``x-response-id`` header.
+
+With a Redis log (``redis=``; :mod:`solon_events.resume`, :mod:`solon_events.redis_log`)
+every response is written to a Redis stream as it is produced and its clients read it
+from there: each SSE event carries its entry id, a ``GET`` of the same path with
+``?resume=<response id>`` and ``Last-Event-ID`` (or ``&after=<id>``) continues after that
+id on any replica, the response goes on when its client leaves (``on_disconnect``), and a
+stop request reaches the replica that runs it over pub/sub.
 
 Safe by default: only the server's own tools run on the server (AG-UI frontend tools go
 back to the client as pending tool calls); an optional bearer token, compared in constant
@@ -18,11 +26,12 @@ foreign web page cannot post without a CORS preflight); CORS closed unless origi
 listed (a request from an unlisted origin gets 403); a malformed body gets 400 with the
 reason. The model's API key is never part of any response.
 
-A client that disconnects cancels the model request at once (the connection is watched
-while the model is silent, too); a client that reads slower than the model writes is
-served through the socket's drain, and once more than ``max_buffer`` bytes wait for it
-the model request is stopped and the stream ends with the protocol's error event.
-Failures always end the stream with the protocol's error event.
+Without Redis, a client that disconnects cancels the model request at once (the
+connection is watched while the model is silent, too); a client that reads slower than
+the model writes is served through the socket's drain, and once more than ``max_buffer``
+bytes wait for it the model request is stopped and the stream ends with the protocol's
+error event (with Redis, the events wait in Redis, bounded by its ``maxlen``). Failures
+always end the stream with the protocol's error event.
 """
 
 from __future__ import annotations
