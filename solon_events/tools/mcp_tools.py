@@ -30,7 +30,7 @@ import orjson
 
 from ..errors import ToolCallError
 from ..loop_thread import EventLoopThread
-from .context import ToolContext, ToolProgress
+from .context import ToolContext
 from .shape import Unsupported, inline_refs
 from .tool import Tool, ToolSet
 
@@ -40,6 +40,7 @@ INSTALL_HINT = "pip install 'solon-events[mcp]'"
 """What to run for MCP support."""
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_Report = Callable[[float, "float | None", "str | None"], None]
 
 
 def _import_mcp() -> Any:
@@ -126,16 +127,17 @@ class _Session:
             raise ToolCallError(f"MCP server {self.label}: the connection is closed")
         return self._io.submit(coro)
 
-    async def call(
-        self, name: str, arguments: dict[str, Any], report: Callable[[ToolProgress], None]
-    ) -> Any:
-        """Call tool ``name`` on the server; the result, or ToolCallError (on this loop)."""
+    async def call(self, name: str, arguments: dict[str, Any], report: _Report) -> Any:
+        """Call tool ``name`` on the server; the result, or ToolCallError (on this loop).
+
+        ``report`` receives the server's progress notifications (progress, total, message).
+        """
         assert self._ended is not None
         if self._failure is not None or self._client is None:
             raise ToolCallError(self._gone(), tool_name=name)
 
         async def progress(value: float, total: float | None, message: str | None) -> None:
-            report(ToolProgress(value, total, message))
+            report(value, total, message)
 
         mcp = _import_mcp()
         call = asyncio.ensure_future(
@@ -162,6 +164,11 @@ class _Session:
                 raise ToolCallError(self._gone(), tool_name=name) from error
             raise ToolCallError(
                 f"MCP server {self.label}: tool {name!r}: {error.message}", tool_name=name
+            ) from error
+        except Exception as error:  # the SDK's own failures (a malformed result, say)
+            raise ToolCallError(
+                f"MCP server {self.label}: tool {name!r}: {_innermost_message(error)}",
+                tool_name=name,
             ) from error
 
     def _gone(self) -> str:
@@ -293,11 +300,7 @@ class McpTool(Tool[..., str]):
             )
         report = context.progress if context is not None else _ignore
         future = self._session.submit(
-            self._session.call(
-                self._server_name,
-                dict(arguments or {}),
-                lambda p: report(p.progress, p.total, p.message),
-            )
+            self._session.call(self._server_name, dict(arguments or {}), report)
         )
         result = await asyncio.wrap_future(future)
         text = _result_text(result)
