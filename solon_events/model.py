@@ -268,13 +268,15 @@ class _ResponsePipeline:
         observer: abc.ObserverBase[ChatEvent],
         lifecycle: _Lifecycle,
         redactor: Redactor,
+        partial_arguments: bool = False,
     ) -> None:
         self._plan = plan
         self._event_filter = event_filter
+        self._partial_arguments = partial_arguments
         self._observer = observer
         self._lifecycle = lifecycle
         self._redactor = redactor
-        self._head: stages.RespondStage | None = None
+        self._head: stages.Sink | None = None
         self._upstream: abc.DisposableBase | None = None
         self._ended = False
         self.on_next = observer.on_next
@@ -292,13 +294,14 @@ class _ResponsePipeline:
         except Exception as exc:  # a request that cannot even be built
             self._fail(exc)
 
-    def _open(self, response_id: str | None = None) -> stages.RespondStage:
+    def _open(self, response_id: str | None = None) -> stages.Sink:
         if self._head is None:
             self._head = stages.respond(
                 self,
                 response_id=response_id,
                 event_filter=self._event_filter,
                 fold_steps=False,
+                partial_arguments=self._partial_arguments,
             )
         return self._head
 
@@ -348,6 +351,7 @@ class ChatPrompt:
     _options: Mapping[str, Any] = attrs.field(factory=dict)
     _event_filter: EventFilter | None = None
     _auto_tool_call: bool = True
+    _partial_arguments: bool = False
     # Sees every raw frame received, in order (solon_events.recording.record sets it).
     _frame_tap: Callable[[Frame], Any] | None = None
     _client_tools: tuple[ToolSpec, ...] = ()
@@ -381,6 +385,11 @@ class ChatPrompt:
     def auto_tool_call(self, flag: bool = True) -> ChatPrompt:
         """Whether tool calls are executed and sent back automatically (default True)."""
         return attrs.evolve(self, auto_tool_call=bool(flag))
+
+    def partial_arguments(self, flag: bool = True) -> ChatPrompt:
+        """Whether every tool-call argument delta carries the arguments parsed so far
+        (default off; see :func:`~solon_events.operators.partial_arguments`)."""
+        return attrs.evolve(self, partial_arguments=bool(flag))
 
     def _plan(self) -> StepPlan:
         model = self._model
@@ -423,13 +432,16 @@ class ChatPrompt:
         """
         plan = self._plan()
         event_filter = self._event_filter
+        partial_arguments = self._partial_arguments
         model = self._model
 
         def subscribe(
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             lifecycle = model._lifecycle
-            pipeline = _ResponsePipeline(plan, event_filter, observer, lifecycle, model._redactor)
+            pipeline = _ResponsePipeline(
+                plan, event_filter, observer, lifecycle, model._redactor, partial_arguments
+            )
             if not lifecycle.admit(pipeline):
                 pipeline.fail(ChatError("this ChatModel is closed"))
             return Disposable(pipeline.dispose)

@@ -18,6 +18,7 @@ from reactivex import operators as ops
 
 from .core import stages
 from .core.parsing import ParseStage
+from .core.partial_arguments import PartialArgumentsStage
 from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
 from .dialects.base import ChatDialect, get_dialect
 from .events import TYPES, ChatEvent
@@ -30,6 +31,7 @@ __all__ = [
     "guard",
     "normalize",
     "parse",
+    "partial_arguments",
     "reduce_response",
     "respond",
     "text_deltas",
@@ -116,21 +118,49 @@ def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
 
 
 def respond(
-    *, response_id: str | None = None, event_filter: Callable[[ChatEvent], bool] | None = None
+    *,
+    response_id: str | None = None,
+    event_filter: Callable[[ChatEvent], bool] | None = None,
+    partial_arguments: bool = False,
 ) -> Operator:
     """``normalize()``, ``aggregate()`` and ``guard(event_filter)`` fused into one operator.
 
     The same stages with direct calls between them instead of three subscriptions; what
     :func:`~solon_events.replay` and :class:`~solon_events.ChatModel` use. It expects
     :func:`parse` upstream: steps end with their response and failures carry their
-    ``partial_response``, so events are not folded a second time.
+    ``partial_response``, so events are not folded a second time. ``partial_arguments=True``
+    does what :func:`partial_arguments` does, in front of them.
     """
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
     return _stage_operator(
         lambda observer: stages.respond(
-            observer, response_id=response_id, event_filter=event_filter, fold_steps=False
+            observer,
+            response_id=response_id,
+            event_filter=event_filter,
+            fold_steps=False,
+            partial_arguments=partial_arguments,
         )
     )
+
+
+def partial_arguments() -> Operator:
+    """Every TOOL_CALL_ARGS_DELTA and SERVER_TOOL_ARGS_DELTA gets a ``tool_call`` whose
+    ``arguments`` are the call's arguments parsed so far.
+
+    The snapshot is a :class:`~solon_events.ToolCall` (id, name, index, and ``arguments``
+    as a dict that later deltas never change; its ``arguments_str`` is empty, the deltas
+    carry the text). Each delta is parsed once, by a
+    :class:`~solon_events.PartialJsonParser` per call, so a long argument costs linear
+    time; an input that is not JSON (a free-form tool's) has ``{}``. Use it anywhere after
+    :func:`parse`::
+
+        replay("call.jsonl").pipe(
+            partial_arguments(),
+            ops.filter(lambda e: e.type is ChatEventType.TOOL_CALL_ARGS_DELTA),
+            ops.map(lambda e: e.tool_call.arguments),
+        ).subscribe(print)  # {} {'city': ''} {'city': 'Par'} {'city': 'Paris'} ...
+    """
+    return _stage_operator(PartialArgumentsStage)
 
 
 def _is_text_delta(event: ChatEvent) -> bool:

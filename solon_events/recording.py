@@ -123,11 +123,13 @@ class Recording:
         self,
         dialect: str | ChatDialect | None = None,
         event_filter: Callable[[ChatEvent], bool] | None = None,
+        partial_arguments: bool = False,
     ) -> Observable[ChatEvent]:
         """The recorded response's events, as the live pipeline made them, each with
         ``attrs["received_at"]``: the arrival time of the frame that produced it (a step's
         STEP_START has the time its request was sent; an event made at the end, such as
-        RESPONSE_END, the last frame's). ``dialect`` defaults to the header's."""
+        RESPONSE_END, the last frame's). ``dialect`` defaults to the header's;
+        ``partial_arguments`` as in :func:`~solon_events.replay`."""
         import reactivex
         from reactivex import operators as ops
 
@@ -166,7 +168,12 @@ class Recording:
 
             steps = [step_events(step) for step in self.steps]
             return reactivex.concat(*steps).pipe(
-                respond(response_id=response_id, event_filter=event_filter), ops.map(stamp)
+                respond(
+                    response_id=response_id,
+                    event_filter=event_filter,
+                    partial_arguments=partial_arguments,
+                ),
+                ops.map(stamp),
             )
 
         return reactivex.defer(timed_replay)
@@ -216,11 +223,14 @@ def replay_recording(
     source: str | os.PathLike[str] | bytes,
     dialect: str | ChatDialect | None = None,
     event_filter: Callable[[ChatEvent], bool] | None = None,
+    partial_arguments: bool = False,
 ) -> Observable[ChatEvent]:
     """:meth:`Recording.replay` of the recording ``source``, read at each subscription."""
     import reactivex
 
-    return reactivex.defer(lambda _: read_recording(source).replay(dialect, event_filter))
+    return reactivex.defer(
+        lambda _: read_recording(source).replay(dialect, event_filter, partial_arguments)
+    )
 
 
 def is_recording(source: Any) -> bool:

@@ -50,6 +50,7 @@ def replay(
     source: ReplaySource,
     dialect: str | ChatDialect = "openai",
     event_filter: Callable[[ChatEvent], bool] | None = None,
+    partial_arguments: bool = False,
 ) -> Observable[ChatEvent]:
     """The event stream of a recorded response: parse, normalize, aggregate, guard.
 
@@ -59,10 +60,11 @@ def replay(
     the source again (an iterator source can be read only once). A recording made by
     ``solon-events record`` (:mod:`solon_events.recording`) replays with each event's
     arrival time in ``attrs["received_at"]``; with ``dialect="auto"`` (or None), in the
-    dialect its header names.
+    dialect its header names. ``partial_arguments=True`` gives every argument delta the
+    arguments parsed so far (see :func:`~solon_events.operators.partial_arguments`).
     """
     if is_recording(source):
-        return replay_recording(source, dialect, event_filter)  # type: ignore[arg-type]
+        return replay_recording(source, dialect, event_filter, partial_arguments)  # type: ignore[arg-type]
     chosen = get_dialect(dialect)
     if not isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike, Iterable)):
         raise TypeError(
@@ -76,7 +78,11 @@ def replay(
         """What parse() and respond() do, with direct calls: (run, stop) into ``observer``."""
         response_id = new_response_id()
         head = stages.respond(
-            observer, response_id=response_id, event_filter=event_filter, fold_steps=False
+            observer,
+            response_id=response_id,
+            event_filter=event_filter,
+            fold_steps=False,
+            partial_arguments=partial_arguments,
         )
         parser = ParseStage(chosen, head, response_id=response_id)
         parser.start()

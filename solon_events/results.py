@@ -35,6 +35,7 @@ __all__ = [
     "Usage",
     "new_citation",
     "new_message",
+    "new_partial_tool_call",
     "new_response",
     "new_search_result",
     "new_tool_call",
@@ -523,6 +524,21 @@ def new_tool_call(
     """``ToolCall(...)`` with its fields by position, built at a fraction of the keyword
     constructor's cost; ``arguments`` and ``arguments_str`` complete each other as there."""
     arguments, arguments_str = _completed(arguments, arguments_str)
+    return _tool_call(id, name, arguments, arguments_str, index)
+
+
+def new_partial_tool_call(
+    id: str | None, name: str, arguments: dict[str, Any], index: int
+) -> ToolCall:
+    """A call whose arguments are still streaming: ``arguments`` as parsed so far and an
+    empty ``arguments_str`` (the text so far is in the ARGS_DELTA events; a copy of it in
+    every snapshot would make a long argument cost quadratic time)."""
+    return _tool_call(id, name, arguments, "", index)
+
+
+def _tool_call(
+    id: str | None, name: str, arguments: dict[str, Any], arguments_str: str, index: int
+) -> ToolCall:
     this: Any = _ToolCallSlots()
     this.id = id
     this.name = name

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from partial_values import is_prefix
 
 from solon_events import PartialJsonParser
 from solon_events.core.partial_json import PartialJsonError
@@ -52,31 +53,6 @@ def splits(draw: st.DrawFn, text: str) -> list[str]:
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=max(1, len(text)))))
     edges = [0, *cuts, len(text)]
     return [text[a:b] for a, b in itertools.pairwise(edges)]
-
-
-def is_prefix(partial: Any, final: Any) -> bool:
-    """Whether ``partial`` is what a parser may show of ``final`` before the end: containers
-    with their first members (all but the last equal, the last itself a prefix), a string
-    cut anywhere, scalars whole."""
-    if isinstance(final, dict):
-        if not isinstance(partial, dict):
-            return False
-        keys = list(partial)
-        if keys != list(final)[: len(keys)]:
-            return False
-        return all(partial[k] == final[k] for k in keys[:-1]) and (
-            not keys or is_prefix(partial[keys[-1]], final[keys[-1]])
-        )
-    if isinstance(final, list):
-        if not isinstance(partial, list) or len(partial) > len(final):
-            return False
-        if not partial:
-            return True
-        last = len(partial) - 1
-        return partial[:last] == final[:last] and is_prefix(partial[last], final[last])
-    if isinstance(final, str):
-        return isinstance(partial, str) and final.startswith(partial)
-    return partial == final and type(partial) is type(final)
 
 
 def parse_in(fragments: list[str]) -> tuple[PartialJsonParser, list[Any]]:

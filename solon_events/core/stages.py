@@ -18,6 +18,7 @@ from ..filters import ChatEventFilter
 from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
 from .normalizer import PASSED_THROUGH, ChatEventNormalizer
+from .partial_arguments import PartialArgumentsStage
 from .session import ChatStreamSession
 
 __all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "RespondStage", "Sink", "respond"]
@@ -360,11 +361,15 @@ def respond(
     response_id: str | None = None,
     event_filter: Callable[[ChatEvent], bool] | None = None,
     fold_steps: bool = True,
-) -> RespondStage:
+    partial_arguments: bool = False,
+) -> RespondStage | PartialArgumentsStage:
     """normalize -> aggregate -> guard as one :class:`RespondStage` into ``down``.
 
-    Returns the head to push events into; RESPONSE_START is emitted at once.
+    Returns the head to push events into; RESPONSE_START is emitted at once. With
+    ``partial_arguments``, a :class:`~solon_events.core.partial_arguments.PartialArgumentsStage`
+    in front gives every argument delta the arguments parsed so far.
     """
-    return RespondStage(
+    head = RespondStage(
         down, response_id=response_id, event_filter=event_filter, fold_steps=fold_steps
     )
+    return PartialArgumentsStage(head) if partial_arguments else head

@@ -8,6 +8,7 @@ a :class:`~.turns.Script` (encoded by the route's wire format), or a :class:`Rep
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -34,6 +35,7 @@ from .turns import (
 )
 
 __all__ = [
+    "REPORT_TOOL",
     "SCENARIOS",
     "BodyReply",
     "DropReply",
@@ -44,6 +46,7 @@ __all__ = [
     "StatusReply",
     "example_arguments",
     "plan",
+    "report_arguments",
 ]
 
 HTML_BODY = "<!DOCTYPE html><html><body>Not here</body></html>"
@@ -210,6 +213,48 @@ def _tool_call(tool: ToolDecl) -> ToolCallPart:
     return ToolCallPart(tool.name, _fragments(arguments))
 
 
+REPORT_TOOL = "write_report"
+"""The tool the ``long-args`` scenario calls."""
+
+
+def report_arguments(sections: int) -> dict[str, Any]:
+    """The long, nested argument of the ``long-args`` scenario: a report of ``sections``
+    sections (paragraphs, a table with a null, escapes and non-ASCII text)."""
+    return {
+        "title": 'Quarterly report: "Paris" & <Lyon> \u2014 d\u00e9j\u00e0 vu',
+        "draft": False,
+        "version": 3,
+        "sections": [
+            {
+                "heading": f"Section {number}",
+                "paragraphs": [
+                    f"Paragraph {line} of section {number}: sales grew {number + line}.5 % "
+                    f'in the "north" region,\nled by caf\u00e9s \U0001f4c8.'
+                    for line in range(1, 4)
+                ],
+                "table": {
+                    "columns": ["city", "sales", "change"],
+                    "rows": [["Paris", 1200 + number, 0.25 * number], ["Nice", None, -1.5]],
+                },
+            }
+            for number in range(1, sections + 1)
+        ],
+        "tags": ["finance", "q3", "r\u00e9sum\u00e9"],
+    }
+
+
+def _long_args(view: RequestView, args: Sequence[str]) -> Script:
+    if view.tool_results:
+        answer = f"The report is written ({view.tool_results[-1]})."
+        parts: list[Part] = [Text(chunk) for chunk in _chunks(answer, 4)]
+        return Script([*parts, Finish("stop")], TurnUsage(prompt=900, completion=12))
+    text = json.dumps(report_arguments(_int(args, 0, 4)))  # \u escapes, cut anywhere below
+    fragments = tuple(text[start : start + 16] for start in range(0, len(text), 16))
+    parts = [Thinking("The user wants the report written; I call write_report."),
+             ToolCallPart(REPORT_TOOL, fragments, streamed=True), Finish("tool_calls")]  # fmt: skip
+    return Script(parts, TurnUsage(prompt=60, completion=len(text) // 4, thinking=12))
+
+
 def _echo(view: RequestView, args: Sequence[str]) -> Script:
     words = _words(view.user_text)
     parts: list[Part] = [Text(word) for word in words]
@@ -365,5 +410,10 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "drop": (_drop, "drop:<n> - the first n requests lose their connection, then echo"),
     "deep-error": (_deep_error, "deep-error:<code>:<depth> - an error body nested depth deep"),
     "echo-key": (_echo_key, "echo-key:<frame|status|page|text|malformed> - quotes the API key"),
+    "long-args": (
+        _long_args,
+        "long-args:<n> - a write_report call whose long, nested argument (n sections) streams "
+        "in 16-character pieces (Gemini: partialArgs); then the answer",
+    ),
 }
 """Each scenario's planner and a one-line description."""

@@ -51,10 +51,15 @@ class Text:
 
 @attrs.frozen
 class ToolCallPart:
-    """A whole tool call, its JSON arguments streamed as ``fragments`` where the wire allows."""
+    """A whole tool call, its JSON arguments streamed as ``fragments`` where the wire allows.
+
+    ``streamed`` calls go to Gemini as ``partialArgs`` (a JSON path and a value, strings
+    in pieces) rather than whole ``args``.
+    """
 
     name: str
     fragments: tuple[str, ...]
+    streamed: bool = False
 
     @property
     def arguments_json(self) -> str:

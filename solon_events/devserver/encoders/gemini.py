@@ -1,15 +1,17 @@
 """Gemini ``streamGenerateContent?alt=sse``: each frame a whole ``GenerateContentResponse``.
 
 Frames end with CRLF line ends, as Google sends them. Thinking parts carry
-``"thought": true``; a function call comes whole in one part (with a ``thoughtSignature``);
-the finish reason is ``STOP`` for answers and tool calls alike.
+``"thought": true``; a function call comes whole in one part (with a ``thoughtSignature``),
+or, when streamed, as ``partialArgs`` pieces after a part naming it; the finish reason is
+``STOP`` for answers and tool calls alike.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..turns import ToolCallPart, TurnUsage
@@ -99,13 +101,23 @@ class GeminiWire(Wire):
         return [self._chunk([{"text": text}])]
 
     def tool_call(self, call: ToolCallPart) -> list[Frame]:
-        """One ``functionCall`` part with the whole ``args`` and a ``thoughtSignature``."""
+        """One ``functionCall`` part with the whole ``args`` and a ``thoughtSignature``; a
+        streamed call: the part naming it, one ``partialArgs`` entry per frame, a closing part."""
         signature = base64.b64encode(secrets.token_bytes(48)).decode()
-        part = {
-            "functionCall": {"name": call.name, "args": call.arguments},
-            "thoughtSignature": signature,
-        }
-        return [self._chunk([part])]
+        if not call.streamed:
+            part = {
+                "functionCall": {"name": call.name, "args": call.arguments},
+                "thoughtSignature": signature,
+            }
+            return [self._chunk([part])]
+        opening = {"functionCall": {"name": call.name, "willContinue": True}}
+        frames = [self._chunk([{**opening, "thoughtSignature": signature}])]
+        frames += [
+            self._chunk([{"functionCall": {"partialArgs": [entry], "willContinue": True}}])
+            for entry in _partial_args(call.arguments, "$")
+        ]
+        frames.append(self._chunk([{"functionCall": {}}]))
+        return frames
 
     def finish(self, reason: str) -> list[Frame]:
         """An empty text part with ``finishReason: STOP`` and the full ``usageMetadata``."""
@@ -114,6 +126,40 @@ class GeminiWire(Wire):
     def error(self, message: str) -> list[Frame]:
         """An ``{"error": {...}}`` frame (503 ``UNAVAILABLE``)."""
         return [self.error_body(503, message)]
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PIECE = 16  # characters of a string value per partialArgs entry
+
+
+def _partial_args(value: Any, path: str) -> Iterator[dict[str, Any]]:
+    """The ``partialArgs`` entries that say ``value`` at ``path``, members in order (an
+    empty object or array says nothing)."""
+    if isinstance(value, Mapping):
+        for key, member in value.items():
+            step = (
+                f".{key}"
+                if _NAME.fullmatch(key)
+                else "['" + re.sub(r"(['\\])", r"\\\1", key) + "']"
+            )
+            yield from _partial_args(member, path + step)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _partial_args(item, f"{path}[{index}]")
+    elif isinstance(value, str):
+        for start in range(0, len(value), _PIECE):
+            yield {
+                "jsonPath": path,
+                "stringValue": value[start : start + _PIECE],
+                "willContinue": True,
+            }
+        yield {"jsonPath": path, "stringValue": ""}
+    elif isinstance(value, bool):
+        yield {"jsonPath": path, "boolValue": value}
+    elif value is None:
+        yield {"jsonPath": path, "nullValue": None}
+    else:
+        yield {"jsonPath": path, "numberValue": value}
 
 
 def _text_parts(parts: Any) -> str:
