@@ -20,6 +20,7 @@ from .core import stages
 from .core.parsing import ParseStage
 from .core.partial_arguments import PartialArgumentsStage
 from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
+from .core.structured import JsonAnswer, Schema
 from .dialects.base import ChatDialect, get_dialect
 from .events import TYPES, ChatEvent
 from .filters import ChatEventFilter
@@ -32,6 +33,7 @@ __all__ = [
     "normalize",
     "parse",
     "partial_arguments",
+    "partial_json",
     "reduce_response",
     "respond",
     "text_deltas",
@@ -161,6 +163,49 @@ def partial_arguments() -> Operator:
         ).subscribe(print)  # {} {'city': ''} {'city': 'Par'} {'city': 'Paris'} ...
     """
     return _stage_operator(PartialArgumentsStage)
+
+
+def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Observable[Any]]:
+    """A response's TEXT_DELTAs -> successive partial values of its JSON answer.
+
+    For a response asked for JSON (``response_format``, a JSON schema, or any answer that
+    is JSON): each time the answer's value grows, its partial value (as
+    :meth:`~solon_events.PartialJsonParser.value` gives it: plain dicts and lists that
+    later text never changes). Only the last step's text counts, and a Markdown code fence
+    around the JSON is skipped. On completion the whole answer is checked: ``schema`` may
+    be an attrs class (the last value emitted is then an instance of it) or a JSON schema
+    (a mapping); both need ``pip install 'solon-events[structured]'``. An answer that is
+    not JSON, is cut short or does not fit fails the stream with ``ValueError``::
+
+        model.prompt("List three cities as JSON").stream().pipe(partial_json()).subscribe(print)
+    """
+    JsonAnswer(schema)  # check the schema now
+
+    def operator(source: Observable[ChatEvent]) -> Observable[Any]:
+        def subscribe(
+            observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            answer = JsonAnswer(schema)
+
+            def on_next(event: ChatEvent) -> None:
+                if answer.add(event):
+                    observer.on_next(answer.value)
+
+            def on_completed() -> None:
+                try:
+                    whole = answer.finish()
+                except ValueError as error:
+                    observer.on_error(error)
+                    return
+                if whole is not answer.value:  # an attrs instance, a number ended by the end
+                    observer.on_next(whole)
+                observer.on_completed()
+
+            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+
+        return reactivex.create(subscribe)
+
+    return operator
 
 
 def _is_text_delta(event: ChatEvent) -> bool:
