@@ -50,6 +50,10 @@ def _responses_delta(p: dict[str, Any]) -> bool:
     return p.get("type") == "response.output_text.delta"
 
 
+def _responses_text(p: dict[str, Any]) -> str:
+    return str(p["delta"])
+
+
 @attrs.frozen
 class Recording:
     """A corpus recording of one dialect, split into head, text deltas and tail."""
@@ -62,6 +66,8 @@ class Recording:
     tail: tuple[bytes, ...]
     event_lines: bool
     """Whether the provider names each SSE event (``event: <type>``)."""
+    text_of: Callable[[dict[str, Any]], str] | None
+    """A delta's text when the tail restates the whole text (see ``_Source.text_of``)."""
     done: bool
     """Whether the provider ends the stream with ``data: [DONE]``."""
 
@@ -77,14 +83,24 @@ class _Source:
     name: str
     dialect: str
     is_delta: Callable[[dict[str, Any]], bool]
+    text_of: Callable[[dict[str, Any]], str] | None = None
+    """A delta's text, for a provider whose tail restates the whole text (OpenAI Responses'
+    ``*.done`` events and final output); None: the tail restates nothing."""
     event_lines: bool = False
     done: bool = False
 
 
 SOURCES = (
     _Source("openai-chat", "openai-text.jsonl", "openai", _openai_delta, done=True),
-    _Source("openai-responses", "azure-text.1.jsonl", "openai-responses", _responses_delta, True),
-    _Source("anthropic", "anthropic-text.jsonl", "anthropic", _anthropic_delta, True),
+    _Source(
+        "openai-responses",
+        "azure-text.1.jsonl",
+        "openai-responses",
+        _responses_delta,
+        _responses_text,
+        event_lines=True,
+    ),
+    _Source("anthropic", "anthropic-text.jsonl", "anthropic", _anthropic_delta, event_lines=True),
     _Source("gemini", "google-text.jsonl", "gemini", _gemini_delta),
 )
 """The recording each dialect is stretched from."""
@@ -116,6 +132,7 @@ def _split(source: _Source) -> Recording:
         deltas=tuple(p for p, mark in zip(payloads[first : last + 1], marks[first:]) if mark),
         tail=tuple(payloads[last + 1 :]),
         event_lines=source.event_lines,
+        text_of=source.text_of,
         done=source.done,
     )
 
@@ -127,7 +144,32 @@ def payloads(recording: Recording, frames: int) -> list[bytes]:
     count = max(0, frames - recording.fixed_frames)
     deltas = recording.deltas
     middle = list(deltas) * (count // len(deltas)) + list(deltas[: count % len(deltas)])
-    return [*recording.head, *middle, *recording.tail]
+    return [*recording.head, *middle, *_restated_tail(recording, middle)]
+
+
+def _restated_tail(recording: Recording, middle: list[bytes]) -> tuple[bytes, ...]:
+    """The tail, its restatements of the whole text (if any) made the stretched text, so
+    the stream stays what a provider would send."""
+    text_of = recording.text_of
+    if text_of is None:
+        return recording.tail
+    original = "".join(text_of(orjson.loads(p)) for p in recording.deltas)
+    stretched = "".join(text_of(orjson.loads(p)) for p in middle)
+    return tuple(
+        orjson.dumps(_replace_text(orjson.loads(p), original, stretched)) for p in recording.tail
+    )
+
+
+def _replace_text(value: Any, old: str, new: str) -> Any:
+    """``value`` with every ``"text": old`` in it, at any depth, made ``"text": new``."""
+    if isinstance(value, dict):
+        return {
+            key: new if key == "text" and item == old else _replace_text(item, old, new)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_replace_text(item, old, new) for item in value]
+    return value
 
 
 def sse_body(recording: Recording, payloads: list[bytes]) -> bytes:

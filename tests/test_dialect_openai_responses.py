@@ -25,6 +25,8 @@ from solon_events.dialects.openai_responses import OpenAIResponsesDialect
 from solon_events.errors import ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
 from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from solon_events.operators import final_response
+from solon_events.replay import replay
 from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 
 T = ChatEventType
@@ -190,6 +192,103 @@ def test_items_already_streamed_are_not_repeated_from_the_completed_output() -> 
     events, _ = parse([created(), *stream, completed(USAGE, [final])])
     assert texts(events, T.TEXT_DELTA) == "Hi"
     assert len(of(events, T.TEXT_END)) == 1
+
+
+def final_text(frames: list[Any]) -> str:
+    """The text of the response that replay() makes of ``frames``."""
+    response = replay(frames, dialect="openai-responses").pipe(final_response()).run()
+    return response.message.text
+
+
+def renamed_per_event(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``frames`` as some compatible servers send them (GitHub Copilot's among them): a new
+    ``item_id`` (and item ``id``) on every event of one output item."""
+    out = []
+    for n, frame in enumerate(frames):
+        frame = dict(frame)
+        if "item_id" in frame:
+            frame["item_id"] = f"{frame['item_id']}-{n}"
+        if isinstance(frame.get("item"), dict) and "id" in frame["item"]:
+            frame["item"] = frame["item"] | {"id": f"{frame['item']['id']}-{n}"}
+        out.append(frame)
+    return out
+
+
+def test_an_item_whose_id_changes_on_every_event_is_one_block_keyed_by_position() -> None:
+    stream = message_stream(parts=("The ", "answer ", "is ", "42."))
+    final = stream[-1]["item"]
+    frames = renamed_per_event([created(), *stream, completed(USAGE, [final])])
+    events, _ = parse(frames)
+    assert texts(events, T.TEXT_DELTA) == "The answer is 42."
+    blocks = of(events, T.TEXT_START, T.TEXT_END)
+    assert [e.type for e in blocks] == [T.TEXT_START, T.TEXT_END]
+    assert {e.item_id for e in of(events, T.TEXT_START, T.TEXT_DELTA, T.TEXT_END)} == {"msg_1-1"}
+    assert final_text(frames) == "The answer is 42."
+
+
+def test_two_items_whose_ids_change_stay_apart_by_position() -> None:
+    first = message_stream("msg_a", 0, ("one",))
+    second = message_stream("msg_b", 1, ("two",))
+    frames = renamed_per_event([created(), *first, *second, completed(USAGE)])
+    events, _ = parse(frames)
+    assert [(e.type, e.index) for e in of(events, T.TEXT_START, T.TEXT_END)] == [
+        (T.TEXT_START, 0),
+        (T.TEXT_END, 0),
+        (T.TEXT_START, 1),
+        (T.TEXT_END, 1),
+    ]
+    assert final_text(frames) == "onetwo"
+
+
+def rewritten_stream(done_kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Deltas that say one thing and final texts (in ``done_kinds``) that say another."""
+    frames = [
+        f
+        for f in message_stream(parts=("It ran ", "successfully."))
+        if f["type"]
+        in (
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+        )
+    ]
+    final = "It ran successfully in the container."
+    part = {"type": "output_text", "text": final, "annotations": []}
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": [part]}
+    ends = {
+        "response.output_text.done": ev(
+            "response.output_text.done", "msg_1", content_index=0, text=final
+        ),
+        "response.content_part.done": ev(
+            "response.content_part.done", "msg_1", content_index=0, part=part
+        ),
+        "response.output_item.done": done(0, item),
+    }
+    frames += [ends[kind] for kind in done_kinds]
+    return [created(), *frames, completed(USAGE, [item])]
+
+
+@pytest.mark.parametrize(
+    "done_kinds",
+    [
+        ("response.output_text.done", "response.content_part.done", "response.output_item.done"),
+        ("response.content_part.done",),
+        ("response.output_item.done",),
+        (),
+    ],
+)
+def test_a_final_text_that_does_not_extend_the_deltas_replaces_them(done_kinds: tuple) -> None:
+    frames = rewritten_stream(done_kinds)
+    events, _ = parse(frames)
+    assert texts(events, T.TEXT_DELTA) == "It ran successfully."
+    ends = of(events, T.TEXT_END)
+    assert [e.text for e in ends] == ["It ran successfully in the container."]
+    assert final_text(frames) == "It ran successfully in the container."
+
+
+def test_a_final_text_that_extends_the_deltas_closes_the_block_without_text() -> None:
+    events, _ = parse([created(), *message_stream(parts=("Hel", "lo")), completed(USAGE)])
+    assert [e.text for e in of(events, T.TEXT_END)] == [None]
 
 
 # citations
@@ -954,9 +1053,13 @@ def text_done(text: str) -> dict[str, Any]:
 
 
 NEAR_MISSES: dict[str, tuple[dict[str, Any], list[tuple[Any, ...]]]] = {
-    "never opened item": (
+    "another item_id at the same position": (
         {"item_id": "msg_9", "delta": "x"},
-        [(T.TEXT_START, None, "msg_9", 0), (T.TEXT_DELTA, "x", "msg_9", 0)],
+        [(T.TEXT_DELTA, "x", "msg_1", 0)],
+    ),
+    "an item_id never added": (
+        {"item_id": "msg_9", "output_index": DROP, "delta": "x"},
+        [(T.TEXT_START, None, "msg_9", -1), (T.TEXT_DELTA, "x", "msg_9", -1)],
     ),
     "other content_index": ({"content_index": 1, "delta": "x"}, [(T.TEXT_DELTA, "x", "msg_1", 0)]),
     "content_index True": (

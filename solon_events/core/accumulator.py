@@ -64,7 +64,8 @@ class _CallParts:
 class ChatAccumulator:
     """Folds the events of one step into its :class:`ChatResponse` (create one per step).
 
-    Text, thinking and refusal are concatenated; tool calls are keyed by index, else by
+    Text, thinking and refusal are concatenated (a TEXT_END with ``text`` replaces its
+    block's deltas by that final text); tool calls are keyed by index, else by
     id; citations and search results keep every occurrence; media blocks are kept once
     each, in event order with the text around them; within a step the latest usage
     snapshot wins (provider snapshots are cumulative and are never added).
@@ -80,6 +81,7 @@ class ChatAccumulator:
         "_search_results",
         "_text",
         "_text_flushed",
+        "_text_start",
         "_thinking",
         "errors",
         "finish_reason",
@@ -98,6 +100,7 @@ class ChatAccumulator:
         self._search_results: list[SearchResult] = []
         self._blocks: list[Any] = []
         self._text_flushed = 0
+        self._text_start = 0
         self.usage: Usage | None = None
         """The latest usage snapshot of the step."""
         self.finish_reason: str | None = None
@@ -171,6 +174,16 @@ class ChatAccumulator:
     def _on_text(self, event: ChatEvent) -> None:
         if event.text:
             self._text.append(event.text)
+
+    def _on_text_start(self, event: ChatEvent) -> None:
+        self._text_start = len(self._text)
+
+    def _on_text_end(self, event: ChatEvent) -> None:
+        # A TEXT_END with text carries the provider's final text of the block, which
+        # replaces what its deltas said (a server that rewrote the text at the end).
+        if event.text is not None:
+            start = max(self._text_start, self._text_flushed)
+            self._text[start:] = [event.text]
 
     def _on_thinking(self, event: ChatEvent) -> None:
         if event.text:
@@ -263,6 +276,8 @@ class ChatAccumulator:
 
 _HANDLERS: dict[ChatEventType, Callable[[ChatAccumulator, ChatEvent], None]] = {
     _T.TEXT_DELTA: ChatAccumulator._on_text,
+    _T.TEXT_START: ChatAccumulator._on_text_start,
+    _T.TEXT_END: ChatAccumulator._on_text_end,
     _T.THINKING_DELTA: ChatAccumulator._on_thinking,
     _T.REFUSAL_DELTA: ChatAccumulator._on_refusal,
     _T.TOOL_CALL_START: ChatAccumulator._on_call,

@@ -143,6 +143,7 @@ class _Hot:
         "part",
         "part_key",
         "pending",
+        "streamed",
         "sub_type",
     )
 
@@ -158,6 +159,7 @@ class _Hot:
         event: ChatEventType,
         sub_type: str | None = None,
         calls: ToolCallAssembler | None = None,
+        streamed: list[str] | None = None,
     ) -> None:
         self.kind = kind
         """The event type of the part's deltas."""
@@ -174,6 +176,8 @@ class _Hot:
         """The assembler to send arguments through (for a call's arguments)."""
         self.pending = 0
         """Characters sent on the fast path, not yet counted in ``_Stream.sent``."""
+        self.streamed = streamed
+        """A text part's deltas so far (``_Stream.streamed``), which the fast path extends."""
 
 
 class _Stream:
@@ -191,6 +195,7 @@ class _Stream:
         "open_thinking",
         "sent",
         "server_started",
+        "streamed",
         "thinking_part",
     )
 
@@ -199,6 +204,8 @@ class _Stream:
         self.closed_calls: set[str] = set()
         self.sent: dict[tuple[str, str, int], int] = {}
         """How much of each part was sent: characters of text, count of annotations."""
+        self.streamed: dict[tuple[str, str, int], list[str]] = {}
+        """Each text part's deltas, to tell whether its final text extends them."""
         self.open_text: set[str] = set()
         self.open_thinking: set[str] = set()
         self.thinking_part: tuple[str, str, int] | None = None
@@ -206,7 +213,8 @@ class _Stream:
         self.server_started: set[str] = set()
         self.done_items: set[str] = set()
         self.by_index: dict[int, str] = {}
-        """output_index -> item key, for events that carry no ``item_id``."""
+        """output_index -> the key of the item added there: an item is keyed by its position
+        first, since some servers send another ``item_id`` on every event of one item."""
         self.formats: dict[str, str] = {}
         """image generation item key -> output format."""
         self.hot: _Hot | None = None
@@ -274,6 +282,8 @@ class OpenAIResponsesDialect(ChatDialect):
             pass
         if text is not None:
             hot.pending += len(text)
+            if hot.streamed is not None:
+                hot.streamed.append(text)
             if hot.calls is None:
                 ctx.send(
                     hot.event, text=text, index=index, item_id=key, sub_type=hot.sub_type, raw=frame
@@ -428,7 +438,7 @@ def _on_item_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
         ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
         return
     index = _index(frame.get("output_index"))
-    key = _item_key(item.get("id"), index)
+    key = _key_at(st, item.get("id"), index)
     if index >= 0:
         st.by_index[index] = key
     kind = item.get("type")
@@ -454,7 +464,7 @@ def _finish_item(
     ctx: ChatStreamContext, st: _Stream, item: _Frame, index: int, frame: _Frame
 ) -> None:
     """Complete and close one output item; an item already finished is skipped."""
-    key = _item_key(item.get("id"), index)
+    key = _key_at(st, item.get("id"), index)
     if key in st.done_items:
         return
     st.done_items.add(key)
@@ -543,9 +553,7 @@ def _complete_part(
     """Send what a finished content part holds beyond what was streamed of it."""
     kind = part.get("type")
     if kind == "output_text":
-        _text(
-            ctx, st, key, index, _catch_up(st, ("text", key, part_index), part.get("text")), frame
-        )
+        _final_text(ctx, st, key, index, ("text", key, part_index), part.get("text"), frame)
         annotations = part.get("annotations")
         if isinstance(annotations, list):
             sent = st.sent.get(("annotation", key, part_index), 0)
@@ -567,6 +575,8 @@ def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
         part = _index(frame.get("content_index"))
         part_key = ("text", key, part)
         _sent(st, part_key, len(delta))
+        streamed = st.streamed.setdefault(part_key, [])
+        streamed.append(delta)
         index = _index(frame.get("output_index"))
         _open_text(ctx, st, key, index, frame)
         st.hot = _Hot(
@@ -577,14 +587,50 @@ def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
             part=part,
             index=index,
             event=_T.TEXT_DELTA,
+            streamed=streamed,
         )
         ctx.send(_T.TEXT_DELTA, text=delta, item_id=key, index=index, raw=frame)
 
 
 def _on_text_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     key = _frame_key(st, frame)
-    text = _catch_up(st, ("text", key, _index(frame.get("content_index"))), frame.get("text"))
-    _text(ctx, st, key, _index(frame.get("output_index")), text, frame)
+    part_key = ("text", key, _index(frame.get("content_index")))
+    _final_text(ctx, st, key, _index(frame.get("output_index")), part_key, frame.get("text"), frame)
+
+
+def _final_text(
+    ctx: ChatStreamContext,
+    st: _Stream,
+    key: str,
+    index: int,
+    part_key: tuple[str, str, int],
+    full: Any,
+    frame: _Frame,
+) -> None:
+    """A text part's final text (a ``*.done`` event or the completed output).
+
+    What extends the streamed deltas is sent as one more delta. A final text that does not
+    extend them (a server that rewrote the text) closes the block with a TEXT_END carrying
+    that text, which the step's response takes instead of the deltas: never a splice.
+    """
+    if not isinstance(full, str):
+        return
+    streamed = st.streamed.get(part_key)
+    if streamed is None or full.startswith(_joined(streamed)):
+        _text(ctx, st, key, index, _catch_up(st, part_key, full), frame)
+        return
+    streamed[:] = [full]
+    st.sent[part_key] = len(full)
+    _open_text(ctx, st, key, index, frame)
+    st.open_text.discard(key)
+    ctx.send(_T.TEXT_END, text=full, item_id=key, index=index, raw=frame)
+
+
+def _joined(fragments: list[str]) -> str:
+    """The fragments as one string, kept as the list's one element from then on."""
+    if len(fragments) > 1:
+        fragments[:] = ["".join(fragments)]
+    return fragments[0] if fragments else ""
 
 
 def _text(
@@ -1087,12 +1133,19 @@ def _item_key(item_id: Any, index: int) -> str:
 
 
 def _frame_key(st: _Stream, frame: _Frame) -> str:
-    """The key of the item an event belongs to (by ``item_id``, else ``output_index``)."""
-    item_id = frame.get("item_id")
-    if type(item_id) is str and item_id:
-        return item_id
-    index = _index(frame.get("output_index"))
-    return st.by_index.get(index) or _item_key(None, index)
+    """The key of the item an event belongs to (see :func:`_key_at`)."""
+    return _key_at(st, frame.get("item_id"), _index(frame.get("output_index")))
+
+
+def _key_at(st: _Stream, item_id: Any, index: int) -> str:
+    """The key of the item at output position ``index`` with id ``item_id``.
+
+    The item added at that position, whatever id this event gives it (some compatible
+    servers send a new ``item_id`` on every event of one item); else the id, else the
+    position.
+    """
+    known = st.by_index.get(index) if index >= 0 else None
+    return known if known is not None else _item_key(item_id, index)
 
 
 def _sent(st: _Stream, key: tuple[str, str, int], amount: int) -> None:
