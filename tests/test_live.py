@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import pytest
 from reactivex import operators as ops
 from rich.console import Console
 
-from solon_events import ChatEvent, ChatEventType, ChatModel, replay
+from solon_events import ChatEvent, ChatEventType, ChatModel, ToolCall, ToolContext, replay, tool
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.display import LiveState, live
 from solon_events.display import live as live_module_function
@@ -93,7 +94,7 @@ def test_live_state_folds_a_tool_loop() -> None:
     html = state.html()
     assert "<details><summary>Thinking (" in html
     assert "get_weather({&quot;city&quot;:&quot;Paris&quot;})" in html
-    assert "→ <code>18°C and sunny</code>" in html
+    assert "← get_weather returned: 18°C and sunny</span>" in html
     assert "<b>total usage:</b> prompt 122" in html
 
 
@@ -176,6 +177,54 @@ def test_in_a_kernel_a_real_stream_updates_one_display_throttled(
     updates = len(handle.shown) - 1
     assert 2 <= updates <= elapsed / 0.1 + 3, (updates, elapsed)
     assert "59" in handle.shown[-1] and "total usage" in handle.shown[-1]
+
+
+def test_a_tool_shows_its_progress_while_it_runs_then_its_result_and_duration(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handle = FakeHandle()
+    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
+    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+
+    @tool
+    def get_weather(city: str, ctx: ToolContext) -> str:
+        """Current weather in a city, asked of three stations."""
+        for station in (1, 2, 3):
+            time.sleep(0.15)  # longer than the interval: each report is shown
+            ctx.progress(station, 3, f"station {station} <b>answered</b>")
+        return "18°C and <script>sunny</script>"
+
+    with ChatModel(server.url + "/v1/chat/completions", "weather") as model:
+        model.prompt("Weather?").tools(get_weather).stream().pipe(live(interval=0.1)).run()
+    shown = "\n".join(handle.shown)
+    for station in (1, 2, 3):
+        assert (
+            f"… get_weather: station {station} &lt;b&gt;answered&lt;/b&gt; [{station}/3]" in shown
+        )
+    final = handle.shown[-1]
+    assert "station 3" not in final  # the result replaces the progress line
+    took = re.search(
+        r"← get_weather returned: 18°C and &lt;script&gt;sunny&lt;/script&gt;  \((\d+) ms\)", final
+    )
+    assert took is not None and int(took.group(1)) >= 450
+    assert "<script>" not in final
+
+
+def test_a_failed_tool_is_shown_in_red() -> None:
+    call = ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"})
+    state = LiveState()
+    state.add(ChatEvent(T.TOOL_CALL_END, tool_call_id="c1", tool_call=call))
+    state.add(
+        ChatEvent(
+            T.TOOL_RESULT,
+            tool_call_id="c1",
+            tool_call=call,
+            text="ValueError: no station",
+            attrs={"tool_name": "get_weather", "duration": 0.012, "is_error": True},
+        )
+    )
+    html = state.html()
+    assert "style='color:#c23030'>✗ get_weather failed: ValueError: no station  (12 ms)" in html
 
 
 def test_outside_a_kernel_the_terminal_renderer_prints_and_events_pass_unchanged() -> None:

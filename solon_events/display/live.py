@@ -3,7 +3,8 @@
 In a Jupyter kernel (JupyterLab, classic Notebook, VS Code) it shows one output through an
 IPython display handle, updated at most every ``interval`` seconds (0.1 by default) and
 once more at the end: the answer growing as Markdown, thinking in a collapsed block, tool
-calls with their arguments and results, each step's usage and the total. No widget
+calls with their arguments, their progress reports while they run and their results with
+how long each took, each step's usage and the total. No widget
 extension is needed. Anywhere else it prints the stream with the terminal renderer of
 ``solon-events stream`` (:class:`solon_events.render.LiveRenderer`). Events pass through
 unchanged.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ..events import ChatEvent, ChatEventType
+from ..render import tool_progress_line, tool_result_line
 from .html import markdown_html, wrap
 from .values import usage_fields
 
@@ -36,7 +38,8 @@ _T = ChatEventType
 @attrs.define
 class _Segment:
     """One piece of the response in the order it arrived: a text or thinking block, a tool
-    call (with its result once known) or a note (a step's usage, an error)."""
+    call (with its latest progress report while it runs, its result once known) or a note
+    (a step's usage, an error)."""
 
     kind: str  # "text", "thinking", "refusal", "tool", "note" or "error"
     step: int
@@ -44,6 +47,9 @@ class _Segment:
     key: Any = None
     name: str = ""
     result: str | None = None
+    progress: str | None = None  # tool_progress_line of the latest report
+    outcome: str | None = None  # tool_result_line of the result (with its duration)
+    failed: bool = False
 
 
 class LiveState:
@@ -89,8 +95,13 @@ class LiveState:
             segment = self._tool(event)
             segment.text = event.tool_call.arguments_str
             segment.name = event.tool_call.name
+        elif t is _T.STATUS and event.sub_type == "tool_progress":
+            self._tool(event).progress = tool_progress_line(event)
         elif t is _T.TOOL_RESULT:
-            self._tool(event).result = event.text or ""
+            segment = self._tool(event)
+            segment.result = event.text or ""
+            segment.outcome = tool_result_line(event)
+            segment.failed = bool(event.attrs.get("is_error"))
         elif t is _T.STEP_END and event.usage is not None:
             self.segments.append(_Segment("note", event.step, f"step {event.step}: " + _u(event)))
         elif t is _T.RESPONSE_END:
@@ -116,15 +127,7 @@ class LiveState:
             elif segment.kind == "refusal":
                 parts.append(f"<p><b>Refusal:</b> {escape(segment.text)}</p>")
             elif segment.kind == "tool":
-                name = segment.name or "tool"
-                result = (
-                    f" → <code>{escape(segment.result)}</code>"
-                    if segment.result is not None
-                    else ""
-                )
-                parts.append(
-                    f"<p>🔧 <code>{escape(name)}({escape(segment.text)})</code>{result}</p>"
-                )
+                parts.append(_tool_html(segment))
             elif segment.kind == "error":
                 parts.append(f"<p style='color:#c23030'><b>{escape(segment.text)}</b></p>")
             else:
@@ -134,6 +137,20 @@ class LiveState:
         elif not self.done:
             parts.append("<p class='se-meta'>…</p>")
         return wrap("".join(parts))
+
+
+def _tool_html(segment: _Segment) -> str:
+    """A tool call: its name and arguments, then its result (how long it took, whether it
+    failed) or, while it runs, its latest progress report."""
+    call = f"🔧 <code>{escape(segment.name or 'tool')}({escape(segment.text)})</code>"
+    if segment.outcome is not None:
+        style = " style='color:#c23030'" if segment.failed else ""
+        mark = "✗" if segment.failed else "←"
+        outcome = escape(segment.outcome)
+        return f"<p>{call}<br><span class='se-tool-result'{style}>{mark} {outcome}</span></p>"
+    if segment.progress is not None:
+        return f"<p>{call}<br><span class='se-meta'>… {escape(segment.progress)}</span></p>"
+    return f"<p>{call}</p>"
 
 
 def _u(event: ChatEvent) -> str:
