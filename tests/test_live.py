@@ -29,6 +29,14 @@ T = ChatEventType
 assert live_module_function is live
 
 
+def in_a_kernel(monkeypatch: pytest.MonkeyPatch) -> FakeHandle:
+    """Make live() believe it runs in a kernel; what it shows goes to the returned handle."""
+    handle = FakeHandle()
+    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
+    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    return handle
+
+
 def loop_events() -> list[ChatEvent]:
     return replay(LOOP, dialect="openai").pipe(ops.to_list()).run()
 
@@ -96,6 +104,15 @@ def test_live_state_folds_a_tool_loop() -> None:
     assert "get_weather({&quot;city&quot;:&quot;Paris&quot;})" in html
     assert "← get_weather returned: 18°C and sunny</span>" in html
     assert "<b>total usage:</b> prompt 122" in html
+    assert state.text().splitlines() == [
+        "[thinking: 63 characters]",
+        'tool get_weather({"city":"Paris"})',
+        "  get_weather returned: 18°C and sunny",
+        "step 0: prompt 42, completion 17, total 59, thinking 9",
+        "It is 18°C and sunny in Paris right now.",
+        "step 1: prompt 80, completion 12, total 92",
+        "total usage: prompt 122, completion 29, total 151, thinking 9",
+    ]
 
 
 def test_updates_are_throttled_to_one_per_interval_and_the_end_is_shown() -> None:
@@ -165,9 +182,7 @@ def server() -> Iterator[RunningServer]:
 def test_in_a_kernel_a_real_stream_updates_one_display_throttled(
     server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    handle = FakeHandle()
-    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
-    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    handle = in_a_kernel(monkeypatch)
     with ChatModel(server.url + "/v1/chat/completions", "slow:60:0.005") as model:
         started = time.monotonic()
         passed = model.prompt("count").stream().pipe(live(interval=0.1), ops.to_list()).run()
@@ -182,9 +197,7 @@ def test_in_a_kernel_a_real_stream_updates_one_display_throttled(
 def test_a_tool_shows_its_progress_while_it_runs_then_its_result_and_duration(
     server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    handle = FakeHandle()
-    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
-    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    handle = in_a_kernel(monkeypatch)
 
     @tool
     def get_weather(city: str, ctx: ToolContext) -> str:
@@ -240,9 +253,7 @@ def test_outside_a_kernel_the_terminal_renderer_prints_and_events_pass_unchanged
 
 
 def test_an_error_is_shown_and_passed_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    handle = FakeHandle()
-    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
-    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    handle = in_a_kernel(monkeypatch)
     errors: list[Exception] = []
     replay(b'{"id": "x"}\nnot json\n', dialect="openai").pipe(live()).subscribe(
         on_error=errors.append
@@ -252,9 +263,7 @@ def test_an_error_is_shown_and_passed_on(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_disposal_shows_the_final_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    handle = FakeHandle()
-    monkeypatch.setattr(live_module, "in_kernel", lambda: True)
-    monkeypatch.setattr(live_module, "_ipython_show", handle.show)
+    handle = in_a_kernel(monkeypatch)
     taken = replay(LOOP, dialect="openai").pipe(live(interval=10), ops.take(6), ops.to_list())
     assert len(taken.run()) == 6
     assert "The user wants" in handle.shown[-1]

@@ -113,6 +113,24 @@ class LiveState:
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
             self.segments.append(_Segment("error", event.step, message))
 
+    def text(self) -> str:
+        """The response so far as plain text (what a front end without HTML shows)."""
+        lines = []
+        for segment in self.segments:
+            if segment.kind == "thinking":
+                lines.append(f"[thinking: {len(segment.text)} characters]")
+            elif segment.kind == "tool":
+                lines.append(f"tool {segment.name or 'tool'}({segment.text})")
+                after = segment.outcome if segment.outcome is not None else segment.progress
+                lines.extend([f"  {after}"] if after is not None else [])
+            else:
+                lines.append(segment.text)
+        if self.total is not None:
+            lines.append(f"total usage: {self.total}")
+        elif not self.done:
+            lines.append("…")
+        return "\n".join(line for line in lines if line)
+
     def html(self) -> str:
         """The response so far as HTML (everything from the model escaped)."""
         parts = []
@@ -254,7 +272,7 @@ class NotebookView:
         if self._handle is None:
             self._handle = self._show(html)
         else:
-            self._handle.update(_HTML(html))
+            self._handle.update(_HTML(html, self.state.text()))
 
     def add(self, event: ChatEvent) -> None:
         """Fold ``event`` in and update the display (throttled)."""
@@ -267,13 +285,18 @@ class NotebookView:
 
 
 class _HTML:
-    """HTML for IPython's display machinery (what ``IPython.display.HTML`` would be)."""
+    """HTML for IPython's display machinery (what ``IPython.display.HTML`` would be), with
+    plain text for front ends that show no HTML."""
 
-    def __init__(self, html: str) -> None:
+    def __init__(self, html: str, text: str = "…") -> None:
         self.data = html
+        self.text = text
 
     def _repr_html_(self) -> str:
         return self.data
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _ipython_show(html: str) -> DisplayHandle:
