@@ -26,7 +26,7 @@ from solon_events import ChatError, ChatEventFilter, get_dialect
 from solon_events.core import stages
 from solon_events.core.parsing import DONE, ParseStage, decode_payload
 from solon_events.dialects import ChatDialect, ChatStreamContext
-from solon_events.payloads import iter_payloads
+from solon_events.sse import iter_frames
 
 from .bench_dialects import (
     CORPUS,
@@ -55,7 +55,7 @@ class _Discard:
 
 def decode_only(body: bytes) -> None:
     """Read the payloads out of ``body`` as replay() does and decode each."""
-    for number, frame in enumerate(iter_payloads(body), 1):
+    for number, frame in enumerate(iter_frames(body), 1):
         decode_payload(frame, number)
 
 
@@ -63,7 +63,7 @@ def dialect_only(body: bytes, dialect: ChatDialect) -> None:
     """Decode, then translate each payload with ``dialect`` (its events go nowhere)."""
     record: list[object] = []
     ctx = ChatStreamContext(record=record)  # type: ignore[arg-type]
-    for number, frame in enumerate(iter_payloads(body), 1):
+    for number, frame in enumerate(iter_frames(body), 1):
         payload = decode_payload(frame, number)
         if payload is DONE:
             dialect.parse_done(ctx)
@@ -77,7 +77,7 @@ def parse_into(body: bytes, dialect: ChatDialect, down: stages.Sink) -> None:
     """One step's ParseStage over ``body``, into ``down``."""
     stage = ParseStage(dialect, down, response_id="resp_bench")
     stage.start()
-    for frame in iter_payloads(body):
+    for frame in iter_frames(body):
         stage.on_next(frame)
     stage.on_completed()
 

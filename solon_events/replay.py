@@ -20,8 +20,8 @@ from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
 from .events import ChatEvent
 from .filters import ChatEventFilter
-from .payloads import iter_payloads
 from .recording import is_recording, replay_recording
+from .sse import iter_frames
 
 __all__ = ["ReplaySource", "replay"]
 
@@ -34,15 +34,11 @@ def _looks_like_path(source: str) -> bool:
 
 
 def _frames(source: ReplaySource) -> Iterator[Any]:
-    """The frames of ``source``; a file is read here, its frames decoded as they are taken.
-
-    A body's payloads mostly come as bytes (see :func:`~solon_events.payloads.iter_payloads`),
-    which the parse stage decodes as JSON directly.
-    """
+    """The frames of ``source``; a file is read here, its frames decoded as they are taken."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
-        return iter_payloads(Path(source).read_bytes())
+        return iter_frames(Path(source).read_bytes())
     if isinstance(source, (str, bytes, bytearray, memoryview)):
-        return iter_payloads(bytes(source) if not isinstance(source, str) else source)
+        return iter_frames(bytes(source) if not isinstance(source, str) else source)
     return iter(source)
 
 

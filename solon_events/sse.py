@@ -7,6 +7,11 @@ still waiting for its end is kept as a list of pieces, so a frame arriving in ma
 chunks costs linear time. One line, or one event's data, larger than ``max_frame_size``
 bytes raises :class:`~solon_events.errors.ChatProtocolError` instead of growing without
 bound; after that error the decoder is not to be fed again.
+
+One decoder with one API: :class:`StreamDecoder` (``feed`` bytes as they arrive, ``close``
+at the end; the transport's stream reader uses it) and :func:`iter_frames` (a whole body or
+an iterable of chunks, fed to a StreamDecoder; :func:`~solon_events.replay` and the CLI use
+it). Both run the same :class:`SSEDecoder` or :class:`JSONLinesDecoder`.
 """
 
 from __future__ import annotations
@@ -39,9 +44,6 @@ _CR = 13
 _LF = 10
 _COLON = 0x3A
 _SSE_FIELDS = (b"data", b"event", b"id", b"retry")
-# How a stream (after a BOM) may start for its first bytes alone to tell its format.
-_JSONL_STARTS = (b"{", b"[")
-_SSE_STARTS = (b":", *(name + end for name in _SSE_FIELDS for end in (b":", b"\n", b"\r")))
 _NON_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
 _LINE_END = re.compile(rb"[\r\n]")
 _PREVIEW_CHARS = 80
@@ -247,20 +249,21 @@ class SSEDecoder(_LineDecoder):
         self._retry: int | None = None
 
     def _frames(self, block: bytes) -> list[Frame]:
+        """The frames of ``block`` (complete lines): the lines of an event left open by the
+        previous block, then runs of whole events, then the lines of an event still open."""
         frames: list[Frame] = []
         try:
             start = 0
             if self._data or self._event is not None or self._retry is not None:
-                # Finish the event left open by the previous chunk.
                 end = block.find(b"\n\n")
                 start = len(block) if end < 0 else end + 2
-                self._events(block[:start], frames)
+                self._lines(block[:start], frames)
             last = block.rfind(b"\n\n", start)
             if last >= 0:
                 self._complete_events(block, start, last + 2, frames)
                 start = last + 2
-            if start < len(block):  # the lines of an event still open
-                self._lines(block[start:-1].split(b"\n"), frames)
+            if start < len(block):
+                self._lines(block[start:], frames)
         except ChatProtocolError as exc:  # an event's data over the limit: keep what came first
             self._failure = exc
         return frames
@@ -274,48 +277,20 @@ class SSEDecoder(_LineDecoder):
         """Decode ``block[start:stop]``: whole events, the last one ended by its blank line.
 
         No event is open at ``start``. The events go by windows of about ``_WINDOW`` bytes,
-        each ending at a blank line; a window of simple events is decoded at once.
+        each ending at a blank line; a window made only of ``data: X`` events (or only of
+        ``event: Y`` + ``data: X`` ones), most of any provider's stream, is decoded at once,
+        any other window line by line.
         """
         view = memoryview(block)  # decoded from without copying
         while start < stop:
             end = _window_end(block, start, stop)
             if not _simple_events(block, view, start, end, self.last_event_id, frames):
-                self._events(block[start:end], frames)
+                self._lines(block[start:end], frames)
             start = end
 
-    def _events(self, block: bytes, frames: list[Frame]) -> None:
-        """Decode the complete lines in ``block`` one event at a time."""
-        # An event ends at a blank line, so events are separated by LF LF; the last piece is
-        # an event still open, each of its lines ended by LF.
-        events = block.split(b"\n\n")
-        rest = events.pop()
-        fresh = not self._data and self._event is None and self._retry is None
-        for event in events:
-            if fresh and (frame := self._simple_frame(event)) is not None:
-                frames.append(frame)
-                continue
-            self._lines(event.split(b"\n"), frames)
-            self._end_event(frames)
-            fresh = True
-        if rest:
-            self._lines(rest[:-1].split(b"\n"), frames)
-
-    def _simple_frame(self, event: bytes) -> Frame | None:
-        """The frame of a ``data: X`` event or an ``event: Y`` then ``data: X`` one; else None."""
-        if event[:6] == b"data: ":
-            if event.find(b"\n") >= 0:
-                return None
-            return _tuple_new(Frame, (_decode(event[6:]), None, self.last_event_id, None))
-        if event[:7] != b"event: ":
-            return None
-        name, _, data = event.partition(b"\n")
-        if data[:6] != b"data: " or data.find(b"\n") >= 0:
-            return None
-        event_type = _decode(name[7:]) or None
-        return _tuple_new(Frame, (_decode(data[6:]), event_type, self.last_event_id, None))
-
-    def _lines(self, lines: list[bytes], frames: list[Frame]) -> None:
-        for line in lines:
+    def _lines(self, block: bytes, frames: list[Frame]) -> None:
+        """Decode ``block``, complete lines each ended by LF, one line at a time (WHATWG)."""
+        for line in block[:-1].split(b"\n"):
             if line[:6] == b"data: ":
                 self._add_data(line[6:])
             elif not line:
@@ -611,11 +586,6 @@ def _frame_lists(
             body = source.encode("utf-8", "surrogatepass")
         else:
             body = source if type(source) is bytes else bytes(source)
-        if len(body) <= _PIECE and len(body) <= max_frame_size:
-            frames = _small_body_frames(body, format)
-            if frames is not None:
-                yield frames
-                return
         chunks = _pieces(body)
     else:
         chunks = source
@@ -625,47 +595,3 @@ def _frame_lists(
             chunk.encode("utf-8", "surrogatepass") if isinstance(chunk, str) else bytes(chunk)
         )
     yield decoder.close()
-
-
-def _whole_body_format(
-    body: bytes, start: int, format: StreamFormat
-) -> Literal["sse", "jsonl"] | None:
-    """The format of a whole body whose content (after any BOM) begins at ``start``: the given
-    one, or for ``"auto"`` the one its first bytes tell; None if they do not tell, or if the
-    given format is unknown."""
-    if format == "auto":
-        if body[start : start + 1] in _JSONL_STARTS:
-            return "jsonl"
-        return "sse" if body.startswith(_SSE_STARTS, start) else None
-    return format if format in ("sse", "jsonl") else None
-
-
-def _small_body_frames(body: bytes, format: StreamFormat) -> list[Frame] | None:
-    """The frames of a whole body no longer than ``_PIECE`` or the frame size limit (which it
-    thus cannot hit), decoded at once; None if ``format`` is ``"auto"`` and the first bytes do
-    not tell the format, or if it is unknown.
-    """
-    if body.startswith(_BOM):
-        body = body[len(_BOM) :]
-    known = _whole_body_format(body, 0, format)
-    if known is None:
-        return None  # for StreamDecoder to sniff further, or to refuse
-    format = known
-    if body.find(b"\r") >= 0:
-        body = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if body[-1:] != b"\n":
-        body += b"\n"
-    if format == "jsonl":
-        return _json_lines(body)
-    frames: list[Frame] = []
-    # What SSEDecoder does with a body of one window of simple events, without making one.
-    if (
-        len(body) <= _WINDOW
-        and body[-2:] == b"\n\n"
-        and _simple_events(body, memoryview(body), 0, len(body), None, frames)
-    ):
-        return frames
-    decoder = SSEDecoder()
-    frames = decoder._frames(body)
-    frames.extend(decoder._finish())
-    return frames

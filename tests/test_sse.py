@@ -1,5 +1,4 @@
-"""Tests of solon_events.sse (WHATWG event-stream decoding, JSON lines and format sniffing)
-and of solon_events.payloads."""
+"""Tests of solon_events.sse (WHATWG event-stream decoding, JSON lines and format sniffing)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solon_events.errors import ChatProtocolError
-from solon_events.payloads import iter_payloads
 from solon_events.sse import (
     DEFAULT_MAX_FRAME_SIZE,
     Frame,
@@ -783,27 +781,13 @@ def test_a_whole_body_over_many_decoding_pieces_gives_every_frame() -> None:
     assert list(iter_frames(body.decode())) == frames
 
 
-# --- iter_payloads: the same frames, the common ones as bytes --------------------------------
-
-
-def payload_outcome(
-    body: bytes, format: StreamFormat = "auto", max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
-) -> tuple[list[str], str | None]:
-    """The data of each payload iter_payloads gives (bytes decoded as a Frame's data is), and
-    the ChatProtocolError that ended them, if any."""
-    data: list[str] = []
-    try:
-        for item in iter_payloads(body, format=format, max_frame_size=max_frame_size):
-            data.append(item.data if isinstance(item, Frame) else str(item, "utf-8", "replace"))
-    except ChatProtocolError as error:
-        return data, str(error)
-    return data, None
+# --- a whole body ---------------------------------------------------------------------------
 
 
 def frame_outcome(
     body: bytes, format: StreamFormat = "auto", max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
 ) -> tuple[list[str], str | None]:
-    """What :func:`payload_outcome` gives, from iter_frames."""
+    """The data of each frame iter_frames gives, and the ChatProtocolError that ended them."""
     data: list[str] = []
     try:
         for frame in iter_frames(body, format=format, max_frame_size=max_frame_size):
@@ -813,65 +797,12 @@ def frame_outcome(
     return data, None
 
 
-_long_jsonl = st.lists(
-    st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\r\n"), max_size=3000),
-    min_size=1,
-    max_size=60,
-).map(lambda lines: "\n".join(lines).encode())
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.one_of(
-        sse_streams().map(lambda stream: stream[0]),
-        jsonl_streams().map(lambda stream: stream[0]),
-        st.lists(_simple_event, max_size=6).map(b"".join),
-        long_mostly_simple_streams().map(lambda stream: stream[0]),
-        _long_jsonl,
-        st.lists(
-            st.sampled_from([*_NOISE, b"{", b"<", b"data: ", b"event: ", b"\n\n", b"\xff"]),
-            max_size=40,
-        ).map(b"".join),
-        st.binary(max_size=200),
-    ),
-    st.sampled_from(["auto", "sse", "jsonl"]),
-    st.sampled_from([DEFAULT_MAX_FRAME_SIZE, 4000, 100, 8]),
-)
-def test_iter_payloads_gives_what_iter_frames_gives(
-    body: bytes, format: StreamFormat, max_frame_size: int
-) -> None:
-    assert payload_outcome(body, format, max_frame_size) == frame_outcome(
-        body, format, max_frame_size
-    )
-
-
-def test_json_lines_and_data_events_come_as_their_bytes() -> None:
-    payloads = list(iter_payloads(OLLAMA_NDJSON))
-    assert payloads == OLLAMA_NDJSON.splitlines()
-    body = b'data: {"a": "\xc3\xa9"}\n\ndata: [DONE]\n\n'
-    assert list(iter_payloads(body)) == [b'{"a": "\xc3\xa9"}', b"[DONE]"]
-    assert list(iter_payloads(body.decode())) == [b'{"a": "\xc3\xa9"}', b"[DONE]"]
-
-
-def test_other_sse_shapes_come_as_frames_from_where_they_start() -> None:
-    body = b"data: 1\n\n" * 5000 + b"event: e\ndata: 2\n\n" + b"data: 3\n\n"
-    payloads = list(iter_payloads(body))
-    assert payloads[:1000] == [b"1"] * 1000  # the windows before the event line
-    assert payloads[-2:] == [Frame("2", "e"), Frame("3")]
-    data = [p if isinstance(p, bytes) else p.data.encode() for p in payloads]
-    assert data == [b"1"] * 5000 + [b"2", b"3"]
-
-
 def test_payloads_before_a_line_over_the_limit_far_into_the_body_are_kept() -> None:
     body = b'{"n": 1}\n' * 20_000 + b"[" * 200 + b"\n" + b'{"n": 2}\n'
-    data, error = payload_outcome(body, max_frame_size=100)
+    data, error = frame_outcome(body, max_frame_size=100)
     assert data == ['{"n": 1}'] * 20_000
     assert error is not None and "line exceeds the 100-byte limit" in error
     sse_body = b"data: 1\n\n" * 20_000 + b"data: " + b"x" * 200 + b"\n\n"
-    data, error = payload_outcome(sse_body, max_frame_size=100)
+    data, error = frame_outcome(sse_body, max_frame_size=100)
     assert data == ["1"] * 20_000
     assert error is not None and "exceeds the 100-byte limit" in error
-
-
-def test_iter_payloads_of_chunks_is_iter_frames() -> None:
-    assert list(iter_payloads([OPENAI_SSE[:50], OPENAI_SSE[50:]])) == sse(OPENAI_SSE)
