@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 from reactivex import Observable, abc
@@ -60,6 +61,12 @@ class ChatModel:
     default an :class:`~solon_events.transport.AiohttpTransport` whose pool holds
     ``connection_limit`` connections (default 100; 0 for no limit).
 
+    ``telemetry=True`` records every response as OpenTelemetry spans and metrics per the
+    GenAI semantic conventions, through the global tracer and meter providers (see
+    :mod:`solon_events.telemetry`; needs the ``otel`` extra). A mapping instead of True
+    passes ``capture_content``, ``tracer_provider`` or ``meter_provider`` on to
+    :func:`~solon_events.telemetry.instrument`.
+
     One model serves many concurrent streams over one connection pool; :meth:`close` it (or
     use it as a context manager) when done: streams still in flight then end with a
     ChatError saying the model was closed. A model never closed is closed when it is
@@ -85,6 +92,7 @@ class ChatModel:
         max_retries: int = 2,
         transport: ChatTransport | None = None,
         connection_limit: int | None = None,
+        telemetry: bool | Mapping[str, Any] = False,
     ) -> None:
         redactor = Redactor.for_request(
             api_key=api_key,
@@ -111,6 +119,7 @@ class ChatModel:
             )
         elif not callable(getattr(transport, "send", None)):
             raise TypeError("transport must have an async send(request) method")
+        self._telemetry = _telemetry_options(telemetry)
         self.api_url = api_url
         self.model = model
         self.dialect = get_dialect(dialect)
@@ -157,6 +166,28 @@ class ChatModel:
         """A request for this model; chain options, then ``call``/``stream``."""
         return ChatPrompt(self, to_messages(text_or_messages))
 
+    @property
+    def telemetry(self) -> bool:
+        """Whether every response is recorded with OpenTelemetry."""
+        return self._telemetry is not None
+
+    def _instrument(
+        self, messages: Iterable[Message], options: Mapping[str, Any]
+    ) -> Callable[[Observable[ChatEvent]], Observable[ChatEvent]]:
+        """The telemetry operator for one prompt of this model."""
+        from .telemetry import instrument
+
+        url = urlsplit(self.api_url)
+        return instrument(
+            model=self.model,
+            provider=self.dialect.name,
+            server_address=url.hostname,
+            server_port=url.port or (443 if url.scheme == "https" else 80),
+            input_messages=messages,
+            options=options,
+            **(self._telemetry or {}),
+        )
+
     def build_http_request(self, request: ChatRequest) -> HttpRequest:
         """The provider request for ``request`` (what each step posts)."""
         return self.dialect.build_request(
@@ -183,6 +214,25 @@ class ChatModel:
 
 
 _SHUTDOWN_TIMEOUT = 10.0
+_TELEMETRY_OPTIONS = frozenset({"capture_content", "tracer_provider", "meter_provider"})
+
+
+def _telemetry_options(telemetry: bool | Mapping[str, Any]) -> dict[str, Any] | None:
+    """None for no telemetry, else the options for ``instrument()`` (checked, and the
+    OpenTelemetry API imported now, so that a missing extra fails at construction)."""
+    if telemetry is False or telemetry is None:
+        return None
+    options = {} if telemetry is True else dict(telemetry)
+    unknown = sorted(set(options) - _TELEMETRY_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown telemetry option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(_TELEMETRY_OPTIONS))}"
+        )
+    from .telemetry import _otel
+
+    _otel()
+    return options
 
 
 def _closed_error() -> ChatError:
@@ -446,6 +496,8 @@ class ChatPrompt:
                 pipeline.fail(ChatError("this ChatModel is closed"))
             return Disposable(pipeline.dispose)
 
+        if model.telemetry:
+            return rx_create(subscribe).pipe(model._instrument(self._messages, self._options))
         return rx_create(subscribe)
 
     def call(self) -> ChatResponse:

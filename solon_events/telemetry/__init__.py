@@ -1,0 +1,206 @@
+"""OpenTelemetry traces and metrics of chat responses, per the GenAI semantic conventions.
+
+Needs the ``otel`` extra (``pip install 'solon-events[otel]'``): the OpenTelemetry API
+only. Nothing is exported until the application installs an SDK (``opentelemetry-sdk``,
+or a distribution) and sets the global tracer and meter providers, or passes its own.
+
+:func:`instrument` is a pipeable operator over any event stream (a model's, a replay's);
+``ChatModel(..., telemetry=True)`` applies it to every request of the model. Per response:
+
+- a span ``chat {model}`` (kind CLIENT), started when the stream is subscribed, with
+  ``gen_ai.operation.name``, ``gen_ai.provider.name`` (and the older ``gen_ai.system``),
+  ``gen_ai.request.model``, ``gen_ai.request.stream``, the request options
+  (``gen_ai.request.temperature``, ``max_tokens``, ...), ``server.address`` / ``server.port``,
+  ``gen_ai.response.model``, ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``,
+  ``gen_ai.usage.input_tokens`` / ``output_tokens`` / ``cache_read.input_tokens`` /
+  ``cache_creation.input_tokens`` / ``reasoning.output_tokens`` (totals over the tool loop's
+  steps), ``gen_ai.response.time_to_first_chunk`` and ``solon_events.response.id``;
+- a child span ``execute_tool {name}`` (kind INTERNAL) per tool run by the tool loop, with
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and ``gen_ai.tool.type``;
+- the histograms ``gen_ai.client.operation.duration`` (s),
+  ``gen_ai.client.operation.time_to_first_chunk`` (s) and ``gen_ai.client.token.usage``
+  (``{token}``, one point per ``gen_ai.token.type``: ``input``, ``output``).
+
+A failure sets the span's status to ERROR and ``error.type`` (the HTTP status of a
+:class:`~solon_events.ChatHttpError`, ``timeout``, else the exception's class), also on the
+duration metric. Disposing the subscription (or ``take(n)``) before the end is a
+cancellation: the span ends with ``solon_events.response.cancelled`` true, an event
+``cancelled`` and no error status, and no metric point is recorded.
+
+No prompt, answer or tool text is recorded unless ``capture_content=True`` (or the
+environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``): then the
+chat span has ``gen_ai.input.messages`` and ``gen_ai.output.messages``, and each tool span
+``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result`` (JSON text).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import reactivex
+from reactivex import Observable, abc
+from reactivex.disposable import Disposable
+
+from .._version import __version__
+from ..events import ChatEvent
+from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
+
+__all__ = ["CAPTURE_CONTENT_ENV", "INSTALL_HINT", "PROVIDER_NAMES", "error_type", "instrument"]
+
+INSTALL_HINT = "pip install 'solon-events[otel]'"
+"""What to run for telemetry."""
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The environment variable that opts in to recording content when ``capture_content``
+is not given (``true`` to record)."""
+
+PROVIDER_NAMES: Mapping[str, str] = {
+    "openai": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gcp.gemini",
+    "ollama": "ollama",
+    "bedrock": "aws.bedrock",
+}
+"""``gen_ai.provider.name`` for each dialect name; any other name is recorded as given."""
+
+# Bucket boundaries the conventions advise for the two time histograms and the tokens.
+_SECONDS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
+_TOKENS = [4.0**n for n in range(14)]
+
+_log = logging.getLogger(__name__)
+Operator = Callable[[Observable[ChatEvent]], Observable[ChatEvent]]
+
+
+def _otel() -> tuple[Any, Any]:
+    """The ``opentelemetry.trace`` and ``opentelemetry.metrics`` modules, or a clear error."""
+    try:
+        from opentelemetry import metrics, trace
+    except ImportError:
+        raise ImportError(f"telemetry needs the OpenTelemetry API: {INSTALL_HINT}") from None
+    return trace, metrics
+
+
+# name -> (unit, description, bucket boundaries) of the histograms, as the conventions say.
+_HISTOGRAMS = {
+    "token_usage": (
+        "gen_ai.client.token.usage",
+        "{token}",
+        "Number of input and output tokens used.",
+        _TOKENS,
+    ),
+    "duration": ("gen_ai.client.operation.duration", "s", "GenAI operation duration.", _SECONDS),
+    "time_to_first_chunk": (
+        "gen_ai.client.operation.time_to_first_chunk",
+        "s",
+        "Time to receive the first chunk of a streamed response.",
+        _SECONDS,
+    ),
+}
+
+
+def _instruments(tracer_provider: Any, meter_provider: Any) -> Instruments:
+    trace, metrics = _otel()
+    tracer = trace.get_tracer("solon_events", __version__, tracer_provider=tracer_provider)
+    meter = metrics.get_meter("solon_events", __version__, meter_provider=meter_provider)
+    histograms = {
+        field: meter.create_histogram(
+            name, unit=unit, description=description, explicit_bucket_boundaries_advisory=bounds
+        )
+        for field, (name, unit, description, bounds) in _HISTOGRAMS.items()
+    }
+    return Instruments(
+        tracer=tracer,
+        span_kind=trace.SpanKind,
+        status=trace.Status,
+        status_code=trace.StatusCode,
+        set_span_in_context=trace.set_span_in_context,
+        **histograms,
+    )
+
+
+def _capture_from_env() -> bool:
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def instrument(
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    server_address: str | None = None,
+    server_port: int | None = None,
+    capture_content: bool | None = None,
+    input_messages: Iterable[Any] = (),
+    options: Mapping[str, Any] | None = None,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+) -> Operator:
+    """Record each subscription of an event stream as a GenAI ``chat`` span with metrics.
+
+    Events pass through unchanged. ``model`` is the requested model (the span is named
+    ``chat {model}``), ``provider`` a dialect name (mapped by :data:`PROVIDER_NAMES`) or a
+    ``gen_ai.provider.name`` value, ``server_address`` / ``server_port`` where the request
+    goes, ``input_messages`` the conversation sent and ``options`` the request options
+    (recorded as ``gen_ai.request.*`` where the conventions name them). Spans and metrics
+    go to the global tracer and meter providers unless ``tracer_provider`` /
+    ``meter_provider`` are given. ``capture_content`` (default: the
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` environment variable) records
+    the conversation, the answer and the tools' arguments and results.
+
+    >>> from solon_events import replay
+    >>> from solon_events.telemetry import instrument
+    >>> replay("examples/openai_weather.sse").pipe(instrument(provider="openai"))  # doctest: +SKIP
+    """
+    instruments = _instruments(tracer_provider, meter_provider)
+    settings = RecorderSettings(
+        model=model,
+        provider=PROVIDER_NAMES.get(provider, provider) if provider is not None else None,
+        server_address=server_address,
+        server_port=server_port,
+        capture_content=_capture_from_env() if capture_content is None else bool(capture_content),
+        input_messages=tuple(input_messages),
+        options=dict(options or {}),
+    )
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            recorder = ResponseRecorder(instruments, settings)
+
+            def on_next(event: ChatEvent) -> None:
+                _safely(recorder.see, event)
+                observer.on_next(event)
+
+            def on_error(error: Exception) -> None:
+                _safely(recorder.end, error)
+                observer.on_error(error)
+
+            def on_completed() -> None:
+                _safely(recorder.end, None)
+                observer.on_completed()
+
+            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+
+            def dispose() -> None:
+                _safely(recorder.cancel)
+                subscription.dispose()
+
+            return Disposable(dispose)
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+def _safely(record: Callable[..., None], *args: Any) -> None:
+    """Telemetry never breaks the stream it watches: a failure to record is logged."""
+    try:
+        record(*args)
+    except Exception:
+        with contextlib.suppress(Exception):
+            _log.exception("solon_events.telemetry could not record an event")

@@ -1,0 +1,299 @@
+"""The spans and metrics of one response, recorded from its events as they pass.
+
+A :class:`ResponseRecorder` is made when the stream is subscribed (the chat span starts
+then: the request is issued at subscription) and ends the span exactly once: at
+RESPONSE_END (status unset), at the failure (status ERROR, ``error.type``) or at disposal
+(cancelled: ``solon_events.response.cancelled`` true, status unset, no metrics).
+
+Tools run one after another between a step's last model event and its TOOL_RESULTs; each
+TOOL_RESULT carries how long its tool ran, so the ``execute_tool`` spans are laid end to
+end from the step's last model event, each as long as its tool ran.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ..events import TYPES, ChatEvent
+from ..results import ChatResponse, Usage
+from .content import input_messages, output_messages, to_json
+
+__all__ = ["Instruments", "RecorderSettings", "ResponseRecorder", "error_type"]
+
+_T = TYPES
+# Events that are no chunk of the answer: the lifecycle, retries, pings and the failure.
+_NOT_A_CHUNK = frozenset(
+    {
+        _T.RESPONSE_START,
+        _T.STEP_START,
+        _T.STATUS,
+        _T.HEARTBEAT,
+        _T.STEP_END,
+        _T.RESPONSE_END,
+        _T.ERROR,
+    }
+)
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+SYSTEM = "gen_ai.system"  # the older name of gen_ai.provider.name, still read by backends
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+CANCELLED = "solon_events.response.cancelled"
+
+# Request options (ChatPrompt.options) recorded under gen_ai.request.*.
+REQUEST_OPTIONS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "seed": "gen_ai.request.seed",
+    "stop": "gen_ai.request.stop_sequences",
+    "stop_sequences": "gen_ai.request.stop_sequences",
+}
+
+
+def error_type(error: BaseException) -> str:
+    """The low-cardinality ``error.type`` of a failure: the HTTP status of a
+    ChatHttpError, ``timeout`` for a timeout, else the exception's qualified class name."""
+    status = getattr(error, "status", None)
+    if isinstance(status, int):
+        return str(status)
+    if isinstance(error, TimeoutError):
+        return "timeout"
+    cls = type(error)
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@attrs.frozen
+class Instruments:
+    """The tracer, the three histograms and the OpenTelemetry names that go with them."""
+
+    tracer: Any
+    token_usage: Any
+    duration: Any
+    time_to_first_chunk: Any
+    span_kind: Any
+    status: Any
+    status_code: Any
+    set_span_in_context: Any
+
+
+@attrs.frozen(kw_only=True)
+class RecorderSettings:
+    """What :func:`~solon_events.telemetry.instrument` was told about the request."""
+
+    model: str | None = None
+    provider: str | None = None
+    server_address: str | None = None
+    server_port: int | None = None
+    capture_content: bool = False
+    input_messages: tuple[Any, ...] = ()
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def common_attributes(self) -> dict[str, Any]:
+        """The attributes every span and metric point of a response shares."""
+        shared: dict[str, Any] = {OPERATION: "chat"}
+        for key, value in (
+            (PROVIDER, self.provider),
+            (REQUEST_MODEL, self.model),
+            (SERVER_ADDRESS, self.server_address),
+            (SERVER_PORT, self.server_port),
+        ):
+            if value is not None:
+                shared[key] = value
+        return shared
+
+    def span_attributes(self) -> dict[str, Any]:
+        """The chat span's attributes known before the first event."""
+        attributes = self.common_attributes()
+        if self.provider is not None:
+            attributes[SYSTEM] = self.provider
+        attributes["gen_ai.request.stream"] = True
+        for option, key in REQUEST_OPTIONS.items():
+            value = self.options.get(option)
+            if isinstance(value, str) and key.endswith("stop_sequences"):
+                value = [value]
+            if isinstance(value, (bool, int, float, str)) or (
+                isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+            ):
+                attributes[key] = value
+        if self.capture_content and self.input_messages:
+            attributes["gen_ai.input.messages"] = to_json(input_messages(self.input_messages))
+        return attributes
+
+
+def _usage_attributes(usage: Usage) -> dict[str, int]:
+    attributes = {
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+    }
+    for key, value in (
+        ("gen_ai.usage.cache_read.input_tokens", usage.cache_read_input_tokens),
+        ("gen_ai.usage.cache_creation.input_tokens", usage.cache_creation_input_tokens),
+        ("gen_ai.usage.reasoning.output_tokens", usage.thinking_tokens),
+    ):
+        if value:
+            attributes[key] = value
+    return attributes
+
+
+class ResponseRecorder:
+    """The chat span, its tool spans and the metric points of one subscription."""
+
+    def __init__(self, instruments: Instruments, settings: RecorderSettings) -> None:
+        self._on = instruments
+        self._settings = settings
+        self._common = settings.common_attributes()
+        name = f"chat {settings.model}" if settings.model else "chat"
+        self._span = instruments.tracer.start_span(
+            name, kind=instruments.span_kind.CLIENT, attributes=settings.span_attributes()
+        )
+        self._started = time.perf_counter()
+        self._first_chunk: float | None = None
+        self._lock = threading.Lock()
+        self._ended = False
+        self._response: ChatResponse | None = None
+        self._usage: Usage | None = None
+        self._response_id: str | None = None
+        self._model_event_ns = time.time_ns()  # when the last non-tool event arrived
+        self._tool_cursor_ns: int | None = None  # where the next tool span starts
+
+    def see(self, event: ChatEvent) -> None:
+        """Take in one event of the stream (before it is delivered)."""
+        kind = event.type
+        if self._first_chunk is None and kind not in _NOT_A_CHUNK:
+            self._first_chunk = time.perf_counter() - self._started
+        if event.response_id is not None:
+            self._response_id = event.response_id
+        if kind is _T.TOOL_RESULT:
+            self._tool_span(event)
+            return
+        if kind is _T.STATUS and event.sub_type == "tool_progress":
+            return
+        self._model_event_ns = time.time_ns()
+        self._tool_cursor_ns = None
+        if kind is _T.STEP_END and event.response is not None:
+            self._response = event.response
+        elif kind is _T.RESPONSE_END:
+            self._response = event.response or self._response
+            self._usage = event.usage
+            self.end(None)
+        elif kind is _T.ERROR:
+            self._response = event.response or self._response
+            self._usage = event.usage or self._usage
+
+    def _tool_span(self, event: ChatEvent) -> None:
+        call = event.tool_call
+        name = event.attr("tool_name") or (call.name if call is not None else "") or "tool"
+        duration = event.attr("duration")
+        start = self._tool_cursor_ns if self._tool_cursor_ns is not None else self._model_event_ns
+        now = time.time_ns()
+        if isinstance(duration, (int, float)) and duration >= 0:
+            end = min(now, start + int(duration * 1e9))
+        else:
+            end = now
+        self._tool_cursor_ns = end
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.type": "function",
+        }
+        if event.tool_call_id:
+            attributes["gen_ai.tool.call.id"] = event.tool_call_id
+        if self._settings.capture_content:
+            if call is not None:
+                attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
+            if event.text is not None and not event.attr("is_error"):
+                attributes["gen_ai.tool.call.result"] = event.text
+        on = self._on
+        span = on.tracer.start_span(
+            f"execute_tool {name}",
+            context=on.set_span_in_context(self._span),
+            kind=on.span_kind.INTERNAL,
+            attributes=attributes,
+            start_time=start,
+        )
+        if event.attr("is_error"):
+            span.set_attribute(ERROR_TYPE, "_OTHER")
+            span.set_status(on.status(on.status_code.ERROR, "the tool failed"))
+        span.end(end_time=end)
+
+    def end(self, error: BaseException | None) -> None:
+        """End the response: completed (``error`` None) or failed; once only."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        duration = time.perf_counter() - self._started
+        span = self._span
+        metric_attributes = dict(self._common)
+        response = self._response
+        if response is not None and response.model:
+            metric_attributes[RESPONSE_MODEL] = response.model
+        span.set_attributes(self._outcome_attributes(response))
+        if error is not None:
+            kind = error_type(error)
+            metric_attributes[ERROR_TYPE] = kind
+            span.set_attribute(ERROR_TYPE, kind)
+            span.set_status(self._on.status(self._on.status_code.ERROR, str(error)))
+        on = self._on
+        on.duration.record(duration, metric_attributes)
+        if self._first_chunk is not None:
+            on.time_to_first_chunk.record(self._first_chunk, metric_attributes)
+        usage = self._usage or (response.usage if response is not None else None)
+        if usage is not None:
+            on.token_usage.record(
+                usage.prompt_tokens, {**metric_attributes, "gen_ai.token.type": "input"}
+            )
+            on.token_usage.record(
+                usage.completion_tokens, {**metric_attributes, "gen_ai.token.type": "output"}
+            )
+        span.end()
+
+    def _outcome_attributes(self, response: ChatResponse | None) -> dict[str, Any]:
+        attributes: dict[str, Any] = {}
+        if self._first_chunk is not None:
+            attributes["gen_ai.response.time_to_first_chunk"] = self._first_chunk
+        if self._response_id is not None:
+            attributes["solon_events.response.id"] = self._response_id
+        usage = self._usage or (response.usage if response is not None else None)
+        if usage is not None:
+            attributes.update(_usage_attributes(usage))
+        if response is None:
+            return attributes
+        if response.model:
+            attributes[RESPONSE_MODEL] = response.model
+        if response.provider_response_id:
+            attributes["gen_ai.response.id"] = response.provider_response_id
+        if response.finish_reason:
+            attributes["gen_ai.response.finish_reasons"] = [response.finish_reason]
+        if self._settings.capture_content:
+            attributes["gen_ai.output.messages"] = to_json(output_messages(response))
+        return attributes
+
+    def cancel(self) -> None:
+        """The subscriber disposed before the end: a cancellation, not an error."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        attributes = self._outcome_attributes(self._response)
+        attributes[CANCELLED] = True
+        self._span.set_attributes(attributes)
+        self._span.add_event("cancelled")
+        self._span.end()

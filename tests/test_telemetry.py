@@ -1,0 +1,344 @@
+"""OpenTelemetry (solon_events.telemetry) against the embedded provider over real HTTP.
+
+The SDK's in-memory exporters stand in for a backend: the global tracer provider sends
+every finished span to an InMemorySpanExporter, the global meter provider is read by an
+InMemoryMetricReader with delta temporality (each read holds only the points recorded
+since the previous read). Global providers can be set once per process, so one pair serves
+the module; each test starts by draining both.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
+from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+from reactivex import operators as ops
+
+from solon_events import ChatEventType, ChatModel, replay, tool
+from solon_events.devserver import RunningServer
+from solon_events.errors import ChatHttpError
+from solon_events.telemetry import CAPTURE_CONTENT_ENV, instrument
+
+T = ChatEventType
+ROOT = Path(__file__).resolve().parent.parent
+EXPORTER = InMemorySpanExporter()
+READER = InMemoryMetricReader(preferred_temporality={Histogram: AggregationTemporality.DELTA})
+_installed: list[bool] = []
+
+
+@pytest.fixture(autouse=True)
+def telemetry() -> Iterator[None]:
+    """The global providers (installed once), drained before each test."""
+    if not _installed:
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        trace.set_tracer_provider(tracer_provider)
+        metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
+        _installed.append(True)
+    EXPORTER.clear()
+    READER.get_metrics_data()
+    yield
+
+
+def points() -> dict[str, list[tuple[dict[str, Any], int, float]]]:
+    """Every histogram point since the last read: name -> [(attributes, count, sum)]."""
+    found: dict[str, list[tuple[dict[str, Any], int, float]]] = {}
+    data = READER.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    if point.count:
+                        found.setdefault(metric.name, []).append(
+                            (dict(point.attributes), point.count, point.sum)
+                        )
+    return found
+
+
+def spans() -> dict[str, ReadableSpan]:
+    return {span.name: span for span in EXPORTER.get_finished_spans()}
+
+
+def all_attribute_text() -> str:
+    return json.dumps(
+        [dict(s.attributes or {}) for s in EXPORTER.get_finished_spans()], default=str
+    )
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return f"sunny, 21 C in {city}"
+
+
+def test_a_tool_loop_is_a_chat_span_with_a_tool_span_and_three_metrics(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "weather", telemetry=True)
+    answer = model.prompt("Weather in Paris?").tools(get_weather).options(temperature=0.2).call()
+
+    found = spans()
+    assert set(found) == {"chat weather", "execute_tool get_weather"}
+    chat, run = found["chat weather"], found["execute_tool get_weather"]
+    assert chat.kind is SpanKind.CLIENT and chat.status.status_code is StatusCode.UNSET
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.provider.name"] == attributes["gen_ai.system"] == "openai"
+    assert attributes["gen_ai.request.model"] == attributes["gen_ai.response.model"] == "weather"
+    assert attributes["gen_ai.request.stream"] is True
+    assert attributes["gen_ai.request.temperature"] == 0.2
+    assert attributes["server.address"] == "127.0.0.1"
+    assert attributes["server.port"] == int(server.url.rsplit(":", 1)[1])
+    assert attributes["gen_ai.response.id"] == answer.provider_response_id
+    assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert answer.usage is not None
+    assert attributes["gen_ai.usage.input_tokens"] == answer.usage.prompt_tokens == 42 + 80
+    assert attributes["gen_ai.usage.output_tokens"] == answer.usage.completion_tokens
+    assert attributes["gen_ai.usage.reasoning.output_tokens"] == 9
+    first_chunk = attributes["gen_ai.response.time_to_first_chunk"]
+    assert 0 < first_chunk < (chat.end_time - chat.start_time) / 1e9
+
+    assert run.kind is SpanKind.INTERNAL and run.parent is not None
+    assert run.parent.span_id == chat.context.span_id
+    assert run.context.trace_id == chat.context.trace_id
+    assert chat.start_time < run.start_time <= run.end_time < chat.end_time
+    tool_attributes = dict(run.attributes or {})
+    assert tool_attributes["gen_ai.operation.name"] == "execute_tool"
+    assert tool_attributes["gen_ai.tool.name"] == "get_weather"
+    assert tool_attributes["gen_ai.tool.call.id"].startswith("call_")
+
+    # No content unless asked for.
+    text = all_attribute_text()
+    assert "Paris" not in text and "sunny" not in text
+    assert not any(".messages" in key or "call.arguments" in key for key in json.loads(text)[0])
+
+    recorded = points()
+    shared = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "weather",
+        "gen_ai.response.model": "weather",
+        "server.address": "127.0.0.1",
+        "server.port": attributes["server.port"],
+    }
+    [(duration_attributes, count, seconds)] = recorded["gen_ai.client.operation.duration"]
+    assert duration_attributes == shared and count == 1
+    assert seconds == pytest.approx((chat.end_time - chat.start_time) / 1e9, abs=0.05)
+    [(ttfc_attributes, _, ttfc)] = recorded["gen_ai.client.operation.time_to_first_chunk"]
+    assert ttfc_attributes == shared and ttfc == first_chunk
+    tokens = {
+        a["gen_ai.token.type"]: total for a, _, total in recorded["gen_ai.client.token.usage"]
+    }
+    assert tokens == {"input": 122, "output": answer.usage.completion_tokens}
+
+
+@pytest.mark.parametrize(
+    ("dialect", "provider"),
+    [
+        ("openai", "openai"),
+        ("openai-responses", "openai"),
+        ("anthropic", "anthropic"),
+        ("gemini", "gcp.gemini"),
+        ("ollama", "ollama"),
+    ],
+)
+def test_every_dialect_names_its_provider_and_counts_tokens(
+    server: RunningServer, make_model: Callable[..., ChatModel], dialect: str, provider: str
+) -> None:
+    model = make_model(server, "think", dialect=dialect, telemetry=True)
+    answer = model.prompt("Why is the sky blue?").call()
+    [chat] = EXPORTER.get_finished_spans()
+    attributes = dict(chat.attributes or {})
+    assert chat.name == "chat think"
+    assert attributes["gen_ai.provider.name"] == provider
+    assert answer.usage is not None
+    assert attributes["gen_ai.usage.input_tokens"] == answer.usage.prompt_tokens == 14
+    assert attributes["gen_ai.usage.output_tokens"] == answer.usage.completion_tokens
+    assert attributes["gen_ai.response.finish_reasons"] == (answer.finish_reason,)
+    recorded = points()
+    assert {a["gen_ai.provider.name"] for a, _, _ in recorded["gen_ai.client.token.usage"]} == {
+        provider
+    }
+
+
+def test_an_http_error_sets_the_status_and_error_type(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "status:503", telemetry=True, max_retries=0)
+    with pytest.raises(ChatHttpError):
+        model.prompt("hello").call()
+    [chat] = EXPORTER.get_finished_spans()
+    assert chat.status.status_code is StatusCode.ERROR
+    assert chat.attributes is not None and chat.attributes["error.type"] == "503"
+    recorded = points()
+    [(attributes, _, _)] = recorded["gen_ai.client.operation.duration"]
+    assert attributes["error.type"] == "503"
+    assert "gen_ai.client.operation.time_to_first_chunk" not in recorded
+
+
+def test_an_in_stream_error_keeps_the_partial_usage(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "error-frame", dialect="anthropic", telemetry=True)
+    with pytest.raises(Exception) as raised:
+        model.prompt("hello").call()
+    [chat] = EXPORTER.get_finished_spans()
+    attributes = dict(chat.attributes or {})
+    assert chat.status.status_code is StatusCode.ERROR
+    assert chat.status.description == str(raised.value)
+    cls = type(raised.value)
+    assert attributes["error.type"] in (f"{cls.__module__}.{cls.__qualname__}", "529", "500")
+    assert attributes["gen_ai.response.time_to_first_chunk"] > 0
+    assert "Partial" not in all_attribute_text()
+
+
+def test_a_failing_tool_is_an_error_on_its_span_only(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    @tool
+    def broken(city: str) -> str:
+        """Always fails.
+
+        Args:
+            city: The city.
+        """
+        raise ValueError("no weather today")
+
+    model = make_model(server, "weather", telemetry=True, tool_errors="return")
+    model.prompt("Weather?").tools(broken).call()
+    found = spans()
+    assert found["chat weather"].status.status_code is StatusCode.UNSET
+    run = found["execute_tool broken"]
+    assert run.status.status_code is StatusCode.ERROR
+    assert run.attributes is not None and run.attributes["error.type"] == "_OTHER"
+
+
+@pytest.mark.parametrize("how", ["take", "dispose"])
+def test_cancellation_is_recorded_as_such_not_as_an_error(
+    server: RunningServer, make_model: Callable[..., ChatModel], how: str
+) -> None:
+    model = make_model(server, "slow:40:0.05", telemetry=True)
+    stream = model.prompt("count").stream()
+    done = threading.Event()
+    deltas: list[str] = []
+    if how == "take":
+        stream.pipe(ops.filter(lambda e: e.type is T.TEXT_DELTA), ops.take(3)).subscribe(
+            lambda e: deltas.append(e.text), on_completed=done.set
+        )
+        assert done.wait(10)
+    else:
+
+        def on_next(event: Any) -> None:
+            if event.type is T.TEXT_DELTA:
+                deltas.append(event.text)
+                if len(deltas) == 3:
+                    done.set()
+
+        subscription = stream.subscribe(on_next)
+        assert done.wait(10)
+        subscription.dispose()
+    [chat] = EXPORTER.get_finished_spans()
+    assert chat.status.status_code is StatusCode.UNSET
+    assert chat.attributes is not None and chat.attributes["solon_events.response.cancelled"]
+    assert "error.type" not in chat.attributes
+    assert [event.name for event in chat.events] == ["cancelled"]
+    assert points() == {}
+
+
+def test_content_is_recorded_only_when_asked(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "weather", telemetry={"capture_content": True})
+    answer = model.prompt("Weather in Paris?").tools(get_weather).call()
+    found = spans()
+    chat = dict(found["chat weather"].attributes or {})
+    assert json.loads(chat["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    ]
+    assert json.loads(chat["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": answer.text}],
+            "finish_reason": "stop",
+        }
+    ]
+    run = dict(found["execute_tool get_weather"].attributes or {})
+    assert json.loads(run["gen_ai.tool.call.arguments"]) == {"city": "Paris"}
+    assert run["gen_ai.tool.call.result"] == "sunny, 21 C in Paris"
+
+
+def test_the_environment_variable_opts_in(
+    server: RunningServer, make_model: Callable[..., ChatModel], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    make_model(server, "echo", telemetry=True).prompt("hello there").call()
+    [chat] = EXPORTER.get_finished_spans()
+    assert "hello there" in (chat.attributes or {})["gen_ai.input.messages"]
+
+
+def test_the_operator_works_on_any_stream_with_its_own_providers() -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    events = (
+        replay("examples/recordings/tool-loop-openai.jsonl")
+        .pipe(
+            instrument(
+                model="gpt-4o-mini",
+                provider="openai",
+                tracer_provider=tracer_provider,
+                meter_provider=MeterProvider(metric_readers=[reader]),
+            ),
+            ops.to_list(),
+        )
+        .run()
+    )
+    run, chat = exporter.get_finished_spans()
+    assert chat.name == "chat gpt-4o-mini"
+    assert run.name == "execute_tool get_weather"
+    assert run.parent is not None and run.parent.span_id == chat.context.span_id
+    end = events[-1]
+    assert end.type is T.RESPONSE_END and end.response is not None
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.response.id"] == end.response.provider_response_id
+    assert EXPORTER.get_finished_spans() == ()  # nothing went to the global provider
+    data = reader.get_metrics_data()
+    assert data is not None and data.resource_metrics
+
+
+def test_telemetry_options_are_checked(server: RunningServer) -> None:
+    with pytest.raises(ValueError, match="unknown telemetry option"):
+        ChatModel(server.url + "/v1/chat/completions", "echo", telemetry={"content": True})
+
+
+def test_a_missing_extra_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "from solon_events import ChatModel\n"
+        "try:\n"
+        "    ChatModel('http://127.0.0.1:1/v1/chat/completions', 'm', telemetry=True)\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "pip install 'solon-events[otel]'" in result.stdout
