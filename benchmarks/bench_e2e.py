@@ -6,7 +6,10 @@ in a process of its own, so that its CPU time and peak RSS are its alone:
 
 - ``astream``: ``ChatModel.prompt(...).astream()`` on the client's loop;
 - ``stream``: ``ChatModel.prompt(...).stream().subscribe(...)`` (events on the I/O thread);
-- ``AsyncOpenAI``: the openai SDK's ``chat.completions.create(stream=True)`` (bench extra).
+- ``AsyncOpenAI``: the openai SDK's ``chat.completions.create(stream=True)`` (bench extra);
+- ``aiohttp``: bare aiohttp reads of the same responses, nothing decoded: the floor that
+  any client on aiohttp pays per frame (a socket read and a task switch for each frame
+  that arrives alone), so that what the library adds above it can be told apart.
 
 Figures: wall time, time to the first text (p50/p99 over the streams), the client's CPU
 time and CPU per frame (against ``replay()`` of the same bytes in this process), peak RSS.
@@ -35,7 +38,7 @@ from typing import Any
 
 from .bench_dialects import replay_once, split_and_decode
 
-KINDS = ("astream", "stream", "AsyncOpenAI")
+KINDS = ("astream", "stream", "aiohttp", "AsyncOpenAI")
 LATENCY_TARGET_US = 100.0
 
 
@@ -179,6 +182,21 @@ async def _openai(client: Any, frames: int, interval: float) -> dict:
     return {"ttfe": first, "frames": count}
 
 
+async def _bare(session: Any, url: str, frames: int, interval: float) -> dict:
+    body = {"model": f"slow:{frames}:{interval:g}", "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    start = time.perf_counter()
+    first = None
+    count = 0
+    async with session.post(f"{url}/v1/chat/completions", json=body) as response:
+        async for chunk in response.content.iter_any():
+            if first is None:
+                first = time.perf_counter() - start
+            count += chunk.count(b"\n\n")
+    # the first frame, the finish, the usage and [DONE] carry no text
+    return {"ttfe": first, "frames": max(count - 4, 0)}
+
+
 async def _run_client(kind: str, url: str, streams: int, frames: int, interval: float) -> dict:
     latencies: list[float] = []
     io_cpu = None
@@ -186,6 +204,8 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
     if kind == "AsyncOpenAI":  # imports before the clocks start
         import httpx
         import openai
+    elif kind == "aiohttp":
+        import aiohttp
     else:
         import solon_events  # noqa: F401
     cpu, wall = time.process_time(), time.perf_counter()
@@ -198,6 +218,12 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
         )
         results = await asyncio.gather(*(_openai(client, frames, interval) for _ in range(streams)))
         await client.close()
+    elif kind == "aiohttp":
+        connector = aiohttp.TCPConnector(limit=streams)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            results = await asyncio.gather(
+                *(_bare(session, url, frames, interval) for _ in range(streams))
+            )
     elif kind == "astream":
         model = _model(url, frames, interval, streams)
         results = await asyncio.gather(*(_astream(model, latencies, probe) for _ in range(streams)))
@@ -358,6 +384,21 @@ def measure(quick: bool = False) -> dict[str, Any]:
     }
 
 
+def _print_above_floor(runs: list[dict[str, Any]], replay_cost: float) -> None:
+    """What each of our clients adds per frame above bare aiohttp reads of the same run."""
+    bare = {(r["streams"], r["frames"]): r for r in runs if r["kind"] == "aiohttp"}
+    for run in runs:
+        floor = bare.get((run["streams"], run["frames"]))
+        if run["kind"] not in KINDS[:2] or "error" in run or not floor or "error" in floor:
+            continue
+        above = run["cpu_us_per_frame"] - floor["cpu_us_per_frame"]
+        run["above_bare_us_per_frame"] = above
+        print(
+            f"  {run['kind']:<8}{run['streams']:>6,} streams: {above:>6.1f} us CPU per frame "
+            f"above bare aiohttp reads = {above / replay_cost:.1f}x replay()"
+        )
+
+
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the end-to-end tables; return their figures."""
     figures = measure(quick)
@@ -379,6 +420,7 @@ def main(quick: bool = False) -> dict[str, Any]:
             f"{run['cpu_us_per_frame'] / replay_cost:>9.1f}{run['peak_rss_mib']:>9.0f}"
             + (f"  ({len(run['errors'])}+ failed: {run['errors'][0]})" if run["errors"] else "")
         )
+    _print_above_floor(figures["runs"], replay_cost)
     print(f"added latency, socket read -> subscriber (target p99 < {LATENCY_TARGET_US:g} us):")
     for run in figures["latency"]:
         if "error" in run or run["latency_p99_us"] is None:

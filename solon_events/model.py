@@ -12,6 +12,7 @@ in Jupyter, whose main thread runs a loop; :meth:`ChatPrompt.acall` and
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import threading
 import weakref
@@ -559,28 +560,84 @@ class ChatPrompt:
         Raises the response's ChatError after its ERROR event; leaving the loop early
         cancels the request.
         """
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-        def put(kind: str, value: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
-
+        channel = _EventChannel(asyncio.get_running_loop(), self._model._io)
         subscription = self.stream().subscribe(
-            lambda e: put("event", e),
-            lambda error: put("error", error),
-            lambda: put("done", None),
+            channel.on_next, channel.on_error, channel.on_completed
         )
+        items = channel.items
         try:
             while True:
-                kind, value = await queue.get()
-                if kind == "event":
-                    yield value
-                elif kind == "error":
-                    raise value
-                else:
-                    return
+                while items:
+                    item = items.popleft()
+                    if item is _END:
+                        return
+                    if type(item) is _Failure:
+                        raise item.error
+                    yield item
+                await channel.wait()
         finally:
             subscription.dispose()
+
+
+_END = object()
+
+
+class _EventChannel:
+    """Events handed from the I/O thread to an asyncio loop in batches.
+
+    The I/O thread appends to a deque and asks for a wake-up of the reader only when none
+    is already on its way (:meth:`EventLoopThread.call_soon_in`: one hand-over per turn of
+    the I/O loop for all the streams read on one loop); the reader empties the deque
+    without a task switch per event. The end (``_END``) or a ``_Failure`` is the last item of
+    :attr:`items`.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, io: EventLoopThread) -> None:
+        self._loop = loop
+        self._io = io
+        self.items: collections.deque[Any] = collections.deque()
+        self._wake_pending = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def _put(self, item: Any) -> None:  # on the I/O thread
+        self.items.append(item)
+        if not self._wake_pending:
+            self._wake_pending = True
+            self._io.call_soon_in(self._loop, self._wake)
+
+    def _wake(self) -> None:  # on the caller's loop
+        self._wake_pending = False
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def on_next(self, event: ChatEvent) -> None:
+        """An event (on the I/O thread)."""
+        self._put(event)
+
+    def on_error(self, error: Exception) -> None:
+        """The response failed (on the I/O thread)."""
+        self._put(_Failure(error))
+
+    def on_completed(self) -> None:
+        """The response ended (on the I/O thread)."""
+        self._put(_END)
+
+    async def wait(self) -> None:
+        """Until something is in :attr:`items` (on the caller's loop)."""
+        self._waiter = self._loop.create_future()
+        try:
+            if not self.items:  # else it came in meanwhile: its wake-up may have run
+                await self._waiter
+        finally:
+            self._waiter = None
+
+
+class _Failure:
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
 
 
 def _outcome(outcome: Mapping[str, Any]) -> ChatResponse:
