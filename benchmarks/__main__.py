@@ -4,6 +4,8 @@
 other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
 extra); ``--json PATH`` writes the figures as JSON; ``--readme`` writes them, with their
 picture, to ``benchmarks/results/`` and puts the tables and the picture in README.rst.
+The partial-arguments table always runs the partial JSON parsers of the ``bench`` extra that
+are installed (the others listed as not installed).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from . import (
     bench_dialects,
     bench_e2e,
     bench_memory,
+    bench_partial,
     bench_peers,
     bench_pipeline,
     bench_stretched,
@@ -104,6 +107,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         lambda: bench_stretched.main(quick),
     )
     section("memory", "memory: kept events", lambda: bench_memory.main(quick))
+    section(
+        "partial",
+        "partial tool arguments: one long argument, the value so far after each fragment",
+        lambda: bench_partial.main(quick),
+    )
     if args.peers:
         section(
             "peers",

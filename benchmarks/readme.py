@@ -15,6 +15,7 @@ SECTIONS = (
     ("peers", "The same bytes through other libraries"),
     ("e2e", "End to end over loopback"),
     ("memory", "Memory: keeping every event"),
+    ("partial", "Partial tool arguments: one long argument streamed in 20-byte fragments"),
     ("breakdown", "Where a corpus replay's time goes"),
 )
 """The printed sections README shows, in order, with their headings."""

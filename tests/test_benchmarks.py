@@ -3,6 +3,8 @@ deltas repeated, with the recording's head and tail kept."""
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
@@ -90,3 +92,46 @@ def test_picture_is_drawn_from_the_figures(tmp_path):
     ]
     out = picture({"stretched": {"scaling": scaling}, "peers": peers}, tmp_path / "b.png")
     assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_partial_arguments_table_lists_every_parser_at_every_size(monkeypatch):
+    from benchmarks import bench_partial, readme
+
+    def missing():
+        raise ImportError("not here")
+
+    def wrong(pieces):
+        return {"not": "the argument"}
+
+    parsers = (
+        *bench_partial.PARSERS[:2],
+        ("a missing peer", "no-such-package", missing),
+        ("a wrong peer", "pytest", lambda: wrong),
+    )
+    monkeypatch.setattr(bench_partial, "PARSERS", parsers)
+    sizes = (300, 3_000, 30_000)
+    rows = bench_partial.run(sizes, budget=1e-9)  # every size after the first is projected
+    assert {row["parser"] for row in rows} == {label for label, _p, _l in parsers}
+    ours = [row for row in rows if row["parser"] == parsers[0][0]]
+    assert [row["size"] for row in ours] == list(sizes)
+    assert ours[0]["us_per_kb"] > 0 and ours[0]["bytes"] >= 300
+    assert all(row["projected"] > ours[0]["seconds"] for row in ours[1:])
+    assert [row for row in rows if "missing" in row] == [
+        {"parser": "a missing peer", "missing": "no-such-package"}
+    ]
+    assert any(row["parser"] == "a wrong peer" and "error" in row for row in rows)
+    printed = bench_partial.table(rows, sizes)
+    assert printed.count("µs per KB") == 1 and "total ms" in printed
+    assert "a missing peer" in printed and "not installed (no-such-package)" in printed
+    assert "a wrong peer failed at" in printed and "skip ~" in printed
+    assert "partial" in dict(readme.SECTIONS)
+
+
+def test_partial_arguments_argument_is_the_long_args_report():
+    from benchmarks import bench_partial
+
+    text = bench_partial.argument(10_000)
+    assert 9_000 < len(text) < 11_000 and text.isascii()
+    pieces = bench_partial.fragments(text)
+    assert "".join(pieces) == text and {len(p) for p in pieces[:-1]} == {bench_partial.FRAGMENT}
+    assert bench_partial.ours(pieces) == bench_partial.ours_feed_only(pieces) == json.loads(text)

@@ -1,0 +1,261 @@
+"""Partial tool arguments: the cost of parsing one long argument as it streams (#16).
+
+One ``write_report`` argument (the devserver's ``long-args`` scenario: a report of sections
+with paragraphs, a table, escapes and non-ASCII text) of about 1 KB, 10 KB, 100 KB and 1 MB
+arrives in 20-byte fragments. After each fragment every parser gives the value so far:
+
+- ours: one :class:`~solon_events.core.partial_json.PartialJsonParser` fed each fragment,
+  ``value()`` after each (what ``partial_arguments()`` does); also fed each fragment with
+  ``value()`` only at the end (the parsing alone);
+- jiter (the official OpenAI and Anthropic SDKs): ``from_json(buffer,
+  partial_mode="trailing-strings")`` on the accumulated bytes, after each fragment;
+- ``partial-json-parser``: ``loads(buffer)`` on the accumulated text;
+- LangChain: ``langchain_core.utils.json.parse_partial_json(buffer)``.
+
+Each cell is the CPU time of the whole argument (best of a few rounds) and its cost per KB:
+a parser whose cost per KB stays flat from 1 KB to 1 MB is linear. The peers re-read the
+whole buffer on each fragment, which is quadratic: a size whose projected time (from the
+smaller sizes) exceeds the budget is skipped and its projection printed. A peer that is not
+installed (the ``bench`` extra) is listed as such; one whose final value differs from
+``json.loads`` is listed with the difference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from solon_events.core.partial_json import PartialJsonParser
+from solon_events.devserver.scenarios import report_arguments
+
+from .machine import version
+
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+"""The argument's sizes in bytes (its JSON text is ASCII: bytes and characters alike)."""
+FRAGMENT = 20
+"""Bytes per streamed fragment."""
+BUDGET = 10.0
+"""Seconds one round of one cell may be projected to take before the size is skipped."""
+QUICK_BUDGET = 1.0
+ROUND_TIME = 1.0
+"""A cell's rounds stop once they have taken this long in all (at least one round)."""
+ROUNDS = 5
+
+Parse = Callable[[Sequence[str]], Any]
+"""Parses an argument's fragments in order, the value so far after each; returns the last."""
+
+
+def argument(size: int) -> str:
+    """The JSON text of a ``write_report`` argument of about ``size`` bytes."""
+    per_section = len(json.dumps(report_arguments(10))) / 10
+    return json.dumps(report_arguments(max(1, round(size / per_section))))
+
+
+def fragments(text: str, size: int = FRAGMENT) -> list[str]:
+    """``text`` cut every ``size`` characters."""
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def ours(pieces: Sequence[str]) -> Any:
+    """Our parser, a snapshot after each fragment."""
+    parser = PartialJsonParser()
+    value = None
+    for piece in pieces:
+        parser.feed(piece)
+        value = parser.value()
+    return value
+
+
+def ours_feed_only(pieces: Sequence[str]) -> Any:
+    """Our parser fed each fragment, its value read once at the end."""
+    parser = PartialJsonParser()
+    for piece in pieces:
+        parser.feed(piece)
+    return parser.value()
+
+
+def _jiter() -> Parse:
+    from jiter import from_json
+
+    def parse(pieces: Sequence[str]) -> Any:
+        buffer = b""
+        value = None
+        for piece in pieces:
+            buffer += piece.encode()
+            value = from_json(buffer, partial_mode="trailing-strings")
+        return value
+
+    return parse
+
+
+def _partial_json_parser() -> Parse:
+    from partial_json_parser import loads
+
+    return _reparsing(loads)
+
+
+def _langchain() -> Parse:
+    from langchain_core.utils.json import parse_partial_json
+
+    return _reparsing(parse_partial_json)
+
+
+def _reparsing(loads: Callable[[str], Any]) -> Parse:
+    """A parser that reads the whole accumulated text after each fragment."""
+
+    def parse(pieces: Sequence[str]) -> Any:
+        buffer = ""
+        value = None
+        for piece in pieces:
+            buffer += piece
+            value = loads(buffer)
+        return value
+
+    return parse
+
+
+PARSERS: tuple[tuple[str, str | None, Callable[[], Parse]], ...] = (
+    ("solon_events, value() each fragment", None, lambda: ours),
+    ("solon_events, value() at the end", None, lambda: ours_feed_only),
+    ('jiter partial_mode="trailing-strings"', "jiter", _jiter),
+    ("partial-json-parser loads", "partial-json-parser", _partial_json_parser),
+    ("LangChain parse_partial_json", "langchain-core", _langchain),
+)
+"""Each parser: its label, the package it comes from (None: ours) and how to get it."""
+
+
+def measure(parse: Parse, pieces: Sequence[str]) -> tuple[float, Any]:
+    """The best CPU time of ``parse`` over ``pieces`` (a few rounds), and its result."""
+    best = math.inf
+    spent = 0.0
+    value = None
+    for _ in range(ROUNDS):
+        start = time.process_time()
+        value = parse(pieces)
+        took = time.process_time() - start
+        best = min(best, took)
+        spent += took
+        if spent >= ROUND_TIME:
+            break
+    return best, value
+
+
+def projection(done: Sequence[tuple[int, float]], size: int) -> float:
+    """The time a parser would take on ``size`` bytes, from its last two measured sizes
+    (growing at least linearly), or from its last one if only one."""
+    (last_size, last_time) = done[-1]
+    exponent = 2.0
+    if len(done) > 1:
+        before_size, before_time = done[-2]
+        if before_time > 0 and last_time > 0:
+            exponent = math.log(last_time / before_time) / math.log(last_size / before_size)
+            exponent = max(1.0, exponent)
+    return last_time * (size / last_size) ** exponent
+
+
+def run(sizes: Sequence[int] = SIZES, budget: float = BUDGET) -> list[dict[str, Any]]:
+    """Every parser on every size: one row per (parser, size) with ``seconds`` and
+    ``us_per_kb``, or ``projected`` (skipped), ``error`` or ``missing``."""
+    texts = {size: argument(size) for size in sizes}
+    rows: list[dict[str, Any]] = []
+    for label, package, load in PARSERS:
+        try:
+            parse = load()
+        except ImportError:
+            rows.append({"parser": label, "missing": package})
+            continue
+        done: list[tuple[int, float]] = []
+        for size in sizes:
+            text = texts[size]
+            row: dict[str, Any] = {"parser": label, "size": size, "bytes": len(text)}
+            rows.append(row)
+            if done and (projected := projection(done, len(text))) > budget:
+                row["projected"] = projected
+                continue
+            try:
+                seconds, value = measure(parse, fragments(text))
+            except Exception as exc:  # a peer that cannot parse it: shown, not fatal
+                row["error"] = f"{type(exc).__name__}: {exc}"[:80]
+                break
+            if value != json.loads(text):
+                row["error"] = "its final value differs from json.loads"
+                break
+            row["seconds"] = seconds
+            row["us_per_kb"] = seconds * 1e6 / (len(text) / 1000)
+            done.append((len(text), seconds))
+    return rows
+
+
+def _cell(row: dict[str, Any] | None, key: str) -> str:
+    if row is None:
+        return ""
+    if "projected" in row:
+        return f"skip ~{row['projected']:.0f} s"
+    if "error" in row:
+        return "failed"
+    value = row[key]
+    return f"{value * 1e3:,.1f}" if key == "seconds" else f"{value:,.0f}"
+
+
+def _kb(size: int) -> str:
+    return f"{size / 1e6:g} MB" if size >= 1_000_000 else f"{size / 1e3:g} KB"
+
+
+def table(rows: Sequence[dict[str, Any]], sizes: Sequence[int] = SIZES) -> str:
+    """The rows as two tables (µs per KB, total ms) and the peers' versions and failures."""
+    labels = [label for label, _package, _load in PARSERS]
+    width = max(len(label) for label in labels) + 2
+    header = f"{'':{width}}" + "".join(f"{_kb(size):>14}" for size in sizes)
+    lines = []
+    for title, key in (("µs per KB (flat = linear)", "us_per_kb"), ("total ms", "seconds")):
+        lines += [title, header]
+        for label in labels:
+            mine = [row for row in rows if row["parser"] == label]
+            if mine and "missing" in mine[0]:
+                lines.append(f"{label:{width}}not installed ({mine[0]['missing']})")
+                continue
+            cells = [mine[i] if i < len(mine) else None for i in range(len(sizes))]
+            lines.append(f"{label:{width}}" + "".join(f"{_cell(c, key):>14}" for c in cells))
+        lines.append("")
+    for row in rows:
+        if "error" in row:
+            lines.append(f"{row['parser']} failed at {row['bytes']:,} bytes: {row['error']}")
+    ours_fast = _ratios(rows)
+    if ours_fast:
+        lines.append(ours_fast)
+    versions = [f"{package} {version(package)}" for _l, package, _f in PARSERS if package]
+    lines.append("versions: " + ", ".join(versions))
+    return "\n".join(lines)
+
+
+def _ratios(rows: Sequence[dict[str, Any]]) -> str:
+    """How many times slower than ours (value() each fragment) the fastest peer is, by size."""
+    ours_label = PARSERS[0][0]
+    mine = {row["size"]: row["seconds"] for row in rows
+            if row["parser"] == ours_label and "seconds" in row}  # fmt: skip
+    peer_labels = {label for label, package, _load in PARSERS if package}
+    parts = []
+    for size, seconds in mine.items():
+        peers = [row for row in rows if row["parser"] in peer_labels and row.get("size") == size]
+        times = [(row["seconds"], "") for row in peers if "seconds" in row]
+        times += [(row["projected"], "~") for row in peers if "projected" in row]
+        if times:
+            fastest, about = min(times)
+            parts.append(f"{_kb(size)} {about}{fastest / seconds:,.1f}x")
+    if not parts:
+        return ""
+    return "fastest peer / ours (value() each fragment; ~ projected): " + ", ".join(parts)
+
+
+def main(quick: bool = False) -> list[dict[str, Any]]:
+    """Print the partial-arguments tables; return their rows."""
+    print(
+        f"one write_report argument streamed in {FRAGMENT}-byte fragments, the value so far "
+        "after each; CPU time, best of up to 5 rounds"
+    )
+    rows = run(SIZES, QUICK_BUDGET if quick else BUDGET)
+    print(table(rows))
+    return rows
