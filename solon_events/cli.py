@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -19,7 +20,7 @@ from .filters import ChatEventFilter
 from .model import ChatModel
 from .render import LiveRenderer, event_to_json
 from .replay import replay
-from .tools import ToolContext, tool
+from .tools import Tool, ToolContext, tool
 
 __all__ = ["main"]
 
@@ -54,8 +55,32 @@ def get_weather(city: str, ctx: ToolContext) -> str:
     return "18°C and sunny"
 
 
+@tool
+def write_report(
+    title: str, draft: bool, version: int, sections: list[dict[str, Any]], tags: list[str]
+) -> str:
+    """Save a report.
+
+    Args:
+        title: The report's title.
+        draft: Whether it is a draft.
+        version: Its version number.
+        sections: Its sections: heading, paragraphs and a table each.
+        tags: Words to find it by.
+    """
+    return f"{len(sections)} sections saved"
+
+
+DEMO_CONVERSATIONS: tuple[tuple[str, str, Tool[..., Any]], ...] = (
+    ("weather", "What is the weather in Paris?", get_weather),
+    ("long-args:3", "Write the quarterly report.", write_report),
+)
+"""The demo's conversations: the embedded provider's scenario, the prompt, the tool. In
+the second, the call's long argument grows on screen as it streams."""
+
+
 def demo(dialect: str, console: Console) -> int:
-    """Stream the embedded provider's scripted tool-using conversation, rendered live."""
+    """Stream the embedded provider's scripted tool-using conversations, rendered live."""
     from .devserver import DevServer
 
     server = DevServer.run_in_thread(pace=0.02)
@@ -64,17 +89,22 @@ def demo(dialect: str, console: Console) -> int:
             f"[bold]solon-events demo[/] — embedded {dialect} provider at {server.url}",
             highlight=False,
         )
-        with ChatModel(server.url + ROUTES[dialect], "weather", dialect=dialect) as model:
-            console.print("[bold]user:[/] What is the weather in Paris?")
-            return _render_live(model, "What is the weather in Paris?", console, True)
+        for scenario, prompt, demo_tool in DEMO_CONVERSATIONS:
+            with ChatModel(server.url + ROUTES[dialect], scenario, dialect=dialect) as model:
+                console.print(f"[bold]user:[/] {prompt}")
+                if _render_live(model, prompt, console, demo_tool):
+                    return 1
+        return 0
     finally:
         server.close()
 
 
-def _render_live(model: ChatModel, prompt: str, console: Console, with_tools: bool) -> int:
+def _render_live(
+    model: ChatModel, prompt: str, console: Console, demo_tool: Tool[..., Any] | None = None
+) -> int:
     request = model.prompt(prompt).event_filter(ChatEventFilter.all())
-    if with_tools:
-        request = request.tools(get_weather)
+    if demo_tool is not None:
+        request = request.tools(demo_tool)
     render = LiveRenderer(console)
     done = threading.Event()
     failure: list[BaseException] = []
@@ -220,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with model:
         if args.command == "record":
             return record_file(model, args.prompt, args.out, console)
-        return _render_live(model, args.prompt, console, False)
+        return _render_live(model, args.prompt, console)
 
 
 if __name__ == "__main__":

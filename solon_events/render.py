@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 from rich.console import Console
+from rich.live import Live
 from rich.text import Text
 
+from .core.partial_arguments import with_partial_arguments
 from .events import TYPES, ChatEvent
-from .results import Usage
+from .results import ToolCall, Usage
 
 __all__ = [
     "LiveRenderer",
+    "arguments_text",
     "event_to_json",
+    "tool_call_line",
     "tool_progress_line",
     "tool_result_line",
     "usage_line",
 ]
+
+LONG_ARGUMENTS = 160
+"""Characters of a finished call's arguments shown on its line; the rest is counted."""
 
 _T = TYPES
 
@@ -80,6 +88,20 @@ def tool_result_line(event: ChatEvent) -> str:
     return f"{_tool_name(event)} {outcome}: {event.text or ''}{took}"
 
 
+def arguments_text(arguments: Mapping[str, Any]) -> str:
+    """A call's arguments (as parsed so far) as indented JSON, non-ASCII text as it is."""
+    return orjson.dumps(dict(arguments), option=orjson.OPT_INDENT_2).decode()
+
+
+def tool_call_line(call: ToolCall) -> str:
+    """A finished call in one line, ``name({"city":"Paris"})``: arguments longer than
+    :data:`LONG_ARGUMENTS` characters are cut there and the rest counted."""
+    text = call.arguments_str
+    if len(text) > LONG_ARGUMENTS:
+        text = f"{text[:LONG_ARGUMENTS]}… {len(text):,} characters"
+    return f"{call.name}({text})"
+
+
 def tool_progress_line(event: ChatEvent) -> str:
     """A tool's progress report (STATUS ``tool_progress``) in one line: ``name: message [2/5]``."""
     progress, total = event.attrs.get("progress"), event.attrs.get("total")
@@ -93,19 +115,68 @@ def tool_progress_line(event: ChatEvent) -> str:
 class LiveRenderer:
     """Shows a response as it streams: thinking dimmed, the answer typed as it arrives,
     tool calls, their progress and their results (with how long they took) as they happen,
-    per-step and total usage at the end."""
+    per-step and total usage at the end.
 
-    def __init__(self, console: Console | None = None) -> None:
+    On a terminal a tool call's arguments grow in place as they stream (parsed as far as
+    they have arrived, indented, the last lines that fit), redrawn at most every
+    ``interval`` seconds; once the call is complete, one line shows it.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        interval: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.console = console or Console(highlight=False)
         self._mode: str | None = None
+        self._interval = interval
+        self._clock = clock
+        self._live: Live | None = None  # the growing arguments of the call streaming now
+        self._drawn_at = 0.0
+        # gives each argument delta the call's arguments parsed so far
+        self._parsed = with_partial_arguments(self._render)
 
     def _switch(self, mode: str | None) -> None:
+        if self._live is not None:
+            self._live.stop()  # transient: the call's growing arguments are cleared
+            self._live = None
         if self._mode != mode and self._mode is not None:
             self.console.print()
         self._mode = mode
 
+    def _grow(self, call: ToolCall) -> None:
+        """Redraw the streaming call's arguments in place (on a terminal, throttled)."""
+        if not self.console.is_terminal:
+            return
+        now = self._clock()
+        if self._live is None:
+            self._switch(None)
+            self._live = Live(
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+        elif now - self._drawn_at < self._interval:
+            return
+        self._drawn_at = now
+        lines = arguments_text(call.arguments).splitlines()
+        room = max(1, self.console.height - 2)
+        if len(lines) > room:
+            lines = [f"  … {len(lines) - room + 1} lines above", *lines[-room + 1 :]]
+        view = Text(f"… tool call {call.name}(\n", style="cyan")
+        view.append("\n".join(lines), style="cyan dim")
+        self._live.update(view, refresh=True)
+
     def __call__(self, event: ChatEvent) -> None:
         """Render one event."""
+        self._parsed(event)
+
+    def _render(self, event: ChatEvent) -> None:
         t = event.type
         out = self.console
         if t is _T.THINKING_DELTA and event.text:
@@ -119,10 +190,11 @@ class LiveRenderer:
         elif t is _T.REFUSAL_DELTA and event.text:
             self._switch("text")
             out.print(Text(event.text, style="red"), end="")
+        elif t is _T.TOOL_CALL_ARGS_DELTA and event.tool_call is not None:
+            self._grow(event.tool_call)
         elif t is _T.TOOL_CALL_END and event.tool_call is not None:
             self._switch(None)
-            call = event.tool_call
-            out.print(Text(f"→ tool call {call.name}({call.arguments_str})", style="cyan"))
+            out.print(Text(f"→ tool call {tool_call_line(event.tool_call)}", style="cyan"))
         elif t is _T.TOOL_RESULT:
             self._switch(None)
             if event.attrs.get("is_error"):

@@ -1,8 +1,21 @@
-"""What a partial JSON value may be, for the partial JSON and partial arguments tests."""
+"""What a partial JSON value may be, and the long-args scenario's frames, for the partial
+JSON, partial arguments and live view tests."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from solon_events.devserver.app import ROUTES
+from solon_events.devserver.encoders import RequestView
+from solon_events.devserver.scenarios import plan
+
+
+def long_args_frames(dialect: str, sections: int = 3) -> list[Any]:
+    """The embedded provider's ``long-args`` turn, encoded as ``dialect`` sends it."""
+    script = plan(RequestView(model=f"long-args:{sections}"))
+    wire_type = next(wire for _path, wire, name in ROUTES if name == dialect)
+    wire = wire_type("long-args", script.usage)
+    return [frame for part in script.parts for frame in wire.encode(part)]  # type: ignore[union-attr]
 
 
 def is_prefix(partial: Any, final: Any) -> bool:

@@ -23,6 +23,9 @@ TOOL_CALL = 'tool call get_weather({"city":"Paris"})'
 TOOL_RESULT = "get_weather returned: 18°C and sunny"
 ANSWER = "It is 18°C and sunny in Paris right now."
 TOTAL = "total usage: prompt 122, completion 29, total 151"
+REPORT_PROMPT = "user: Write the quarterly report."
+REPORT_CALL = 'tool call write_report({"title":'
+REPORT_RESULT = "write_report returned: 3 sections saved"
 
 # An Anthropic Messages stream (one JSON payload per line), after the public streaming
 # reference: message_start, a ping, one text block, message_delta, message_stop.
@@ -86,6 +89,9 @@ def assert_demo_output(out: str) -> None:
     assert out.index(TOOL_RESULT) < out.index(ANSWER) < out.index(TOTAL)
     assert "step 0 usage: prompt 42, completion 17, total 59" in out
     assert "step 1 usage: prompt 80, completion 12, total 92" in out
+    report = out.index(REPORT_PROMPT)  # the second conversation: a long argument
+    assert out.index(TOTAL) < report < out.index(REPORT_CALL) < out.index(REPORT_RESULT)
+    assert out.index(REPORT_RESULT) < out.index("The report is written (3 sections saved).")
 
 
 # --------------------------------------------------------------------------- demo
@@ -117,6 +123,29 @@ def test_demo_as_a_subprocess() -> None:
     assert done.returncode == 0, done.stderr.decode()
     assert_demo_output(done.stdout.decode("utf-8"))
     assert b"Traceback" not in done.stderr
+
+
+def test_demo_on_a_terminal_draws_the_long_argument_growing() -> None:
+    env = {**os.environ, "COLUMNS": "200", "LINES": "300", "FORCE_COLOR": "1"}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "solon_events.cli", "demo", "--dialect", "anthropic"],
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    out = done.stdout.decode("utf-8")
+    drawn = [
+        re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\r", "", text).split("\n", 1)[1]
+        for text in out.split("… tool call write_report(")[1:]
+    ]
+    assert len(drawn) >= 3  # redrawn every 0.1 s while the argument streams (about 2 s)
+    headings = [text.split("→ tool call")[0].count('"heading"') for text in drawn]
+    assert headings == sorted(headings) and headings[0] < headings[-1] == 3
+    assert_demo_output(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out))
 
 
 def test_unknown_dialect_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

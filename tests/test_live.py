@@ -3,8 +3,10 @@ handle, throttled (the updates counted); outside one the terminal renderer print
 
 from __future__ import annotations
 
+import html as html_module
 import io
 import itertools
+import json
 import re
 import threading
 import time
@@ -13,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from partial_values import is_prefix, long_args_frames
 from reactivex import operators as ops
 from rich.console import Console
 
 from solon_events import ChatEvent, ChatEventType, ChatModel, ToolCall, ToolContext, replay, tool
 from solon_events.devserver import DevServer, RunningServer
+from solon_events.devserver.scenarios import report_arguments
 from solon_events.display import LiveState, live
 from solon_events.display import live as live_module_function
 from solon_events.display.live import NotebookView, _Throttle
@@ -272,3 +276,24 @@ def test_disposal_shows_the_final_state(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_negative_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="interval"):
         live(interval=-1)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "openai-responses", "gemini"])
+def test_a_long_argument_grows_in_the_notebook_view(dialect: str) -> None:
+    state = LiveState()
+    shown: list[Any] = []
+    for event in replay(long_args_frames(dialect), dialect=dialect).pipe(ops.to_list()).run():
+        state.add(event)
+        if event.type is T.TOOL_CALL_ARGS_DELTA:
+            found = re.search(r"<pre class='se-arguments'>(.*?)</pre>", state.html(), re.S)
+            if found:  # once the text is long enough to be shown indented
+                shown.append(json.loads(html_module.unescape(found.group(1))))
+    final = report_arguments(3)
+    assert len(shown) >= 20 and all(is_prefix(value, final) for value in shown)
+    sizes = [len(json.dumps(value)) for value in shown]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    assert shown[-1]["sections"][-1]["table"]["rows"]
+    end = state.html()
+    assert "🔧 <code>write_report</code>" in end
+    pre = re.search(r"<pre class='se-arguments'>(.*?)</pre>", end, re.S)
+    assert pre is not None and json.loads(html_module.unescape(pre.group(1))) == final

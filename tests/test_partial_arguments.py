@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from partial_values import is_prefix
+from partial_values import is_prefix, long_args_frames
 from reactivex import operators as ops
 
 from solon_events import (
@@ -27,8 +27,7 @@ from solon_events import (
 from solon_events.core.partial_arguments import PartialArgumentsStage
 from solon_events.devserver import DevServer
 from solon_events.devserver.app import ROUTES
-from solon_events.devserver.encoders import RequestView
-from solon_events.devserver.scenarios import REPORT_TOOL, plan, report_arguments
+from solon_events.devserver.scenarios import REPORT_TOOL, report_arguments
 from solon_events.operators import parse
 
 T = ChatEventType
@@ -41,14 +40,6 @@ CORPUS_DIALECTS = {
     "openai-responses": "openai-responses",
 }
 DIALECTS = [dialect for _path, _wire, dialect in ROUTES]
-
-
-def long_args_frames(dialect: str, sections: int = 3) -> list[Any]:
-    """The embedded provider's ``long-args`` turn, encoded as ``dialect`` sends it."""
-    script = plan(RequestView(model=f"long-args:{sections}"))
-    wire_type = next(wire for _path, wire, name in ROUTES if name == dialect)
-    wire = wire_type("long-args", script.usage)
-    return [frame for part in script.parts for frame in wire.encode(part)]  # type: ignore[union-attr]
 
 
 def events_of(

@@ -1,15 +1,32 @@
-"""The terminal renderer's tool lines (solon_events.render)."""
+"""The terminal renderer's tool lines and a long argument growing as it streams
+(solon_events.render)."""
 
 from __future__ import annotations
 
+import io
+import json
+import re
+
+import pytest
+from partial_values import is_prefix, long_args_frames
 from rich.console import Console
 
+from solon_events import replay
+from solon_events.devserver.app import ROUTES
+from solon_events.devserver.scenarios import report_arguments
 from solon_events.events import ChatEvent, ChatEventType
-from solon_events.render import LiveRenderer, tool_progress_line, tool_result_line
+from solon_events.render import (
+    LONG_ARGUMENTS,
+    LiveRenderer,
+    tool_call_line,
+    tool_progress_line,
+    tool_result_line,
+)
 from solon_events.results import ToolCall
 
 T = ChatEventType
 CALL = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
+DIALECTS = [dialect for _path, _wire, dialect in ROUTES]
 
 
 def result(text: str, **attrs: object) -> ChatEvent:
@@ -47,3 +64,89 @@ def test_the_live_renderer_shows_progress_and_failures() -> None:
     assert console.export_text() == (
         "… get_weather: page 1 [1/2]\n✗ get_weather failed: Error: offline  (1 ms)\n"
     )
+
+
+# ------------------------------------------------------------ a long argument as it streams
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def long_args_events(dialect: str) -> list[ChatEvent]:
+    events: list[ChatEvent] = []
+    replay(long_args_frames(dialect), dialect=dialect).subscribe(events.append)
+    return events
+
+
+def terminal() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=True, width=300, height=300, highlight=False), out
+
+
+def successive_renders(render: LiveRenderer, out: io.StringIO, dialect: str) -> list[str]:
+    """What each argument delta drew (its plain text), the events rendered one by one."""
+    drawn = []
+    for event in long_args_events(dialect):
+        before = len(out.getvalue())
+        render(event)
+        new = ANSI.sub("", out.getvalue()[before:])
+        if event.type is T.TOOL_CALL_ARGS_DELTA and new:
+            drawn.append(new)
+    return drawn
+
+
+@pytest.mark.parametrize("dialect", [d for d in DIALECTS if d != "ollama"])  # whole calls
+def test_a_long_argument_grows_in_place_on_a_terminal(dialect: str) -> None:
+    console, out = terminal()
+    render = LiveRenderer(console, interval=0)
+    drawn = successive_renders(render, out, dialect)
+    final = report_arguments(3)
+    assert len(drawn) >= 20
+    values = []
+    for text in drawn:
+        head, arguments = text.lstrip("\n").split("\n", 1)
+        assert head == "… tool call write_report("
+        values.append(json.loads(arguments))  # the arguments parsed so far, indented
+    assert all(is_prefix(value, final) for value in values)
+    sizes = [len(json.dumps(value)) for value in values]
+    assert sizes == sorted(sizes) and sizes[0] < 200 < len(json.dumps(final)) - 200 < sizes[-1]
+    assert values[-1]["sections"][-1]["table"]["rows"]  # drawn until the end
+    printed = ANSI.sub("", out.getvalue())
+    line = next(line for line in printed.splitlines() if line.startswith("→ tool call"))
+    assert line.startswith('→ tool call write_report({"title":')
+    assert re.search(r"… 1,[0-9]{3} characters\)$", line), line
+
+
+def test_the_growing_arguments_are_redrawn_at_most_once_per_interval() -> None:
+    console, out = terminal()
+    now = [0.0]
+    render = LiveRenderer(console, interval=0.1, clock=lambda: now[0])
+    assert len(successive_renders(render, out, "openai")) == 1  # the clock stood still
+    console, out = terminal()
+    render = LiveRenderer(console, interval=0.1, clock=lambda: now[0])
+    calls = 0
+
+    def ticking() -> float:
+        nonlocal calls
+        calls += 1
+        return calls * 0.0625  # each delta 62.5 ms after the last: every other one is drawn
+
+    render._clock = ticking
+    deltas = sum(e.type is T.TOOL_CALL_ARGS_DELTA for e in long_args_events("openai"))
+    assert len(successive_renders(render, out, "openai")) in (deltas // 2, deltas // 2 + 1)
+
+
+def test_off_a_terminal_only_the_finished_call_is_printed() -> None:
+    out = io.StringIO()
+    render = LiveRenderer(Console(file=out, width=200, highlight=False), interval=0)
+    for event in long_args_events("anthropic"):
+        render(event)
+    printed = out.getvalue()
+    assert "… tool call" not in printed and "\x1b" not in printed
+    assert printed.count("→ tool call write_report(") == 1
+
+
+def test_tool_call_lines_cut_long_arguments() -> None:
+    assert tool_call_line(CALL) == 'get_weather({"city":"Paris"})'
+    long = ToolCall(id="c", name="write", arguments_str='{"text": "' + "x" * 500 + '"}')
+    line = tool_call_line(long)
+    assert line == "write(" + long.arguments_str[:LONG_ARGUMENTS] + "… 512 characters)"

@@ -10,6 +10,7 @@ their ``arguments_str`` is empty (the deltas carry the text, TOOL_CALL_END the w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..events import TYPES, ChatEvent, ChatEventGroup
@@ -19,7 +20,7 @@ from .partial_json import PartialJsonParser
 if TYPE_CHECKING:
     from .stages import Sink
 
-__all__ = ["PartialArgumentsStage"]
+__all__ = ["PartialArgumentsStage", "with_partial_arguments"]
 
 _T = TYPES
 _DELTAS = frozenset({_T.TOOL_CALL_ARGS_DELTA, _T.SERVER_TOOL_ARGS_DELTA})
@@ -117,6 +118,28 @@ class PartialArgumentsStage:
         if call is None:
             call = self._calls[key] = _Call(event.tool_call_id, "", event.index)
         return call
+
+
+class _Forward:
+    """A sink that hands every event to one function (the renderers' own parsing)."""
+
+    __slots__ = ("on_next",)
+
+    def __init__(self, on_next: Callable[[ChatEvent], Any]) -> None:
+        self.on_next = on_next
+
+    def on_error(self, error: Exception) -> None:
+        """Nothing to do: the caller sees the stream's error itself."""
+
+    def on_completed(self) -> None:
+        """Nothing to do: the caller sees the stream's end itself."""
+
+
+def with_partial_arguments(on_next: Callable[[ChatEvent], Any]) -> Callable[[ChatEvent], None]:
+    """A function that passes each event it is given to ``on_next``, every argument delta
+    with the call's arguments parsed so far (as :class:`PartialArgumentsStage` does): how
+    the live views show arguments growing whether or not the stream has them already."""
+    return PartialArgumentsStage(_Forward(on_next)).on_next
 
 
 def _with_tool_call(event: ChatEvent, tool_call: ToolCall) -> ChatEvent:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from ..core.partial_arguments import with_partial_arguments
 from ..events import ChatEvent, ChatEventType
-from ..render import tool_progress_line, tool_result_line
+from ..render import LONG_ARGUMENTS, arguments_text, tool_progress_line, tool_result_line
 from .html import markdown_html, wrap
 from .values import usage_fields
 
@@ -50,6 +51,7 @@ class _Segment:
     progress: str | None = None  # tool_progress_line of the latest report
     outcome: str | None = None  # tool_result_line of the result (with its duration)
     failed: bool = False
+    arguments: Any = None  # a tool call's arguments, parsed as far as they have arrived
 
 
 class LiveState:
@@ -59,6 +61,8 @@ class LiveState:
         self.segments: list[_Segment] = []
         self.done = False
         self.total: str | None = None
+        # gives each argument delta the call's arguments parsed so far
+        self._parsed = with_partial_arguments(self._fold)
 
     def _append(self, kind: str, event: ChatEvent, text: str) -> None:
         last = self.segments[-1] if self.segments else None
@@ -80,6 +84,9 @@ class LiveState:
 
     def add(self, event: ChatEvent) -> None:
         """Fold one event in."""
+        self._parsed(event)
+
+    def _fold(self, event: ChatEvent) -> None:
         t = event.type
         if t is _T.TEXT_DELTA and event.text:
             self._append("text", event, event.text)
@@ -90,11 +97,15 @@ class LiveState:
         elif t is _T.TOOL_CALL_START:
             self._tool(event)
         elif t is _T.TOOL_CALL_ARGS_DELTA and event.text:
-            self._tool(event).text += event.text
+            segment = self._tool(event)
+            segment.text += event.text
+            if event.tool_call is not None:
+                segment.arguments = event.tool_call.arguments
         elif t is _T.TOOL_CALL_END and event.tool_call is not None:
             segment = self._tool(event)
             segment.text = event.tool_call.arguments_str
             segment.name = event.tool_call.name
+            segment.arguments = event.tool_call.arguments
         elif t is _T.STATUS and event.sub_type == "tool_progress":
             self._tool(event).progress = tool_progress_line(event)
         elif t is _T.TOOL_RESULT:
@@ -158,17 +169,26 @@ class LiveState:
 
 
 def _tool_html(segment: _Segment) -> str:
-    """A tool call: its name and arguments, then its result (how long it took, whether it
+    """A tool call: its name and arguments (on one line, or indented below it when they are
+    long, as parsed so far while they stream), then its result (how long it took, whether it
     failed) or, while it runs, its latest progress report."""
-    call = f"🔧 <code>{escape(segment.name or 'tool')}({escape(segment.text)})</code>"
+    name = escape(segment.name or "tool")
+    arguments = ""
+    if segment.arguments and len(segment.text) > LONG_ARGUMENTS:
+        call = f"🔧 <code>{name}</code>"
+        arguments = f"<pre class='se-arguments'>{escape(arguments_text(segment.arguments))}</pre>"
+    else:
+        call = f"🔧 <code>{name}({escape(segment.text)})</code>"
     if segment.outcome is not None:
         style = " style='color:#c23030'" if segment.failed else ""
         mark = "✗" if segment.failed else "←"
         outcome = escape(segment.outcome)
-        return f"<p>{call}<br><span class='se-tool-result'{style}>{mark} {outcome}</span></p>"
-    if segment.progress is not None:
-        return f"<p>{call}<br><span class='se-meta'>… {escape(segment.progress)}</span></p>"
-    return f"<p>{call}</p>"
+        line = f"<p>{call}<br><span class='se-tool-result'{style}>{mark} {outcome}</span></p>"
+    elif segment.progress is not None:
+        line = f"<p>{call}<br><span class='se-meta'>… {escape(segment.progress)}</span></p>"
+    else:
+        line = f"<p>{call}</p>"
+    return line + arguments
 
 
 def _u(event: ChatEvent) -> str:
