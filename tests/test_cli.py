@@ -110,26 +110,11 @@ def test_demo_in_each_dialect(capsys: pytest.CaptureFixture[str], dialect: str) 
     assert_demo_output(out)
 
 
-def test_demo_as_a_subprocess() -> None:
-    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT)}
+def run_demo(*args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    """``solon-events demo ARGS`` in a process of its own, with ``env`` added."""
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(ROOT), **env}
     done = subprocess.run(
-        [sys.executable, "-m", "solon_events.cli", "demo"],
-        capture_output=True,
-        timeout=30,
-        cwd=ROOT,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    assert_demo_output(done.stdout.decode("utf-8"))
-    assert b"Traceback" not in done.stderr
-
-
-def test_demo_on_a_terminal_draws_the_long_argument_growing() -> None:
-    env = {**os.environ, "COLUMNS": "200", "LINES": "300", "FORCE_COLOR": "1"}
-    env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(
-        [sys.executable, "-m", "solon_events.cli", "demo", "--dialect", "anthropic"],
+        [sys.executable, "-m", "solon_events.cli", "demo", *args],
         capture_output=True,
         timeout=60,
         cwd=ROOT,
@@ -137,7 +122,17 @@ def test_demo_on_a_terminal_draws_the_long_argument_growing() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
-    out = done.stdout.decode("utf-8")
+    return done
+
+
+def test_demo_as_a_subprocess() -> None:
+    done = run_demo()
+    assert_demo_output(done.stdout.decode("utf-8"))
+    assert b"Traceback" not in done.stderr
+
+
+def test_demo_on_a_terminal_draws_the_long_argument_growing() -> None:
+    out = run_demo("--dialect", "anthropic", LINES="300", FORCE_COLOR="1").stdout.decode()
     drawn = [
         re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\r", "", text).split("\n", 1)[1]
         for text in out.split("… tool call write_report(")[1:]

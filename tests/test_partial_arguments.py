@@ -22,8 +22,8 @@ from solon_events import (
     partial_arguments,
     replay,
     respond,
-    tool,
 )
+from solon_events.cli import write_report
 from solon_events.core.partial_arguments import PartialArgumentsStage
 from solon_events.devserver import DevServer
 from solon_events.devserver.app import ROUTES
@@ -252,23 +252,7 @@ def test_corpus_recordings(path: Path, dialect: str) -> None:
                 assert matching[0].tool_call.arguments == final
 
 
-# --- a live model against the embedded provider
-
-
-@tool
-def write_report(
-    title: str, draft: bool, version: int, sections: list[dict[str, Any]], tags: list[str]
-) -> str:
-    """Write a report.
-
-    Args:
-        title: The report's title.
-        draft: Whether it is a draft.
-        version: Its version.
-        sections: Its sections.
-        tags: Labels.
-    """
-    return f"{len(sections)} sections saved"
+# --- a live model against the embedded provider (the demo's write_report tool)
 
 
 @pytest.mark.parametrize("dialect", ["openai", "gemini"])
