@@ -128,7 +128,8 @@ class Recording:
         """The recorded response's events, as the live pipeline made them, each with
         ``attrs["received_at"]``: the arrival time of the frame that produced it (a step's
         STEP_START has the time its request was sent; an event made at the end, such as
-        RESPONSE_END, the last frame's). ``dialect`` defaults to the header's;
+        RESPONSE_END, the last frame's). ``dialect`` defaults to the header's (else the
+        one the frames' shapes tell);
         ``partial_arguments`` as in :func:`~solon_events.replay`."""
         import reactivex
         from reactivex import operators as ops
@@ -138,7 +139,13 @@ class Recording:
 
         chosen = dialect if dialect not in (None, "auto") else self.dialect
         if chosen is None:
-            raise ValueError("the recording's header names no dialect: pass dialect=")
+            from .dialects.sniff import sniff_dialect
+
+            chosen = sniff_dialect(self.frames)
+        if chosen is None:
+            raise ValueError(
+                "the recording's header names no dialect and its frames do not tell: pass dialect="
+            )
 
         def timed_replay(_scheduler: Any) -> Observable[ChatEvent]:
             response_id = new_response_id()

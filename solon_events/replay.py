@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any, Union
 
@@ -18,10 +19,11 @@ from .core.parsing import ParseStage
 from .core.session import new_response_id
 from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
+from .dialects.sniff import sniff_dialect
 from .events import ChatEvent
 from .filters import ChatEventFilter
 from .recording import is_recording, replay_recording
-from .sse import iter_frames
+from .sse import _format_of, iter_frames
 
 __all__ = ["ReplaySource", "replay"]
 
@@ -31,6 +33,42 @@ ReplaySource = Union[str, bytes, os.PathLike, Iterable[Any]]  # noqa: UP007
 
 def _looks_like_path(source: str) -> bool:
     return "\n" not in source and len(source) < 4096 and os.path.isfile(source)
+
+
+def _check_source(source: ReplaySource) -> None:
+    """Refuse, at the call, a path that names no readable file: a path object that is
+    missing or a directory, or a string that names no file and holds no frame either."""
+    if isinstance(source, str):
+        if _looks_like_path(source) or "\n" in source or "\r" in source or len(source) >= 4096:
+            return
+        if _format_of(source.strip().encode(), final=True) != "unknown":
+            return  # the text of a one-frame stream
+    elif not isinstance(source, os.PathLike):
+        return
+    path = os.fspath(source)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"replay(): {path!r} is a directory, not a recorded stream")
+    if not os.path.exists(path):
+        what = "" if isinstance(source, os.PathLike) else " (nor the text of an event stream)"
+        raise FileNotFoundError(f"replay(): the file {path!r} does not exist{what}")
+
+
+def _sniffed(frames: Iterator[Any]) -> tuple[str, list[Any], Exception | None]:
+    """The dialect ``frames`` are in (``"openai"`` when the first frames do not tell), the
+    frames taken to tell it, and the error reading them raised while they were taken."""
+    head: list[Any] = []
+
+    def taken() -> Iterator[Any]:
+        for frame in frames:
+            head.append(frame)
+            yield frame
+
+    error: Exception | None = None
+    try:
+        name = sniff_dialect(taken())
+    except Exception as exc:  # reading the source: an SSE error, a frame over the limit
+        name, error = None, exc
+    return name or "openai", head, error
 
 
 def _frames(source: ReplaySource) -> Iterator[Any]:
@@ -44,7 +82,7 @@ def _frames(source: ReplaySource) -> Iterator[Any]:
 
 def replay(
     source: ReplaySource,
-    dialect: str | ChatDialect = "openai",
+    dialect: str | ChatDialect | None = "auto",
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
 ) -> Observable[ChatEvent]:
@@ -53,15 +91,23 @@ def replay(
     ``source`` is a path, the bytes or text of a recording (SSE text or one JSON payload
     per line, detected automatically), or an iterable of frames (SSE ``Frame`` values,
     JSON strings or decoded payloads). The observable is cold: each subscription reads
-    the source again (an iterator source can be read only once). A recording made by
-    ``solon-events record`` (:mod:`solon_events.recording`) replays with each event's
-    arrival time in ``attrs["received_at"]``; with ``dialect="auto"`` (or None), in the
-    dialect its header names. ``partial_arguments=True`` gives every argument delta the
-    arguments parsed so far (see :func:`~solon_events.operators.partial_arguments`).
+    the source again (an iterator source can be read only once).
+
+    ``dialect="auto"`` (the default, or None) tells the dialect from the first frames'
+    shapes (:func:`~solon_events.dialects.sniff.sniff_dialect`), taking ``"openai"`` when
+    they do not tell. A recording made by ``solon-events record``
+    (:mod:`solon_events.recording`) replays with each event's arrival time in
+    ``attrs["received_at"]``, with ``"auto"`` in the dialect its header names.
+    ``partial_arguments=True`` gives every argument delta the arguments parsed so far
+    (see :func:`~solon_events.operators.partial_arguments`).
+
+    A path (a path object, or a string that holds no frame) that names no file, or names a
+    directory, raises ``FileNotFoundError`` or ``IsADirectoryError`` here, at the call.
     """
+    _check_source(source)
     if is_recording(source):
         return replay_recording(source, dialect, event_filter, partial_arguments)  # type: ignore[arg-type]
-    chosen = get_dialect(dialect)
+    chosen = None if dialect in (None, "auto") else get_dialect(dialect)  # type: ignore[arg-type]
     if not isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike, Iterable)):
         raise TypeError(
             f"replay() takes a path, bytes, text or an iterable of frames, "
@@ -80,15 +126,25 @@ def replay(
             fold_steps=False,
             partial_arguments=partial_arguments,
         )
-        parser = ParseStage(chosen, head, response_id=response_id)
+        parser = ParseStage(chosen or get_dialect("openai"), head, response_id=response_id)
         parser.start()
         stopped = False
 
         def run() -> None:
+            error: Exception | None = None
+            frames: Iterator[Any] = iter(())
             try:
                 frames = _frames(source)
+                if chosen is None:
+                    name, taken, error = _sniffed(frames)
+                    parser.use_dialect(get_dialect(name))
+                    frames = iter(taken) if error else chain(taken, frames)
             except Exception as exc:  # a file that cannot be read, an iterable that cannot
-                parser.on_error(exc)
+                error = exc
+            if error is not None:
+                for frame in frames:  # those read before the error
+                    parser.on_next(frame)
+                parser.on_error(error)
                 return
             on_next = parser.on_next
             while not stopped:

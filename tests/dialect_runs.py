@@ -54,6 +54,9 @@ class _Driven(ChatDialect):
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         self._parse(ctx, frame)
 
+    def claims(self, frame: Any) -> bool:
+        return True  # it stands for the dialect whose functions it runs: no hint of another
+
     def parse_done(self, ctx: ChatStreamContext) -> None:
         (self._done or super().parse_done)(ctx)
 

@@ -232,8 +232,14 @@ def test_replay_of_a_source_that_fails_midway_keeps_what_came_before() -> None:
     assert errors[0].partial_response.text == "Hello"  # type: ignore[attr-defined]
 
 
-def test_replay_of_a_missing_file_fails_through_on_error(tmp_path: Path) -> None:
-    events, errors = run_replay(tmp_path / "absent.sse")
+def test_replay_of_a_file_gone_by_subscription_fails_through_on_error(tmp_path: Path) -> None:
+    path = tmp_path / "gone.sse"
+    path.write_bytes(sse(GOOD))
+    stream = replay(path, event_filter=ChatEventFilter.all())  # a missing file fails here
+    path.unlink()
+    events: list[ChatEvent] = []
+    errors: list[BaseException] = []
+    stream.subscribe(events.append, errors.append)
     assert [type(e) for e in errors] == [FileNotFoundError]
     assert [e.type for e in events] == [T.RESPONSE_START, T.STEP_START, T.STEP_END, T.ERROR]
 

@@ -17,6 +17,7 @@ import orjson
 from ..dialects.base import ChatDialect
 from ..dialects.context import ChatStreamContext, Failure, Finish, NextResponse, Outcome
 from ..dialects.reading import plain_json
+from ..dialects.sniff import dialect_hint
 from ..errors import ChatError, ChatProtocolError
 from ..events import TYPES, ChatEvent, framing_event
 from ..results import ChatResponse
@@ -106,7 +107,7 @@ class ParseStage:
     ``on_error``. An exception raised by ``down`` itself propagates unchanged.
     """
 
-    __slots__ = ("_accumulator", "_ctx", "_dialect", "_done_count", "_down", "_push",
+    __slots__ = ("_accumulator", "_ctx", "_dialect", "_done_count", "_down", "_first", "_push",
                  "_record", "_response_id", "closed", "failure", "finish_reason", "finished",
                  "frame_count", "step")  # fmt: skip
 
@@ -131,6 +132,8 @@ class ParseStage:
         self.frame_count = 0
         """Frames received, the ``[DONE]`` sentinel included."""
         self._done_count = 0
+        self._first: Any = None
+        """The first frame's payload: what tells a stream read in the wrong dialect."""
         self.finished = False
         """Whether the current step's provider response gave its completion signal."""
         self.finish_reason: str | None = None
@@ -154,6 +157,13 @@ class ParseStage:
     def provider_response_id(self) -> str | None:
         """The provider's id of the current step's response."""
         return self._ctx.provider_response_id
+
+    def use_dialect(self, dialect: ChatDialect) -> None:
+        """Read the frames in ``dialect`` instead: for a dialect told from the first frames
+        (``replay(dialect="auto")``), before any is parsed."""
+        if self.frame_count:
+            raise RuntimeError("the dialect can change only before the first frame")
+        self._dialect = dialect
 
     def start(self) -> None:
         """Emit the step's STEP_START."""
@@ -180,6 +190,8 @@ class ParseStage:
         except ChatError as exc:
             self._fail(exc)
             return
+        if self.frame_count == 1:
+            self._first = payload
         try:
             if payload is DONE:
                 self._done_count += 1
@@ -221,7 +233,14 @@ class ParseStage:
             self._fail(
                 ChatProtocolError(
                     f"the stream ended after {self.frame_count} frames without the "
-                    "provider's completion signal (truncated)"
+                    f"provider's completion signal (truncated){self._hint()}"
+                )
+            )
+        elif self._nothing_understood():
+            self._fail(
+                ChatProtocolError(
+                    f"the {self._dialect.name!r} dialect found nothing in "
+                    f"{self.frame_count} frames{self._hint()}"
                 )
             )
         else:
@@ -314,7 +333,25 @@ class ParseStage:
         else:  # a dialect's own bug: a bare KeyError must not reach on_error
             failure = ChatProtocolError(
                 f"{where} could not be parsed by the {name!r} dialect "
-                f"({type(error).__name__}: {error})"
+                f"({type(error).__name__}: {error}){self._hint()}"
             )
         failure.__cause__ = error
         return failure
+
+    def _nothing_understood(self) -> bool:
+        """Whether a stream that ended well gave nothing (no content or usage) while
+        its frames plainly belong to another dialect: the ``[DONE]`` of another dialect's
+        stream is all this one understood."""
+        if self.step:
+            return False
+        response = self._accumulator.snapshot()
+        if response.text or response.thinking or response.tool_calls or response.usage:
+            return False
+        return bool(self._hint())
+
+    def _hint(self) -> str:
+        """Which dialect the stream's frames are in when they are plainly not this one's
+        (``': looks like anthropic frames: pass dialect="anthropic"'``), else ``""``."""
+        if self._first is None or self._first is DONE:
+            return ""
+        return dialect_hint(self._dialect, self._first)

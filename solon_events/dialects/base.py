@@ -17,6 +17,7 @@ from ..messages import ChatRequest
 from .context import ChatStreamContext
 from .reading import provider_error_message
 from .request import HttpRequest
+from .sniff import claims_frame
 
 __all__ = ["ChatDialect", "ChatStreamContext", "HttpRequest", "dialect_names", "get_dialect"]
 # ChatStreamContext and HttpRequest live in .context and .request; they are named here too
@@ -72,6 +73,14 @@ class ChatDialect:
         Called whether or not the completion signal came; a stream without it then fails
         as truncated.
         """
+
+    def claims(self, frame: Any) -> bool:
+        """Whether a decoded ``frame`` plainly is one of this dialect's (by its shape): what
+        ``replay(dialect="auto")`` sniffs the dialect by, and what names the right dialect
+        when a stream is read in the wrong one. The built-in dialects know their shapes
+        (:mod:`~solon_events.dialects.sniff`); another dialect returns False unless it
+        overrides this."""
+        return claims_frame(self.name, frame)
 
     def error_message(self, body: Any) -> str | None:
         """The provider's own message in an HTTP error body, if there is one."""

@@ -1,0 +1,152 @@
+"""Which dialect a stream's frames are in, told from the first frames' shapes.
+
+Each built-in dialect's frames have a shape no other dialect's have: Anthropic's a
+``type`` such as ``message_start`` or ``content_block_delta``, the Responses API's a
+``type`` starting ``response.``, Chat Completions' a ``choices`` list (or
+``object: "chat.completion.chunk"``), Gemini's ``candidates`` (or ``usageMetadata``,
+``promptFeedback``), Ollama's ``message`` or ``done`` beside ``created_at``. A frame of
+no such shape (an error object, ``[DONE]``, a comment) tells nothing, and the next one is
+looked at. :meth:`~solon_events.ChatDialect.claims` is where a dialect says it knows a
+frame; a dialect added outside this package overrides it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..sse import Frame
+
+if TYPE_CHECKING:
+    from .base import ChatDialect
+
+__all__ = ["SNIFF_FRAMES", "claims_frame", "decoded", "dialect_hint", "sniff_dialect"]
+
+SNIFF_FRAMES = 16
+"""How many of a stream's first frames :func:`sniff_dialect` looks at."""
+
+_ANTHROPIC_TYPES = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+
+
+def _error(frame: Mapping[str, Any], key: str) -> bool:
+    """Whether ``frame`` is ``{"error": {..., key: ...}}``."""
+    error = frame.get("error")
+    return isinstance(error, dict) and key in error
+
+
+def _anthropic(frame: Mapping[str, Any]) -> bool:
+    kind = frame.get("type")
+    return (isinstance(kind, str) and kind in _ANTHROPIC_TYPES) or (
+        kind == "error" and isinstance(frame.get("error"), dict)
+    )
+
+
+def _openai_responses(frame: Mapping[str, Any]) -> bool:
+    kind = frame.get("type")
+    if kind == "error":  # the Responses API's error event: its fields at the top
+        return isinstance(frame.get("message"), str) and "error" not in frame
+    return isinstance(kind, str) and kind.startswith("response.")
+
+
+def _openai(frame: Mapping[str, Any]) -> bool:
+    if "type" in frame:
+        return False
+    choices = frame.get("choices")
+    return (
+        frame.get("object") == "chat.completion.chunk"
+        or isinstance(choices, list)
+        or _error(frame, "type")
+    )
+
+
+def _gemini(frame: Mapping[str, Any]) -> bool:
+    return (
+        "candidates" in frame
+        or "usageMetadata" in frame
+        or "promptFeedback" in frame
+        or _error(frame, "status")
+    )
+
+
+def _ollama(frame: Mapping[str, Any]) -> bool:
+    return ("created_at" in frame and ("message" in frame or "done" in frame)) or (
+        len(frame) == 1 and isinstance(frame.get("error"), str)
+    )
+
+
+_SHAPES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "anthropic": _anthropic,
+    "openai-responses": _openai_responses,
+    "openai": _openai,
+    "gemini": _gemini,
+    "ollama": _ollama,
+}
+
+
+def claims_frame(dialect_name: str, frame: Any) -> bool:
+    """Whether the decoded ``frame`` has the shape of the built-in dialect ``dialect_name``'s
+    frames (False for a name that is not a built-in dialect's)."""
+    shape = _SHAPES.get(dialect_name)
+    if isinstance(frame, list) and len(frame) == 1:  # Gemini's array form, one per frame
+        frame = frame[0]
+    return shape is not None and isinstance(frame, dict) and shape(frame)
+
+
+def decoded(frame: Any) -> Any:
+    """A frame as :func:`sniff_dialect` looks at it: JSON decoded when it is text, a Frame
+    or bytes; None when it is not JSON."""
+    if isinstance(frame, Frame):
+        frame = frame.data
+    if isinstance(frame, (str, bytes, bytearray, memoryview)):
+        try:
+            return orjson.loads(frame)
+        except orjson.JSONDecodeError:
+            return None
+    return frame
+
+
+def _claimants(frame: Any) -> list[str]:
+    from .base import dialect_names, get_dialect
+
+    return [name for name in dialect_names() if get_dialect(name).claims(frame)]
+
+
+def sniff_dialect(frames: Iterable[Any], *, limit: int = SNIFF_FRAMES) -> str | None:
+    """The name of the dialect ``frames`` are in, or None when none of the first ``limit``
+    frames tells.
+
+    ``frames`` are decoded payloads, JSON text or bytes, or :class:`~solon_events.sse.Frame`
+    values (what :func:`~solon_events.sse.iter_frames` gives for a body). The first frame
+    exactly one dialect claims decides; a frame no dialect or several claim is skipped.
+    """
+    for frame in islice(frames, limit):
+        names = _claimants(decoded(frame))
+        if len(names) == 1:
+            return names[0]
+    return None
+
+
+def dialect_hint(dialect: ChatDialect, first_frame: Any) -> str:
+    """``': looks like anthropic frames: pass dialect="anthropic"'`` when ``first_frame``
+    plainly belongs to another dialect than ``dialect`` (which does not claim it), else
+    ``""``: what the parse stage adds to the failure of a stream read in the wrong dialect."""
+    frame = decoded(first_frame)
+    if dialect.claims(frame):
+        return ""
+    names = _claimants(frame)
+    if len(names) != 1 or names[0] == dialect.name:
+        return ""
+    return f': looks like {names[0]} frames: pass dialect="{names[0]}"'

@@ -1,0 +1,211 @@
+"""What replay() is given (#13.4): a path that names no file fails at the call, and a stream
+read in the wrong dialect says which one it is in; ``dialect="auto"`` (the default) tells
+the dialect from the first frames."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from outcomes import outcome_of
+from recorded import DIALECTS, text_body
+
+from solon_events import (
+    ChatDialect,
+    ChatEvent,
+    ChatEventFilter,
+    ChatEventType,
+    ChatModel,
+    ChatProtocolError,
+    replay,
+)
+from solon_events.dialects.sniff import SNIFF_FRAMES, sniff_dialect
+from solon_events.recording import FORMAT_KEY
+from solon_events.sse import iter_frames
+from solon_events.transport import ReplayTransport
+
+T = ChatEventType
+CORPUS = Path(__file__).resolve().parent.parent / ".." / "shared" / "corpus"
+CORPUS_DIALECTS = {
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "openai-chat": "openai",
+    "openai-responses": "openai-responses",
+}
+CORPUS_FILES = sorted(CORPUS.glob("*/*.jsonl")) if CORPUS.is_dir() else []
+
+
+def run(source: Any, **options: Any) -> tuple[list[ChatEvent], list[BaseException]]:
+    events: list[ChatEvent] = []
+    errors: list[BaseException] = []
+    replay(source, event_filter=ChatEventFilter.all(), **options).subscribe(
+        events.append, errors.append
+    )
+    return events, errors
+
+
+def kinds(events: list[ChatEvent]) -> list[tuple[Any, ...]]:
+    return [(e.type, e.text, e.tool_call_id) for e in events]
+
+
+# --- a path that names no file
+
+
+def test_a_string_naming_no_file_says_the_file_does_not_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"the file 'missing\.jsonl' does not exist"):
+        replay("missing.jsonl")
+
+
+def test_a_missing_path_fails_at_the_call(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="does not exist") as caught:
+        replay(tmp_path / "absent.sse")
+    assert "absent.sse" in str(caught.value)
+
+
+@pytest.mark.parametrize("as_path", [True, False])
+def test_a_directory_fails_at_the_call(tmp_path: Path, as_path: bool) -> None:
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        replay(tmp_path if as_path else str(tmp_path))
+
+
+def test_a_string_holding_one_frame_is_still_its_text() -> None:
+    frame = orjson.dumps(
+        {"type": "message_start", "message": {"id": "m", "model": "c", "content": []}}
+    ).decode()
+    for text in ("data: " + frame, frame):
+        _events, errors = run(text, dialect="anthropic")
+        assert isinstance(errors[0], ChatProtocolError)  # read as a stream, cut after it
+        assert "truncated" in str(errors[0])
+
+
+def test_a_file_read_by_its_string_path_replays(tmp_path: Path) -> None:
+    path = tmp_path / "answer.sse"
+    path.write_bytes(text_body("openai", "Hi"))
+    events, errors = run(str(path))
+    assert not errors and events[-1].response is not None and events[-1].response.text == "Hi"
+
+
+# --- the wrong dialect
+
+
+def other_dialects(dialect: str) -> list[tuple[str, str]]:
+    return [(dialect, other) for other in DIALECTS if other != dialect]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "wrong"), [pair for d in DIALECTS for pair in other_dialects(d)]
+)
+def test_a_stream_replayed_in_the_wrong_dialect_says_which_it_is_in(
+    dialect: str, wrong: str
+) -> None:
+    events, errors = run(text_body(dialect, "Hello"), dialect=wrong)
+    (error,) = errors
+    assert isinstance(error, ChatProtocolError)
+    assert str(error).endswith(f'looks like {dialect} frames: pass dialect="{dialect}"'), error
+    assert events[-1].type is T.ERROR
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_stream_cut_in_its_own_dialect_gets_no_hint(dialect: str) -> None:
+    body = text_body(dialect, "Hello")
+    cut = body[: len(body) // 2]
+    _events, errors = run(cut, dialect=dialect)
+    assert errors and "looks like" not in str(errors[0])
+
+
+def test_a_response_received_in_the_wrong_dialect_says_which_it_is_in() -> None:
+    transport = ReplayTransport(text_body("anthropic", "Hello"))
+    with ChatModel("http://recorded/v1/chat/completions", "m", transport=transport) as model:
+        outcome = outcome_of(model.prompt("hi"))
+    assert isinstance(outcome.error, ChatProtocolError)
+    assert 'looks like anthropic frames: pass dialect="anthropic"' in str(outcome.error)
+
+
+# --- dialect="auto"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_auto_is_the_default_and_tells_every_dialect(dialect: str) -> None:
+    body = text_body(dialect, "Hel", "lo")
+    told, _ = run(body)
+    given, _ = run(body, dialect=dialect)
+    assert kinds(told) == kinds(given)
+    assert told[-1].type is T.RESPONSE_END and told[-1].response is not None
+    assert told[-1].response.text == "Hello"
+    assert sniff_dialect(iter_frames(body)) == dialect
+
+
+@pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpus is not present")
+def test_auto_tells_the_dialect_of_every_recorded_corpus_stream() -> None:
+    for path in CORPUS_FILES:
+        want = CORPUS_DIALECTS[path.parent.name]
+        assert sniff_dialect(iter_frames(path.read_bytes())) == want, path
+        told, told_errors = run(path)
+        given, given_errors = run(path, dialect=want)
+        assert kinds(told) == kinds(given), path
+        assert [type(e) for e in told_errors] == [type(e) for e in given_errors], path
+
+
+def test_frames_that_do_not_tell_are_read_as_openai() -> None:
+    odd = [{"id": "x"}] * (SNIFF_FRAMES + 2)
+    assert sniff_dialect(odd) is None
+    _events, errors = run(odd)
+    assert "'openai'" in str(errors[0]) or "truncated" in str(errors[0])
+
+
+def test_auto_takes_no_more_frames_than_it_needs() -> None:
+    taken: list[int] = []
+    chunks = [orjson.loads(line[len("data: ") :]) for line in _data_lines("openai")]
+
+    def frames() -> Any:
+        for number, frame in enumerate(chunks):
+            taken.append(number)
+            yield frame
+
+    _events, errors = run(frames())
+    assert not errors and taken == list(range(len(chunks)))  # each frame read once
+
+
+def _data_lines(dialect: str) -> list[bytes]:
+    body = text_body(dialect, "Hi")
+    return [line for line in body.splitlines() if line.startswith(b"data: {")]
+
+
+def test_a_source_failing_while_sniffed_fails_after_the_frames_before() -> None:
+    chunks = [orjson.loads(line[len("data: ") :]) for line in _data_lines("openai")]
+
+    def frames() -> Any:
+        yield {"id": "nothing to tell"}
+        yield chunks[0]
+        raise OSError("disk gone")
+
+    events, errors = run(frames())
+    assert [type(e) for e in errors] == [OSError]
+    assert events[-2].type is T.STEP_END
+
+
+def test_a_recording_without_a_dialect_is_told_by_its_frames(tmp_path: Path) -> None:
+    lines = [orjson.dumps({FORMAT_KEY: 1})]
+    lines += [
+        orjson.dumps({"t": 0.01 * n, "json": orjson.loads(line[len("data: ") :])})
+        for n, line in enumerate(_data_lines("anthropic"))
+    ]
+    path = tmp_path / "rec.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    events, errors = run(path)
+    assert not errors and events[-1].response is not None
+    assert events[-1].response.text == "Hi"
+
+
+def test_a_dialect_of_ones_own_claims_nothing_unless_it_says() -> None:
+    class Mine(ChatDialect):
+        name = "mine"
+
+    assert not Mine().claims({"choices": []})
+    assert os.fspath(CORPUS)  # the corpus path is computed once, above
