@@ -118,6 +118,7 @@ def _render_live(
         done.wait()
     finally:
         subscription.dispose()
+        render.close()
     console.print()
     return 1 if failure else 0
 

@@ -139,12 +139,17 @@ class LiveRenderer:
         self._parsed = with_partial_arguments(self._render)
 
     def _switch(self, mode: str | None) -> None:
-        if self._live is not None:
-            self._live.stop()  # transient: the call's growing arguments are cleared
-            self._live = None
+        self.close()  # the call's growing arguments (transient) make way for what follows
         if self._mode != mode and self._mode is not None:
             self.console.print()
         self._mode = mode
+
+    def close(self) -> None:
+        """Clear a call's arguments still growing (a stream that stopped mid-call), which
+        shows the terminal's cursor again."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
     def _grow(self, call: ToolCall) -> None:
         """Redraw the streaming call's arguments in place (on a terminal, throttled)."""

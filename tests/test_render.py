@@ -150,3 +150,18 @@ def test_tool_call_lines_cut_long_arguments() -> None:
     long = ToolCall(id="c", name="write", arguments_str='{"text": "' + "x" * 500 + '"}')
     line = tool_call_line(long)
     assert line == "write(" + long.arguments_str[:LONG_ARGUMENTS] + "… 512 characters)"
+
+
+def test_a_stream_stopped_mid_call_clears_its_growing_arguments() -> None:
+    console, out = terminal()
+    render = LiveRenderer(console, interval=0)
+    events = long_args_events("openai")
+    end = next(i for i, e in enumerate(events) if e.type is T.TOOL_CALL_END)
+    for event in events[: end - 5]:
+        render(event)
+    assert console._live_stack  # the arguments are being drawn in place
+    before = len(out.getvalue())
+    render.close()
+    render.close()
+    assert not console._live_stack
+    assert out.getvalue()[before:].endswith("\x1b[2K")  # its lines erased

@@ -344,6 +344,7 @@ class TerminalView:
         """End the output's last line."""
         if not self._closed:
             self._closed = True
+            self._render.close()
             self._render.console.print()
 
 
