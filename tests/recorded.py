@@ -1,10 +1,17 @@
-"""Provider bodies made offline by the embedded provider's encoders: recorded bytes for
-tests that need no server (a ReplayTransport plays them)."""
+"""Recorded provider bodies for tests that need no server.
+
+Two sources: bodies made offline by the embedded provider's encoders (a ReplayTransport
+plays them), and the shared corpus of real provider streams, whose location and skip reason
+are defined here and nowhere else.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from solon_events.devserver import ROUTES
 from solon_events.devserver.encoders.base import RequestView, ToolDecl
@@ -22,7 +29,63 @@ from solon_events.devserver.turns import (
     WaitGate,
 )
 
-__all__ = ["DIALECTS", "ENDPOINTS", "WIRES", "body_of", "text_body", "weather_bodies"]
+__all__ = [
+    "CORPUS",
+    "CORPUS_ABSENT",
+    "CORPUS_DIALECTS",
+    "DIALECTS",
+    "ENDPOINTS",
+    "WIRES",
+    "body_of",
+    "corpus_cases",
+    "corpus_paths",
+    "needs_corpus",
+    "text_body",
+    "weather_bodies",
+]
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+"""The shared corpus: real provider streams recorded from OpenAI Chat Completions, OpenAI
+Responses, Anthropic and Gemini (one JSON payload per line) with ``<name>.expected.json``
+beside each, the final result an independent oracle reconstructed. It lives beside the
+checkout, in ``../shared/corpus``, and is read in place, never copied into the project."""
+CORPUS_DIALECTS = {
+    "openai-chat": "openai",
+    "openai-responses": "openai-responses",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
+"""The corpus's folders and the dialect that reads each."""
+CORPUS_ABSENT = (
+    "needs the shared corpus of recorded provider streams (OpenAI, OpenAI Responses, "
+    "Anthropic, Gemini), which lives beside the checkout in ../shared/corpus and is not "
+    f"part of the repository; absent here ({CORPUS}); CI runs these tests with it"
+)
+"""The skip reason of every test that reads the corpus."""
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_ABSENT)
+"""Marks a test that reads the corpus: skipped, saying why, when it is absent."""
+
+
+def corpus_paths(folder: str) -> list[Any]:
+    """One ``pytest.param(path)`` per recording in the corpus's ``folder`` (its stem the id);
+    when the corpus is absent, one skipped parameter whose reason says where it comes from."""
+    if not CORPUS.is_dir():
+        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=CORPUS_ABSENT))]
+    return [pytest.param(path, id=path.stem) for path in sorted((CORPUS / folder).glob("*.jsonl"))]
+
+
+def corpus_cases() -> list[Any]:
+    """One ``pytest.param(path, dialect)`` per recording of every corpus folder (id
+    ``folder/stem``); one skipped pair when the corpus is absent (see :func:`corpus_paths`)."""
+    if not CORPUS.is_dir():
+        skip = pytest.mark.skip(reason=CORPUS_ABSENT)
+        return [pytest.param(None, None, id="no-corpus", marks=skip)]
+    return [
+        pytest.param(path, dialect, id=f"{folder}/{path.stem}")
+        for folder, dialect in CORPUS_DIALECTS.items()
+        for path in sorted((CORPUS / folder).glob("*.jsonl"))
+    ]
+
 
 WIRES = {dialect: wire for _path, wire, dialect in ROUTES}
 DIALECTS = tuple(WIRES)

@@ -11,6 +11,7 @@ import orjson
 import pytest
 import reactivex
 from pydantic import TypeAdapter
+from recorded import corpus_cases
 
 from solon_events import (
     ChatEvent,
@@ -38,19 +39,6 @@ from solon_events.adapters.agui import AguiEncoder, agui_sse
 from solon_events.adapters.vercel import finish_reason
 
 T = ChatEventType
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-DIALECTS = {"openai-chat": "openai", "anthropic": "anthropic", "gemini": "gemini"}
-DIALECTS["openai-responses"] = "openai-responses"
-
-
-def _recordings() -> list[Any]:
-    if not CORPUS.is_dir():
-        return [pytest.param(None, None, marks=pytest.mark.skip(reason="no ../shared/corpus"))]
-    return [
-        pytest.param(path, dialect, id=f"{folder}/{path.stem}")
-        for folder, dialect in DIALECTS.items()
-        for path in sorted((CORPUS / folder).glob("*.jsonl"))
-    ]
 
 
 def recorded(path: Path, dialect: str) -> list[ChatEvent]:
@@ -184,7 +172,7 @@ def vercel_chunks(events: list[ChatEvent]) -> list[dict[str, Any]]:
     return chunks
 
 
-@pytest.mark.parametrize(("path", "dialect"), _recordings())
+@pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_vercel_chunks_of_every_recording_rebuild_each_step(path: Path, dialect: str) -> None:
     events = recorded(path, dialect)
     steps = read_ui_stream(vercel_chunks(events))
@@ -385,7 +373,7 @@ def agui_events(events: list[ChatEvent], **options: Any) -> list[Any]:
     return out
 
 
-@pytest.mark.parametrize(("path", "dialect"), _recordings())
+@pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_agui_events_of_every_recording_verify_and_rebuild(path: Path, dialect: str) -> None:
     events = recorded(path, dialect)
     run = verify_agui(agui_events(events))
@@ -469,7 +457,7 @@ def _error_fields(error: BaseException | None) -> Any:
     )
 
 
-@pytest.mark.parametrize(("path", "dialect"), _recordings())
+@pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_every_recorded_event_round_trips_through_json(path: Path, dialect: str) -> None:
     """Same type and fields; results equal as values (JSON has no tuples: a free-form
     mapping such as a message's ``metadata`` comes back with lists where it had tuples)."""

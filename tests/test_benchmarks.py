@@ -7,11 +7,12 @@ import json
 
 import orjson
 import pytest
+from recorded import needs_corpus
 
 from benchmarks import recordings
 from solon_events import ChatEventType, replay
 
-pytestmark = pytest.mark.skipif(not recordings.available(), reason="../shared/corpus absent")
+pytestmark = needs_corpus
 
 
 def _events(body: bytes, dialect: str) -> list:

@@ -2,8 +2,7 @@
 
 The fixtures are small streams written from Anthropic's streaming reference (event names and
 payload shapes of ``POST /v1/messages`` with ``stream: true``). The corpus test at the end
-reads the recorded streams in ``../shared/corpus/anthropic`` and is skipped when that
-directory does not exist.
+reads the recorded streams in ``../shared/corpus/anthropic`` (see ``recorded.CORPUS``).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import pytest
 from dialect_runs import feed, outcome
 from hypothesis import example, given
 from hypothesis import strategies as st
+from recorded import corpus_paths
 
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import anthropic, get_dialect
@@ -39,7 +39,6 @@ from solon_events.results import (
 
 T = ChatEventType
 DIALECT = AnthropicDialect()
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "anthropic"
 
 
 # ---------------------------------------------------------------- frame builders
@@ -1505,10 +1504,6 @@ def test_unknown_message_type_is_a_type_error() -> None:
 # ---------------------------------------------------------------- recorded corpus
 
 
-def _corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
-
-
 def _corpus_frames(path: Path) -> list[Any]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
@@ -1535,7 +1530,7 @@ def _assert_well_formed(events: list[ChatEvent], ctx: ParseStage) -> None:
     assert starts == {e.tool_call_id for e in of(events, T.TOOL_CALL_END)}
 
 
-@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", corpus_paths("anthropic"))
 def test_corpus_recording(path: Path) -> None:
     expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
     events, ctx = _replay_file(path)
@@ -1563,6 +1558,6 @@ def test_corpus_recording(path: Path) -> None:
     assert ctx.finish_reason == expected["finish_reason"]
 
 
-@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", corpus_paths("anthropic"))
 def test_corpus_recording_on_the_fast_path_is_as_on_the_general_path(path: Path) -> None:
     assert_same_as_general(_corpus_frames(path))

@@ -16,6 +16,7 @@ import pytest
 from dialect_runs import feed, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recorded import corpus_paths, needs_corpus
 
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatStreamContext, gemini, get_dialect
@@ -27,7 +28,6 @@ from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCa
 
 T = ChatEventType
 DIALECT = GeminiDialect()
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "gemini"
 
 
 def run(frames: list[Any], *, step: int = 0, end: bool = False) -> tuple[list[Any], ParseStage]:
@@ -1312,16 +1312,15 @@ def test_an_unsendable_message_or_block_is_a_type_error() -> None:
 
 # the recorded streams of ../shared/corpus/gemini
 
-RECORDINGS = sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
+RECORDINGS = corpus_paths("gemini")
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+@needs_corpus
 def test_the_corpus_is_there() -> None:
     assert len(RECORDINGS) >= 5
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
-@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+@pytest.mark.parametrize("path", RECORDINGS)
 def test_corpus_recording(path: Path) -> None:
     expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
     frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from dialect_runs import DONE, feed
+from recorded import CORPUS, corpus_paths, needs_corpus
 
 from solon_events.core.accumulator import ChatAccumulator
 from solon_events.core.parsing import ParseStage
@@ -967,13 +968,10 @@ def test_request_tools_and_options() -> None:
     assert orjson.loads(orjson.dumps(body)) == body
 
 
-# recorded corpus (read from ../shared when it exists)
+# recorded corpus (read in place: see recorded.CORPUS)
 
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai-chat"
-SHARED_PRESENT = CORPUS.parent.parent.exists()
-RECORDINGS = sorted(CORPUS.glob("*.jsonl")) if SHARED_PRESENT else []
-needs_shared = pytest.mark.skipif(not SHARED_PRESENT, reason="../shared is absent")
+RECORDINGS = corpus_paths("openai-chat")
 
 
 def read_recording(path: Path) -> list[Any]:
@@ -985,13 +983,12 @@ def read_recording(path: Path) -> list[Any]:
     return frames
 
 
-@needs_shared
+@needs_corpus
 def test_corpus_is_present() -> None:
     assert RECORDINGS, f"no recordings under {CORPUS}"
 
 
-@needs_shared
-@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", RECORDINGS)
 def test_corpus_recording(path: Path) -> None:
     expected = json.loads(path.with_name(path.stem + ".expected.json").read_text())
     events, ctx = run(read_recording(path))

@@ -18,6 +18,7 @@ from dialect_runs import feed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex import Observer
+from recorded import corpus_paths, needs_corpus
 
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatStreamContext, get_dialect, openai_responses
@@ -31,7 +32,6 @@ from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCa
 
 T = ChatEventType
 DIALECT = OpenAIResponsesDialect()
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openai-responses"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 
 
@@ -1429,16 +1429,15 @@ def _thinking_parts(terminal: dict[str, Any]) -> list[str]:
     return parts
 
 
-RECORDINGS = sorted(CORPUS.glob("*.jsonl")) if CORPUS.is_dir() else []
+RECORDINGS = corpus_paths("openai-responses")
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+@needs_corpus
 def test_corpus_is_present() -> None:
     assert len(RECORDINGS) >= 10
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
-@pytest.mark.parametrize("path", RECORDINGS, ids=[p.stem for p in RECORDINGS])
+@pytest.mark.parametrize("path", RECORDINGS)
 def test_corpus_recording_matches_its_expected_result(path: Path) -> None:
     expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
     frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]

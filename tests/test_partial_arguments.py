@@ -5,13 +5,13 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from partial_values import is_prefix, long_args_frames
 from reactivex import operators as ops
+from recorded import corpus_cases
 
 from solon_events import (
     ChatEvent,
@@ -32,13 +32,6 @@ from solon_events.operators import parse
 
 T = ChatEventType
 DELTAS = (T.TOOL_CALL_ARGS_DELTA, T.SERVER_TOOL_ARGS_DELTA)
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-CORPUS_DIALECTS = {
-    "openai-chat": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "openai-responses": "openai-responses",
-}
 DIALECTS = [dialect for _path, _wire, dialect in ROUTES]
 
 
@@ -227,14 +220,7 @@ def test_a_delta_with_its_call_keeps_it() -> None:
 # --- the recorded corpus, read in place
 
 
-def _recordings() -> Iterator[Any]:
-    for folder, dialect in CORPUS_DIALECTS.items():
-        for path in sorted((CORPUS / folder).glob("*.jsonl")):
-            yield pytest.param(path, dialect, id=f"{folder}/{path.stem}")
-
-
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
-@pytest.mark.parametrize(("path", "dialect"), list(_recordings()) if CORPUS.is_dir() else [])
+@pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_corpus_recordings(path: Path, dialect: str) -> None:
     events = events_of(path, dialect, may_fail=True, partial_arguments=True)
     for (_step, server, _index), deltas in calls_in(events).items():

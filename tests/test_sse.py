@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from pathlib import Path
 
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from recorded import CORPUS, needs_corpus
 
 from solon_events.errors import ChatProtocolError
 from solon_events.sse import (
@@ -21,8 +21,6 @@ from solon_events.sse import (
     StreamFormat,
     iter_frames,
 )
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 # A Chat Completions stream as the OpenAI API reference shows it, with a keep-alive comment.
 OPENAI_SSE = (
@@ -356,7 +354,7 @@ def test_ollama_ndjson() -> None:
     assert [orjson.loads(frame.data)["done"] for frame in frames] == [False, False, True]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+@needs_corpus
 def test_every_corpus_recording_decodes_to_its_non_blank_lines() -> None:
     paths = sorted(CORPUS.glob("*/*.jsonl"))
     assert paths

@@ -1,40 +1,24 @@
 """Every recorded provider stream in ../shared/corpus, replayed end to end.
 
 The final RESPONSE_END must agree with the independently reconstructed
-``<name>.expected.json`` and the stream must satisfy SPEC §7. The module is skipped only
-when ../shared does not exist.
+``<name>.expected.json`` and the stream must satisfy the stream invariants. The module is
+skipped, saying where the corpus comes from, when it is absent (see ``recorded.CORPUS``).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from recorded import CORPUS, CORPUS_ABSENT, corpus_cases
 
 from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, replay
 
 T = ChatEventType
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-CORPUS = SHARED / "corpus"
-DIALECTS = {
-    "openai-chat": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "openai-responses": "openai-responses",
-}
 
 if not CORPUS.is_dir():
-    pytest.skip("../shared/corpus is not present", allow_module_level=True)
-
-
-def _recordings() -> list[Any]:
-    cases = []
-    for folder, dialect in DIALECTS.items():
-        for path in sorted((CORPUS / folder).glob("*.jsonl")):
-            cases.append(pytest.param(path, dialect, id=f"{folder}/{path.stem}"))
-    return cases
+    pytest.skip(CORPUS_ABSENT, allow_module_level=True)
 
 
 def _collect(path: Path, dialect: str) -> tuple[list[ChatEvent], BaseException | None]:
@@ -74,7 +58,7 @@ def _check_invariants(events: list[ChatEvent], error: BaseException | None) -> N
             assert open_blocks == {"TEXT": 0, "THINKING": 0}
 
 
-@pytest.mark.parametrize(("path", "dialect"), _recordings())
+@pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_recording_conforms(path: Path, dialect: str) -> None:
     expected = json.loads(path.with_name(path.stem + ".expected.json").read_text())
     events, error = _collect(path, dialect)
