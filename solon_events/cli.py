@@ -1,4 +1,10 @@
-"""The ``solon-events`` command: ``demo``, ``replay``, ``stream``, ``record`` and ``serve``."""
+"""The ``solon-events`` command: ``demo``, ``replay``, ``stream``, ``record`` and ``serve``.
+
+Errors are one line on standard error (``solon-events: error: ...``) and a non-zero exit
+status, never a traceback (set ``SOLON_EVENTS_DEBUG=1`` to see one); output piped into a
+program that stops reading (``head``) ends quietly; when standard output is not a terminal
+nothing is coloured and no line is wrapped.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from ._version import __version__
 from .dialects.base import dialect_names
@@ -18,11 +25,11 @@ from .errors import ChatError
 from .events import ChatEvent
 from .filters import ChatEventFilter
 from .model import ChatModel
-from .render import LiveRenderer, event_to_json
+from .render import LiveRenderer, event_line, event_to_json
 from .replay import replay
 from .tools import Tool, ToolContext, tool
 
-__all__ = ["main"]
+__all__ = ["CommandError", "HelpFormatter", "build_parser", "main"]
 
 ROUTES = {
     "openai": "/v1/chat/completions",
@@ -40,6 +47,29 @@ KEY_VARIABLES = {
     "gemini": "GEMINI_API_KEY",
     "ollama": "OLLAMA_API_KEY",
 }
+
+
+class CommandError(Exception):
+    """A failure a command reports as one line, with the exit status ``status``."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; each option's help ends with its default, when it has one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "%(default)" not in text
+            and default not in (None, False, [], argparse.SUPPRESS)
+            and (action.option_strings or action.nargs in (argparse.OPTIONAL,))
+        ):
+            text += " (default: %(default)s)"
+        return text
 
 
 @tool
@@ -77,6 +107,16 @@ DEMO_CONVERSATIONS: tuple[tuple[str, str, Tool[..., Any]], ...] = (
 )
 """The demo's conversations: the embedded provider's scenario, the prompt, the tool. In
 the second, the call's long argument grows on screen as it streams."""
+
+
+class _Console(Console):
+    """A rich Console that lets a closed standard output reach :func:`main` as
+    ``BrokenPipeError`` (rich's own handling exits with status 1)."""
+
+    def on_broken_pipe(self) -> None:
+        """Write nothing more and raise ``BrokenPipeError``."""
+        self.quiet = True
+        raise BrokenPipeError
 
 
 def demo(dialect: str, console: Console) -> int:
@@ -124,24 +164,22 @@ def _render_live(
 
 
 def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Console) -> int:
-    """Print the events of a recorded stream."""
+    """Print the events of a recorded stream: one compact line each, or JSON lines."""
     event_filter = ChatEventFilter.all() if show_all else ChatEventFilter.DEFAULT
     failure: list[BaseException] = []
 
     def show(event: ChatEvent) -> None:
-        if fmt == "jsonl":
+        if fmt in ("json", "jsonl"):
             sys.stdout.write(event_to_json(event).decode() + "\n")
         else:
-            console.print(repr(event), highlight=False, soft_wrap=True)
+            console.print(event_line(event), soft_wrap=True)
 
     if not os.path.isfile(path):
-        console.print(f"[bold red]no such file:[/] {path}")
-        return 2
+        raise CommandError(f"no such file: {path}", 2)
     replay(path, dialect=dialect, event_filter=event_filter).subscribe(show, failure.append)
     sys.stdout.flush()
     if failure:
-        Console(stderr=True).print(f"[bold red]failed:[/] {failure[0]}")
-        return 1
+        raise CommandError(f"the recording failed: {failure[0]}")
     return 0
 
 
@@ -149,45 +187,71 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``solon-events``."""
     parser = argparse.ArgumentParser(
         prog="solon-events",
-        description="Semantic event streams from chat models.",
+        description="Semantic event streams from the streamed responses of chat models: "
+        "stream, record and replay responses, and serve a model to front ends.",
+        epilog="Run 'solon-events COMMAND --help' for a command's options.",
+        formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    dialect_help = "the provider's wire format"
 
-    demo_parser = commands.add_parser(
+    demo_parser = _command(
+        commands,
         "demo",
-        help="stream a scripted tool-using conversation from the embedded provider",
-        allow_abbrev=False,
+        "stream a scripted tool-using conversation from the embedded provider",
+        "Start the embedded provider (no key, no network) and stream its scripted "
+        "conversation, rendered live: thinking, a tool call with progress reports, the "
+        "tool's result, the answer and the usage.",
     )
-    demo_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+    demo_parser.add_argument(
+        "--dialect", choices=dialect_names(), default="openai", help=dialect_help
+    )
 
-    replay_parser = commands.add_parser(
-        "replay", help="print the events of a recorded stream", allow_abbrev=False
+    replay_parser = _command(
+        commands,
+        "replay",
+        "print the events of a recorded stream",
+        "Run a recorded stream through the whole pipeline, with no network, and print its "
+        "events: one line each (type, step, index and its text or key field), coloured on "
+        "a terminal, or one JSON object per line. FILE is a body as a provider sent it "
+        "(SSE or JSON lines) or a recording made by 'solon-events record'.",
     )
-    replay_parser.add_argument("file")
-    replay_parser.add_argument("--dialect", choices=dialect_names(), default="openai")
-    replay_parser.add_argument("--format", choices=("pretty", "jsonl"), default="pretty")
+    replay_parser.add_argument("file", metavar="FILE", help="the recorded stream")
+    replay_parser.add_argument(
+        "--dialect", choices=dialect_names(), default="openai", help=dialect_help
+    )
+    replay_parser.add_argument(
+        "--format",
+        choices=("pretty", "json", "jsonl"),
+        default="pretty",
+        help="pretty: one line per event; json (or jsonl): one JSON object per event, for programs",
+    )
     replay_parser.add_argument(
         "--all", action="store_true", help="show every event, HEARTBEAT and RAW included"
     )
 
-    # No abbreviations: "--api-key sk-..." must not be taken for "--api-key-env".
-    stream_parser = commands.add_parser(
+    stream_parser = _command(
+        commands,
         "stream",
-        help="stream a prompt from a provider (API key from an environment variable)",
-        allow_abbrev=False,
+        "stream a prompt from a provider, rendered live",
+        "Send PROMPT to a provider and render the response as it streams. The API key is "
+        "read from an environment variable, never from a flag.",
     )
     _provider_options(stream_parser)
 
-    record_parser = commands.add_parser(
+    record_parser = _command(
+        commands,
         "record",
-        help="stream a prompt and save its raw frames with their arrival times "
-        "(a JSON-lines recording that replay reads)",
-        allow_abbrev=False,
+        "stream a prompt and save its raw frames as a recording",
+        "Like 'stream', and save the raw frames with their arrival times as a JSON-lines "
+        "recording that 'solon-events replay' and replay() read.",
     )
     _provider_options(record_parser)
-    record_parser.add_argument("--out", required=True, metavar="FILE", help="the recording")
+    record_parser.add_argument(
+        "--out", required=True, metavar="FILE", help="where to write the recording"
+    )
 
     from .serve_cli import add_serve_parser
 
@@ -195,16 +259,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(commands: Any, name: str, summary: str, description: str) -> Any:
+    # No abbreviations: "--api-key sk-..." must not be taken for "--api-key-env".
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        formatter_class=HelpFormatter,
+        allow_abbrev=False,
+    )
+
+
 def _provider_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("prompt")
-    parser.add_argument("--url", required=True, help="the endpoint to POST to")
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--dialect", choices=dialect_names(), default="openai")
+    parser.add_argument("prompt", metavar="PROMPT", help="what to ask")
+    parser.add_argument(
+        "--url",
+        required=True,
+        help="the endpoint to POST to, e.g. https://api.openai.com/v1/chat/completions",
+    )
+    parser.add_argument("--model", required=True, help="the model's name")
+    parser.add_argument(
+        "--dialect", choices=dialect_names(), default="openai", help="the provider's wire format"
+    )
     parser.add_argument(
         "--api-key-env",
         metavar="NAME",
         help="environment variable holding the API key "
-        "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY by dialect)",
+        "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or OLLAMA_API_KEY "
+        "by dialect)",
     )
 
 
@@ -230,9 +312,44 @@ def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> in
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``solon-events``; returns the exit status."""
+    """Run ``solon-events``; returns the exit status.
+
+    A failure is one line on standard error; a closed standard output (``| head``) ends
+    the command quietly.
+    """
     args = build_parser().parse_args(argv)
-    console = Console(highlight=False)
+    console = _Console(highlight=False)
+    if not console.is_terminal:
+        console.soft_wrap = True  # a pipe or a file: whole lines, never wrapped mid-word
+    try:
+        return run(args, console)
+    except BrokenPipeError:
+        # The reader went away: send what is still buffered nowhere, and say nothing.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if os.environ.get("SOLON_EVENTS_DEBUG"):
+            raise
+        return error(exc)
+
+
+def error(exc: BaseException) -> int:
+    """Print ``exc`` as one line on standard error; returns the exit status."""
+    message = str(exc) if isinstance(exc, (CommandError, ChatError, ValueError)) else None
+    if message is None:
+        message = f"{type(exc).__name__}: {exc}"
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        Text.assemble(("solon-events: error: ", "bold red"), " ".join(message.split()))
+    )
+    return exc.status if isinstance(exc, CommandError) else 2 if isinstance(exc, ValueError) else 1
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Run the command ``args`` names; raises what it cannot do."""
     if args.command == "demo":
         return demo(args.dialect, console)
     if args.command == "replay":
@@ -243,12 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(args, console)
     variable = args.api_key_env or KEY_VARIABLES[args.dialect]
     api_key = os.environ.get(variable)
-    try:
-        model = ChatModel(args.url, args.model, api_key=api_key, dialect=args.dialect)
-    except ValueError as exc:
-        console.print(f"[bold red]{exc}[/]")
-        return 2
-    with model:
+    with ChatModel(args.url, args.model, api_key=api_key, dialect=args.dialect) as model:
         if args.command == "record":
             return record_file(model, args.prompt, args.out, console)
         return _render_live(model, args.prompt, console)

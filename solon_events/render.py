@@ -18,6 +18,8 @@ from .results import ToolCall, Usage
 __all__ = [
     "LiveRenderer",
     "arguments_text",
+    "event_line",
+    "event_summary",
     "event_to_json",
     "tool_call_line",
     "tool_progress_line",
@@ -110,6 +112,76 @@ def tool_progress_line(event: ChatEvent) -> str:
         out_of = f"/{total:g}" if isinstance(total, (int, float)) else ""
         amount = f"[{progress:g}{out_of}]"
     return " ".join(part for part in (f"{_tool_name(event)}:", event.text, amount) if part)
+
+
+GROUP_STYLES = {
+    "LIFECYCLE": "bold",
+    "STEP": "magenta",
+    "TEXT": "green",
+    "THINKING": "dim",
+    "TOOL_CALL": "cyan",
+    "SERVER_TOOL": "blue",
+    "MEDIA": "blue",
+    "SAFETY": "red",
+    "META": "yellow",
+}
+"""The colour of each event group's lines in :func:`event_line` (by group name)."""
+SUMMARY_LENGTH = 70
+"""At most this many characters of an event's text in :func:`event_summary`."""
+
+
+def _quoted(text: str) -> str:
+    shown = text if len(text) <= SUMMARY_LENGTH else text[: SUMMARY_LENGTH - 3] + "..."
+    return orjson.dumps(shown).decode()  # quoted, with newlines and controls escaped
+
+
+def event_summary(event: ChatEvent) -> str:
+    """The one field that says most about ``event``, in a few words.
+
+    A delta's text (quoted, escaped, cut to :data:`SUMMARY_LENGTH`), a tool call's name and
+    arguments, a tool result, a step's or the response's finish reason and usage, an
+    error's message, a citation's URL; else the event's text, ``sub_type`` or ``raw_type``.
+    """
+    t = event.type
+    call = event.tool_call
+    if t is _T.TOOL_RESULT:
+        return tool_result_line(event)
+    if t is _T.STATUS and event.sub_type == "tool_progress":
+        return tool_progress_line(event)
+    if t in (_T.TOOL_CALL_START, _T.TOOL_CALL_END, _T.TOOL_CALL_CHUNK) and call is not None:
+        arguments = f"({call.arguments_str})" if t is not _T.TOOL_CALL_START else ""
+        return f"{call.name}{arguments} id={call.id}" if call.id else f"{call.name}{arguments}"
+    if t in (_T.STEP_END, _T.RESPONSE_END):
+        response = event.response
+        reason = response.finish_reason if response is not None else None
+        finish = f"finish={reason}; " if reason else ""
+        return finish + usage_line(event.usage)
+    if t is _T.USAGE:
+        return usage_line(event.usage)
+    if t is _T.ERROR:
+        return f"{type(event.error).__name__}: {event.error}" if event.error else event.text or ""
+    if t is _T.CITATION and event.citation is not None:
+        return str(event.citation.url or event.citation.title or "")
+    if t is _T.SEARCH_RESULT and event.search_result is not None:
+        return str(event.search_result.url or event.search_result.title or "")
+    if event.block is not None:
+        return type(event.block).__name__
+    if event.text:
+        return _quoted(event.text)
+    return str(event.sub_type or event.raw_type or "")
+
+
+def event_line(event: ChatEvent) -> Text:
+    """``event`` as one line, coloured by its group: type, step, index, then
+    :func:`event_summary`, e.g. ``TEXT_DELTA            step 0  #0  "Hello"``."""
+    index = f"#{event.index}" if event.index >= 0 else ""
+    summary = event_summary(event)
+    head = f"{event.type.name:<22}step {event.step:<2} {index:<4}{summary and ' '}"
+    line = Text(
+        head.rstrip(" ") if not summary else head, style=GROUP_STYLES[event.type.group.name]
+    )
+    line.append(summary)
+    return line
 
 
 class LiveRenderer:

@@ -24,19 +24,40 @@ __all__ = ["add_serve_parser", "serve"]
 
 def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` command to ``solon-events``'s subcommands."""
+    from .cli import HelpFormatter
+
     parser = commands.add_parser(
         "serve",
         help="serve a model to front ends: Vercel UI stream, AG-UI, events, a chat page",
+        description="Serve a model over HTTP: POST /api/chat (the Vercel AI SDK's UI message "
+        "stream), POST /agui (AG-UI), POST /events (our events as SSE) and GET / (a chat "
+        "page). Without --url it serves the embedded provider and the demo's weather tool. "
+        "The first line printed is the address it listens on, http://HOST:PORT.",
+        formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000, help="default: 8000; 0 for any")
-    parser.add_argument("--url", help="the provider endpoint (default: the embedded one)")
-    parser.add_argument("--model", help="the model (with no --url: a scenario name)")
-    parser.add_argument("--dialect", choices=dialect_names(), default="openai")
-    parser.add_argument("--api-key-env", metavar="NAME", help="as for stream")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="the port; 0 for any free one")
     parser.add_argument(
-        "--token", help="a bearer token every request must carry (see also --token-env)"
+        "--url", help="the provider endpoint to POST to (default: the embedded provider)"
+    )
+    parser.add_argument(
+        "--model",
+        help="the model's name (required with --url; without it, a scenario of the embedded "
+        "provider, default: weather)",
+    )
+    parser.add_argument(
+        "--dialect", choices=dialect_names(), default="openai", help="the provider's wire format"
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding the provider's API key (default: OPENAI_API_KEY, "
+        "ANTHROPIC_API_KEY, GEMINI_API_KEY or OLLAMA_API_KEY by dialect)",
+    )
+    parser.add_argument(
+        "--token",
+        help="a bearer token every request must carry (default: none; see also --token-env)",
     )
     parser.add_argument(
         "--token-env",
@@ -48,30 +69,30 @@ def add_serve_parser(commands: Any) -> None:
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="an origin allowed to call from a browser (repeatable; none by default)",
+        help="an origin allowed to call from a browser (repeatable; default: none)",
     )
     parser.add_argument(
         "--redis",
         metavar="URL",
         help="redis://HOST:PORT/DB: keep every response in Redis Streams, resumable on any "
-        "replica sharing it (the redis extra)",
+        "replica sharing it (the redis extra; default: no Redis)",
     )
     parser.add_argument(
         "--on-disconnect",
         choices=("continue", "cancel"),
-        help="when a client leaves: go on (the default with --redis) or cancel the response",
+        help="when a client leaves: go on or cancel the response (default: continue with "
+        "--redis, else cancel)",
     )
 
 
 def serve(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
-    from .cli import KEY_VARIABLES, ROUTES, get_weather
+    from .cli import KEY_VARIABLES, ROUTES, CommandError, get_weather
     from .serve import create_app, run_app
 
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
     if args.token_env and not token:
-        console.print(f"[bold red]the environment variable {args.token_env} is empty[/]")
-        return 2
+        raise CommandError(f"the environment variable {args.token_env} is empty", 2)
     server = None
     tools: list[Any] = []
     if args.url is None:
@@ -81,8 +102,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         url, name, api_key = server.url + ROUTES[args.dialect], args.model or "weather", None
         tools = [get_weather]
     elif not args.model:
-        console.print("[bold red]--model is required with --url[/]")
-        return 2
+        raise CommandError("--model is required with --url", 2)
     else:
         variable = args.api_key_env or KEY_VARIABLES[args.dialect]
         url, name, api_key = args.url, args.model, os.environ.get(variable)
@@ -105,12 +125,8 @@ def serve(args: argparse.Namespace, console: Console) -> int:
                 on_disconnect=args.on_disconnect,
             )
             asyncio.run(run(app))
-    except ValueError as exc:
-        console.print(f"[bold red]{exc}[/]")
-        return 2
     except OSError as exc:
-        console.print(f"[bold red]cannot serve on {args.host}:{args.port}: {exc}[/]")
-        return 1
+        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     finally:
         if server is not None:
             server.close()

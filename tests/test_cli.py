@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from recorded import text_body
 
-from solon_events.cli import main
+from solon_events.cli import build_parser, main
 from solon_events.devserver import DevServer, RunningServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,12 +181,44 @@ def test_replay_all_shows_more_events(tmp_path: Path, capsys: pytest.CaptureFixt
     assert [t for t in everything if t != "HEARTBEAT"] == default
 
 
-def test_replay_pretty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_json_is_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(recording(tmp_path, ANTHROPIC_RECORDING))
+    assert main(["replay", path, "--dialect", "anthropic", "--format", "json"]) == 0
+    as_json = capsys.readouterr().out
+    assert main(["replay", path, "--dialect", "anthropic", "--format", "jsonl"]) == 0
+    lines = as_json.splitlines()
+    assert orjson.loads(lines[0])["type"] == "RESPONSE_START"
+    strip = re.compile(r'"(response_id|provider_response_id)":"[^"]*",?')
+    assert strip.sub("", as_json) == strip.sub("", capsys.readouterr().out)
+
+
+def test_replay_pretty_is_one_line_per_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = recording(tmp_path, ANTHROPIC_RECORDING)
     assert main(["replay", str(path), "--dialect", "anthropic"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    types = [line.split()[0] for line in lines]
+    assert types == [
+        "RESPONSE_START", "STEP_START", "USAGE", "TEXT_START", "TEXT_DELTA", "TEXT_DELTA",
+        "TEXT_END", "USAGE", "STEP_END", "RESPONSE_END",
+    ]  # fmt: skip
+    assert re.fullmatch(r'TEXT_DELTA +step 0 +#0 +"Hello"', lines[4])
+    assert re.fullmatch(r'TEXT_DELTA +step 0 +#0 +" there"', lines[5])
+    assert lines[1] == "STEP_START            step 0"
+    assert lines[-1].split(None, 3)[3] == ("finish=end_turn; prompt 12, completion 6, total 18")
+
+
+def test_replay_pretty_shows_the_key_field_of_each_event(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = ROOT / "examples" / "recordings" / "tool-loop-openai.jsonl"
+    assert main(["replay", str(path), "--dialect", "openai"]) == 0
     out = capsys.readouterr().out
-    assert "TEXT_DELTA" in out and "'Hello'" in out
-    assert out.strip().splitlines()[-1].startswith("ChatEvent(RESPONSE_END")
+    assert re.search(r'^TOOL_CALL_END +step 0 .*get_weather\(\{"city": ?"Paris"\}\)', out, re.M)
+    assert re.search(r"^TOOL_RESULT +step 0 .*get_weather returned: 18°C and sunny", out, re.M)
+    assert re.search(r"^STEP_START +step 1$", out, re.M)
+    assert re.search(r"^RESPONSE_END +step 1 +finish=stop; prompt \d+", out, re.M)
 
 
 def test_replay_of_a_truncated_recording_fails(
@@ -195,12 +229,15 @@ def test_replay_of_a_truncated_recording_fails(
     captured = capsys.readouterr()
     types = [orjson.loads(line)["type"] for line in captured.out.splitlines()]
     assert types[-1] == "ERROR" and "RESPONSE_END" not in types
-    assert "failed:" in captured.err and "truncated" in captured.err
+    (line,) = captured.err.splitlines()
+    assert line.startswith("solon-events: error: ") and "truncated" in line
 
 
 def test_replay_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path / "absent.jsonl")]) == 2
-    assert "no such file" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"solon-events: error: no such file: {tmp_path / 'absent.jsonl'}\n"
 
 
 # --------------------------------------------------------------------------- stream
@@ -253,4 +290,72 @@ def test_stream_has_no_key_flag(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_stream_with_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["stream", "--url", "not-a-url", "--model", "m", "hi"]) == 2
-    assert "api_url" in capsys.readouterr().out
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("solon-events: error: api_url must be an http(s) URL")
+
+
+# --------------------------------------------------------------------------- as a program
+
+
+def run_cli(*args: str, shell_pipe: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m solon_events ARGS`` in a subprocess (``| shell_pipe`` after it, in bash
+    with pipefail), its standard output a pipe, never a terminal, with no COLUMNS set."""
+    environ = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | env
+    command = [sys.executable, "-m", "solon_events", *args]
+    if shell_pipe:
+        line = " ".join(f"'{part}'" for part in command)
+        command = ["bash", "-c", f"set -o pipefail; {line} | {shell_pipe}"]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=environ, cwd=ROOT, timeout=120
+    )
+
+
+def test_every_option_has_help_and_shows_its_default() -> None:
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(commands.choices) == {"demo", "replay", "stream", "record", "serve"}
+    assert parser.description
+    for name, command in commands.choices.items():
+        assert command.description, name
+        for action in command._actions:
+            assert action.help, f"{name} {action.dest}"
+        text = command.format_help()
+        for action in command._actions:
+            if action.option_strings and action.default not in (None, False, [], "==SUPPRESS=="):
+                assert f"default: {action.default}" in " ".join(text.split()), (name, action)
+    assert "(default: pretty)" in commands.choices["replay"].format_help()
+
+
+def test_replay_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "long.txt"
+    path.write_bytes(text_body("openai", *["word "] * 20_000))  # far more than a pipe holds
+    for fmt in ("pretty", "json"):
+        done = run_cli("replay", str(path), "--format", fmt, shell_pipe="head -n 3")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+        assert len(done.stdout.splitlines()) == 3
+
+
+def test_an_error_is_one_line_on_stderr_without_a_traceback(tmp_path: Path) -> None:
+    done = run_cli("replay", str(tmp_path / "absent.jsonl"))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"solon-events: error: no such file: {tmp_path / 'absent.jsonl'}\n"
+    truncated = recording(tmp_path, ANTHROPIC_RECORDING[:5])
+    done = run_cli("replay", str(truncated), "--dialect", "anthropic")
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("solon-events: error: ") and "Traceback" not in done.stderr
+
+
+def test_output_that_is_not_a_terminal_is_neither_coloured_nor_wrapped(
+    server: RunningServer,
+) -> None:
+    prompt = " ".join(f"word{n}" for n in range(60))  # some 400 characters
+    url = server.url + "/v1/chat/completions"
+    done = run_cli("stream", "--url", url, "--model", "echo", prompt, OPENAI_API_KEY="k")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b[" not in done.stdout
+    assert any(prompt in line for line in done.stdout.splitlines())
+    replayed = run_cli("replay", "examples/recordings/tool-loop-openai.jsonl")
+    assert replayed.returncode == 0 and "\x1b[" not in replayed.stdout
