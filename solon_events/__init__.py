@@ -3,7 +3,7 @@
 A chat model's streamed response becomes an RxPY ``Observable`` of :class:`ChatEvent`
 values (text, reasoning, tool calls, server tools, citations, media, safety, usage,
 lifecycle and errors) with clean boundaries, per-step and whole-response aggregation and
-a delivery filter. See SPEC.md for the contract.
+a delivery filter. The documentation (``docs/``) explains the event model.
 """
 
 from ._version import __version__ as __version__
