@@ -29,7 +29,7 @@ from .render import LiveRenderer, event_line, event_to_json
 from .replay import replay
 from .tools import Tool, ToolContext, tool
 
-__all__ = ["CommandError", "HelpFormatter", "build_parser", "main"]
+__all__ = ["CommandError", "HelpFormatter", "add_dialect_and_key_options", "build_parser", "main"]
 
 ROUTES = {
     "openai": "/v1/chat/completions",
@@ -278,15 +278,19 @@ def _provider_options(parser: argparse.ArgumentParser) -> None:
         help="the endpoint to POST to, e.g. https://api.openai.com/v1/chat/completions",
     )
     parser.add_argument("--model", required=True, help="the model's name")
+    add_dialect_and_key_options(parser)
+
+
+def add_dialect_and_key_options(parser: argparse.ArgumentParser) -> None:
+    """``--dialect`` and ``--api-key-env``, as every command that calls a provider has them."""
     parser.add_argument(
         "--dialect", choices=dialect_names(), default="openai", help="the provider's wire format"
     )
     parser.add_argument(
         "--api-key-env",
         metavar="NAME",
-        help="environment variable holding the API key "
-        "(default: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or OLLAMA_API_KEY "
-        "by dialect)",
+        help="environment variable holding the provider's API key (default: OPENAI_API_KEY, "
+        "ANTHROPIC_API_KEY, GEMINI_API_KEY or OLLAMA_API_KEY by dialect)",
     )
 
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from rich.console import Console
 
-from .dialects.base import dialect_names
 from .model import ChatModel
 
 __all__ = ["add_serve_parser", "serve"]
@@ -24,7 +23,7 @@ __all__ = ["add_serve_parser", "serve"]
 
 def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` command to ``solon-events``'s subcommands."""
-    from .cli import HelpFormatter
+    from .cli import HelpFormatter, add_dialect_and_key_options
 
     parser = commands.add_parser(
         "serve",
@@ -46,15 +45,7 @@ def add_serve_parser(commands: Any) -> None:
         help="the model's name (required with --url; without it, a scenario of the embedded "
         "provider, default: weather)",
     )
-    parser.add_argument(
-        "--dialect", choices=dialect_names(), default="openai", help="the provider's wire format"
-    )
-    parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="environment variable holding the provider's API key (default: OPENAI_API_KEY, "
-        "ANTHROPIC_API_KEY, GEMINI_API_KEY or OLLAMA_API_KEY by dialect)",
-    )
+    add_dialect_and_key_options(parser)
     parser.add_argument(
         "--token",
         help="a bearer token every request must carry (default: none; see also --token-env)",
