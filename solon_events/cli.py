@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Sequence
@@ -57,8 +58,24 @@ class CommandError(Exception):
         self.status = status
 
 
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions as written; each option's help ends with its default, when it has one."""
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's help ends with its default, when it has one; lines break between
+    words only (never at a hyphen: ``solon-events`` stays whole)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(
+            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
+        )
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""

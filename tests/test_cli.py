@@ -326,6 +326,16 @@ def test_every_option_has_help_and_shows_its_default() -> None:
     assert "(default: pretty)" in commands.choices["replay"].format_help()
 
 
+def test_help_breaks_lines_between_words_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "50")
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for command in [parser, *commands.choices.values()]:
+        text = command.format_help()
+        assert not re.search(r"\w-\n", text), text  # never "solon-" at a line's end
+    assert "'solon-events record'" in " ".join(commands.choices["replay"].format_help().split())
+
+
 def test_replay_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     path = tmp_path / "long.txt"
     path.write_bytes(text_body("openai", *["word "] * 20_000))  # far more than a pipe holds
