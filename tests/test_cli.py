@@ -221,6 +221,16 @@ def test_replay_pretty_shows_the_key_field_of_each_event(
     assert re.search(r"^RESPONSE_END +step 1 +finish=stop; prompt \d+", out, re.M)
 
 
+def test_replay_reads_a_recordings_dialect_from_its_header(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = ROOT / "examples" / "recordings" / "thinking-anthropic.jsonl"
+    assert main(["replay", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert re.match(r"THINKING_SIGNATURE +step 0", lines[9])
+    assert re.match(r"RESPONSE_END +step 0 +finish=end_turn", lines[-1])
+
+
 def test_replay_of_a_truncated_recording_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
