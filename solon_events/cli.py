@@ -26,7 +26,6 @@ from .errors import ChatError
 from .events import ChatEvent
 from .filters import ChatEventFilter
 from .model import ChatModel
-from .recording import is_recording
 from .render import LiveRenderer, event_line, event_to_json
 from .replay import replay
 from .tools import Tool, ToolContext, tool
@@ -181,7 +180,7 @@ def _render_live(
     return 1 if failure else 0
 
 
-def replay_file(path: str, dialect: str | None, fmt: str, show_all: bool, console: Console) -> int:
+def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Console) -> int:
     """Print the events of a recorded stream: one compact line each, or JSON lines."""
     event_filter = ChatEventFilter.all() if show_all else ChatEventFilter.DEFAULT
     failure: list[BaseException] = []
@@ -194,8 +193,6 @@ def replay_file(path: str, dialect: str | None, fmt: str, show_all: bool, consol
 
     if not os.path.isfile(path):
         raise CommandError(f"no such file: {path}", 2)
-    if dialect is None:  # a recording names its own
-        dialect = None if is_recording(path) else "openai"
     replay(path, dialect=dialect, event_filter=event_filter).subscribe(show, failure.append)
     sys.stdout.flush()
     if failure:
@@ -241,8 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay_parser.add_argument("file", metavar="FILE", help="the recorded stream")
     replay_parser.add_argument(
         "--dialect",
-        choices=dialect_names(),
-        help=dialect_help + " (default: a recording's own, named in its header; else openai)",
+        choices=("auto", *dialect_names()),
+        default="auto",
+        help=dialect_help + "; auto: a recording's own (named in its header), else told from "
+        "the first frames",
     )
     replay_parser.add_argument(
         "--format",

@@ -231,6 +231,15 @@ def test_replay_reads_a_recordings_dialect_from_its_header(
     assert re.match(r"RESPONSE_END +step 0 +finish=end_turn", lines[-1])
 
 
+def test_replay_tells_the_dialect_of_a_body_from_its_frames(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = recording(tmp_path, ANTHROPIC_RECORDING)
+    assert main(["replay", str(path)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert re.match(r"RESPONSE_END +step 0 +finish=end_turn", last)
+
+
 def test_replay_of_a_truncated_recording_fails(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
