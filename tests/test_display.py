@@ -218,8 +218,13 @@ def test_an_event_table_has_one_row_per_event_with_times() -> None:
     assert table.times[0] == 0.0 and all(t is not None for t in table.times)
     root = parse(table._repr_html_())
     assert_safe(root)
-    rows = root.find_all("tr")
+    events_table, tools_table = root.find_all("table")
+    rows = events_table.find_all("tr")
     assert len(rows) == len(events) + 1
+    # the tool calls among the events, each with its result
+    call_row = [td.text() for td in tools_table.find_all("tr")[1].find_all("td")]
+    assert call_row[0] == "get_weather" and '"city"' in call_row[1]
+    assert call_row[-1] == "18°C and sunny"
     header = [th.text() for th in rows[0].find_all("th")]
     assert header[:3] == ["#", "t (s)", "type"]
     result_row = next(r for r in rows if "TOOL_RESULT" in r.text())
@@ -233,7 +238,7 @@ def test_an_event_table_of_rx_timestamps_and_a_long_list() -> None:
     assert [e.type for e in table] == [e.type for e in recorded_events()]
     many = [ChatEvent(T.TEXT_DELTA, text=str(i)) for i in range(620)]
     root = parse(events_html(many, limit=100))
-    assert len(root.find_all("tr")) == 101
+    assert len(root.find_all("tr")) == 101  # no tool calls: no second table
     assert "and 520 more events" in root.text()
     assert "t (s)" not in root.text()  # no times known
     with pytest.raises(TypeError, match="ChatEvents or Rx timestamp"):

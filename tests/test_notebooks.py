@@ -42,12 +42,15 @@ def use_this_interpreter(kernels: Path) -> None:
     )
 
 
-def execute(path: Path) -> Any:
-    """Run the notebook at ``path`` in a fresh kernel; the executed notebook (nbformat)."""
+def execute(path: Path, *, extra_cell: str | None = None) -> Any:
+    """Run the notebook at ``path`` (with ``extra_cell`` appended) in a fresh kernel; the
+    executed notebook (nbformat)."""
     import nbformat
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
+    if extra_cell is not None:
+        notebook.cells.append(nbformat.v4.new_code_cell(extra_cell))
     client = NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT,
@@ -99,12 +102,15 @@ def kernel_spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.mark.parametrize("path", PATHS, ids=lambda path: path.stem)
 def test_the_notebook_runs_in_a_real_kernel(path: Path, kernel_spec: None) -> None:
     started = time.monotonic()
-    notebook = execute(path)  # a cell that raises fails here (CellExecutionError)
+    # a cell that raises fails here (CellExecutionError); the last cell asks the kernel
+    # which interpreter it runs
+    notebook = execute(path, extra_cell="import sys\nprint(sys.executable)")
     elapsed = time.monotonic() - started
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert all(cell.execution_count for cell in code)
     errors = [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert not errors
+    assert code[-1].outputs[0].text.strip() == sys.executable
     print(f"{path.name}: {elapsed:.1f} s")
 
 

@@ -210,4 +210,17 @@ def events_html(events: Sequence[Any], limit: int = _ROW_LIMIT) -> str:
     more = len(timed) - limit
     tail = f"<p class='se-meta'>… and {more} more events</p>" if more > 0 else ""
     summary = f"<p class='se-meta'>{len(timed)} events</p>"
-    return wrap(f"{summary}<table>{head}{''.join(rows)}</table>{tail}")
+    return wrap(f"{summary}<table>{head}{''.join(rows)}</table>{tail}{_tools_of(timed)}")
+
+
+def _tools_of(timed: Sequence[tuple[Any, ChatEvent]]) -> str:
+    """The tool calls among the events with their results (TOOL_RESULT), as a table."""
+    calls = [e.tool_call for _, e in timed if e.type is ChatEventType.TOOL_CALL_END and e.tool_call]
+    if not calls:
+        return ""
+    results = {
+        e.tool_call_id: e.text or ""
+        for _, e in timed
+        if e.type is ChatEventType.TOOL_RESULT and e.tool_call_id
+    }
+    return f"<div><b>Tool calls</b>{_tool_calls_body(calls, results)}</div>"
