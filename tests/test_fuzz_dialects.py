@@ -75,22 +75,16 @@ def paths(value: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def replaced(value: Any, path: tuple[Any, ...], new: Any, delete: bool) -> Any:
+    """``value`` with the place ``path`` holding ``new``, or deleted."""
     if not path:
         return new
     head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        copy = dict(value)
-        if delete and not rest:
-            del copy[head]
-        else:
-            copy[head] = replaced(value[head], rest, new, delete)
-        return copy
-    copy_list = list(value)
+    copy: Any = dict(value) if isinstance(value, dict) else list(value)
     if delete and not rest:
-        del copy_list[head]
+        del copy[head]
     else:
-        copy_list[head] = replaced(value[head], rest, new, delete)
-    return copy_list
+        copy[head] = replaced(value[head], rest, new, delete)
+    return copy
 
 
 def encode(frames: list[Frame], jsonl: bool) -> bytes:
