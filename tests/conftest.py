@@ -7,10 +7,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from solon_events.cli import ROUTES
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.model import ChatModel
+
+# Examples count, never time: a loaded CI machine may generate or run an example slowly
+# (the number of examples stays what each test asks for).
+settings.register_profile("solon", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("solon")
 
 
 @pytest.fixture(scope="module")
