@@ -38,6 +38,7 @@ ROUTES = {
     "anthropic": "/v1/messages",
     "gemini": "/v1beta",
     "ollama": "/api/chat",
+    "bedrock": "",  # the dialect adds /model/{model}/converse-stream
 }
 DEMO_STATIONS = 3
 """How many weather stations the demo's tool asks, reporting progress after each."""
@@ -47,6 +48,7 @@ KEY_VARIABLES = {
     "anthropic": "ANTHROPIC_API_KEY",
     "gemini": "GEMINI_API_KEY",
     "ollama": "OLLAMA_API_KEY",
+    "bedrock": "AWS_BEARER_TOKEN_BEDROCK",
 }
 
 
@@ -146,8 +148,12 @@ def demo(dialect: str, console: Console) -> int:
             f"[bold]solon-events demo[/] — embedded {dialect} provider at {server.url}",
             highlight=False,
         )
+        # The embedded provider takes any key; without one, Bedrock signs with AWS credentials.
+        key = "embedded-provider" if dialect == "bedrock" else None
         for scenario, prompt, demo_tool in DEMO_CONVERSATIONS:
-            with ChatModel(server.url + ROUTES[dialect], scenario, dialect=dialect) as model:
+            with ChatModel(
+                server.url + ROUTES[dialect], scenario, api_key=key, dialect=dialect
+            ) as model:
                 console.print(f"[bold]user:[/] {prompt}")
                 if _render_live(model, prompt, console, demo_tool):
                     return 1

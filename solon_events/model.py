@@ -95,10 +95,14 @@ class ChatModel:
         connection_limit: int | None = None,
         telemetry: bool | Mapping[str, Any] = False,
     ) -> None:
+        chosen = get_dialect(dialect)
         redactor = Redactor.for_request(
             api_key=api_key,
             headers=headers,
             api_url=api_url if isinstance(api_url, str) else None,
+            extra=chosen.secrets(
+                api_key=api_key, api_url=api_url if isinstance(api_url, str) else None
+            ),
         )
         if not isinstance(api_url, str) or not api_url.startswith(("http://", "https://")):
             shown = redactor.text(api_url) if isinstance(api_url, str) else api_url
@@ -123,7 +127,7 @@ class ChatModel:
         self._telemetry = _telemetry_options(telemetry)
         self.api_url = api_url
         self.model = model
-        self.dialect = get_dialect(dialect)
+        self.dialect = chosen
         self._api_key = api_key
         self._headers = dict(headers or {})
         self.max_steps = max_steps
@@ -404,7 +408,7 @@ class ChatPrompt:
     _auto_tool_call: bool = True
     _partial_arguments: bool = False
     # Sees every raw frame received, in order (solon_events.recording.record sets it).
-    _frame_tap: Callable[[Frame], Any] | None = None
+    _frame_tap: Callable[[Frame | bytes], Any] | None = None
     _client_tools: tuple[ToolSpec, ...] = ()
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
@@ -463,14 +467,14 @@ class ChatPrompt:
             client_tools=frozenset(spec.name for spec in self._client_tools),
         )
 
-    def _frames(self, http: HttpRequest) -> Observable[Frame | ChatEvent]:
+    def _frames(self, http: HttpRequest) -> Observable[Frame | bytes | ChatEvent]:
         frames = self._model._reader.frames(http)
         tap = self._frame_tap
         if tap is None:
             return frames
 
-        def tap_frames(item: Frame | ChatEvent) -> None:
-            if isinstance(item, Frame):  # not a retry's STATUS event
+        def tap_frames(item: Frame | bytes | ChatEvent) -> None:
+            if not isinstance(item, ChatEvent):  # not a retry's STATUS event
                 tap(item)
 
         return frames.pipe(ops.do_action(tap_frames))

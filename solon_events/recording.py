@@ -332,8 +332,11 @@ def _load(line: bytes, number: int) -> dict[str, Any]:
     return value
 
 
-def frame_line(at: float, frame: Frame | str) -> dict[str, Any]:
-    """One frame's line, as a dict."""
+def frame_line(at: float, frame: Frame | str | bytes) -> dict[str, Any]:
+    """One frame's line, as a dict (a frame of bytes, e.g. an AWS event-stream message's, is
+    read as UTF-8 text)."""
+    if isinstance(frame, bytes):
+        frame = frame.decode("utf-8", "replace")
     data, event = (frame.data, frame.event) if isinstance(frame, Frame) else (frame, None)
     entry: dict[str, Any] = {"t": at}
     if event:
@@ -372,7 +375,7 @@ class _Log:
     def _now(self) -> float:
         return time.monotonic() - self.started
 
-    def frame(self, frame: Frame) -> None:
+    def frame(self, frame: Frame | bytes) -> None:
         with self._lock:
             self.lines.append(frame_line(self._now(), frame))
             self.frame_count += 1

@@ -84,11 +84,13 @@ class Redactor:
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         api_url: str | None = None,
+        extra: Iterable[str] = (),
     ) -> Redactor:
         """A redactor of every secret in a model's settings: ``api_key``, the values of
         auth-like ``headers`` (and the token after an auth scheme), the key-like query
-        values and the password of ``api_url``."""
-        secrets: list[str] = [api_key or ""]
+        values and the password of ``api_url``, and the ``extra`` secrets its dialect
+        names (e.g. the AWS credentials Bedrock signs with)."""
+        secrets: list[str] = [api_key or "", *extra]
         for name, value in (headers or {}).items():
             if _AUTH_LIKE_HEADER.search(name):
                 secrets.extend(_header_secrets(value))

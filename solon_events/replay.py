@@ -21,6 +21,7 @@ from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
 from .dialects.sniff import sniff_dialect
 from .events import ChatEvent
+from .eventstream import is_event_stream, iter_event_stream_frames
 from .filters import ChatEventFilter
 from .recording import is_recording, replay_recording
 from .sse import _format_of, iter_frames
@@ -28,7 +29,8 @@ from .sse import _format_of, iter_frames
 __all__ = ["ReplaySource", "replay"]
 
 ReplaySource = Union[str, bytes, os.PathLike, Iterable[Any]]  # noqa: UP007
-"""A path, the bytes or text of a recording (SSE or JSON lines), or an iterable of frames."""
+"""A path, the bytes or text of a recording (SSE, JSON lines or an AWS event stream), or an
+iterable of frames."""
 
 
 def _looks_like_path(source: str) -> bool:
@@ -74,10 +76,18 @@ def _sniffed(frames: Iterator[Any]) -> tuple[str, list[Any], Exception | None]:
 def _frames(source: ReplaySource) -> Iterator[Any]:
     """The frames of ``source``; a file is read here, its frames decoded as they are taken."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
-        return iter_frames(Path(source).read_bytes())
+        return _body_frames(Path(source).read_bytes())
     if isinstance(source, (str, bytes, bytearray, memoryview)):
-        return iter_frames(bytes(source) if not isinstance(source, str) else source)
+        return _body_frames(bytes(source) if not isinstance(source, str) else source)
     return iter(source)
+
+
+def _body_frames(body: bytes | str) -> Iterator[Any]:
+    """A whole body's frames: an AWS event stream (Bedrock) told by its first prelude,
+    else SSE or JSON lines."""
+    if isinstance(body, bytes) and is_event_stream(body):
+        return iter_event_stream_frames(body)
+    return iter_frames(body)
 
 
 def replay(
@@ -88,9 +98,9 @@ def replay(
 ) -> Observable[ChatEvent]:
     """The event stream of a recorded response: parse, normalize, aggregate, guard.
 
-    ``source`` is a path, the bytes or text of a recording (SSE text or one JSON payload
-    per line, detected automatically), or an iterable of frames (SSE ``Frame`` values,
-    JSON strings or decoded payloads). The observable is cold: each subscription reads
+    ``source`` is a path, the bytes or text of a recording (SSE text, one JSON payload
+    per line, or an AWS event stream's binary messages, detected automatically), or an
+    iterable of frames (SSE ``Frame`` values, JSON strings or decoded payloads). The observable is cold: each subscription reads
     the source again (an iterator source can be read only once).
 
     ``dialect="auto"`` (the default, or None) tells the dialect from the first frames'

@@ -39,7 +39,7 @@ from .events import TYPES, ChatEvent
 from .loop_thread import EventLoopThread
 from .redaction import Redactor, redact_url
 from .retry import RetryPolicy, retry_after_seconds
-from .sse import DEFAULT_MAX_FRAME_SIZE, Frame, StreamDecoder
+from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .transport import ChatTransport, HttpResponse
 
 if sys.version_info >= (3, 11):
@@ -49,7 +49,7 @@ else:  # aiohttp depends on async-timeout before 3.11
 
 __all__ = ["StreamReader", "TimeBudgets"]
 
-Emit = Callable[[Frame | ChatEvent], None]
+Emit = Callable[[Frame | bytes | ChatEvent], None]
 
 _ERROR_BODY_LIMIT = 64 * 1024
 _MARKUP_START_LIMIT = 400
@@ -152,7 +152,7 @@ class StreamReader:
         self.redactor = redactor or Redactor()
         self.closed = False
 
-    def frames(self, request: HttpRequest) -> Observable[Frame | ChatEvent]:
+    def frames(self, request: HttpRequest) -> Observable[Frame | bytes | ChatEvent]:
         """A cold observable of the frames of ``request``'s response, delivered on the I/O
         loop as they are decoded (a retry's STATUS event before the first one).
 
@@ -162,7 +162,7 @@ class StreamReader:
         """
 
         def subscribe(
-            observer: abc.ObserverBase[Frame | ChatEvent],
+            observer: abc.ObserverBase[Frame | bytes | ChatEvent],
             scheduler: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             if self.closed:
@@ -170,7 +170,7 @@ class StreamReader:
                 return Disposable()
             disposed = False
 
-            def emit(item: Frame | ChatEvent) -> None:
+            def emit(item: Frame | bytes | ChatEvent) -> None:
                 if not disposed:
                     observer.on_next(item)
 
@@ -269,7 +269,7 @@ class StreamReader:
         )
 
     @staticmethod
-    def _emit(emit: Emit, item: Frame | ChatEvent) -> None:
+    def _emit(emit: Emit, item: Frame | bytes | ChatEvent) -> None:
         try:
             emit(item)
         except Exception as exc:
@@ -279,7 +279,7 @@ class StreamReader:
         response = await self._within(self._send(request), clock, request)
         try:
             await self._check_head(response, request, clock)
-            decoder = StreamDecoder(max_frame_size=self.max_frame_size)
+            decoder = self.dialect.frame_decoder(self.max_frame_size)
             chunks = response.__aiter__()
             while True:
                 chunk = await self._within(self._next_chunk(chunks, request), clock, request)

@@ -49,7 +49,7 @@ class StepPlan:
     request: ChatRequest
     dialect: ChatDialect
     build: Callable[[ChatRequest], HttpRequest]
-    frames: Callable[[HttpRequest], Observable[Frame | ChatEvent]]
+    frames: Callable[[HttpRequest], Observable[Frame | bytes | ChatEvent]]
     tools: ToolSet
     auto_tool_call: bool = True
     max_steps: int = 8

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -17,6 +18,23 @@ from solon_events.model import ChatModel
 # (the number of examples stays what each test asks for).
 settings.register_profile("solon", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("solon")
+
+# Made-up AWS credentials (AWS's documentation example), so that a Bedrock model without an
+# api_key signs its requests with SigV4 against the embedded provider; no configuration file
+# or instance metadata of the machine is read.
+FAKE_AWS_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "AWS_REGION": "us-east-1",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+for _name, _value in FAKE_AWS_ENVIRONMENT.items():
+    os.environ[_name] = _value
+os.environ.pop("AWS_SESSION_TOKEN", None)
+os.environ.pop("AWS_PROFILE", None)
+os.environ.pop("AWS_BEARER_TOKEN_BEDROCK", None)
 
 
 @pytest.fixture(scope="module")

@@ -95,6 +95,7 @@ ENDPOINTS = {
     "openai-responses": "/v1/responses",
     "gemini": "/v1beta",
     "ollama": "/api/chat",
+    "bedrock": "",
 }
 """Each dialect's endpoint on the embedded provider (Gemini's base URL takes the model)."""
 WEATHER_SCHEMA: Mapping[str, Any] = {
@@ -113,7 +114,7 @@ def body_of(dialect: str, script: Script, model: str = "recorded") -> bytes:
         if isinstance(part, Cut):
             break
         if isinstance(part, RawBytes):
-            out.append(part.data)
+            out.append(wire.raw_bytes(part.data))
         elif isinstance(part, KeepAlive):
             out.append(wire.keep_alive_bytes())
         elif not isinstance(part, (Pause, WaitGate)):

@@ -36,6 +36,7 @@ PATTERNS = (
     "retry.py",
     "core/*.py",
     "sse.py",
+    "eventstream.py",
     "dialects/*.py",
     "display_hooks.py",
     "display/html.py",

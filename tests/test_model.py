@@ -320,7 +320,9 @@ def test_http_error_status_carries_the_providers_message(
     assert error.status == status
     assert error.provider_message == expected
     assert f"HTTP {status}" in str(error) and expected in str(error)
-    assert error.provider_error["error"] == WIRES[dialect].error_body(status)["error"]
+    body = WIRES[dialect].error_body(status)
+    key = "error" if "error" in body else "message"  # Bedrock: {"message": ...} alone
+    assert error.provider_error[key] == body[key]
     assert event.raw and event.text == str(error)
     with pytest.raises(ChatHttpError) as raised:
         model.prompt("hi").call()

@@ -39,6 +39,7 @@ URLS = {
     "openai-responses": "http://recorded.invalid/v1/responses",
     "gemini": "http://recorded.invalid/v1beta",
     "ollama": "http://recorded.invalid/api/chat",
+    "bedrock": "http://recorded.invalid",
 }
 RESULT = "18°C and sunny"
 

@@ -1,4 +1,4 @@
-"""The embedded provider: a local aiohttp server speaking five providers' wire formats.
+"""The embedded provider: a local aiohttp server speaking six providers' wire formats.
 
 ``async with DevServer() as srv:`` serves on ``srv.url`` (127.0.0.1, a free port):
 
@@ -6,7 +6,9 @@
 - ``POST /v1/messages`` (Anthropic Messages SSE),
 - ``POST /v1/responses`` (OpenAI Responses SSE),
 - ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (Gemini SSE),
-- ``POST /api/chat`` (Ollama NDJSON).
+- ``POST /api/chat`` (Ollama NDJSON),
+- ``POST /model/{model}/converse-stream`` (Amazon Bedrock ConverseStream, AWS event stream;
+  any bearer key or SigV4 signature is accepted).
 
 The request's model name picks the scenario: ``weather`` (the default: thinking, a call of
 the first declared tool, then an answer quoting the tool result), ``echo``,

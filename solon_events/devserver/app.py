@@ -18,6 +18,7 @@ from aiohttp import web
 
 from .encoders import (
     AnthropicWire,
+    BedrockWire,
     Frame,
     GeminiWire,
     OllamaWire,
@@ -48,6 +49,7 @@ ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
     ("/v1/responses", OpenAIResponsesWire, "openai-responses"),
     ("/v1beta/models/{model}:streamGenerateContent", GeminiWire, "gemini"),
     ("/api/chat", OllamaWire, "ollama"),
+    ("/model/{model}/converse-stream", BedrockWire, "bedrock"),
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
 
@@ -105,12 +107,16 @@ async def _handle(
 
 
 def _credential(request: web.Request) -> str:
-    """The API key the request carries, wherever its dialect puts it."""
+    """The API key the request carries, wherever its dialect puts it (a SigV4 signature
+    only when there is no key)."""
+    signature = ""
     for name in ("Authorization", "x-api-key", "x-goog-api-key", "api-key"):
         value = request.headers.get(name)
-        if value:
+        if value and value.startswith("AWS4-"):
+            signature = value
+        elif value:
             return value.removeprefix("Bearer ").strip()
-    return request.query.get("key", "")
+    return request.query.get("key", "") or signature
 
 
 def _drop(request: web.Request) -> NoReturn:
@@ -147,7 +153,7 @@ async def _stream(
     steps: Iterable[_Step],
     byte_interval: float = 0.0,
 ) -> web.StreamResponse:
-    charset = "" if wire.framing == "ndjson" else "; charset=utf-8"
+    charset = "" if wire.framing in ("ndjson", "eventstream") else "; charset=utf-8"
     response = web.StreamResponse(
         headers={"Content-Type": wire.content_type + charset, "Cache-Control": "no-cache"}
     )
@@ -175,7 +181,7 @@ async def _stream(
             elif isinstance(step, KeepAlive):
                 await write(wire.keep_alive_bytes())
             elif isinstance(step, RawBytes):
-                await write(step.data)
+                await write(wire.raw_bytes(step.data))
             else:
                 frames = wire.ping() if isinstance(step, Ping) else step
                 for frame in frames:

@@ -13,6 +13,7 @@ from .request import HttpRequest
 
 __all__ = [
     "AnthropicDialect",
+    "BedrockDialect",
     "ChatDialect",
     "ChatStreamContext",
     "GeminiDialect",
@@ -32,6 +33,7 @@ _LAZY = {
     "AnthropicDialect": ".anthropic",
     "GeminiDialect": ".gemini",
     "OllamaDialect": ".ollama",
+    "BedrockDialect": ".bedrock",
 }
 
 

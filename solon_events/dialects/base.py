@@ -10,18 +10,36 @@ dialect" shows a whole one.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ..messages import ChatRequest
+from ..sse import Frame, StreamDecoder
 from .context import ChatStreamContext
 from .reading import provider_error_message
 from .request import HttpRequest
 from .sniff import claims_frame
 
-__all__ = ["ChatDialect", "ChatStreamContext", "HttpRequest", "dialect_names", "get_dialect"]
+__all__ = [
+    "ChatDialect",
+    "ChatStreamContext",
+    "FrameDecoder",
+    "HttpRequest",
+    "dialect_names",
+    "get_dialect",
+]
 # ChatStreamContext and HttpRequest live in .context and .request; they are named here too
 # because this is where the rest of the package has always found them.
+
+
+class FrameDecoder(Protocol):
+    """What decodes a response body into frames, sans-I/O: bytes in at any split."""
+
+    def feed(self, chunk: bytes) -> Sequence[Frame | bytes]:
+        """The frames the next chunk completed."""
+
+    def close(self) -> Sequence[Frame | bytes]:
+        """The frames pending at the end of the body; raises on a body cut short."""
 
 
 class ChatDialect:
@@ -54,6 +72,16 @@ class ChatDialect:
     ) -> HttpRequest:
         """The provider's streaming HTTP request for ``request``."""
         raise NotImplementedError
+
+    def frame_decoder(self, max_frame_size: int) -> FrameDecoder:
+        """The decoder of a response body into frames: SSE or JSON lines (sniffed) by
+        default; a provider with another framing (Bedrock's AWS event stream) says so here."""
+        return StreamDecoder(max_frame_size=max_frame_size)
+
+    def secrets(self, *, api_key: str | None = None, api_url: str | None = None) -> list[str]:
+        """Secrets the requests will carry besides ``api_key`` and the model's headers (none
+        by default), for the model's redactor to mask."""
+        return []
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Record on ``ctx`` what one decoded frame (usually a JSON object) means.
@@ -96,6 +124,7 @@ _DIALECTS: dict[str, str] = {
     "anthropic": "solon_events.dialects.anthropic:AnthropicDialect",
     "gemini": "solon_events.dialects.gemini:GeminiDialect",
     "ollama": "solon_events.dialects.ollama:OllamaDialect",
+    "bedrock": "solon_events.dialects.bedrock:BedrockDialect",
 }
 
 

@@ -4,7 +4,8 @@ Each built-in dialect's frames have a shape no other dialect's have: Anthropic's
 ``type`` such as ``message_start`` or ``content_block_delta``, the Responses API's a
 ``type`` starting ``response.``, Chat Completions' a ``choices`` list (or
 ``object: "chat.completion.chunk"``), Gemini's ``candidates`` (or ``usageMetadata``,
-``promptFeedback``), Ollama's ``message`` or ``done`` beside ``created_at``. A frame of
+``promptFeedback``), Ollama's ``message`` or ``done`` beside ``created_at``, Bedrock's a
+single key naming a ConverseStream event (``contentBlockDelta``, ...) or exception. A frame of
 no such shape (an error object, ``[DONE]``, a comment) tells nothing, and the next one is
 looked at. :meth:`~solon_events.ChatDialect.claims` is where a dialect says it knows a
 frame; a dialect added outside this package overrides it.
@@ -87,12 +88,32 @@ def _ollama(frame: Mapping[str, Any]) -> bool:
     )
 
 
+_BEDROCK_EVENTS = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    }
+)
+
+
+def _bedrock(frame: Mapping[str, Any]) -> bool:
+    if len(frame) != 1:
+        return False
+    ((key, value),) = frame.items()
+    return isinstance(value, dict) and (key in _BEDROCK_EVENTS or key.endswith("Exception"))
+
+
 _SHAPES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "anthropic": _anthropic,
     "openai-responses": _openai_responses,
     "openai": _openai,
     "gemini": _gemini,
     "ollama": _ollama,
+    "bedrock": _bedrock,
 }
 
 

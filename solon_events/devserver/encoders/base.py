@@ -27,7 +27,7 @@ __all__ = [
 Frame = Mapping[str, Any] | str
 """One payload of a stream: a JSON object, or a raw data string such as ``[DONE]``."""
 
-Framing = Literal["sse", "sse-event", "sse-crlf", "ndjson"]
+Framing = Literal["sse", "sse-event", "sse-crlf", "ndjson", "eventstream"]
 
 _ALNUM = string.ascii_letters + string.digits
 
@@ -185,7 +185,7 @@ class Wire:
 
     framing: ClassVar[Framing] = "sse"
     """How frames are written: SSE data lines, SSE with ``event:`` lines, SSE with CRLF
-    line ends, or one JSON object per line."""
+    line ends, one JSON object per line, or AWS event-stream messages (binary)."""
 
     def __init__(self, model: str, usage: TurnUsage) -> None:
         self.model = model
@@ -218,6 +218,11 @@ class Wire:
         if self.framing == "sse-event" and isinstance(frame, Mapping) and "type" in frame:
             return f"event: {frame['type']}\ndata: {data}\n\n".encode()
         return f"data: {data}\n\n".encode()
+
+    def raw_bytes(self, data: bytes) -> bytes:
+        """What a scenario's raw bytes (a frame cut short, a malformed one) become on this
+        wire: the bytes themselves for the text formats."""
+        return data
 
     def keep_alive_bytes(self) -> bytes:
         """Bytes that keep the connection busy and make no frame."""
