@@ -155,6 +155,7 @@ def test_readme_example_runs_as_a_script(
         "OPENAI_API_KEY": "sk-readme-example",
         "ANTHROPIC_API_KEY": "sk-ant-readme-example",
         "GEMINI_API_KEY": "readme-example",
+        "AWS_BEARER_TOKEN_BEDROCK": "readme-example",
         "PYTHONWARNINGS": "default",
         "COLUMNS": "200",
     }
