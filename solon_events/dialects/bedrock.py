@@ -568,19 +568,21 @@ def _user_content(message: UserMessage) -> list[dict[str, Any]]:
 
 
 def _content_block(block: Any) -> dict[str, Any]:
-    """A user content block: text, image or document (base64 ``bytes``), or a mapping."""
-    if isinstance(block, Mapping):
-        return dict(block)
-    if isinstance(block, TextBlock):
-        return {"text": block.text}
+    """A user content block: an image or document (base64 ``bytes``), text, or a mapping."""
     if isinstance(block, (ImageBlock, FileBlock)):
         data, mime_type = _inline_data(block.data, block.url, block.mime_type)
-        file_format = (mime_type or "").rpartition("/")[2] or "png"
+        source = {
+            "format": (mime_type or "").rpartition("/")[2] or "png",
+            "source": {"bytes": data},
+        }
         if isinstance(block, ImageBlock):
-            return {"image": {"format": file_format, "source": {"bytes": data}}}
-        name = block.name or "document"
-        return {"document": {"format": file_format, "name": name, "source": {"bytes": data}}}
-    raise TypeError(f"cannot send a {type(block).__name__} block to the Converse API")
+            return {"image": source}
+        return {"document": {**source, "name": block.name or "document"}}
+    if isinstance(block, TextBlock):
+        return {"text": block.text}
+    if not isinstance(block, Mapping):
+        raise TypeError(f"cannot send a {type(block).__name__} block to the Converse API")
+    return dict(block)
 
 
 def _inline_data(
