@@ -100,8 +100,9 @@ def replay(
 
     ``source`` is a path, the bytes or text of a recording (SSE text, one JSON payload
     per line, or an AWS event stream's binary messages, detected automatically), or an
-    iterable of frames (SSE ``Frame`` values, JSON strings or decoded payloads). The observable is cold: each subscription reads
-    the source again (an iterator source can be read only once).
+    iterable of frames (SSE ``Frame`` values, JSON strings or decoded payloads). The
+    observable is cold: each subscription reads the source again (an iterator source can
+    be read only once).
 
     ``dialect="auto"`` (the default, or None) tells the dialect from the first frames'
     shapes (:func:`~solon_events.dialects.sniff.sniff_dialect`), taking ``"openai"`` when

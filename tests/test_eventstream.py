@@ -61,7 +61,7 @@ def pieces(body: bytes, splits: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(cuts)]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(MESSAGES, st.lists(st.integers(min_value=0), max_size=12))
 def test_the_decoder_agrees_with_botocore_at_any_split(
     messages: list[tuple[dict[str, Any], bytes]], splits: list[int]
@@ -71,7 +71,7 @@ def test_the_decoder_agrees_with_botocore_at_any_split(
     assert len(ours(body, splits)) == len(messages)
 
 
-@settings(max_examples=30)
+@settings(max_examples=30, deadline=None)
 @given(MESSAGES.filter(bool))
 def test_the_decoder_agrees_with_botocore_byte_by_byte_and_at_every_single_cut(
     messages: list[tuple[dict[str, Any], bytes]],
