@@ -224,7 +224,7 @@ def test_each_exception_is_a_provider_failure_with_its_type_and_message(kind: st
     events, stage = run(frames)
     failure = stage.failure
     assert isinstance(failure, ProviderError)
-    assert str(failure) == f"provider error: {kind}: Something went wrong"
+    assert str(failure) == "provider error: Something went wrong"
     assert failure.provider_error == {"type": kind, "message": "Something went wrong"}
     assert of(events, T.TEXT_DELTA)[0].text == "Hi"  # what came before is kept
 
@@ -232,14 +232,12 @@ def test_each_exception_is_a_provider_failure_with_its_type_and_message(kind: st
 def test_a_model_stream_error_tells_what_the_model_said() -> None:
     exception = {"message": "failed", "originalStatusCode": 424, "originalMessage": "overloaded"}
     _, stage = run([start(), {"modelStreamErrorException": exception}])
-    assert str(stage.failure) == (
-        "provider error: modelStreamErrorException: failed (the model said 424: overloaded)"
-    )
+    assert str(stage.failure) == ("provider error: failed (the model said 424: overloaded)")
 
 
 def test_an_error_message_is_a_provider_failure() -> None:
     _, stage = run([start(), {"error": {"code": "InternalFailure", "message": "boom"}}])
-    assert str(stage.failure) == "provider error: error: boom"
+    assert str(stage.failure) == "provider error: boom"
 
 
 def test_unknown_events_and_deltas_are_raw() -> None:
@@ -675,7 +673,7 @@ def test_the_tool_loop_runs_against_the_embedded_provider(server: Any, auth: str
 def test_an_in_stream_exception_over_http_is_a_provider_error(server: Any) -> None:
     with (
         ChatModel(server.url, "error-frame", dialect="bedrock", api_key=SECRET) as model,
-        pytest.raises(ProviderError, match="modelStreamErrorException") as raised,
+        pytest.raises(ProviderError, match="The engine is currently overloaded") as raised,
     ):
         model.prompt("hi").call()
     assert raised.value.partial_response is not None

@@ -157,7 +157,12 @@ def check(body: bytes, dialect: str) -> None:
         assert terminal[0].error is errors[0]
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+# Frame mutations work on SSE / JSON-lines frames; Bedrock's binary framing is fuzzed by the
+# byte damage below and against botocore in tests/test_eventstream.py.
+TEXT_FRAMED = [dialect for dialect in DIALECTS if dialect != "bedrock"]
+
+
+@pytest.mark.parametrize("dialect", TEXT_FRAMED)
 @FUZZ
 @given(data=st.data())
 def test_mutated_frames_fail_only_with_chat_error(dialect: str, data: st.DataObject) -> None:

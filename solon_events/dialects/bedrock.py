@@ -24,7 +24,8 @@ What the frames mean:
 - An exception message (``throttlingException``, ``validationException``,
   ``modelStreamErrorException``, ``internalServerException``,
   ``serviceUnavailableException``, any ``...Exception``) and an error message fail the
-  stream with a :class:`~solon_events.ProviderError` naming the type and the message.
+  stream with a :class:`~solon_events.ProviderError` of the message, its type in
+  ``provider_error["type"]``.
 
 Authentication: ``api_key`` is a Bedrock API key, sent as ``Authorization: Bearer``; without
 one the request is signed with AWS Signature Version 4 from botocore's standard credential
@@ -400,11 +401,12 @@ def _close_all(ctx: ChatStreamContext, stream: _Stream) -> None:
 
 
 def _provider_error(kind: str, payload: Any) -> ProviderError:
+    """``provider error: <message>``; the type is ``provider_error["type"]``."""
     fields = dict(payload) if isinstance(payload, dict) else {"message": payload}
-    message = fields.get("message") or fields.get("Message") or "no message"
-    text = f"provider error: {kind}: {message}"
+    message = fields.get("message") or fields.get("Message") or kind
+    text = f"provider error: {message}"
     original = fields.get("originalMessage")
-    if isinstance(original, str) and original:
+    if isinstance(original, str) and original and original != message:
         status = fields.get("originalStatusCode")
         text += f" (the model said{f' {status}' if status else ''}: {original})"
     return ProviderError(text, provider_error={"type": kind, **fields})
