@@ -29,8 +29,14 @@ from reactivex import operators as ops
 
 from solon_events import ChatEventType, ChatModel, replay, tool
 from solon_events.devserver import RunningServer
-from solon_events.errors import ChatHttpError
-from solon_events.telemetry import CAPTURE_CONTENT_ENV, instrument
+from solon_events.errors import (
+    ChatError,
+    ChatHttpError,
+    ChatProtocolError,
+    ChatTimeoutError,
+    ProviderError,
+)
+from solon_events.telemetry import CAPTURE_CONTENT_ENV, error_type, instrument
 
 T = ChatEventType
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,20 +199,42 @@ def test_an_http_error_sets_the_status_and_error_type(
     assert "gen_ai.client.operation.time_to_first_chunk" not in recorded
 
 
-def test_an_in_stream_error_keeps_the_partial_usage(
-    server: RunningServer, make_model: Callable[..., ChatModel]
+@pytest.mark.parametrize(
+    ("dialect", "code"),
+    [
+        ("anthropic", "overloaded_error"),
+        ("openai", "server_error"),
+        ("openai-responses", "server_error"),
+        ("gemini", "503"),
+    ],
+)
+def test_an_in_stream_error_is_typed_by_the_providers_code(
+    server: RunningServer, make_model: Callable[..., ChatModel], dialect: str, code: str
 ) -> None:
-    model = make_model(server, "error-frame", dialect="anthropic", telemetry=True)
-    with pytest.raises(Exception) as raised:
+    model = make_model(server, "error-frame", dialect=dialect, telemetry=True)
+    with pytest.raises(ProviderError) as raised:
         model.prompt("hello").call()
     [chat] = EXPORTER.get_finished_spans()
     attributes = dict(chat.attributes or {})
     assert chat.status.status_code is StatusCode.ERROR
     assert chat.status.description == str(raised.value)
-    cls = type(raised.value)
-    assert attributes["error.type"] in (f"{cls.__module__}.{cls.__qualname__}", "529", "500")
+    assert attributes["error.type"] == code
     assert attributes["gen_ai.response.time_to_first_chunk"] > 0
     assert "Partial" not in all_attribute_text()
+    recorded = points()
+    [(duration_attributes, _, _)] = recorded["gen_ai.client.operation.duration"]
+    assert duration_attributes["error.type"] == code
+    for name in ("gen_ai.client.operation.time_to_first_chunk", "gen_ai.client.token.usage"):
+        assert all("error.type" not in a for a, _, _ in recorded.get(name, ()))
+
+
+def test_error_types_fall_back_to_the_exception_class() -> None:
+    assert error_type(ChatProtocolError("truncated")) == "solon_events.errors.ChatProtocolError"
+    assert error_type(ValueError("x")) == "ValueError"
+    assert error_type(ChatTimeoutError("slow", budget="timeout")) == "timeout"
+    assert error_type(ChatError("x", provider_error={"error": {"code": True}})) == (
+        "solon_events.errors.ChatError"
+    )
 
 
 def test_a_failing_tool_is_an_error_on_its_span_only(

@@ -22,10 +22,11 @@ or a distribution) and sets the global tracer and meter providers, or passes its
   (``{token}``, one point per ``gen_ai.token.type``: ``input``, ``output``).
 
 A failure sets the span's status to ERROR and ``error.type`` (the HTTP status of a
-:class:`~solon_events.ChatHttpError`, ``timeout``, else the exception's class), also on the
-duration metric. Disposing the subscription (or ``take(n)``) before the end is a
-cancellation: the span ends with ``solon_events.response.cancelled`` true, an event
-``cancelled`` and no error status, and no metric point is recorded.
+:class:`~solon_events.ChatHttpError`, ``timeout``, the provider's code for an error reported
+in the stream, else the exception's class), also on the duration metric. Disposing the
+subscription (or ``take(n)``) before the end is a cancellation: the span ends with
+``solon_events.response.cancelled`` true, an event ``cancelled`` and no error status, and
+no metric point is recorded.
 
 No prompt, answer or tool text is recorded unless ``capture_content=True`` (or the
 environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``): then the
@@ -153,7 +154,8 @@ def instrument(
 
     >>> from solon_events import replay
     >>> from solon_events.telemetry import instrument
-    >>> replay("examples/openai_weather.sse").pipe(instrument(provider="openai"))  # doctest: +SKIP
+    >>> events = replay("examples/recordings/text-openai.jsonl")
+    >>> answer = events.pipe(instrument(model="gpt-4o-mini", provider="openai")).run()
     """
     instruments = _instruments(tracer_provider, meter_provider)
     settings = RecorderSettings(

@@ -65,14 +65,38 @@ REQUEST_OPTIONS = {
 }
 
 
+def _provider_code(fields: Mapping[str, Any]) -> str | None:
+    """The provider's own error code in its error body (``overloaded_error``, ``503``)."""
+    nested = fields.get("error")
+    if isinstance(nested, Mapping):
+        found = _provider_code(nested)
+        if found is not None:
+            return found
+    for key in ("code", "type", "status"):
+        value = fields.get(key)
+        if (
+            isinstance(value, (str, int))
+            and not isinstance(value, bool)
+            and value not in ("", "error")
+        ):
+            return str(value)
+    return None
+
+
 def error_type(error: BaseException) -> str:
     """The low-cardinality ``error.type`` of a failure: the HTTP status of a
-    ChatHttpError, ``timeout`` for a timeout, else the exception's qualified class name."""
+    ChatHttpError, ``timeout`` for a timeout, the provider's error code for an error the
+    provider reported in the stream (``overloaded_error``, ``server_error``), else the
+    exception's qualified class name."""
     status = getattr(error, "status", None)
     if isinstance(status, int):
         return str(status)
     if isinstance(error, TimeoutError):
         return "timeout"
+    fields = getattr(error, "provider_error", None)
+    code = _provider_code(fields) if isinstance(fields, Mapping) else None
+    if code is not None:
+        return code
     cls = type(error)
     if cls.__module__ == "builtins":
         return cls.__qualname__
@@ -246,13 +270,7 @@ class ResponseRecorder:
         if response is not None and response.model:
             metric_attributes[RESPONSE_MODEL] = response.model
         span.set_attributes(self._outcome_attributes(response))
-        if error is not None:
-            kind = error_type(error)
-            metric_attributes[ERROR_TYPE] = kind
-            span.set_attribute(ERROR_TYPE, kind)
-            span.set_status(self._on.status(self._on.status_code.ERROR, str(error)))
         on = self._on
-        on.duration.record(duration, metric_attributes)
         if self._first_chunk is not None:
             on.time_to_first_chunk.record(self._first_chunk, metric_attributes)
         usage = self._usage or (response.usage if response is not None else None)
@@ -263,6 +281,12 @@ class ResponseRecorder:
             on.token_usage.record(
                 usage.completion_tokens, {**metric_attributes, "gen_ai.token.type": "output"}
             )
+        if error is not None:
+            kind = error_type(error)
+            metric_attributes[ERROR_TYPE] = kind
+            span.set_attribute(ERROR_TYPE, kind)
+            span.set_status(on.status(on.status_code.ERROR, str(error)))
+        on.duration.record(duration, metric_attributes)
         span.end()
 
     def _outcome_attributes(self, response: ChatResponse | None) -> dict[str, Any]:
