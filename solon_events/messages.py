@@ -12,7 +12,8 @@ from typing import Any, Union
 
 import attrs
 
-from .results import AssistantMessage, ToolCall, _frozen_mapping, _tuple
+from .results import AssistantMessage, ToolCall, _tuple
+from .values import snapshot
 
 __all__ = [
     "ChatRequest",
@@ -60,7 +61,7 @@ class ToolSpec:
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = attrs.field(
-        factory=lambda: {"type": "object", "properties": {}}, converter=_frozen_mapping
+        factory=lambda: {"type": "object", "properties": {}}, converter=snapshot
     )
 
 
@@ -75,7 +76,7 @@ class ChatRequest:
     model: str
     messages: tuple[Message, ...] = attrs.field(converter=_tuple)
     tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_tuple)
-    options: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+    options: Mapping[str, Any] = attrs.field(default=None, converter=snapshot)
 
 
 def to_messages(prompt: str | Message | Mapping[str, Any] | Iterable[Any]) -> tuple[Message, ...]:

@@ -6,10 +6,9 @@ are read-only, so a result handed to a subscriber cannot drift.
 The pipeline builds a :class:`Usage`, :class:`AssistantMessage` and :class:`ChatResponse`
 for every step, with :func:`new_usage`, :func:`new_message` and :func:`new_response`, and
 the dialects build sources and calls with :func:`new_citation`, :func:`new_search_result`
-and :func:`new_tool_call`: they fill a writable twin with the same slots by plain attribute
-stores and then switch it to the frozen class, as :class:`~solon_events.events.ChatEvent`
-is built. attrs' frozen ``__init__`` pays one ``object.__setattr__`` call per field, which
-costs more than the whole build this way.
+and :func:`new_tool_call`: builders generated from each class's field list
+(:func:`~solon_events.values.fast_builder`), as :class:`~solon_events.events.ChatEvent`'s
+constructor is. Every value can be copied and pickled (:class:`~solon_events.values.FrozenValue`).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ import attrs
 import orjson
 
 from .display_hooks import repr_html, repr_pretty
+from .values import EMPTY_MAPPING, FrozenValue, fast_builder, snapshot, writable_base
 
 __all__ = [
     "AssistantMessage",
@@ -41,16 +41,6 @@ __all__ = [
     "new_tool_call",
     "new_usage",
 ]
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    if not value:
-        return _EMPTY
-    if isinstance(value, MappingProxyType):
-        return value
-    return MappingProxyType(dict(value))
 
 
 def _tuple(value: Iterable[Any] | None) -> tuple[Any, ...]:
@@ -75,24 +65,9 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-class _UsageSlots:
-    """The storage layout of Usage, writable; only ever seen inside :func:`new_usage`."""
-
-    __slots__ = (
-        "__weakref__",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-        "completion_tokens",
-        "prompt_tokens",
-        "server_tool_use",
-        "source",
-        "thinking_tokens",
-        "total_tokens",
-    )  # fmt: skip
-
-
 @attrs.frozen(kw_only=True)
-class Usage(_UsageSlots):
+@writable_base
+class Usage(FrozenValue):
     """Token accounting of one step, or of a whole response when steps are added.
 
     ``prompt_tokens`` counts every input token, cached ones included;
@@ -110,7 +85,7 @@ class Usage(_UsageSlots):
     thinking_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
-    server_tool_use: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    server_tool_use: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=snapshot)
     source: Any = None
 
     _repr_html_ = repr_html
@@ -149,14 +124,9 @@ def _parse_arguments(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-class _ToolCallSlots:
-    """The storage layout of ToolCall, writable; only ever seen inside :func:`new_tool_call`."""
-
-    __slots__ = ("__weakref__", "arguments", "arguments_str", "id", "index", "name")
-
-
 @attrs.frozen(kw_only=True)
-class ToolCall(_ToolCallSlots):
+@writable_base
+class ToolCall(FrozenValue):
     """A function call the model asked for.
 
     ``arguments_str`` is the raw text as streamed; ``arguments`` is that text parsed as a
@@ -190,25 +160,9 @@ def _completed(arguments: dict[str, Any] | None, arguments_str: str) -> tuple[di
     return arguments, arguments_str
 
 
-class _CitationSlots:
-    """The storage layout of Citation, writable; only ever seen inside :func:`new_citation`."""
-
-    __slots__ = (
-        "__weakref__",
-        "cited_text",
-        "document_index",
-        "end_index",
-        "file_id",
-        "raw",
-        "start_index",
-        "title",
-        "type",
-        "url",
-    )  # fmt: skip
-
-
 @attrs.frozen(kw_only=True)
-class Citation(_CitationSlots):
+@writable_base
+class Citation(FrozenValue):
     """A source the answer cites, with the cited text and its position where given."""
 
     url: str | None = None
@@ -219,25 +173,12 @@ class Citation(_CitationSlots):
     document_index: int | None = None
     file_id: str | None = None
     type: str | None = None
-    raw: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
-
-
-class _SearchResultSlots:
-    """The storage layout of SearchResult, writable; only seen inside :func:`new_search_result`."""
-
-    __slots__ = (
-        "__weakref__",
-        "date",
-        "raw",
-        "snippet",
-        "title",
-        "type",
-        "url",
-    )  # fmt: skip
+    raw: Mapping[str, Any] = attrs.field(default=None, converter=snapshot)
 
 
 @attrs.frozen(kw_only=True)
-class SearchResult(_SearchResultSlots):
+@writable_base
+class SearchResult(FrozenValue):
     """A source a search tool found (not necessarily cited)."""
 
     url: str | None = None
@@ -245,18 +186,18 @@ class SearchResult(_SearchResultSlots):
     snippet: str | None = None
     date: str | None = None
     type: str | None = None
-    raw: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+    raw: Mapping[str, Any] = attrs.field(default=None, converter=snapshot)
 
 
 @attrs.frozen(kw_only=True)
-class TextBlock:
+class TextBlock(FrozenValue):
     """A block of text content."""
 
     text: str = ""
 
 
 @attrs.frozen(kw_only=True)
-class ImageBlock:
+class ImageBlock(FrozenValue):
     """An image, by ``url`` or base64 ``data`` with its ``mime_type``."""
 
     url: str | None = None
@@ -270,7 +211,7 @@ class ImageBlock:
 
 
 @attrs.frozen(kw_only=True)
-class FileBlock:
+class FileBlock(FrozenValue):
     """A file, by ``url``, provider ``file_id`` or base64 ``data``."""
 
     url: str | None = None
@@ -280,24 +221,9 @@ class FileBlock:
     name: str | None = None
 
 
-class _MessageSlots:
-    """The storage layout of AssistantMessage, writable; only seen inside :func:`new_message`."""
-
-    __slots__ = (
-        "__weakref__",
-        "blocks",
-        "citations",
-        "metadata",
-        "refusal",
-        "search_results",
-        "text",
-        "thinking",
-        "tool_calls",
-    )  # fmt: skip
-
-
 @attrs.frozen(kw_only=True)
-class AssistantMessage(_MessageSlots):
+@writable_base
+class AssistantMessage(FrozenValue):
     """What the assistant said in one step: text, thinking, tool calls, media and sources."""
 
     text: str = ""
@@ -307,7 +233,7 @@ class AssistantMessage(_MessageSlots):
     citations: tuple[Citation, ...] = attrs.field(default=(), converter=_tuple)
     search_results: tuple[SearchResult, ...] = attrs.field(default=(), converter=_tuple)
     refusal: str = ""
-    metadata: Mapping[str, Any] = attrs.field(default=None, converter=_frozen_mapping)
+    metadata: Mapping[str, Any] = attrs.field(default=None, converter=snapshot)
 
     @property
     def is_thinking(self) -> bool:
@@ -323,26 +249,9 @@ class AssistantMessage(_MessageSlots):
 _EMPTY_MESSAGE = AssistantMessage()
 
 
-class _ResponseSlots:
-    """The storage layout of ChatResponse, writable; only seen inside :func:`new_response`."""
-
-    __slots__ = (
-        "__weakref__",
-        "citations",
-        "finish_reason",
-        "message",
-        "model",
-        "provider_response_id",
-        "search_results",
-        "text",
-        "thinking",
-        "tool_calls",
-        "usage",
-    )  # fmt: skip
-
-
 @attrs.frozen(kw_only=True)
-class ChatResponse(_ResponseSlots):
+@writable_base
+class ChatResponse(FrozenValue):
     """The aggregated result of a step or of a whole response.
 
     ``text``, ``thinking``, ``tool_calls``, ``citations`` and ``search_results`` mirror
@@ -389,6 +298,24 @@ class ChatResponse(_ResponseSlots):
 _MIRRORED = ("text", "thinking", "tool_calls", "citations", "search_results")
 
 
+_build_usage = fast_builder(Usage)
+_build_message = fast_builder(AssistantMessage)
+_build_response = fast_builder(ChatResponse)
+_build_tool_call = fast_builder(ToolCall)
+
+new_citation = fast_builder(Citation)
+"""``Citation(...)`` with its fields by position, at a fraction of the keyword constructor's
+cost."""
+
+new_search_result = fast_builder(SearchResult)
+"""``SearchResult(...)`` with its fields by position, at a fraction of the keyword
+constructor's cost."""
+
+new_message = fast_builder(AssistantMessage)
+"""``AssistantMessage(...)`` with its fields by position, at a fraction of the keyword
+constructor's cost."""
+
+
 def new_usage(
     prompt_tokens: int = 0,
     completion_tokens: int = 0,
@@ -400,45 +327,19 @@ def new_usage(
     source: Any = None,
 ) -> Usage:
     """``Usage(...)`` with its fields by position (``total_tokens`` None: prompt +
-    completion), built at a fraction of the keyword constructor's cost."""
-    this: Any = _UsageSlots()
-    this.prompt_tokens = prompt_tokens
-    this.completion_tokens = completion_tokens
-    this.total_tokens = prompt_tokens + completion_tokens if total_tokens is None else total_tokens
-    this.thinking_tokens = thinking_tokens
-    this.cache_creation_input_tokens = cache_creation_input_tokens
-    this.cache_read_input_tokens = cache_read_input_tokens
-    this.server_tool_use = _frozen_mapping(server_tool_use)
-    this.source = source
-    this.__class__ = Usage
-    return this  # type: ignore[no-any-return]
-
-
-def new_message(
-    text: str = "",
-    thinking: str = "",
-    tool_calls: Iterable[ToolCall] | None = (),
-    blocks: Iterable[Any] | None = (),
-    citations: Iterable[Citation] | None = (),
-    search_results: Iterable[SearchResult] | None = (),
-    refusal: str = "",
-    metadata: Mapping[str, Any] | None = None,
-) -> AssistantMessage:
-    """``AssistantMessage(...)`` with its fields by position, built at a fraction of the
-    keyword constructor's cost."""
-    this: Any = _MessageSlots()
-    this.text = text
-    this.thinking = thinking
-    this.tool_calls = tool_calls if tool_calls.__class__ is tuple else _tuple(tool_calls)
-    this.blocks = blocks if blocks.__class__ is tuple else _tuple(blocks)
-    this.citations = citations if citations.__class__ is tuple else _tuple(citations)
-    this.search_results = (
-        search_results if search_results.__class__ is tuple else _tuple(search_results)
+    completion), at a fraction of the keyword constructor's cost."""
+    if total_tokens is None:
+        total_tokens = prompt_tokens + completion_tokens
+    return _build_usage(
+        prompt_tokens,
+        completion_tokens,
+        total_tokens,
+        thinking_tokens,
+        cache_creation_input_tokens,
+        cache_read_input_tokens,
+        server_tool_use,
+        source,
     )
-    this.refusal = refusal
-    this.metadata = _frozen_mapping(metadata)
-    this.__class__ = AssistantMessage
-    return this  # type: ignore[no-any-return]
 
 
 def new_response(
@@ -448,70 +349,21 @@ def new_response(
     model: str | None = None,
     provider_response_id: str | None = None,
 ) -> ChatResponse:
-    """``ChatResponse(message=message, ...)`` by position, built at a fraction of the
-    keyword constructor's cost; the mirrored fields come from ``message``."""
+    """``ChatResponse(message=message, ...)`` by position, at a fraction of the keyword
+    constructor's cost; the mirrored fields come from ``message``."""
     source = message if message is not None else _EMPTY_MESSAGE
-    this: Any = _ResponseSlots()
-    this.message = message
-    this.text = source.text
-    this.thinking = source.thinking
-    this.tool_calls = source.tool_calls
-    this.citations = source.citations
-    this.search_results = source.search_results
-    this.usage = usage
-    this.finish_reason = finish_reason
-    this.model = model
-    this.provider_response_id = provider_response_id
-    this.__class__ = ChatResponse
-    return this  # type: ignore[no-any-return]
-
-
-def new_citation(
-    url: str | None = None,
-    title: str | None = None,
-    cited_text: str | None = None,
-    start_index: int | None = None,
-    end_index: int | None = None,
-    document_index: int | None = None,
-    file_id: str | None = None,
-    type: str | None = None,
-    raw: Mapping[str, Any] | None = None,
-) -> Citation:
-    """``Citation(...)`` with its fields by position, built at a fraction of the keyword
-    constructor's cost."""
-    this: Any = _CitationSlots()
-    this.url = url
-    this.title = title
-    this.cited_text = cited_text
-    this.start_index = start_index
-    this.end_index = end_index
-    this.document_index = document_index
-    this.file_id = file_id
-    this.type = type
-    this.raw = _frozen_mapping(raw)
-    this.__class__ = Citation
-    return this  # type: ignore[no-any-return]
-
-
-def new_search_result(
-    url: str | None = None,
-    title: str | None = None,
-    snippet: str | None = None,
-    date: str | None = None,
-    type: str | None = None,
-    raw: Mapping[str, Any] | None = None,
-) -> SearchResult:
-    """``SearchResult(...)`` with its fields by position, built at a fraction of the keyword
-    constructor's cost."""
-    this: Any = _SearchResultSlots()
-    this.url = url
-    this.title = title
-    this.snippet = snippet
-    this.date = date
-    this.type = type
-    this.raw = _frozen_mapping(raw)
-    this.__class__ = SearchResult
-    return this  # type: ignore[no-any-return]
+    return _build_response(
+        message,
+        source.text,
+        source.thinking,
+        source.tool_calls,
+        source.citations,
+        source.search_results,
+        usage,
+        finish_reason,
+        model,
+        provider_response_id,
+    )
 
 
 def new_tool_call(
@@ -521,10 +373,10 @@ def new_tool_call(
     arguments_str: str = "",
     index: int = -1,
 ) -> ToolCall:
-    """``ToolCall(...)`` with its fields by position, built at a fraction of the keyword
+    """``ToolCall(...)`` with its fields by position, at a fraction of the keyword
     constructor's cost; ``arguments`` and ``arguments_str`` complete each other as there."""
     arguments, arguments_str = _completed(arguments, arguments_str)
-    return _tool_call(id, name, arguments, arguments_str, index)
+    return _build_tool_call(id, name, arguments, arguments_str, index)
 
 
 def new_partial_tool_call(
@@ -533,17 +385,4 @@ def new_partial_tool_call(
     """A call whose arguments are still streaming: ``arguments`` as parsed so far and an
     empty ``arguments_str`` (the text so far is in the ARGS_DELTA events; a copy of it in
     every snapshot would make a long argument cost quadratic time)."""
-    return _tool_call(id, name, arguments, "", index)
-
-
-def _tool_call(
-    id: str | None, name: str, arguments: dict[str, Any], arguments_str: str, index: int
-) -> ToolCall:
-    this: Any = _ToolCallSlots()
-    this.id = id
-    this.name = name
-    this.arguments = arguments
-    this.arguments_str = arguments_str
-    this.index = index
-    this.__class__ = ToolCall
-    return this  # type: ignore[no-any-return]
+    return _build_tool_call(id, name, arguments, "", index)

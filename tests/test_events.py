@@ -7,6 +7,7 @@ from types import MappingProxyType
 
 import attrs
 import pytest
+from copies import WAYS, copied
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -422,3 +423,54 @@ def test_repr_is_short_and_omits_defaults() -> None:
     assert repr(ChatEvent(T.TEXT_DELTA, text="short")) == "ChatEvent(TEXT_DELTA, text='short')"
     long = repr(ChatEvent(T.TEXT_DELTA, text="x" * 10_000, raw={"big": "y" * 10_000}))
     assert len(long) < 100
+
+
+# --- one constructor: copies, evolve and pickling go through it ------------------------------
+
+
+def _full_event() -> ChatEvent:
+    response = ChatResponse(
+        message=AssistantMessage(text="hi", tool_calls=(ToolCall(id="c", name="f"),)),
+        usage=Usage(prompt_tokens=1, completion_tokens=2, server_tool_use={"web": 1}),
+    )
+    return ChatEvent(
+        T.STEP_END,
+        text="hi",
+        response=response,
+        usage=response.usage,
+        step=2,
+        index=0,
+        response_id="r",
+        provider_response_id="p",
+        item_id="i",
+        tool_call_id="c",
+        tool_call=ToolCall(id="c", name="f", arguments_str='{"a": 1}'),
+        block=ImageBlock(url="u"),
+        raw={"type": "x", "nested": {"a": [1]}},
+        attrs={"k": "v"},
+    )
+
+
+@pytest.mark.parametrize("how", WAYS)
+def test_an_event_copies_and_pickles_to_an_equal_event(how: str) -> None:
+    event = _full_event()
+    again = copied(event, how)
+    assert again == event and type(again) is ChatEvent
+    assert type(again.raw) is MappingProxyType and type(again.attrs) is MappingProxyType
+    assert again.response == event.response and again.usage == event.usage
+
+
+def test_attrs_evolve_and_the_evolve_method_build_through_the_constructor() -> None:
+    event = _full_event()
+    for evolved in (attrs.evolve(event, text="other"), event.evolve(text="other")):
+        assert evolved.text == "other" and evolved.raw == event.raw
+        assert attrs.evolve(evolved, text="hi") == event
+        assert type(evolved.raw) is MappingProxyType
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        event.text = "x"  # type: ignore[misc]
+
+
+def test_the_constructor_takes_the_fields_in_order_of_attrs_fields() -> None:
+    names = [field.name for field in attrs.fields(ChatEvent)]
+    values = {name: getattr(_full_event(), name) for name in names}
+    assert ChatEvent(*values.values()) == ChatEvent(**values) == _full_event()

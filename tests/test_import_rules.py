@@ -29,6 +29,7 @@ FORBIDDEN = ("reactivex", "aiohttp", "asyncio")
 PATTERNS = (
     "events.py",
     "results.py",
+    "values.py",
     "filters.py",
     "errors.py",
     "messages.py",

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
+from copies import WAYS, copied
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -426,3 +427,23 @@ def test_new_tool_call_equals_the_keyword_constructor(
     assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.name = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("how", WAYS)
+def test_every_result_copies_and_pickles_to_an_equal_value(how: str) -> None:
+    values = [
+        Usage(prompt_tokens=1, server_tool_use={"web": 2}, source={"raw": 1}),
+        ToolCall(id="c", name="f", arguments_str='{"a": 1}', index=0),
+        Citation(url="u", raw={"a": 1}),
+        SearchResult(url="u", raw={"a": 1}),
+        TextBlock(text="t"),
+        ImageBlock(url="u"),
+        FileBlock(file_id="f"),
+        AssistantMessage(text="t", metadata={"m": 1}, citations=(Citation(url="u"),)),
+        ChatResponse(text="t", usage=Usage(prompt_tokens=1), finish_reason="stop"),
+        new_response(new_message("t"), new_usage(1, 2), "stop", "m", "p"),
+    ]
+    for value in values:
+        again = copied(value, how)
+        assert again == value and type(again) is type(value)
+        assert attrs.evolve(again) == value

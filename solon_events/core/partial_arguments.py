@@ -144,9 +144,4 @@ def with_partial_arguments(on_next: Callable[[ChatEvent], Any]) -> Callable[[Cha
 
 def _with_tool_call(event: ChatEvent, tool_call: ToolCall) -> ChatEvent:
     """``event`` with ``tool_call`` set, its other fields as they are."""
-    e = event
-    return ChatEvent(
-        e.type, e.text, e.response, e.usage, e.error, e.step, e.index, e.response_id,
-        e.provider_response_id, e.item_id, e.tool_call_id, tool_call, e.block, e.citation,
-        e.search_result, e.raw_type, e.sub_type, e.raw, e.attrs,
-    )  # fmt: skip
+    return event.evolve(tool_call=tool_call)

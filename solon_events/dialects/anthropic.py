@@ -167,7 +167,7 @@ class AnthropicDialect(ChatDialect):
             pass
         if type(text) is str:
             if text:
-                ctx.send(_TEXT_DELTA, text, index, raw=frame)
+                ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
             return
         if handler is not None:
             handler(ctx, stream, block, index, delta, frame)

@@ -10,21 +10,13 @@ acts on it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import Any, TypeVar
 
 import attrs
 
 from ..errors import ChatError, ProviderError
-from ..events import (
-    EMPTY_MAPPING,
-    ChatEvent,
-    ChatEventType,
-    _EventSlots,
-    _read_only,
-    _snapshot,
-)
-from ..results import ChatResponse, Citation, SearchResult, ToolCall, Usage
+from ..events import ChatEvent, ChatEventType
+from ..values import fast_recorder
 from .reading import provider_error_message
 
 __all__ = ["ChatStreamContext", "Failure", "Finish", "NextResponse", "Outcome"]
@@ -117,100 +109,20 @@ class ChatStreamContext:
         """Record ``event`` as an event of the step."""
         self._record.append(event)
 
-    def event(
-        self,
-        type: ChatEventType,
-        text: str | None = None,
-        index: int = -1,
-        item_id: str | None = None,
-        tool_call_id: str | None = None,
-        tool_call: ToolCall | None = None,
-        block: Any = None,
-        citation: Citation | None = None,
-        search_result: SearchResult | None = None,
-        raw_type: str | None = None,
-        sub_type: str | None = None,
-        raw: Mapping[str, Any] | None = None,
-        attrs: Mapping[str, Any] | None = None,
-        usage: Usage | None = None,
-        response: ChatResponse | None = None,
-        error: BaseException | None = None,
-    ) -> ChatEvent:
-        """A new event of ``type`` carrying this step's ids (step, response ids) and the
-        given fields."""
+    def event(self, type: ChatEventType, **fields: Any) -> ChatEvent:
+        """A new event of ``type`` carrying this step's ids (``step``, ``response_id``,
+        ``provider_response_id``) and ``fields``, any other fields of ChatEvent by keyword."""
         return ChatEvent(
             type,
-            text=text,
-            response=response,
-            usage=usage,
-            error=error,
             step=self.step,
-            index=index,
             response_id=self.response_id,
             provider_response_id=self.provider_response_id,
-            item_id=item_id,
-            tool_call_id=tool_call_id,
-            tool_call=tool_call,
-            block=block,
-            citation=citation,
-            search_result=search_result,
-            raw_type=raw_type,
-            sub_type=sub_type,
-            raw=raw,
-            attrs=attrs,
+            **fields,
         )
 
-    def send(
-        self,
-        type: ChatEventType,
-        text: str | None = None,
-        index: int = -1,
-        item_id: str | None = None,
-        tool_call_id: str | None = None,
-        tool_call: ToolCall | None = None,
-        block: Any = None,
-        citation: Citation | None = None,
-        search_result: SearchResult | None = None,
-        raw_type: str | None = None,
-        sub_type: str | None = None,
-        raw: Mapping[str, Any] | None = None,
-        attrs: Mapping[str, Any] | None = None,
-        usage: Usage | None = None,
-        response: ChatResponse | None = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """Build an event as :meth:`event` does and record it (the hot path).
-
-        The event is built here, as ``ChatEvent.__new__`` builds it, rather than by a call
-        to it: one call less for every event of every stream.
-        """
-        this: Any = _EventSlots()
-        this.type = type
-        this.text = text
-        this.response = response
-        this.usage = usage
-        this.error = error
-        this.step = self.step
-        this.index = index
-        this.response_id = self.response_id
-        this.provider_response_id = self.provider_response_id
-        this.item_id = item_id
-        this.tool_call_id = tool_call_id
-        this.tool_call = tool_call
-        this.block = block
-        this.citation = citation
-        this.search_result = search_result
-        this.raw_type = raw_type
-        this.sub_type = sub_type
-        if not raw:
-            this.raw = EMPTY_MAPPING
-        elif raw.__class__ is dict:
-            this.raw = MappingProxyType(raw)
-        else:
-            this.raw = _read_only(raw)
-        this.attrs = EMPTY_MAPPING if not attrs else _snapshot(attrs)
-        this.__class__ = ChatEvent
-        self._record.append(this)
+    send = fast_recorder(ChatEvent, ("step", "response_id", "provider_response_id"), "_record")
+    """``send(type, text=None, ...)``: record an event built as :meth:`event` builds it (the
+    hot path: ChatEvent's fields but the three ids are its parameters, in their order)."""
 
     def finish(self, reason: str | None = None) -> None:
         """Record the provider's completion signal; a later non-None reason wins."""

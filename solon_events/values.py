@@ -1,0 +1,207 @@
+"""What the library's frozen values share: read-only mappings, copying and pickling, and a
+constructor generated from a class's field list.
+
+Events and results are frozen, slotted attrs classes, so a value handed to a subscriber
+cannot drift. Their mappings are read-only :class:`~types.MappingProxyType` views, which
+``pickle`` and ``copy`` cannot handle, so every such value derives from :class:`FrozenValue`:
+it is copied and pickled by calling its class again with its fields, mappings as dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, MutableMapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import attrs
+
+__all__ = [
+    "EMPTY_MAPPING",
+    "FrozenValue",
+    "fast_builder",
+    "fast_constructor",
+    "fast_evolve",
+    "fast_recorder",
+    "read_only",
+    "snapshot",
+    "writable_base",
+]
+
+_V = TypeVar("_V")
+
+EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
+"""The one empty read-only mapping every value shares."""
+
+
+def read_only(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``value`` as a read-only mapping; a dict is wrapped, not copied (None: empty)."""
+    if not value:
+        return EMPTY_MAPPING
+    if value.__class__ is dict or isinstance(value, MutableMapping):
+        return MappingProxyType(value)  # type: ignore[arg-type]
+    return value
+
+
+def snapshot(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A read-only copy of ``value`` that later changes to ``value`` do not reach."""
+    if not value:
+        return EMPTY_MAPPING
+    return MappingProxyType(dict(value))
+
+
+_KEEP: Any = object()  # what an evolve() parameter not given is
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if value.__class__ is MappingProxyType else value
+
+
+class FrozenValue:
+    """A frozen attrs value that ``copy.copy``, ``copy.deepcopy`` and ``pickle`` handle.
+
+    Its reduction is its class called with its fields by keyword (read-only mappings given
+    as dicts), so a copy is built by the one constructor, as any other value is.
+    """
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {
+            field.alias: _plain(getattr(self, field.name))
+            for field in attrs.fields(type(self))  # type: ignore[arg-type]
+            if field.init
+        }
+        return _rebuild, (type(self), fields)
+
+
+def _rebuild(cls: Callable[..., _V], fields: dict[str, Any]) -> _V:
+    return cls(**fields)
+
+
+def writable_base(cls: type[_V]) -> type[_V]:
+    """Class decorator, applied before ``attrs.frozen``: ``cls`` again, deriving from a
+    writable class whose slots are its fields (and ``__weakref__``).
+
+    attrs then reuses those slots, so the frozen class adds none and Python lets an
+    instance of the writable base become one of it (``__class__`` assignment), which is how
+    :func:`fast_constructor` builds it.
+    """
+    slots = ("__weakref__", *cls.__annotations__)
+    base = type(f"_Writable{cls.__name__}", cls.__bases__, {"__slots__": slots})
+    body = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    return type(cls.__name__, (base,), body)  # type: ignore[return-value]
+
+
+def fast_constructor(cls: type[_V]) -> type[_V]:
+    """Class decorator, applied after ``attrs.frozen`` and :func:`writable_base`: ``cls`` with a
+    ``__new__`` made from its field list in place of attrs' ``__init__``.
+
+    Its parameters are ``cls``'s fields in order, with their defaults (a field without
+    one may not be None); a field's converter is applied to any value but its default.
+    attrs' frozen ``__init__`` stores each field through ``object.__setattr__``; this one
+    fills an instance of the writable base with plain attribute stores and then gives it
+    the class ``cls``, at about a third of the cost. attrs' ``__init__`` is removed (type
+    checkers still read its signature from the attrs class). An ``evolve`` method of
+    ``cls`` is replaced by :func:`fast_evolve`'s, keeping its docstring.
+    """
+    cls.__new__ = _builder(cls, "__new__", "cls", (), "return this")  # type: ignore[method-assign]
+    del cls.__init__  # object.__init__ ignores the arguments __new__ took
+    if "evolve" in vars(cls):
+        evolve = fast_evolve(cls)
+        evolve.__doc__ = cls.evolve.__doc__  # type: ignore[attr-defined]
+        cls.evolve = evolve  # type: ignore[attr-defined]
+    return cls
+
+
+def fast_builder(cls: type[_V]) -> Callable[..., _V]:
+    """A function building a ``cls`` from its fields, in order, as :func:`fast_constructor`'s
+    ``__new__`` does, for a class that keeps attrs' ``__init__`` (no
+    ``__attrs_post_init__`` runs); a field whose default is a factory is to be given."""
+    return _builder(cls, "build", None, (), "return this")
+
+
+def fast_evolve(cls: type[Any]) -> Callable[..., Any]:
+    """An ``evolve(self, **changes)`` method for a class :func:`fast_constructor` built:
+    ``attrs.evolve(self, **changes)``, with the changed fields converted as the constructor
+    converts them, at a fraction of its cost."""
+    return _builder(cls, "evolve", "self", (), "return this", keep=True)
+
+
+def fast_recorder(cls: type[Any], stamped: tuple[str, ...], record: str) -> Callable[..., None]:
+    """A method that builds a ``cls`` as :func:`fast_constructor`'s does and appends it to
+    ``self.<record>``; its fields named in ``stamped`` are ``self``'s attributes of the same
+    names, its parameters the other fields."""
+    return _builder(cls, "record", "self", stamped, f"self.{record}.append(this)")
+
+
+def _builder(
+    cls: type[Any],
+    name: str,
+    first: str | None,
+    stamped: tuple[str, ...],
+    finish: str,
+    keep: bool = False,
+) -> Callable[..., Any]:
+    """The source of a function building a ``cls`` from its fields, compiled: ``name(first,
+    <fields>)``; ``stamped`` fields are ``self``'s, and with ``keep`` every field not given
+    is ``self``'s; ``finish`` is its last line."""
+    fields = attrs.fields(cls)
+    writable: Any = cls.__base__
+    if cls.__basicsize__ != writable.__basicsize__:
+        raise TypeError(f"{cls.__name__} needs @writable_base under its attrs decorator")
+    namespace: dict[str, Any] = {
+        "_cls": cls,
+        "_new": object.__new__,
+        "_writable": writable,
+        "_keep": _KEEP,
+    }
+    params: list[str] = [] if first is None else [first]
+    if keep:
+        params.append("*")
+    stores: list[str] = []
+    for field in fields:
+        field_name = field.name
+        if field_name in stamped:
+            stores.append(f"    this.{field_name} = self.{field_name}")
+            continue
+        default = field.default
+        converter = field.converter
+        if keep:
+            params.append(f"{field_name}=_keep")
+            value = field_name if converter is None else f"_convert_{field_name}({field_name})"
+            if converter is not None:
+                namespace[f"_convert_{field_name}"] = converter
+            stores.append(
+                f"    this.{field_name} = self.{field_name} if {field_name} is _keep else {value}"
+            )
+            continue
+        if default is attrs.NOTHING:
+            params.append(field_name)
+            message = f"{cls.__name__} needs a {field_name}"
+            stores.append(f"    if {field_name} is None: raise TypeError({message!r})")
+        elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            params.append(f"{field_name}=None")  # the caller gives it
+        else:  # the default as the field holds it: stored as it is
+            held = default if converter is None else converter(default)
+            namespace[f"_default_{field_name}"] = held
+            params.append(f"{field_name}=_default_{field_name}")
+        value = field_name
+        if converter is not None:
+            namespace[f"_convert_{field_name}"] = converter
+            value = f"_convert_{field_name}({field_name})"
+            if f"_default_{field_name}" in namespace:
+                value = f"{field_name} if {field_name} is _default_{field_name} else {value}"
+        stores.append(f"    this.{field_name} = {value}")
+    source = "\n".join(
+        [
+            f"def {name}({', '.join(params)}):",
+            "    this = _new(_writable)",
+            *stores,
+            "    this.__class__ = _cls",
+            f"    {finish}",
+        ]
+    )
+    exec(compile(source, f"<{cls.__name__}.{name}>", "exec"), namespace)
+    built: Callable[..., Any] = namespace[name]
+    built.__qualname__ = f"{cls.__name__}.{name}"
+    return built
