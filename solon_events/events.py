@@ -62,10 +62,6 @@ class ChatEventGroup(enum.Enum):
     __hash__ = object.__hash__
 
 
-_G = ChatEventGroup
-_P = ChatEventPhase
-
-
 class ChatEventType(enum.Enum):
     """The 33 kinds of event; each member carries its group and phase.
 
@@ -78,47 +74,51 @@ class ChatEventType(enum.Enum):
     is_delta: bool
     is_terminal: bool
 
-    RESPONSE_START = ("RESPONSE_START", _G.LIFECYCLE, _P.START)
-    STATUS = ("STATUS", _G.LIFECYCLE, _P.NONE)
-    HEARTBEAT = ("HEARTBEAT", _G.LIFECYCLE, _P.NONE)
-    RESPONSE_END = ("RESPONSE_END", _G.LIFECYCLE, _P.END)
-    ABORT = ("ABORT", _G.LIFECYCLE, _P.END)
+    RESPONSE_START = ("RESPONSE_START", ChatEventGroup.LIFECYCLE, ChatEventPhase.START)
+    STATUS = ("STATUS", ChatEventGroup.LIFECYCLE, ChatEventPhase.NONE)
+    HEARTBEAT = ("HEARTBEAT", ChatEventGroup.LIFECYCLE, ChatEventPhase.NONE)
+    RESPONSE_END = ("RESPONSE_END", ChatEventGroup.LIFECYCLE, ChatEventPhase.END)
+    ABORT = ("ABORT", ChatEventGroup.LIFECYCLE, ChatEventPhase.END)
 
-    STEP_START = ("STEP_START", _G.STEP, _P.START)
-    STEP_END = ("STEP_END", _G.STEP, _P.END)
+    STEP_START = ("STEP_START", ChatEventGroup.STEP, ChatEventPhase.START)
+    STEP_END = ("STEP_END", ChatEventGroup.STEP, ChatEventPhase.END)
 
-    TEXT_START = ("TEXT_START", _G.TEXT, _P.START)
-    TEXT_DELTA = ("TEXT_DELTA", _G.TEXT, _P.DELTA)
-    TEXT_END = ("TEXT_END", _G.TEXT, _P.END)
+    TEXT_START = ("TEXT_START", ChatEventGroup.TEXT, ChatEventPhase.START)
+    TEXT_DELTA = ("TEXT_DELTA", ChatEventGroup.TEXT, ChatEventPhase.DELTA)
+    TEXT_END = ("TEXT_END", ChatEventGroup.TEXT, ChatEventPhase.END)
 
-    THINKING_START = ("THINKING_START", _G.THINKING, _P.START)
-    THINKING_DELTA = ("THINKING_DELTA", _G.THINKING, _P.DELTA)
-    THINKING_END = ("THINKING_END", _G.THINKING, _P.END)
-    THINKING_SIGNATURE = ("THINKING_SIGNATURE", _G.THINKING, _P.NONE)
-    THINKING_REDACTED = ("THINKING_REDACTED", _G.THINKING, _P.NONE)
+    THINKING_START = ("THINKING_START", ChatEventGroup.THINKING, ChatEventPhase.START)
+    THINKING_DELTA = ("THINKING_DELTA", ChatEventGroup.THINKING, ChatEventPhase.DELTA)
+    THINKING_END = ("THINKING_END", ChatEventGroup.THINKING, ChatEventPhase.END)
+    THINKING_SIGNATURE = ("THINKING_SIGNATURE", ChatEventGroup.THINKING, ChatEventPhase.NONE)
+    THINKING_REDACTED = ("THINKING_REDACTED", ChatEventGroup.THINKING, ChatEventPhase.NONE)
 
-    TOOL_CALL_START = ("TOOL_CALL_START", _G.TOOL_CALL, _P.START)
-    TOOL_CALL_ARGS_DELTA = ("TOOL_CALL_ARGS_DELTA", _G.TOOL_CALL, _P.DELTA)
-    TOOL_CALL_END = ("TOOL_CALL_END", _G.TOOL_CALL, _P.END)
-    TOOL_CALL_CHUNK = ("TOOL_CALL_CHUNK", _G.TOOL_CALL, _P.NONE)
-    TOOL_RESULT = ("TOOL_RESULT", _G.TOOL_CALL, _P.NONE)
+    TOOL_CALL_START = ("TOOL_CALL_START", ChatEventGroup.TOOL_CALL, ChatEventPhase.START)
+    TOOL_CALL_ARGS_DELTA = ("TOOL_CALL_ARGS_DELTA", ChatEventGroup.TOOL_CALL, ChatEventPhase.DELTA)
+    TOOL_CALL_END = ("TOOL_CALL_END", ChatEventGroup.TOOL_CALL, ChatEventPhase.END)
+    TOOL_CALL_CHUNK = ("TOOL_CALL_CHUNK", ChatEventGroup.TOOL_CALL, ChatEventPhase.NONE)
+    TOOL_RESULT = ("TOOL_RESULT", ChatEventGroup.TOOL_CALL, ChatEventPhase.NONE)
 
-    SERVER_TOOL_START = ("SERVER_TOOL_START", _G.SERVER_TOOL, _P.START)
-    SERVER_TOOL_ARGS_DELTA = ("SERVER_TOOL_ARGS_DELTA", _G.SERVER_TOOL, _P.DELTA)
-    SERVER_TOOL_RESULT = ("SERVER_TOOL_RESULT", _G.SERVER_TOOL, _P.END)
+    SERVER_TOOL_START = ("SERVER_TOOL_START", ChatEventGroup.SERVER_TOOL, ChatEventPhase.START)
+    SERVER_TOOL_ARGS_DELTA = (
+        "SERVER_TOOL_ARGS_DELTA",
+        ChatEventGroup.SERVER_TOOL,
+        ChatEventPhase.DELTA,
+    )
+    SERVER_TOOL_RESULT = ("SERVER_TOOL_RESULT", ChatEventGroup.SERVER_TOOL, ChatEventPhase.END)
 
-    SEARCH_RESULT = ("SEARCH_RESULT", _G.MEDIA, _P.NONE)
-    CITATION = ("CITATION", _G.MEDIA, _P.NONE)
-    MEDIA_PARTIAL = ("MEDIA_PARTIAL", _G.MEDIA, _P.DELTA)
-    MEDIA_DONE = ("MEDIA_DONE", _G.MEDIA, _P.END)
+    SEARCH_RESULT = ("SEARCH_RESULT", ChatEventGroup.MEDIA, ChatEventPhase.NONE)
+    CITATION = ("CITATION", ChatEventGroup.MEDIA, ChatEventPhase.NONE)
+    MEDIA_PARTIAL = ("MEDIA_PARTIAL", ChatEventGroup.MEDIA, ChatEventPhase.DELTA)
+    MEDIA_DONE = ("MEDIA_DONE", ChatEventGroup.MEDIA, ChatEventPhase.END)
 
-    REFUSAL_DELTA = ("REFUSAL_DELTA", _G.SAFETY, _P.DELTA)
-    CONTENT_FILTER = ("CONTENT_FILTER", _G.SAFETY, _P.NONE)
+    REFUSAL_DELTA = ("REFUSAL_DELTA", ChatEventGroup.SAFETY, ChatEventPhase.DELTA)
+    CONTENT_FILTER = ("CONTENT_FILTER", ChatEventGroup.SAFETY, ChatEventPhase.NONE)
 
-    USAGE = ("USAGE", _G.META, _P.NONE)
-    ERROR = ("ERROR", _G.META, _P.NONE)
-    RAW = ("RAW", _G.META, _P.NONE)
-    CUSTOM = ("CUSTOM", _G.META, _P.NONE)
+    USAGE = ("USAGE", ChatEventGroup.META, ChatEventPhase.NONE)
+    ERROR = ("ERROR", ChatEventGroup.META, ChatEventPhase.NONE)
+    RAW = ("RAW", ChatEventGroup.META, ChatEventPhase.NONE)
+    CUSTOM = ("CUSTOM", ChatEventGroup.META, ChatEventPhase.NONE)
 
     def __init__(self, _name: str, group: ChatEventGroup, phase: ChatEventPhase) -> None:
         self.group = group

@@ -268,23 +268,22 @@ class ChatEventNormalizer:
                 emit(_closer(_T.TOOL_CALL_END, start, cause))
 
 
-_N = ChatEventNormalizer
 _HANDLERS: dict[ChatEventType, Callable[[ChatEventNormalizer, ChatEvent, Emit], Any]] = {
-    _T.TEXT_DELTA: _N._text_delta,
-    _T.THINKING_DELTA: _N._thinking_delta,
-    _T.TEXT_START: _N._text_start,
-    _T.THINKING_START: _N._thinking_start,
-    _T.TEXT_END: _N._text_end,
-    _T.THINKING_END: _N._thinking_end,
-    _T.TOOL_CALL_START: _N._tool_start,
-    _T.TOOL_CALL_ARGS_DELTA: _N._tool_delta,
-    _T.TOOL_CALL_END: _N._tool_end,
-    _T.TOOL_CALL_CHUNK: _N._tool_chunk,
-    _T.STEP_START: _N._step_start,
-    _T.STEP_END: _N._close_then_emit,
-    _T.RESPONSE_END: _N._close_then_emit,
-    _T.ABORT: _N._close_then_emit,
-    _T.ERROR: _N._close_then_emit,
+    _T.TEXT_DELTA: ChatEventNormalizer._text_delta,
+    _T.THINKING_DELTA: ChatEventNormalizer._thinking_delta,
+    _T.TEXT_START: ChatEventNormalizer._text_start,
+    _T.THINKING_START: ChatEventNormalizer._thinking_start,
+    _T.TEXT_END: ChatEventNormalizer._text_end,
+    _T.THINKING_END: ChatEventNormalizer._thinking_end,
+    _T.TOOL_CALL_START: ChatEventNormalizer._tool_start,
+    _T.TOOL_CALL_ARGS_DELTA: ChatEventNormalizer._tool_delta,
+    _T.TOOL_CALL_END: ChatEventNormalizer._tool_end,
+    _T.TOOL_CALL_CHUNK: ChatEventNormalizer._tool_chunk,
+    _T.STEP_START: ChatEventNormalizer._step_start,
+    _T.STEP_END: ChatEventNormalizer._close_then_emit,
+    _T.RESPONSE_END: ChatEventNormalizer._close_then_emit,
+    _T.ABORT: ChatEventNormalizer._close_then_emit,
+    _T.ERROR: ChatEventNormalizer._close_then_emit,
 }
 """How each event type is applied (types not listed pass through untouched)."""
 

@@ -108,6 +108,13 @@ _USAGE_COUNTS = frozenset(
 )
 
 
+# The keys of a frame that is one piece of text and nothing else (usage aside).
+_TEXT_PART_KEYS = frozenset({"text"})
+_TEXT_CANDIDATE_KEYS = frozenset({"content", "index"})
+_TEXT_FRAME_KEYS = frozenset({"candidates", "responseId", "modelVersion"})
+_TEXT_FRAME_USAGE_KEYS = _TEXT_FRAME_KEYS | {"usageMetadata"}
+
+
 class GeminiDialect(ChatDialect):
     """Gemini API ``streamGenerateContent`` with ``alt=sse`` (Google AI and Vertex AI)."""
 
@@ -167,13 +174,18 @@ class GeminiDialect(ChatDialect):
         except (AttributeError, KeyError, TypeError, ValueError):
             pass
         else:
-            # A plain text frame: each dict holds at least the keys read (part 1, candidate 2
-            # with the index, frame 3), so a total of 6 means no field that makes events of
-            # its own; 7 with a usageMetadata object means that and the usage.
-            if type(text) is str and text and candidate.get("index") == 0:
-                size = len(part) + len(candidate) + len(frame)
-                usage = frame.get("usageMetadata") if size == 7 else None
-                if size == 6 or type(usage) is dict:
+            # A plain text frame: no key but those read (and usage), so nothing that makes
+            # events of its own.
+            if (
+                type(text) is str
+                and text
+                and candidate.get("index") == 0
+                and part.keys() == _TEXT_PART_KEYS
+                and candidate.keys() == _TEXT_CANDIDATE_KEYS
+            ):
+                usage = frame.get("usageMetadata")
+                plain = frame.keys() == _TEXT_FRAME_KEYS
+                if plain or (type(usage) is dict and frame.keys() == _TEXT_FRAME_USAGE_KEYS):
                     if response_id != ctx.provider_response_id or model != ctx.model:
                         _identify(ctx, response_id, model)
                     ctx.send(_TEXT_DELTA, text=text, raw=part)

@@ -73,7 +73,7 @@ __all__ = ["OpenAIResponsesDialect"]
 _T = TYPES
 _Frame = Mapping[str, Any]
 
-_STATE = "openai_responses"  # the key of this dialect's _Stream in ctx.state
+_STATE = "openai_responses"  # the key of this dialect's _StepState in ctx.state
 _TEXT_DELTA = "response.output_text.delta"
 _SUMMARY_DELTA = "response.reasoning_summary_text.delta"
 _REASONING_DELTA = "response.reasoning_text.delta"
@@ -124,13 +124,13 @@ _TOKEN_KEYS = frozenset(
 )
 
 
-class _Hot:
+class _StreamingPart:
     """The part the previous frame streamed into: text, thinking, a call's arguments or a
     built-in tool's code, arguments or command.
 
     A delta frame of the same part (same event type, ``item_id``, part index and
     ``output_index``) changes no state but the part's sent count, which waits in
-    ``pending`` until a frame takes the general path to a handler not in ``_KEEP_HOT``.
+    ``pending`` until a frame takes the general path to a handler not in ``_KEEPS_STREAMING_PART``.
     """
 
     __slots__ = (
@@ -165,7 +165,7 @@ class _Hot:
         """The event type of the part's deltas."""
         self.key = key
         self.part_key = part_key
-        """The part's key in ``_Stream.sent``; None for a part whose sent count nobody reads."""
+        """The part's key in ``_StepState.sent``; None for a part whose sent count nobody reads."""
         self.field = field
         """The event field holding ``part``."""
         self.part = part
@@ -175,12 +175,12 @@ class _Hot:
         self.calls = calls
         """The assembler to send arguments through (for a call's arguments)."""
         self.pending = 0
-        """Characters sent on the fast path, not yet counted in ``_Stream.sent``."""
+        """Characters sent on the fast path, not yet counted in ``_StepState.sent``."""
         self.streamed = streamed
-        """A text part's deltas so far (``_Stream.streamed``), which the fast path extends."""
+        """A text part's deltas so far (``_StepState.streamed``), which the fast path extends."""
 
 
-class _Stream:
+class _StepState:
     """Per-step parsing state (kept in ``ctx.state``; the dialect object is shared)."""
 
     __slots__ = (
@@ -190,12 +190,12 @@ class _Stream:
         "done_items",
         "finished",
         "formats",
-        "hot",
         "open_text",
         "open_thinking",
         "sent",
         "server_started",
         "streamed",
+        "streaming_part",
         "thinking_part",
     )
 
@@ -217,14 +217,14 @@ class _Stream:
         first, since some servers send another ``item_id`` on every event of one item."""
         self.formats: dict[str, str] = {}
         """image generation item key -> output format."""
-        self.hot: _Hot | None = None
+        self.streaming_part: _StreamingPart | None = None
         """The part the previous frame streamed into, if it did."""
         self.finished = False
         """Whether the response gave its completion signal (completed, incomplete, failed)."""
 
 
-def _stream(ctx: ChatStreamContext) -> _Stream:
-    return ctx.state_of(_STATE, _Stream)
+def _stream(ctx: ChatStreamContext) -> _StepState:
+    return ctx.state_of(_STATE, _StepState)
 
 
 class OpenAIResponsesDialect(ChatDialect):
@@ -263,33 +263,40 @@ class OpenAIResponsesDialect(ChatDialect):
         # raises on the way) and takes the general path.
         text = None
         try:
-            hot = ctx.state[_STATE].hot
-            if hot is not None and frame["type"] == hot.kind:
+            streaming_part = ctx.state[_STATE].streaming_part
+            if streaming_part is not None and frame["type"] == streaming_part.kind:
                 key = frame["item_id"]
                 index = frame["output_index"]
                 delta = frame["delta"]
-                # ``is`` on the ints: the hot part's very objects (CPython shares small ints),
-                # so never True for 1; another int object merely takes the general path.
-                # ``delta > ""``: a non-empty str (other JSON values raise TypeError).
+                part = frame[streaming_part.field]
+                # the same part: equal ids, the indexes ints (JSON's 0.0 is no index)
                 if (
-                    key == hot.key
-                    and index is hot.index
-                    and frame[hot.field] is hot.part
-                    and delta > ""
+                    key == streaming_part.key
+                    and index == streaming_part.index
+                    and part == streaming_part.part
+                    and type(index) is int
+                    and type(part) is int
+                    and type(delta) is str
+                    and delta
                 ):
                     text = delta
         except (KeyError, TypeError):
             pass
         if text is not None:
-            hot.pending += len(text)
-            if hot.streamed is not None:
-                hot.streamed.append(text)
-            if hot.calls is None:
+            streaming_part.pending += len(text)
+            if streaming_part.streamed is not None:
+                streaming_part.streamed.append(text)
+            if streaming_part.calls is None:
                 ctx.send(
-                    hot.event, text=text, index=index, item_id=key, sub_type=hot.sub_type, raw=frame
+                    streaming_part.event,
+                    text=text,
+                    index=index,
+                    item_id=key,
+                    sub_type=streaming_part.sub_type,
+                    raw=frame,
                 )
             else:
-                hot.calls.delta(ctx, key, text, raw=frame)
+                streaming_part.calls.delta(ctx, key, text, raw=frame)
             return
         _parse_general(ctx, frame)
 
@@ -301,29 +308,33 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     if kind == "response.created" and _finished(ctx):
         # a recording of several responses in a row (a tool loop): one step each
         ctx.next_response()
-    st = ctx.state.get(_STATE)
+    step_state = ctx.state.get(_STATE)
     handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
-    if st is not None and st.hot is not None and handler not in _KEEP_HOT:
-        _cool(st)
+    if (
+        step_state is not None
+        and step_state.streaming_part is not None
+        and handler not in _KEEPS_STREAMING_PART
+    ):
+        _settle_streaming_part(step_state)
     if handler is not None:
-        handler(ctx, st if st is not None else _stream(ctx), frame)
+        handler(ctx, step_state if step_state is not None else _stream(ctx), frame)
     elif not _progress(ctx, kind, frame):
         ctx.send(_T.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
 
 
-def _cool(st: _Stream) -> None:
-    """Count what the fast path sent into the hot part, and forget that part."""
-    hot = st.hot
-    if hot is not None:
-        st.hot = None
-        if hot.part_key is not None:
-            _sent(st, hot.part_key, hot.pending)
+def _settle_streaming_part(step_state: _StepState) -> None:
+    """Count what the fast path sent into the streaming part, and forget that part."""
+    streaming_part = step_state.streaming_part
+    if streaming_part is not None:
+        step_state.streaming_part = None
+        if streaming_part.part_key is not None:
+            _sent(step_state, streaming_part.part_key, streaming_part.pending)
 
 
 # response lifecycle
 
 
-def _on_status(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_status(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     response = _identify(ctx, frame)
     status = response.get("status")
     if not isinstance(status, str) or not status:
@@ -331,51 +342,51 @@ def _on_status(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
     ctx.send(_T.STATUS, text=status, raw_type=frame.get("type"), raw=frame)
 
 
-def _on_completed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_completed(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     response = _identify(ctx, frame)
-    _complete_output(ctx, st, response, frame)
+    _complete_output(ctx, step_state, response, frame)
     _usage(ctx, response, frame)
     status = response.get("status")
-    _finish(ctx, st, status if isinstance(status, str) and status else "completed")
+    _finish(ctx, step_state, status if isinstance(status, str) and status else "completed")
 
 
-def _on_incomplete(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_incomplete(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     response = _identify(ctx, frame)
-    _complete_output(ctx, st, response, frame)
+    _complete_output(ctx, step_state, response, frame)
     _usage(ctx, response, frame)
     details = response.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
     if reason == "content_filter":
         ctx.send(_T.CONTENT_FILTER, text=reason, raw=frame)
-    _finish(ctx, st, reason if isinstance(reason, str) and reason else "incomplete")
+    _finish(ctx, step_state, reason if isinstance(reason, str) and reason else "incomplete")
 
 
-def _on_failed(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_failed(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     response = _identify(ctx, frame)
-    st.calls.end_all(ctx)
+    step_state.calls.end_all(ctx)
     _usage(ctx, response, frame)
     error = response.get("error")
     ctx.fail(error if isinstance(error, dict) and error else "the response failed")
-    _finish(ctx, st, "failed")
+    _finish(ctx, step_state, "failed")
 
 
-def _on_error(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_error(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     error = frame.get("error")
     if not isinstance(error, dict):
         error = {k: v for k, v in frame.items() if k not in ("type", "sequence_number")}
     ctx.fail(error if error else "an error event without details")
-    _finish(ctx, st, "failed")
+    _finish(ctx, step_state, "failed")
 
 
-def _finish(ctx: ChatStreamContext, st: _Stream, reason: str) -> None:
-    st.finished = True
+def _finish(ctx: ChatStreamContext, step_state: _StepState, reason: str) -> None:
+    step_state.finished = True
     ctx.finish(reason)
 
 
 def _finished(ctx: ChatStreamContext) -> bool:
     """Whether the step's response gave its completion signal."""
-    st = ctx.state.get(_STATE)
-    return st is not None and st.finished
+    step_state = ctx.state.get(_STATE)
+    return step_state is not None and step_state.finished
 
 
 def _identify(ctx: ChatStreamContext, frame: _Frame) -> _Frame:
@@ -392,14 +403,16 @@ def _identify(ctx: ChatStreamContext, frame: _Frame) -> _Frame:
     return response
 
 
-def _complete_output(ctx: ChatStreamContext, st: _Stream, response: _Frame, frame: _Frame) -> None:
+def _complete_output(
+    ctx: ChatStreamContext, step_state: _StepState, response: _Frame, frame: _Frame
+) -> None:
     """Send what the final ``output`` holds and was never streamed; close open calls."""
     output = response.get("output")
     if isinstance(output, list):
         for position, item in enumerate(output):
             if isinstance(item, dict):
-                _finish_item(ctx, st, item, position, frame)
-    st.calls.end_all(ctx)
+                _finish_item(ctx, step_state, item, position, frame)
+    step_state.calls.end_all(ctx)
 
 
 def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
@@ -432,53 +445,53 @@ def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
 # output items
 
 
-def _on_item_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_item_added(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     item = frame.get("item")
     if not isinstance(item, dict):
         ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
         return
     index = _index(frame.get("output_index"))
-    key = _key_at(st, item.get("id"), index)
+    key = _key_at(step_state, item.get("id"), index)
     if index >= 0:
-        st.by_index[index] = key
+        step_state.by_index[index] = key
     kind = item.get("type")
     if kind in ("function_call", "custom_tool_call"):
-        _start_call(ctx, st, key, item, frame)
+        _start_call(ctx, step_state, key, item, frame)
     elif kind in ("message", "reasoning"):
         return
     elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
-        _start_server_tool(ctx, st, key, sub_type, item, index, frame)
+        _start_server_tool(ctx, step_state, key, sub_type, item, index, frame)
     elif not (isinstance(kind, str) and kind.endswith("_call_output")):
         ctx.send(_T.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
 
 
-def _on_item_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_item_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     item = frame.get("item")
     if not isinstance(item, dict):
         ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
         return
-    _finish_item(ctx, st, item, _index(frame.get("output_index")), frame)
+    _finish_item(ctx, step_state, item, _index(frame.get("output_index")), frame)
 
 
 def _finish_item(
-    ctx: ChatStreamContext, st: _Stream, item: _Frame, index: int, frame: _Frame
+    ctx: ChatStreamContext, step_state: _StepState, item: _Frame, index: int, frame: _Frame
 ) -> None:
     """Complete and close one output item; an item already finished is skipped."""
-    key = _key_at(st, item.get("id"), index)
-    if key in st.done_items:
+    key = _key_at(step_state, item.get("id"), index)
+    if key in step_state.done_items:
         return
-    st.done_items.add(key)
+    step_state.done_items.add(key)
     kind = item.get("type")
     if kind == "message":
-        _finish_message(ctx, st, key, item, index, frame)
+        _finish_message(ctx, step_state, key, item, index, frame)
     elif kind == "reasoning":
-        _finish_reasoning(ctx, st, key, item, index, frame)
+        _finish_reasoning(ctx, step_state, key, item, index, frame)
     elif kind == "function_call":
-        _finish_call(ctx, st, key, item, item.get("arguments"), frame)
+        _finish_call(ctx, step_state, key, item, item.get("arguments"), frame)
     elif kind == "custom_tool_call":
-        _finish_call(ctx, st, key, item, item.get("input"), frame)
+        _finish_call(ctx, step_state, key, item, item.get("input"), frame)
     elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
-        _finish_server_tool(ctx, st, key, sub_type, item, index, frame)
+        _finish_server_tool(ctx, step_state, key, sub_type, item, index, frame)
     elif isinstance(kind, str) and kind.endswith("_call_output"):
         ctx.send(
             _T.SERVER_TOOL_RESULT,
@@ -493,27 +506,37 @@ def _finish_item(
 
 
 def _finish_message(
-    ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, index: int, frame: _Frame
+    ctx: ChatStreamContext,
+    step_state: _StepState,
+    key: str,
+    item: _Frame,
+    index: int,
+    frame: _Frame,
 ) -> None:
     content = item.get("content")
     if isinstance(content, list):
         for part_index, part in enumerate(content):
             if isinstance(part, dict):
-                _complete_part(ctx, st, key, index, part_index, part, frame)
-    _close_text(ctx, st, key, index, frame)
+                _complete_part(ctx, step_state, key, index, part_index, part, frame)
+    _close_text(ctx, step_state, key, index, frame)
 
 
 def _finish_reasoning(
-    ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, index: int, frame: _Frame
+    ctx: ChatStreamContext,
+    step_state: _StepState,
+    key: str,
+    item: _Frame,
+    index: int,
+    frame: _Frame,
 ) -> None:
     for kind, parts in (("summary", item.get("summary")), ("reasoning", item.get("content"))):
         if isinstance(parts, list):
             for part_index, part in enumerate(parts):
                 if isinstance(part, dict):
-                    text = _catch_up(st, (kind, key, part_index), part.get("text"))
-                    _thinking(ctx, st, key, index, (kind, key, part_index), text, frame)
-    if key in st.open_thinking:
-        st.open_thinking.discard(key)
+                    text = _catch_up(step_state, (kind, key, part_index), part.get("text"))
+                    _thinking(ctx, step_state, key, index, (kind, key, part_index), text, frame)
+    if key in step_state.open_thinking:
+        step_state.open_thinking.discard(key)
         ctx.send(_T.THINKING_END, item_id=key, index=index, raw=frame)
     encrypted = item.get("encrypted_content")
     if isinstance(encrypted, str) and encrypted:
@@ -523,27 +546,27 @@ def _finish_reasoning(
 # text, refusal and annotations
 
 
-def _on_part_added(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_part_added(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     part = frame.get("part")
     if isinstance(part, dict) and part.get("type") == "output_text":
         index = _index(frame.get("output_index"))
-        _open_text(ctx, st, _frame_key(st, frame), index, frame)
+        _open_text(ctx, step_state, _frame_key(step_state, frame), index, frame)
 
 
-def _on_part_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_part_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     part = frame.get("part")
     if not isinstance(part, dict):
         return
     index = _index(frame.get("output_index"))
-    key = _frame_key(st, frame)
-    _complete_part(ctx, st, key, index, _index(frame.get("content_index")), part, frame)
+    key = _frame_key(step_state, frame)
+    _complete_part(ctx, step_state, key, index, _index(frame.get("content_index")), part, frame)
     if part.get("type") == "output_text":
-        _close_text(ctx, st, key, index, frame)
+        _close_text(ctx, step_state, key, index, frame)
 
 
 def _complete_part(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     key: str,
     index: int,
     part_index: int,
@@ -553,33 +576,45 @@ def _complete_part(
     """Send what a finished content part holds beyond what was streamed of it."""
     kind = part.get("type")
     if kind == "output_text":
-        _final_text(ctx, st, key, index, ("text", key, part_index), part.get("text"), frame)
+        _final_text(ctx, step_state, key, index, ("text", key, part_index), part.get("text"), frame)
         annotations = part.get("annotations")
         if isinstance(annotations, list):
-            sent = st.sent.get(("annotation", key, part_index), 0)
+            sent = step_state.sent.get(("annotation", key, part_index), 0)
             for annotation in annotations[sent:]:
-                _annotation(ctx, st, key, index, part_index, annotation, frame)
+                _annotation(ctx, step_state, key, index, part_index, annotation, frame)
     elif kind == "refusal":
         _refusal(
-            ctx, key, index, _catch_up(st, ("refusal", key, part_index), part.get("refusal")), frame
+            ctx,
+            key,
+            index,
+            _catch_up(step_state, ("refusal", key, part_index), part.get("refusal")),
+            frame,
         )
     elif kind == "reasoning_text":
         part_key = ("reasoning", key, part_index)
-        _thinking(ctx, st, key, index, part_key, _catch_up(st, part_key, part.get("text")), frame)
+        _thinking(
+            ctx,
+            step_state,
+            key,
+            index,
+            part_key,
+            _catch_up(step_state, part_key, part.get("text")),
+            frame,
+        )
 
 
-def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_text_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     delta = frame.get("delta")
     if type(delta) is str and delta:
-        key = _frame_key(st, frame)
+        key = _frame_key(step_state, frame)
         part = _index(frame.get("content_index"))
         part_key = ("text", key, part)
-        _sent(st, part_key, len(delta))
-        streamed = st.streamed.setdefault(part_key, [])
+        _sent(step_state, part_key, len(delta))
+        streamed = step_state.streamed.setdefault(part_key, [])
         streamed.append(delta)
         index = _index(frame.get("output_index"))
-        _open_text(ctx, st, key, index, frame)
-        st.hot = _Hot(
+        _open_text(ctx, step_state, key, index, frame)
+        step_state.streaming_part = _StreamingPart(
             _TEXT_DELTA,
             key,
             part_key,
@@ -592,15 +627,17 @@ def _on_text_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
         ctx.send(_T.TEXT_DELTA, text=delta, item_id=key, index=index, raw=frame)
 
 
-def _on_text_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    key = _frame_key(st, frame)
+def _on_text_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    key = _frame_key(step_state, frame)
     part_key = ("text", key, _index(frame.get("content_index")))
-    _final_text(ctx, st, key, _index(frame.get("output_index")), part_key, frame.get("text"), frame)
+    _final_text(
+        ctx, step_state, key, _index(frame.get("output_index")), part_key, frame.get("text"), frame
+    )
 
 
 def _final_text(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     key: str,
     index: int,
     part_key: tuple[str, str, int],
@@ -615,14 +652,14 @@ def _final_text(
     """
     if not isinstance(full, str):
         return
-    streamed = st.streamed.get(part_key)
+    streamed = step_state.streamed.get(part_key)
     if streamed is None or full.startswith(_joined(streamed)):
-        _text(ctx, st, key, index, _catch_up(st, part_key, full), frame)
+        _text(ctx, step_state, key, index, _catch_up(step_state, part_key, full), frame)
         return
     streamed[:] = [full]
-    st.sent[part_key] = len(full)
-    _open_text(ctx, st, key, index, frame)
-    st.open_text.discard(key)
+    step_state.sent[part_key] = len(full)
+    _open_text(ctx, step_state, key, index, frame)
+    step_state.open_text.discard(key)
     ctx.send(_T.TEXT_END, text=full, item_id=key, index=index, raw=frame)
 
 
@@ -634,30 +671,34 @@ def _joined(fragments: list[str]) -> str:
 
 
 def _text(
-    ctx: ChatStreamContext, st: _Stream, key: str, index: int, text: str, frame: _Frame
+    ctx: ChatStreamContext, step_state: _StepState, key: str, index: int, text: str, frame: _Frame
 ) -> None:
     if text:
-        _open_text(ctx, st, key, index, frame)
+        _open_text(ctx, step_state, key, index, frame)
         ctx.send(_T.TEXT_DELTA, text=text, item_id=key, index=index, raw=frame)
 
 
-def _open_text(ctx: ChatStreamContext, st: _Stream, key: str, index: int, frame: _Frame) -> None:
-    if key not in st.open_text:
-        st.open_text.add(key)
+def _open_text(
+    ctx: ChatStreamContext, step_state: _StepState, key: str, index: int, frame: _Frame
+) -> None:
+    if key not in step_state.open_text:
+        step_state.open_text.add(key)
         ctx.send(_T.TEXT_START, item_id=key, index=index, raw=frame)
 
 
-def _close_text(ctx: ChatStreamContext, st: _Stream, key: str, index: int, frame: _Frame) -> None:
-    if key in st.open_text:
-        st.open_text.discard(key)
+def _close_text(
+    ctx: ChatStreamContext, step_state: _StepState, key: str, index: int, frame: _Frame
+) -> None:
+    if key in step_state.open_text:
+        step_state.open_text.discard(key)
         ctx.send(_T.TEXT_END, item_id=key, index=index, raw=frame)
 
 
-def _on_annotation(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    key = _frame_key(st, frame)
+def _on_annotation(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    key = _frame_key(step_state, frame)
     _annotation(
         ctx,
-        st,
+        step_state,
         key,
         _index(frame.get("output_index")),
         _index(frame.get("content_index")),
@@ -668,14 +709,14 @@ def _on_annotation(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
 
 def _annotation(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     key: str,
     index: int,
     part_index: int,
     annotation: Any,
     frame: _Frame,
 ) -> None:
-    _sent(st, ("annotation", key, part_index), 1)
+    _sent(step_state, ("annotation", key, part_index), 1)
     if isinstance(annotation, dict):
         ctx.send(_T.CITATION, citation=_citation(annotation), item_id=key, index=index, raw=frame)
 
@@ -699,18 +740,18 @@ def _citation(annotation: _Frame) -> Citation:
     )
 
 
-def _on_refusal_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_refusal_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     delta = frame.get("delta")
     if isinstance(delta, str) and delta:
-        key = _frame_key(st, frame)
-        _sent(st, ("refusal", key, _index(frame.get("content_index"))), len(delta))
+        key = _frame_key(step_state, frame)
+        _sent(step_state, ("refusal", key, _index(frame.get("content_index"))), len(delta))
         _refusal(ctx, key, _index(frame.get("output_index")), delta, frame)
 
 
-def _on_refusal_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    key = _frame_key(st, frame)
+def _on_refusal_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    key = _frame_key(step_state, frame)
     part_key = ("refusal", key, _index(frame.get("content_index")))
-    text = _catch_up(st, part_key, frame.get("refusal"))
+    text = _catch_up(step_state, part_key, frame.get("refusal"))
     _refusal(ctx, key, _index(frame.get("output_index")), text, frame)
 
 
@@ -722,31 +763,31 @@ def _refusal(ctx: ChatStreamContext, key: str, index: int, text: str, frame: _Fr
 # thinking
 
 
-def _on_summary_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    _thinking_delta(ctx, st, frame, _SUMMARY_DELTA, "summary", "summary_index")
+def _on_summary_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    _thinking_delta(ctx, step_state, frame, _SUMMARY_DELTA, "summary", "summary_index")
 
 
-def _on_summary_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    _thinking_done(ctx, st, frame, "summary", "summary_index", frame.get("text"))
+def _on_summary_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    _thinking_done(ctx, step_state, frame, "summary", "summary_index", frame.get("text"))
 
 
-def _on_summary_part_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_summary_part_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     part = frame.get("part")
     text = part.get("text") if isinstance(part, dict) else None
-    _thinking_done(ctx, st, frame, "summary", "summary_index", text)
+    _thinking_done(ctx, step_state, frame, "summary", "summary_index", text)
 
 
-def _on_reasoning_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    _thinking_delta(ctx, st, frame, _REASONING_DELTA, "reasoning", "content_index")
+def _on_reasoning_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    _thinking_delta(ctx, step_state, frame, _REASONING_DELTA, "reasoning", "content_index")
 
 
-def _on_reasoning_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    _thinking_done(ctx, st, frame, "reasoning", "content_index", frame.get("text"))
+def _on_reasoning_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    _thinking_done(ctx, step_state, frame, "reasoning", "content_index", frame.get("text"))
 
 
 def _thinking_delta(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     frame: _Frame,
     event_type: str,
     kind: str,
@@ -754,13 +795,13 @@ def _thinking_delta(
 ) -> None:
     delta = frame.get("delta")
     if type(delta) is str and delta:
-        key = _frame_key(st, frame)
+        key = _frame_key(step_state, frame)
         part = _index(frame.get(part_field))
         part_key = (kind, key, part)
-        _sent(st, part_key, len(delta))
+        _sent(step_state, part_key, len(delta))
         index = _index(frame.get("output_index"))
-        _thinking(ctx, st, key, index, part_key, delta, frame)
-        st.hot = _Hot(
+        _thinking(ctx, step_state, key, index, part_key, delta, frame)
+        step_state.streaming_part = _StreamingPart(
             event_type,
             key,
             part_key,
@@ -773,17 +814,22 @@ def _thinking_delta(
 
 
 def _thinking_done(
-    ctx: ChatStreamContext, st: _Stream, frame: _Frame, kind: str, part_field: str, text: Any
+    ctx: ChatStreamContext,
+    step_state: _StepState,
+    frame: _Frame,
+    kind: str,
+    part_field: str,
+    text: Any,
 ) -> None:
-    key = _frame_key(st, frame)
+    key = _frame_key(step_state, frame)
     part_key = (kind, key, _index(frame.get(part_field)))
-    remainder = _catch_up(st, part_key, text)
-    _thinking(ctx, st, key, _index(frame.get("output_index")), part_key, remainder, frame)
+    remainder = _catch_up(step_state, part_key, text)
+    _thinking(ctx, step_state, key, _index(frame.get("output_index")), part_key, remainder, frame)
 
 
 def _thinking(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     key: str,
     index: int,
     part_key: tuple[str, str, int],
@@ -793,12 +839,12 @@ def _thinking(
     """Send thinking ``text`` of one part, opening its block and separating a new part."""
     if not text:
         return
-    if key not in st.open_thinking:
-        st.open_thinking.add(key)
+    if key not in step_state.open_thinking:
+        step_state.open_thinking.add(key)
         ctx.send(_T.THINKING_START, item_id=key, index=index, raw=frame)
     sub_type = part_key[0]
-    if st.thinking_part != part_key:
-        if st.thinking_part is not None:
+    if step_state.thinking_part != part_key:
+        if step_state.thinking_part is not None:
             ctx.send(
                 _T.THINKING_DELTA,
                 text=_PART_SEPARATOR,
@@ -807,17 +853,19 @@ def _thinking(
                 sub_type=sub_type,
                 raw=frame,
             )
-        st.thinking_part = part_key
+        step_state.thinking_part = part_key
     ctx.send(_T.THINKING_DELTA, text=text, item_id=key, index=index, sub_type=sub_type, raw=frame)
 
 
 # function and custom tool calls
 
 
-def _start_call(ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, frame: _Frame) -> None:
-    if key in st.calls or key in st.closed_calls:
+def _start_call(
+    ctx: ChatStreamContext, step_state: _StepState, key: str, item: _Frame, frame: _Frame
+) -> None:
+    if key in step_state.calls or key in step_state.closed_calls:
         return
-    st.calls.start(
+    step_state.calls.start(
         ctx,
         key,
         id=_call_id(item),
@@ -827,17 +875,17 @@ def _start_call(ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, fra
     )
 
 
-def _on_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_arguments_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     delta = frame.get("delta")
     if type(delta) is str and delta:
-        key = _frame_key(st, frame)
-        if key in st.closed_calls:
+        key = _frame_key(step_state, frame)
+        if key in step_state.closed_calls:
             return
         part_key = ("arguments", key, 0)
-        _sent(st, part_key, len(delta))
-        st.calls.delta(ctx, key, delta, raw=frame)
+        _sent(step_state, part_key, len(delta))
+        step_state.calls.delta(ctx, key, delta, raw=frame)
         index = _index(frame.get("output_index"))
-        st.hot = _Hot(
+        step_state.streaming_part = _StreamingPart(
             frame["type"],
             key,
             part_key,
@@ -845,38 +893,47 @@ def _on_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> N
             part=index,
             index=index,
             event=_T.TOOL_CALL_ARGS_DELTA,
-            calls=st.calls,
+            calls=step_state.calls,
         )
 
 
-def _on_arguments_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    key = _frame_key(st, frame)
-    if key in st.calls:
-        _close_call(ctx, st, key, frame.get("arguments"), frame)
+def _on_arguments_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    key = _frame_key(step_state, frame)
+    if key in step_state.calls:
+        _close_call(ctx, step_state, key, frame.get("arguments"), frame)
 
 
-def _on_input_done(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
-    key = _frame_key(st, frame)
-    if key in st.calls:
-        _close_call(ctx, st, key, frame.get("input"), frame)
+def _on_input_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
+    key = _frame_key(step_state, frame)
+    if key in step_state.calls:
+        _close_call(ctx, step_state, key, frame.get("input"), frame)
 
 
 def _finish_call(
-    ctx: ChatStreamContext, st: _Stream, key: str, item: _Frame, final: Any, frame: _Frame
+    ctx: ChatStreamContext,
+    step_state: _StepState,
+    key: str,
+    item: _Frame,
+    final: Any,
+    frame: _Frame,
 ) -> None:
-    if key in st.closed_calls:
+    if key in step_state.closed_calls:
         return
-    _start_call(ctx, st, key, item, frame)
-    _close_call(ctx, st, key, final, frame)
+    _start_call(ctx, step_state, key, item, frame)
+    _close_call(ctx, step_state, key, final, frame)
 
 
-def _close_call(ctx: ChatStreamContext, st: _Stream, key: str, final: Any, frame: _Frame) -> None:
+def _close_call(
+    ctx: ChatStreamContext, step_state: _StepState, key: str, final: Any, frame: _Frame
+) -> None:
     """Send the arguments never streamed, then TOOL_CALL_END with the whole text."""
-    remainder = _catch_up(st, ("arguments", key, 0), final)
+    remainder = _catch_up(step_state, ("arguments", key, 0), final)
     if remainder:
-        st.calls.delta(ctx, key, remainder, raw=frame)
-    st.closed_calls.add(key)
-    st.calls.end(ctx, key, arguments_str=final if isinstance(final, str) else None, raw=frame)
+        step_state.calls.delta(ctx, key, remainder, raw=frame)
+    step_state.closed_calls.add(key)
+    step_state.calls.end(
+        ctx, key, arguments_str=final if isinstance(final, str) else None, raw=frame
+    )
 
 
 # built-in (server) tools
@@ -907,20 +964,20 @@ def _call_id(item: _Frame) -> str | None:
 
 def _start_server_tool(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     key: str,
     sub_type: str,
     item: _Frame,
     index: int,
     frame: _Frame,
 ) -> None:
-    if key in st.server_started:
+    if key in step_state.server_started:
         return
-    st.server_started.add(key)
+    step_state.server_started.add(key)
     call_id = _call_id(item)
     output_format = item.get("output_format")
     if isinstance(output_format, str):
-        st.formats[key] = output_format
+        step_state.formats[key] = output_format
     ctx.send(
         _T.SERVER_TOOL_START,
         item_id=key,
@@ -934,15 +991,15 @@ def _start_server_tool(
 
 def _finish_server_tool(
     ctx: ChatStreamContext,
-    st: _Stream,
+    step_state: _StepState,
     key: str,
     sub_type: str,
     item: _Frame,
     index: int,
     frame: _Frame,
 ) -> None:
-    if key not in st.server_started:
-        _start_server_tool(ctx, st, key, sub_type, item, index, frame)
+    if key not in step_state.server_started:
+        _start_server_tool(ctx, step_state, key, sub_type, item, index, frame)
     call_id = _call_id(item)
     for result in _search_results(item):
         ctx.send(
@@ -957,7 +1014,7 @@ def _finish_server_tool(
     image = item.get("result")
     if sub_type == "image_generation" and isinstance(image, str) and image:
         fmt = item.get("output_format")
-        block = ImageBlock(data=image, mime_type=_mime(fmt, st.formats.get(key)), id=key)
+        block = ImageBlock(data=image, mime_type=_mime(fmt, step_state.formats.get(key)), id=key)
         ctx.send(
             _T.MEDIA_DONE,
             item_id=key,
@@ -1004,13 +1061,15 @@ def _search_results(item: _Frame) -> Iterable[SearchResult]:
                 )
 
 
-def _on_server_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_server_arguments_delta(
+    ctx: ChatStreamContext, step_state: _StepState, frame: _Frame
+) -> None:
     delta = frame.get("delta")
     if type(delta) is str and delta:
-        key = _frame_key(st, frame)
+        key = _frame_key(step_state, frame)
         index = _index(frame.get("output_index"))
         ctx.send(_T.SERVER_TOOL_ARGS_DELTA, text=delta, item_id=key, index=index, raw=frame)
-        st.hot = _Hot(
+        step_state.streaming_part = _StreamingPart(
             frame["type"],
             key,
             None,
@@ -1021,17 +1080,17 @@ def _on_server_arguments_delta(ctx: ChatStreamContext, st: _Stream, frame: _Fram
         )
 
 
-def _on_partial_image(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_partial_image(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     data = frame.get("partial_image_b64")
     if not isinstance(data, str) or not data:
         return
-    key = _frame_key(st, frame)
+    key = _frame_key(step_state, frame)
     fmt = frame.get("output_format")
     if isinstance(fmt, str):
-        st.formats[key] = fmt
+        step_state.formats[key] = fmt
     ctx.send(
         _T.MEDIA_PARTIAL,
-        block=ImageBlock(data=data, mime_type=_mime(fmt, st.formats.get(key)), id=key),
+        block=ImageBlock(data=data, mime_type=_mime(fmt, step_state.formats.get(key)), id=key),
         item_id=key,
         index=_index(frame.get("output_index")),
         sub_type="image_generation",
@@ -1052,7 +1111,7 @@ def _progress(ctx: ChatStreamContext, kind: Any, frame: _Frame) -> bool:
     return True
 
 
-def _on_progress(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_progress(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     """A documented progress event: what :func:`_progress` makes of it."""
     kind = frame["type"]
     word, sub_type = _PROGRESS_EVENTS[kind]
@@ -1073,15 +1132,15 @@ def _send_progress(
     )
 
 
-def _on_heartbeat(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _on_heartbeat(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     ctx.send(_T.HEARTBEAT, raw=frame)
 
 
-def _ignore(ctx: ChatStreamContext, st: _Stream, frame: _Frame) -> None:
+def _ignore(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     """Boundary events whose content arrives in other events."""
 
 
-_HANDLERS: dict[str, Callable[[ChatStreamContext, _Stream, _Frame], None]] = {
+_HANDLERS: dict[str, Callable[[ChatStreamContext, _StepState, _Frame], None]] = {
     **dict.fromkeys(_PROGRESS_EVENTS, _on_progress),
     "response.created": _on_status,
     "response.in_progress": _on_status,
@@ -1120,8 +1179,8 @@ _HANDLERS: dict[str, Callable[[ChatStreamContext, _Stream, _Frame], None]] = {
     "response.image_generation_call.partial_image": _on_partial_image,
 }
 
-_KEEP_HOT = frozenset((_on_annotation, _on_progress, _on_heartbeat, _ignore))
-"""Handlers that neither read nor change what the fast path relies on: the hot part stays."""
+_KEEPS_STREAMING_PART = frozenset((_on_annotation, _on_progress, _on_heartbeat, _ignore))
+"""Handlers that neither read nor change what the fast path relies on: the streaming part stays."""
 
 
 # small helpers
@@ -1132,34 +1191,34 @@ def _item_key(item_id: Any, index: int) -> str:
     return item_id if isinstance(item_id, str) and item_id else f"output:{index}"
 
 
-def _frame_key(st: _Stream, frame: _Frame) -> str:
+def _frame_key(step_state: _StepState, frame: _Frame) -> str:
     """The key of the item an event belongs to (see :func:`_key_at`)."""
-    return _key_at(st, frame.get("item_id"), _index(frame.get("output_index")))
+    return _key_at(step_state, frame.get("item_id"), _index(frame.get("output_index")))
 
 
-def _key_at(st: _Stream, item_id: Any, index: int) -> str:
+def _key_at(step_state: _StepState, item_id: Any, index: int) -> str:
     """The key of the item at output position ``index`` with id ``item_id``.
 
     The item added at that position, whatever id this event gives it (some compatible
     servers send a new ``item_id`` on every event of one item); else the id, else the
     position.
     """
-    known = st.by_index.get(index) if index >= 0 else None
+    known = step_state.by_index.get(index) if index >= 0 else None
     return known if known is not None else _item_key(item_id, index)
 
 
-def _sent(st: _Stream, key: tuple[str, str, int], amount: int) -> None:
-    st.sent[key] = st.sent.get(key, 0) + amount
+def _sent(step_state: _StepState, key: tuple[str, str, int], amount: int) -> None:
+    step_state.sent[key] = step_state.sent.get(key, 0) + amount
 
 
-def _catch_up(st: _Stream, key: tuple[str, str, int], full: Any) -> str:
+def _catch_up(step_state: _StepState, key: tuple[str, str, int], full: Any) -> str:
     """What of a part's whole text ``full`` was not sent yet (and mark it sent)."""
     if not isinstance(full, str):
         return ""
-    sent = st.sent.get(key, 0)
+    sent = step_state.sent.get(key, 0)
     if len(full) <= sent:
         return ""
-    st.sent[key] = len(full)
+    step_state.sent[key] = len(full)
     return full[sent:]
 
 
