@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recorded import CORPUS, needs_corpus
 
@@ -567,7 +567,7 @@ def jsonl_streams(draw: st.DrawFn) -> tuple[bytes, list[Frame]]:
     return body.encode(), frames
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sse_streams(), st.lists(st.integers(0, 400), max_size=12))
 def test_any_split_of_an_sse_stream_decodes_to_its_frames(
     stream: tuple[bytes, list[Frame]], cuts: list[int]
@@ -578,14 +578,14 @@ def test_any_split_of_an_sse_stream_decodes_to_its_frames(
     assert list(iter_frames(split_at(body, cuts), format="sse")) == frames
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sse_streams())
 def test_byte_by_byte_sse_decodes_to_its_frames(stream: tuple[bytes, list[Frame]]) -> None:
     body, frames = stream
     assert sse(*one_byte_chunks(body)) == frames
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(jsonl_streams(), st.lists(st.integers(0, 400), max_size=12))
 def test_any_split_of_json_lines_decodes_to_its_frames(
     stream: tuple[bytes, list[Frame]], cuts: list[int]
@@ -617,7 +617,7 @@ def assert_split_invariant(body: bytes, cuts: list[int]) -> None:
                 assert split == whole
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), st.lists(st.integers(0, 300), max_size=8))
 def test_arbitrary_bytes_raise_nothing_but_chat_protocol_error(
     body: bytes, cuts: list[int]
@@ -640,7 +640,7 @@ _NOISE = [
 ]
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.sampled_from([*_NOISE, b"{", b"<"]), max_size=40),
     st.lists(st.integers(0, 100), max_size=8),
@@ -663,7 +663,7 @@ _simple_event = st.builds(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.one_of(
         sse_streams().map(lambda stream: stream[0]),
@@ -747,7 +747,7 @@ def long_mostly_simple_streams(draw: st.DrawFn) -> tuple[bytes, list[Frame]]:
     return body, frames
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(long_mostly_simple_streams(), st.lists(st.integers(0, 90_000), max_size=6))
 def test_long_streams_of_mixed_shapes_decode_the_same_whole_or_split(
     stream: tuple[bytes, list[Frame]], cuts: list[int]

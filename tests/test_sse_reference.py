@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solon_events.sse import Frame, JSONLinesDecoder, SSEDecoder, StreamDecoder, iter_frames
@@ -122,7 +122,7 @@ def _fed(
     return frames
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(split_bodies())
 def test_the_sse_decoder_agrees_with_the_reference_on_any_input_and_any_split(
     case: tuple[bytes, list[bytes]],
@@ -135,7 +135,7 @@ def test_the_sse_decoder_agrees_with_the_reference_on_any_input_and_any_split(
     assert list(iter_frames(chunks, format="sse")) == expected
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(split_bodies())
 def test_the_json_lines_decoder_agrees_with_the_reference_on_any_input_and_any_split(
     case: tuple[bytes, list[bytes]],
@@ -146,7 +146,7 @@ def test_the_json_lines_decoder_agrees_with_the_reference_on_any_input_and_any_s
     assert list(iter_frames(body, format="jsonl")) == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.sampled_from([b'data: {"n": 1}', b"event: e\ndata: 2", b": ping"]), max_size=3000)
 )

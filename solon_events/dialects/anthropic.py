@@ -57,7 +57,7 @@ from ..results import (
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .reading import expect_object, make_usage
-from .request import HttpRequest, request_headers
+from .request import Endpoint, HttpRequest, request_headers
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
 
@@ -115,14 +115,7 @@ class AnthropicDialect(ChatDialect):
 
     name = "anthropic"
 
-    def build_request(
-        self,
-        request: ChatRequest,
-        *,
-        api_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpRequest:
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The Messages API request: ``x-api-key`` and ``anthropic-version`` headers, JSON body.
 
         The body holds ``model``, ``system`` (the system messages joined by a blank line),
@@ -133,6 +126,7 @@ class AnthropicDialect(ChatDialect):
         ``metadata["redacted_thinking"]`` (a string or a list) is sent back as
         ``redacted_thinking`` blocks. Consecutive tool results form one user turn.
         """
+        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
         system, messages = _messages(request.messages)
         body: dict[str, Any] = {"model": request.model, "messages": messages}
         if system is not None:

@@ -17,7 +17,7 @@ from ..messages import ChatRequest
 from ..sse import Frame, StreamDecoder
 from .context import ChatStreamContext
 from .reading import provider_error_message
-from .request import HttpRequest
+from .request import Endpoint, HttpRequest
 from .sniff import claims_frame
 
 __all__ = [
@@ -45,8 +45,8 @@ class FrameDecoder(Protocol):
 class ChatDialect:
     """A provider's wire format: the request to send, and what the streamed frames mean.
 
-    A subclass sets :attr:`name` and implements :meth:`build_request` and
-    :meth:`parse_frame`; :meth:`parse_done`, :meth:`end_of_stream` and
+    A subclass sets :attr:`name` and implements :meth:`request_for` (or
+    :meth:`build_request`) and :meth:`parse_frame`; :meth:`parse_done`, :meth:`end_of_stream` and
     :meth:`error_message` have defaults. One dialect object serves every stream at once,
     so whatever a stream needs remembered between frames goes in ``ctx.state`` (or
     ``ctx.state_of(key, factory)``), which the parse stage creates for each stream.
@@ -70,7 +70,13 @@ class ChatDialect:
         api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> HttpRequest:
-        """The provider's streaming HTTP request for ``request``."""
+        """The provider's streaming HTTP request for ``request``, posted to ``api_url``
+        (:meth:`request_for` that :class:`Endpoint`)."""
+        return self.request_for(request, Endpoint(api_url, api_key, headers))
+
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
+        """The provider's streaming HTTP request for ``request`` to ``endpoint``: what a
+        dialect implements (or it overrides :meth:`build_request` itself)."""
         raise NotImplementedError
 
     def frame_decoder(self, max_frame_size: int) -> FrameDecoder:

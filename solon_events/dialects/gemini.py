@@ -59,7 +59,7 @@ from ..results import (
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .reading import expect_object
-from .request import HttpRequest, request_headers
+from .request import Endpoint, HttpRequest, request_headers
 
 __all__ = [
     "FILTER_REASONS",
@@ -120,14 +120,7 @@ class GeminiDialect(ChatDialect):
 
     name = "gemini"
 
-    def build_request(
-        self,
-        request: ChatRequest,
-        *,
-        api_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpRequest:
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``streamGenerateContent`` request: URL, ``x-goog-api-key`` header, JSON body.
 
         The URL is made by :func:`stream_url`; the API key travels only in the
@@ -149,6 +142,7 @@ class GeminiDialect(ChatDialect):
         - ``generationConfig`` and top-level fields from ``request.options``, see
           :func:`_apply_options`.
         """
+        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
         system, contents = _contents(request.messages)
         body: dict[str, Any] = {"contents": contents}
         if system:

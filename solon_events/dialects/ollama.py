@@ -26,7 +26,7 @@ from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall, new_too
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .reading import expect_object, make_usage, plain_json
-from .request import HttpRequest, request_headers
+from .request import Endpoint, HttpRequest, request_headers
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
@@ -90,14 +90,7 @@ class OllamaDialect(ChatDialect):
 
     name = "ollama"
 
-    def build_request(
-        self,
-        request: ChatRequest,
-        *,
-        api_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpRequest:
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``/api/chat`` request.
 
         ``api_url`` is the endpoint (``http://localhost:11434/api/chat``); a bare server
@@ -108,6 +101,7 @@ class OllamaDialect(ChatDialect):
         ``tools`` (function schemas), ``stream: true``, and ``request.options`` sorted by
         :func:`_apply_options`.
         """
+        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
         body: dict[str, Any] = {
             "model": request.model,
             "messages": [_message(m) for m in request.messages],

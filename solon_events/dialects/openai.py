@@ -35,7 +35,7 @@ from ..results import (
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .reading import expect_object, make_usage
-from .request import HttpRequest, data_url, request_headers
+from .request import Endpoint, HttpRequest, data_url, request_headers
 
 __all__ = ["OpenAIDialect"]
 
@@ -58,15 +58,9 @@ class OpenAIDialect(ChatDialect):
 
     name = "openai"
 
-    def build_request(
-        self,
-        request: ChatRequest,
-        *,
-        api_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpRequest:
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """A streaming Chat Completions request; ``request.options`` override the body."""
+        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
         all_headers = request_headers(
             {"Authorization": f"Bearer {api_key}"} if api_key else {}, headers
         )

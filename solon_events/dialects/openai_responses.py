@@ -66,7 +66,7 @@ from ..results import (
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .reading import expect_object, make_usage
-from .request import HttpRequest, data_url, request_headers
+from .request import Endpoint, HttpRequest, data_url, request_headers
 
 __all__ = ["OpenAIResponsesDialect"]
 
@@ -232,14 +232,7 @@ class OpenAIResponsesDialect(ChatDialect):
 
     name = "openai-responses"
 
-    def build_request(
-        self,
-        request: ChatRequest,
-        *,
-        api_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpRequest:
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """A streaming Responses request; ``request.options`` override the body.
 
         System messages become ``system`` input messages in place, user turns ``input_text``
@@ -247,6 +240,7 @@ class OpenAIResponsesDialect(ChatDialect):
         plus one ``function_call`` item per tool call, tool results ``function_call_output``
         items.
         """
+        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
         auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         all_headers = request_headers({"Accept": "text/event-stream", **auth}, headers)
         body: dict[str, Any] = {"model": request.model, "input": _input(request.messages)}

@@ -8,7 +8,17 @@ from typing import Any
 import attrs
 import orjson
 
-__all__ = ["HttpRequest", "data_url", "request_headers"]
+__all__ = ["Endpoint", "HttpRequest", "data_url", "request_headers"]
+
+
+@attrs.frozen
+class Endpoint:
+    """Where a request goes and as whom: the ``url`` posted to, the ``api_key`` and extra
+    ``headers`` (which replace a dialect's own of the same name)."""
+
+    url: str
+    api_key: str | None = attrs.field(default=None, repr=False)
+    headers: Mapping[str, str] | None = attrs.field(default=None, repr=False)
 
 
 @attrs.frozen(kw_only=True)
