@@ -1,6 +1,9 @@
 """The RxPY operators of the event pipeline.
 
-``frames.pipe(parse(dialect), normalize(), aggregate(), guard(event_filter))``
+``frames.pipe(parse(dialect), normalize(), aggregate(), guard(event_filter))``; after
+``parse()``, ``aggregate(fold_steps=False)`` folds each event into the response once.
+``respond()`` runs the same three stages with direct calls between them (a hypothesis test
+checks that it delivers what the three operators chained deliver).
 
 Each operator creates its state when it is subscribed, so one pipeline can be subscribed
 many times, each subscription a fresh response. Disposal stops delivery at once: nothing,
@@ -51,6 +54,12 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
     ``response`` and its usage. A source that ends without the provider's completion
     signal, or with no frame at all, fails with :class:`ChatProtocolError`; a malformed
     frame fails naming its number; a provider-reported failure fails with its error.
+
+    Example::
+
+        frames = reactivex.from_iterable(iter_frames(Path("answer.sse").read_bytes()))
+        frames.pipe(parse("openai")).subscribe(print)
+        # STEP_START, TEXT_DELTA 'Hel', TEXT_DELTA 'lo', ..., STEP_END (with the response)
     """
     the_dialect = get_dialect(dialect)
 
@@ -83,11 +92,16 @@ def normalize() -> Operator:
     """Complete block boundaries with a :class:`ChatEventNormalizer`.
 
     On completion and on error the closers of still-open blocks are emitted first.
+
+    Example::
+
+        reactivex.of(ChatEvent(ChatEventType.TEXT_DELTA, text="Hi")).pipe(normalize())
+        # TEXT_START, TEXT_DELTA 'Hi', TEXT_END
     """
     return _stage_operator(NormalizeStage)
 
 
-def aggregate(*, response_id: str | None = None) -> Operator:
+def aggregate(*, response_id: str | None = None, fold_steps: bool = True) -> Operator:
     """The response level: RESPONSE_START, stamped ids, step responses, usage, one terminal event.
 
     Emits RESPONSE_START first and stamps the response id on every event; gives every
@@ -98,11 +112,18 @@ def aggregate(*, response_id: str | None = None) -> Operator:
     the same exception through ``on_error``.
 
     Each subscription gets a fresh response id, unless ``response_id`` is given (pass
-    the same id to :func:`parse` and events need no re-stamping).
+    the same id to :func:`parse` and events need no re-stamping). ``fold_steps=False``
+    folds nothing: after :func:`parse`, whose STEP_ENDs carry their response, each event
+    is then folded into its response once.
+
+    Example::
+
+        frames.pipe(parse("anthropic"), normalize(), aggregate(fold_steps=False))
+        # RESPONSE_START, STEP_START, ..., STEP_END, RESPONSE_END (the final response)
     """
 
     def make(observer: abc.ObserverBase[ChatEvent]) -> Sink:
-        stage = AggregateStage(observer, response_id)
+        stage = AggregateStage(observer, response_id, fold_steps=fold_steps)
         stage.start()
         return stage
 
@@ -114,6 +135,11 @@ def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
 
     LIFECYCLE and STEP events (but HEARTBEAT) always pass; errors always reach
     ``on_error`` whatever the filter says about ERROR events.
+
+    Example::
+
+        events.pipe(guard(ChatEventFilter.of(ChatEventType.TEXT_DELTA)))
+        # RESPONSE_START, STEP_START, the TEXT_DELTAs, STEP_END, RESPONSE_END
     """
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
     return _stage_operator(lambda observer: GuardStage(observer, event_filter))
@@ -132,6 +158,11 @@ def respond(
     :func:`parse` upstream: steps end with their response and failures carry their
     ``partial_response``, so events are not folded a second time. ``partial_arguments=True``
     does what :func:`partial_arguments` does, in front of them.
+
+    Example::
+
+        frames.pipe(parse("gemini"), respond(event_filter=ChatEventFilter.all()))
+        # what parse, normalize, aggregate and guard chained give, in one subscription
     """
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
     return _stage_operator(
@@ -225,12 +256,22 @@ def _response_of(event: ChatEvent) -> ChatResponse:
 
 
 def text_deltas() -> Callable[[Observable[ChatEvent]], Observable[str]]:
-    """TEXT_DELTA events that carry text -> their text."""
+    """TEXT_DELTA events that carry text -> their text.
+
+    Example::
+
+        replay("answer.jsonl").pipe(text_deltas()).subscribe(print)  # 'Hel', 'lo', ...
+    """
     return reactivex.compose(ops.filter(_is_text_delta), ops.map(_text_of))
 
 
 def final_response() -> Callable[[Observable[ChatEvent]], Observable[ChatResponse]]:
-    """RESPONSE_END -> its ChatResponse, then completes."""
+    """RESPONSE_END -> its ChatResponse, then completes.
+
+    Example::
+
+        replay("answer.jsonl").pipe(final_response()).subscribe(lambda r: print(r.text))
+    """
     return reactivex.compose(ops.filter(_is_response_end), ops.take(1), ops.map(_response_of))
 
 
@@ -239,6 +280,12 @@ def reduce_response(events: Iterable[ChatEvent]) -> ChatResponse | None:
 
     The first RESPONSE_END's response; without one, the last STEP_END's response; events
     after a terminal event change nothing; a delta's response is never used; None if none.
+
+    Example::
+
+        events = []
+        replay("answer.jsonl").subscribe(events.append)
+        reduce_response(events).text  # 'Hello'
     """
     last_step: ChatResponse | None = None
     for event in events:

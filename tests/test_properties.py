@@ -22,6 +22,7 @@ from solon_events import (
     Usage,
     aggregate,
     normalize,
+    operators,
 )
 from solon_events.core import stages
 
@@ -338,22 +339,26 @@ FILTERS: list[Any] = [
 def test_the_fused_respond_stage_delivers_what_the_chained_stages_deliver(
     case: tuple[list[ChatEvent], int | None, str], event_filter: Any, upstream_id: str | None
 ) -> None:
+    """respond()'s stages, composed with direct calls, deliver what the operators
+    ``normalize() | aggregate() | guard()`` deliver through Rx subscriptions."""
     events, fail_at, _how = case
     events = [e.evolve(response_id=upstream_id) for e in events]
     fused, chained = _Recorder(), _Recorder()
     head = stages.RespondStage(fused, response_id="r", event_filter=event_filter, fold_steps=False)
-    aggregate = stages.AggregateStage(
-        stages.GuardStage(chained, event_filter), "r", fold_steps=False
-    )
-    aggregate.start()
-    chain = stages.NormalizeStage(aggregate)
-    for sink in (head, chain):
-        for event in events[:fail_at]:
-            sink.on_next(event)
-        if fail_at is None:
-            sink.on_completed()
-        else:
-            sink.on_error(Boom("injected"))
+    for event in events[:fail_at]:
+        head.on_next(event)
+    if fail_at is None:
+        head.on_completed()
+    else:
+        head.on_error(Boom("injected"))
+    source = reactivex.from_iterable(events[:fail_at])
+    if fail_at is not None:
+        source = reactivex.concat(source, reactivex.throw(Boom("injected")))
+    source.pipe(
+        operators.normalize(),
+        operators.aggregate(response_id="r", fold_steps=False),
+        operators.guard(event_filter),
+    ).subscribe(chained.on_next, chained.on_error, chained.on_completed)
     assert len(fused.log) == len(chained.log)
     for got, want in zip(fused.log, chained.log, strict=True):
         if isinstance(want, ChatEvent) and want.type is T.ERROR:
