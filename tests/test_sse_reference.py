@@ -16,6 +16,7 @@ import itertools
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_sse import decode_all
 
 from solon_events.sse import Frame, JSONLinesDecoder, SSEDecoder, StreamDecoder, iter_frames
 
@@ -112,16 +113,6 @@ def split_bodies(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return body, [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _fed(
-    decoder: SSEDecoder | JSONLinesDecoder | StreamDecoder, chunks: list[bytes]
-) -> list[Frame]:
-    frames: list[Frame] = []
-    for chunk in chunks:
-        frames.extend(decoder.feed(chunk))
-    frames.extend(decoder.close())
-    return frames
-
-
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(split_bodies())
 def test_the_sse_decoder_agrees_with_the_reference_on_any_input_and_any_split(
@@ -129,8 +120,8 @@ def test_the_sse_decoder_agrees_with_the_reference_on_any_input_and_any_split(
 ) -> None:
     body, chunks = case
     expected = reference_sse(body)
-    assert _fed(SSEDecoder(), chunks) == expected
-    assert _fed(StreamDecoder(format="sse"), chunks) == expected
+    assert decode_all(SSEDecoder(), chunks) == expected
+    assert decode_all(StreamDecoder(format="sse"), chunks) == expected
     assert list(iter_frames(body, format="sse")) == expected
     assert list(iter_frames(chunks, format="sse")) == expected
 
@@ -142,7 +133,7 @@ def test_the_json_lines_decoder_agrees_with_the_reference_on_any_input_and_any_s
 ) -> None:
     body, chunks = case
     expected = reference_json_lines(body)
-    assert _fed(JSONLinesDecoder(), chunks) == expected
+    assert decode_all(JSONLinesDecoder(), chunks) == expected
     assert list(iter_frames(body, format="jsonl")) == expected
 
 
@@ -155,4 +146,4 @@ def test_long_runs_of_simple_events_agree_with_the_reference(events: list[bytes]
     body = b"\n\n".join(events) + b"\n\n"
     assert list(iter_frames(body, format="sse")) == reference_sse(body)
     half = len(body) // 2
-    assert _fed(SSEDecoder(), [body[:half], body[half:]]) == reference_sse(body)
+    assert decode_all(SSEDecoder(), [body[:half], body[half:]]) == reference_sse(body)
