@@ -169,7 +169,7 @@ class BedrockDialect(ChatDialect):
             index = body["contentBlockIndex"]
             if type(text) is str and ctx.state[_STATE_KEY].blocks.get(index) == "text":
                 if text:
-                    ctx.send(_TEXT_DELTA, text, index, raw=frame)
+                    ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
                 return
         except (KeyError, TypeError):
             pass
@@ -329,7 +329,7 @@ def _text_delta(
     if isinstance(value, str):
         _open(ctx, stream, index, "text")
         if value:
-            ctx.send(_TEXT_DELTA, value, index, raw=frame)
+            ctx.send(_TEXT_DELTA, value, index=index, raw=frame)
 
 
 def _tool_delta(
@@ -348,14 +348,14 @@ def _reasoning_delta(
     if isinstance(text, str):
         _open(ctx, stream, index, "thinking")
         if text:
-            ctx.send(_T.THINKING_DELTA, text, index, raw=frame)
+            ctx.send(_T.THINKING_DELTA, text, index=index, raw=frame)
     signature = reasoning.get("signature")
     if isinstance(signature, str) and signature:
         _open(ctx, stream, index, "thinking")
-        ctx.send(_T.THINKING_SIGNATURE, signature, index, raw=frame)
+        ctx.send(_T.THINKING_SIGNATURE, signature, index=index, raw=frame)
     redacted = reasoning.get("redactedContent")
     if isinstance(redacted, str) and redacted:
-        ctx.send(_T.THINKING_REDACTED, redacted, index, raw=frame)
+        ctx.send(_T.THINKING_REDACTED, redacted, index=index, raw=frame)
 
 
 def _citation_delta(
