@@ -58,7 +58,7 @@ from . import aws_auth
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .reading import expect_object, make_usage
-from .request import HttpRequest, request_headers
+from .request import Endpoint, HttpRequest, request_headers
 
 __all__ = ["BedrockDialect", "converse_stream_url"]
 
@@ -124,14 +124,7 @@ class BedrockDialect(ChatDialect):
             return []
         return aws_auth.credential_secrets()
 
-    def build_request(
-        self,
-        request: ChatRequest,
-        *,
-        api_url: str,
-        api_key: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpRequest:
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ConverseStream request: URL (:func:`converse_stream_url`), auth, JSON body.
 
         The body holds ``system`` (one text block per system message), ``messages``
@@ -151,7 +144,8 @@ class BedrockDialect(ChatDialect):
         (and without an ``Authorization`` in ``headers``) the request is signed with
         SigV4 (the ``bedrock`` extra).
         """
-        url = converse_stream_url(api_url, request.model)
+        api_key, headers = endpoint.api_key, endpoint.headers
+        url = converse_stream_url(endpoint.url, request.model)
         body = _body(request)
         defaults = {"Accept": "application/vnd.amazon.eventstream"}
         if api_key:
