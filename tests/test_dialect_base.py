@@ -28,7 +28,8 @@ from solon_events.dialects import (
 )
 from solon_events.dialects.context import Failure, Finish, NextResponse
 from solon_events.dialects.reading import provider_error_message
-from solon_events.dialects.request import data_url, request_headers
+from solon_events.dialects.request import request_headers
+from solon_events.dialects.writing import data_url
 
 T = ChatEventType
 

@@ -34,31 +34,25 @@ chain (``pip install 'solon-events[bedrock]'``), see :mod:`solon_events.dialects
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import quote, urlsplit
-
-import orjson
 
 from ..core.tool_calls import ToolCallAssembler
 from ..errors import ProviderError
 from ..events import TYPES
 from ..eventstream import EventStreamFrameDecoder
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..messages import ChatRequest
 from ..results import (
-    AssistantMessage,
     Citation,
-    FileBlock,
-    ImageBlock,
-    TextBlock,
     Usage,
     new_citation,
 )
 from . import aws_auth
 from .base import ChatDialect
+from .bedrock_request import converse_stream_request, converse_stream_url
 from .context import ChatStreamContext
 from .reading import expect_object, make_usage
-from .request import Endpoint, HttpRequest, request_headers
+from .request import Endpoint, HttpRequest
 
 __all__ = ["BedrockDialect", "converse_stream_url"]
 
@@ -66,32 +60,6 @@ _T = TYPES
 _TEXT_DELTA = _T.TEXT_DELTA
 _STATE_KEY = "bedrock"
 _FILTER_REASONS = frozenset({"guardrail_intervened", "content_filtered"})
-_INFERENCE_KEYS = {
-    "maxTokens": "maxTokens",
-    "max_tokens": "maxTokens",
-    "temperature": "temperature",
-    "topP": "topP",
-    "top_p": "topP",
-    "stopSequences": "stopSequences",
-    "stop_sequences": "stopSequences",
-    "stop": "stopSequences",
-}
-_TOP_LEVEL_KEYS = frozenset(
-    {
-        "additionalModelRequestFields",
-        "additionalModelResponseFieldPaths",
-        "guardrailConfig",
-        "inferenceConfig",
-        "outputConfig",
-        "performanceConfig",
-        "promptVariables",
-        "requestMetadata",
-        "serviceTier",
-        "system",
-        "messages",
-        "toolConfig",
-    }
-)
 
 
 class _Stream:
@@ -125,35 +93,8 @@ class BedrockDialect(ChatDialect):
         return aws_auth.credential_secrets()
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
-        """The ConverseStream request: URL (:func:`converse_stream_url`), auth, JSON body.
-
-        The body holds ``system`` (one text block per system message), ``messages``
-        (user turns of ``text``, ``image`` and ``document`` blocks; assistant turns of
-        ``reasoningContent`` (sent back only with its signature), ``text`` and ``toolUse``;
-        tool results as ``toolResult`` blocks of a user turn; consecutive turns of one role
-        merged, as Converse demands alternating roles), ``toolConfig`` from the tools, and
-        ``inferenceConfig`` from ``request.options`` (``maxTokens``/``max_tokens``,
-        ``temperature``, ``topP``/``top_p``, ``stopSequences``/``stop``). Converse's own
-        top-level fields in the options (``guardrailConfig``, ``toolConfig``,
-        ``additionalModelRequestFields``, ...) are sent as they are, ``tool_choice``/
-        ``toolChoice`` goes into ``toolConfig``, and any other option into
-        ``additionalModelRequestFields`` (the model's own parameters, e.g. ``top_k`` or
-        ``thinking``).
-
-        ``api_key`` (a Bedrock API key) is sent as ``Authorization: Bearer``; without it
-        (and without an ``Authorization`` in ``headers``) the request is signed with
-        SigV4 (the ``bedrock`` extra).
-        """
-        api_key, headers = endpoint.api_key, endpoint.headers
-        url = converse_stream_url(endpoint.url, request.model)
-        body = _body(request)
-        defaults = {"Accept": "application/vnd.amazon.eventstream"}
-        if api_key:
-            defaults["Authorization"] = f"Bearer {api_key}"
-        all_headers = request_headers(defaults, headers)
-        if not api_key and not any(name.lower() == "authorization" for name in all_headers):
-            all_headers = aws_auth.sign(url, orjson.dumps(body), all_headers)
-        return HttpRequest(url=url, headers=all_headers, body=body)
+        """The ConverseStream request (:func:`converse_stream_request`)."""
+        return converse_stream_request(request, endpoint)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ConverseStream event (``{"<type>": payload}``) into events."""
@@ -192,17 +133,6 @@ class BedrockDialect(ChatDialect):
         if isinstance(body, Mapping) and isinstance(body.get("Message"), str):
             return str(body["Message"])
         return super().error_message(body)
-
-
-def converse_stream_url(api_url: str, model: str) -> str:
-    """``api_url`` when it is a ``.../converse-stream`` endpoint; else the model's endpoint
-    under it: ``{api_url}/model/{model}/converse-stream`` (e.g. from
-    ``https://bedrock-runtime.us-east-1.amazonaws.com``)."""
-    if urlsplit(api_url).path.rstrip("/").endswith("/converse-stream"):
-        return api_url
-    # ":" stays as it is (model ids end in ":0"): aiohttp would unquote a "%3A" after
-    # the request was signed with it.
-    return f"{api_url.rstrip('/')}/model/{quote(model, safe=':')}/converse-stream"
 
 
 # ---------------------------------------------------------------- stream events
@@ -468,146 +398,3 @@ def _index(value: Any) -> int:
 
 def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-# ---------------------------------------------------------------- request building
-
-
-def _body(request: ChatRequest) -> dict[str, Any]:
-    system, messages = _messages(request.messages)
-    body: dict[str, Any] = {"messages": messages}
-    if system:
-        body["system"] = system
-    if request.tools:
-        body["toolConfig"] = {"tools": [_tool(tool) for tool in request.tools]}
-    _apply_options(body, request.options)
-    return body
-
-
-def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:
-    inference: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    for key, value in options.items():
-        if key in _INFERENCE_KEYS:
-            if key in ("stop", "stop_sequences", "stopSequences") and isinstance(value, str):
-                value = [value]
-            inference[_INFERENCE_KEYS[key]] = value
-        elif key in ("tool_choice", "toolChoice"):
-            body.setdefault("toolConfig", {"tools": []})["toolChoice"] = value
-        elif key in _TOP_LEVEL_KEYS:
-            if isinstance(value, Mapping) and isinstance(body.get(key), dict):
-                body[key] = {**body[key], **value}
-            else:
-                body[key] = value
-        else:
-            extra[key] = value
-    if inference:
-        body["inferenceConfig"] = {**inference, **_mapping(body.get("inferenceConfig"))}
-    if extra:
-        body["additionalModelRequestFields"] = {
-            **extra,
-            **_mapping(body.get("additionalModelRequestFields")),
-        }
-
-
-def _tool(tool: ToolSpec | Mapping[str, Any]) -> dict[str, Any]:
-    """A ``toolSpec``; a mapping (a system tool, a cache point) is sent as it is."""
-    if isinstance(tool, Mapping):
-        return dict(tool)
-    spec: dict[str, Any] = {"name": tool.name}
-    if tool.description:
-        spec["description"] = tool.description
-    spec["inputSchema"] = {"json": dict(tool.parameters)}
-    return {"toolSpec": spec}
-
-
-def _messages(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, SystemMessage):
-            if message.text:
-                system.append({"text": message.text})
-            continue
-        if isinstance(message, ToolMessage):
-            role, content = "user", [_tool_result(message)]
-        elif isinstance(message, UserMessage):
-            role, content = "user", _user_content(message)
-        elif isinstance(message, AssistantMessage):
-            role, content = "assistant", _assistant_content(message)
-        else:
-            raise TypeError(f"cannot send a {type(message).__name__} to the Converse API")
-        if not content:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(content)
-        else:
-            out.append({"role": role, "content": content})
-    return system, out
-
-
-def _tool_result(message: ToolMessage) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "toolUseId": message.tool_call_id,
-        "content": [{"text": message.content or " "}],
-    }
-    if message.is_error:
-        result["status"] = "error"
-    return {"toolResult": result}
-
-
-def _user_content(message: UserMessage) -> list[dict[str, Any]]:
-    content = [_content_block(block) for block in message.blocks]
-    if message.text:
-        content.append({"text": message.text})
-    return content
-
-
-def _content_block(block: Any) -> dict[str, Any]:
-    """A user content block: an image or document (base64 ``bytes``), text, or a mapping."""
-    if isinstance(block, (ImageBlock, FileBlock)):
-        data, mime_type = _inline_data(block.data, block.url, block.mime_type)
-        source = {
-            "format": (mime_type or "").rpartition("/")[2] or "png",
-            "source": {"bytes": data},
-        }
-        if isinstance(block, ImageBlock):
-            return {"image": source}
-        return {"document": {**source, "name": block.name or "document"}}
-    if isinstance(block, TextBlock):
-        return {"text": block.text}
-    if not isinstance(block, Mapping):
-        raise TypeError(f"cannot send a {type(block).__name__} block to the Converse API")
-    return dict(block)
-
-
-def _inline_data(
-    data: str | None, url: str | None, mime_type: str | None
-) -> tuple[str, str | None]:
-    if data:
-        return data, mime_type
-    if url and url.startswith("data:") and ";base64," in url:
-        header, _, payload = url.partition(";base64,")
-        return payload, header[5:] or mime_type
-    raise ValueError("the Converse API takes images and documents as data, not URLs")
-
-
-def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    signature = message.metadata.get("thinking_signature")
-    if message.thinking and isinstance(signature, str) and signature:
-        reasoning = {"reasoningText": {"text": message.thinking, "signature": signature}}
-        content.append({"reasoningContent": reasoning})
-    redacted = message.metadata.get("redacted_thinking")
-    for data in [redacted] if isinstance(redacted, str) else _list(redacted):
-        content.append({"reasoningContent": {"redactedContent": data}})
-    if message.text:
-        content.append({"text": message.text})
-    for call in message.tool_calls:
-        tool_use = {"toolUseId": call.id, "name": call.name, "input": dict(call.arguments)}
-        content.append({"toolUse": tool_use})
-    return content
-
-
-def _list(value: Any) -> Iterable[Any]:
-    return value if isinstance(value, (list, tuple)) else ()

@@ -36,21 +36,18 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl
 
 import orjson
 
 from ..core.tool_calls import ToolCallAssembler
 from ..errors import ChatProtocolError
 from ..events import TYPES
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..messages import ChatRequest
 from ..results import (
-    AssistantMessage,
     Citation,
     FileBlock,
     ImageBlock,
     SearchResult,
-    TextBlock,
     ToolCall,
     Usage,
     new_tool_call,
@@ -58,8 +55,9 @@ from ..results import (
 )
 from .base import ChatDialect
 from .context import ChatStreamContext
+from .gemini_request import SKIP_SIGNATURE, generate_content_request, stream_url
 from .reading import expect_object
-from .request import Endpoint, HttpRequest, request_headers
+from .request import Endpoint, HttpRequest
 
 __all__ = [
     "FILTER_REASONS",
@@ -85,9 +83,6 @@ FILTER_REASONS = frozenset(
     }
 )
 """The ``finishReason`` values that mean the API withheld content (CONTENT_FILTER)."""
-
-SKIP_SIGNATURE = "skip_thought_signature_validator"
-"""The placeholder signature Google documents for function calls whose signature is unknown."""
 
 _STATE_KEY = "gemini"
 _ONE_PART_FRAME = frozenset(
@@ -121,38 +116,8 @@ class GeminiDialect(ChatDialect):
     name = "gemini"
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
-        """The ``streamGenerateContent`` request: URL, ``x-goog-api-key`` header, JSON body.
-
-        The URL is made by :func:`stream_url`; the API key travels only in the
-        ``x-goog-api-key`` header, never in the URL (a ``?key=`` in ``api_url`` is moved into
-        the header, so it cannot reach a log line or an error message). The body holds:
-
-        - ``contents``: user turns (role ``user``: ``text`` parts, ``inlineData`` for an
-          ``ImageBlock``/``FileBlock`` with data, ``fileData`` for one with a URL), assistant
-          turns (role ``model``: ``text``, ``inlineData`` for image blocks, ``functionCall``
-          parts) and tool results (role ``user``: ``functionResponse`` parts with
-          ``response={"result": content}``, or ``{"error": content}`` for a failed tool;
-          consecutive results form one turn, as the API pairs them with parallel calls).
-          The first ``functionCall`` of an assistant turn carries the turn's
-          ``metadata["thinking_signature"]``, or :data:`SKIP_SIGNATURE` when it is unknown
-          (Gemini 3 rejects function calls sent back without a signature); a turn without
-          calls carries a known signature on its last part.
-        - ``systemInstruction``: the system messages, one text part each.
-        - ``tools``: ``[{"functionDeclarations": [{name, description, parameters}]}]``.
-        - ``generationConfig`` and top-level fields from ``request.options``, see
-          :func:`_apply_options`.
-        """
-        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
-        system, contents = _contents(request.messages)
-        body: dict[str, Any] = {"contents": contents}
-        if system:
-            body["systemInstruction"] = {"parts": system}
-        if request.tools:
-            body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
-        _apply_options(body, request.options)
-        api_key = api_key or _url_key(api_url)
-        all_headers = request_headers({"x-goog-api-key": api_key} if api_key else {}, headers)
-        return HttpRequest(url=stream_url(api_url, request.model), headers=all_headers, body=body)
+        """The ``streamGenerateContent`` request (:func:`generate_content_request`)."""
+        return generate_content_request(request, endpoint)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``GenerateContentResponse`` (or an error payload) into events."""
@@ -816,186 +781,3 @@ def _put(node: Any, segment: str | int, value: Any) -> None:
         node[segment] = value
     else:
         raise ChatProtocolError(f"partial argument key {segment!r} inside an array")
-
-
-# request building
-
-
-def stream_url(api_url: str, model: str) -> str:
-    """The ``streamGenerateContent`` URL, always with ``alt=sse``.
-
-    ``api_url`` is either the full method URL (ending in ``:streamGenerateContent``, or
-    ``:generateContent``, which is turned into the streaming method) or the API's base URL
-    (``https://generativelanguage.googleapis.com/v1beta``, with or without ``/models``), to
-    which ``/models/{model}:streamGenerateContent`` is added. An ``alt`` parameter already
-    there is replaced by ``alt=sse``; a ``key`` parameter is dropped (the key travels in a
-    header, see :meth:`GeminiDialect.build_request`); other query parameters are kept.
-    """
-    base, _, query = api_url.partition("?")
-    if base.endswith(":generateContent"):
-        base = base[: -len(":generateContent")] + ":streamGenerateContent"
-    if not base.endswith(":streamGenerateContent"):
-        base = base.rstrip("/")
-        name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
-        if base.endswith("/models"):
-            base = base[: -len("/models")]
-        base = f"{base}/{name}:streamGenerateContent"
-    params = [p for p in query.split("&") if p and not p.startswith(("alt=", "key="))]
-    return f"{base}?{'&'.join(['alt=sse', *params])}"
-
-
-def _url_key(api_url: str) -> str | None:
-    """The ``key`` query parameter of ``api_url``, if it has one."""
-    for name, value in parse_qsl(api_url.partition("?")[2]):
-        if name == "key" and value:
-            return value
-    return None
-
-
-_OPTION_NAMES = {
-    "max_tokens": "maxOutputTokens",
-    "max_output_tokens": "maxOutputTokens",
-    "max_completion_tokens": "maxOutputTokens",
-    "stop": "stopSequences",
-    "stop_sequences": "stopSequences",
-}
-_TOP_LEVEL_OPTIONS = frozenset({"safetySettings", "toolConfig", "cachedContent", "labels"})
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
-
-
-def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:
-    """Put ``request.options`` into the body.
-
-    Names are taken in snake_case or camelCase (``top_p`` is sent as ``topP``).
-    ``max_tokens`` (and ``max_output_tokens``, ``max_completion_tokens``) become
-    ``maxOutputTokens``; ``stop`` / ``stop_sequences`` become ``stopSequences`` (a string
-    is wrapped in a list); ``thinking_config`` / ``thinkingConfig`` becomes
-    ``generationConfig.thinkingConfig`` with its keys camelCased (``thinking_budget`` ->
-    ``thinkingBudget``, ``include_thoughts`` -> ``includeThoughts``); a
-    ``generation_config`` mapping is merged into ``generationConfig`` as it is.
-    ``safety_settings``, ``tool_config``, ``cached_content`` and ``labels`` are top-level
-    request fields; ``tools`` entries (such as ``{"googleSearch": {}}``) are appended to the
-    request's tools. Every other option goes into ``generationConfig`` (``temperature``,
-    ``top_k``, ``seed``, ``response_mime_type``, ``response_schema``, ...).
-    """
-    config: dict[str, Any] = {}
-    for key, value in options.items():
-        name = _OPTION_NAMES.get(key) or _camel(key)
-        if name == "generationConfig" and isinstance(value, Mapping):
-            config.update(value)
-        elif name == "tools":
-            body.setdefault("tools", []).extend(value if isinstance(value, list) else [value])
-        elif name in _TOP_LEVEL_OPTIONS:
-            body[name] = value
-        elif name == "thinkingConfig" and isinstance(value, Mapping):
-            config[name] = {_camel(k): v for k, v in value.items()}
-        elif name == "stopSequences" and isinstance(value, str):
-            config[name] = [value]
-        else:
-            config[name] = value
-    if config:
-        body["generationConfig"] = config
-
-
-def _declaration(spec: ToolSpec) -> dict[str, Any]:
-    declaration: dict[str, Any] = {"name": spec.name, "description": spec.description}
-    if spec.parameters.get("properties"):
-        declaration["parameters"] = _plain(spec.parameters)
-    return declaration
-
-
-def _plain(value: Any) -> Any:
-    """Read-only mappings and tuples as dicts and lists, for the JSON encoder."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _contents(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The system parts and the ``contents`` of the conversation."""
-    system: list[dict[str, Any]] = []
-    contents: list[dict[str, Any]] = []
-    results: dict[str, Any] | None = None  # the turn collecting consecutive tool results
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            if results is None:
-                results = {"role": "user", "parts": []}
-                contents.append(results)
-            results["parts"].append(_function_response(message))
-            continue
-        results = None
-        if isinstance(message, SystemMessage):
-            system.append({"text": message.text})
-        elif isinstance(message, UserMessage):
-            contents.append({"role": "user", "parts": _user_parts(message)})
-        elif isinstance(message, AssistantMessage):
-            contents.append({"role": "model", "parts": _model_parts(message)})
-        elif isinstance(message, Mapping):
-            contents.append(dict(message))
-        else:
-            raise TypeError(f"the gemini dialect cannot send a {type(message).__name__} message")
-    return system, contents
-
-
-def _user_parts(message: UserMessage) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if message.text or not message.blocks:
-        parts.append({"text": message.text})
-    parts.extend(_block_part(block) for block in message.blocks)
-    return parts
-
-
-def _block_part(block: Any) -> dict[str, Any]:
-    """A content part for an image, file or text block (or a ready-made mapping)."""
-    if isinstance(block, Mapping):
-        return dict(block)
-    if isinstance(block, TextBlock):
-        return {"text": block.text}
-    if isinstance(block, (ImageBlock, FileBlock)):
-        default = "image/png" if isinstance(block, ImageBlock) else "application/octet-stream"
-        return _media_part(block.url, block.data, block.mime_type or default)
-    raise TypeError(f"the gemini dialect cannot send a {type(block).__name__} block")
-
-
-def _media_part(url: str | None, data: str | None, mime_type: str) -> dict[str, Any]:
-    """``inlineData`` for base64 data (or a ``data:`` URL), ``fileData`` for a URL."""
-    if data:
-        return {"inlineData": {"mimeType": mime_type, "data": data}}
-    if url and url.startswith("data:") and ";base64," in url:
-        header, _, payload = url.partition(";base64,")
-        return {"inlineData": {"mimeType": header[5:] or mime_type, "data": payload}}
-    if url:
-        return {"fileData": {"mimeType": mime_type, "fileUri": url}}
-    raise ValueError("an image or file block needs a url or data")
-
-
-def _model_parts(message: AssistantMessage) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
-    parts.extend(_block_part(b) for b in message.blocks if isinstance(b, (ImageBlock, FileBlock)))
-    signature = message.metadata.get("thinking_signature")
-    signature = signature if isinstance(signature, str) and signature else None
-    for position, call in enumerate(message.tool_calls):
-        function_call: dict[str, Any] = {"name": call.name, "args": dict(call.arguments)}
-        if call.id:
-            function_call["id"] = call.id
-        part: dict[str, Any] = {"functionCall": function_call}
-        if position == 0:
-            part["thoughtSignature"] = signature or SKIP_SIGNATURE
-        parts.append(part)
-    if signature and not message.tool_calls and parts:
-        parts[-1]["thoughtSignature"] = signature
-    return parts or [{"text": ""}]
-
-
-def _function_response(message: ToolMessage) -> dict[str, Any]:
-    key = "error" if message.is_error else "result"
-    response: dict[str, Any] = {"name": message.name, "response": {key: message.content}}
-    if message.tool_call_id:
-        response["id"] = message.tool_call_id
-    return {"functionResponse": response}

@@ -13,7 +13,7 @@ the other choices are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -21,21 +21,13 @@ import orjson
 from ..core.tool_calls import ToolCallAssembler
 from ..errors import ChatProtocolError
 from ..events import TYPES
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import (
-    AssistantMessage,
-    Citation,
-    FileBlock,
-    ImageBlock,
-    SearchResult,
-    TextBlock,
-    new_citation,
-    new_search_result,
-)
+from ..messages import ChatRequest
+from ..results import Citation, SearchResult, new_citation, new_search_result
 from .base import ChatDialect
 from .context import ChatStreamContext
+from .openai_request import chat_completions_request
 from .reading import expect_object, make_usage
-from .request import Endpoint, HttpRequest, data_url, request_headers
+from .request import Endpoint, HttpRequest
 
 __all__ = ["OpenAIDialect"]
 
@@ -59,21 +51,8 @@ class OpenAIDialect(ChatDialect):
     name = "openai"
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
-        """A streaming Chat Completions request; ``request.options`` override the body."""
-        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
-        all_headers = request_headers(
-            {"Authorization": f"Bearer {api_key}"} if api_key else {}, headers
-        )
-        body: dict[str, Any] = {
-            "model": request.model,
-            "messages": [_message(m) for m in request.messages],
-        }
-        if request.tools:
-            body["tools"] = [_tool(t) for t in request.tools]
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-        body.update(request.options)
-        return HttpRequest(url=api_url, headers=all_headers, body=body)
+        """A streaming Chat Completions request (:func:`chat_completions_request`)."""
+        return chat_completions_request(request, endpoint)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``chat.completion.chunk`` (or an error frame) into events."""
@@ -472,90 +451,3 @@ def _int_or_none(value: Any) -> int | None:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-# request building
-
-
-def _message(message: Any) -> dict[str, Any]:
-    if isinstance(message, SystemMessage):
-        return {"role": "system", "content": message.text}
-    if isinstance(message, UserMessage):
-        return _user_message(message)
-    if isinstance(message, AssistantMessage):
-        return _assistant_message(message)
-    if isinstance(message, ToolMessage):
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    if isinstance(message, Mapping):
-        return dict(message)
-    raise TypeError(f"the openai dialect cannot send a {type(message).__name__} message")
-
-
-def _user_message(message: UserMessage) -> dict[str, Any]:
-    if not message.blocks:
-        return {"role": "user", "content": message.text}
-    parts: list[Any] = [{"type": "text", "text": message.text}] if message.text else []
-    parts.extend(_content_part(block) for block in message.blocks)
-    return {"role": "user", "content": parts}
-
-
-def _content_part(block: Any) -> Any:
-    if isinstance(block, ImageBlock):
-        return {"type": "image_url", "image_url": {"url": _image_url(block)}}
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, FileBlock):
-        return {"type": "file", "file": _file(block)}
-    if isinstance(block, Mapping):
-        return dict(block)
-    raise TypeError(f"the openai dialect cannot send a {type(block).__name__} block")
-
-
-def _image_url(block: ImageBlock) -> str:
-    if block.url:
-        return block.url
-    if block.data:
-        return data_url(block.data, block.mime_type, "image/png")
-    raise ValueError("an ImageBlock needs a url or data")
-
-
-def _file(block: FileBlock) -> dict[str, Any]:
-    if block.file_id:
-        return {"file_id": block.file_id}
-    if block.data:
-        return {
-            "filename": block.name or "file",
-            "file_data": data_url(block.data, block.mime_type, "application/octet-stream"),
-        }
-    raise ValueError("Chat Completions takes a file by file_id or data, not by url")
-
-
-def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": "assistant"}
-    if message.tool_calls:
-        out["content"] = message.text or None
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call.arguments_str or orjson.dumps(call.arguments).decode(),
-                },
-            }
-            for call in message.tool_calls
-        ]
-    else:
-        out["content"] = message.text
-    return out
-
-
-def _tool(spec: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": dict(spec.parameters),
-        },
-    }

@@ -46,18 +46,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import orjson
-
 from ..core.tool_calls import ToolCallAssembler
 from ..events import TYPES, ChatEventType
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..messages import ChatRequest
 from ..results import (
-    AssistantMessage,
     Citation,
-    FileBlock,
     ImageBlock,
     SearchResult,
-    TextBlock,
     ToolCall,
     new_citation,
     new_search_result,
@@ -65,8 +60,9 @@ from ..results import (
 )
 from .base import ChatDialect
 from .context import ChatStreamContext
+from .openai_responses_request import responses_request
 from .reading import expect_object, make_usage
-from .request import Endpoint, HttpRequest, data_url, request_headers
+from .request import Endpoint, HttpRequest
 
 __all__ = ["OpenAIResponsesDialect"]
 
@@ -233,22 +229,8 @@ class OpenAIResponsesDialect(ChatDialect):
     name = "openai-responses"
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
-        """A streaming Responses request; ``request.options`` override the body.
-
-        System messages become ``system`` input messages in place, user turns ``input_text``
-        / ``input_image`` / ``input_file`` parts, assistant turns an ``output_text`` message
-        plus one ``function_call`` item per tool call, tool results ``function_call_output``
-        items.
-        """
-        api_url, api_key, headers = endpoint.url, endpoint.api_key, endpoint.headers
-        auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        all_headers = request_headers({"Accept": "text/event-stream", **auth}, headers)
-        body: dict[str, Any] = {"model": request.model, "input": _input(request.messages)}
-        if request.tools:
-            body["tools"] = [_tool(spec) for spec in request.tools]
-        body["stream"] = True
-        body.update(request.options)
-        return HttpRequest(url=api_url, headers=all_headers, body=body)
+        """A streaming Responses request (:func:`responses_request`)."""
+        return responses_request(request, endpoint)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Responses streaming event into events on ``ctx``."""
@@ -1231,89 +1213,3 @@ def _int(value: Any) -> int | None:
 
 def _str(value: Any) -> str | None:
     return value if type(value) is str and value else None
-
-
-# request building
-
-
-def _input(messages: Iterable[Any]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        items.extend(_items(message))
-    return items
-
-
-def _items(message: Any) -> Iterable[dict[str, Any]]:
-    if isinstance(message, SystemMessage):
-        return ({"type": "message", "role": "system", "content": message.text},)
-    if isinstance(message, UserMessage):
-        return (_user_message(message),)
-    if isinstance(message, AssistantMessage):
-        return _assistant_items(message)
-    if isinstance(message, ToolMessage):
-        return (
-            {
-                "type": "function_call_output",
-                "call_id": message.tool_call_id,
-                "output": message.content,
-            },
-        )
-    raise TypeError(f"the openai-responses dialect cannot send a {type(message).__name__}")
-
-
-def _user_message(message: UserMessage) -> dict[str, Any]:
-    if not message.blocks:
-        return {"type": "message", "role": "user", "content": message.text}
-    parts: list[Any] = [{"type": "input_text", "text": message.text}] if message.text else []
-    parts.extend(_input_part(block) for block in message.blocks)
-    return {"type": "message", "role": "user", "content": parts}
-
-
-def _input_part(block: Any) -> dict[str, Any]:
-    if isinstance(block, TextBlock):
-        return {"type": "input_text", "text": block.text}
-    if isinstance(block, str):
-        return {"type": "input_text", "text": block}
-    if isinstance(block, ImageBlock):
-        url = block.url or data_url(block.data or "", block.mime_type, "image/png")
-        return {"type": "input_image", "image_url": url}
-    if isinstance(block, FileBlock):
-        part: dict[str, Any] = {"type": "input_file"}
-        if block.file_id:
-            part["file_id"] = block.file_id
-        elif block.url:
-            part["file_url"] = block.url
-        else:
-            part["file_data"] = data_url(block.data or "", block.mime_type, "application/pdf")
-        if block.name:
-            part["filename"] = block.name
-        return part
-    if isinstance(block, Mapping):
-        return dict(block)
-    raise TypeError(f"the openai-responses dialect cannot send a {type(block).__name__} block")
-
-
-def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    if message.text:
-        items.append(
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": message.text}],
-            }
-        )
-    for call in message.tool_calls:
-        arguments = call.arguments_str or orjson.dumps(call.arguments or {}).decode()
-        items.append(
-            {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments}
-        )
-    return items
-
-
-def _tool(spec: ToolSpec) -> dict[str, Any]:
-    tool: dict[str, Any] = {"type": "function", "name": spec.name}
-    if spec.description:
-        tool["description"] = spec.description
-    tool["parameters"] = dict(spec.parameters)
-    return tool

@@ -1,4 +1,4 @@
-"""What every dialect's request building shares: the request value, headers, data URLs."""
+"""The HTTP request a dialect builds: the request value, where it goes, its headers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import orjson
 
-__all__ = ["Endpoint", "HttpRequest", "data_url", "request_headers"]
+__all__ = ["Endpoint", "HttpRequest", "bearer", "request_headers"]
 
 
 @attrs.frozen
@@ -53,6 +53,6 @@ def request_headers(
     return headers
 
 
-def data_url(data: str, mime_type: str | None, default: str) -> str:
-    """``data`` (base64) as a ``data:`` URL; a value that already is one is kept."""
-    return data if data.startswith("data:") else f"data:{mime_type or default};base64,{data}"
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The ``Authorization: Bearer`` header of ``api_key``; no header without a key."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}

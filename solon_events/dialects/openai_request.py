@@ -1,0 +1,91 @@
+"""The OpenAI Chat Completions request (``"openai"``): the URL, headers and body posted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import ChatRequest, ToolMessage, UserMessage
+from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .request import Endpoint, HttpRequest, bearer, request_headers
+from .writing import arguments_text, data_url, function_tool, role_message, verbatim
+
+__all__ = ["chat_completions_request"]
+
+
+def chat_completions_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
+    """A streaming Chat Completions request (with usage in the last chunk) posted to
+    ``endpoint.url``, its key as ``Authorization: Bearer``; ``request.options`` override
+    the body."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": [_message(m) for m in request.messages],
+    }
+    if request.tools:
+        body["tools"] = [function_tool(t) for t in request.tools]
+    body["stream"] = True
+    body["stream_options"] = {"include_usage": True}
+    body.update(request.options)
+    headers = request_headers(bearer(endpoint.api_key), endpoint.headers)
+    return HttpRequest(url=endpoint.url, headers=headers, body=body)
+
+
+def _message(message: Any) -> dict[str, Any]:
+    return role_message(message, "openai", _user_message, _assistant_message, _tool_result)
+
+
+def _tool_result(message: ToolMessage) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+
+
+def _user_message(message: UserMessage) -> dict[str, Any]:
+    if not message.blocks:
+        return {"role": "user", "content": message.text}
+    parts: list[Any] = [{"type": "text", "text": message.text}] if message.text else []
+    parts.extend(_content_part(block) for block in message.blocks)
+    return {"role": "user", "content": parts}
+
+
+def _content_part(block: Any) -> Any:
+    if isinstance(block, ImageBlock):
+        return {"type": "image_url", "image_url": {"url": _image_url(block)}}
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, FileBlock):
+        return {"type": "file", "file": _file(block)}
+    return verbatim(block, "openai", "block")
+
+
+def _image_url(block: ImageBlock) -> str:
+    if block.url:
+        return block.url
+    if block.data:
+        return data_url(block.data, block.mime_type, "image/png")
+    raise ValueError("an ImageBlock needs a url or data")
+
+
+def _file(block: FileBlock) -> dict[str, Any]:
+    if block.file_id:
+        return {"file_id": block.file_id}
+    if block.data:
+        return {
+            "filename": block.name or "file",
+            "file_data": data_url(block.data, block.mime_type, "application/octet-stream"),
+        }
+    raise ValueError("Chat Completions takes a file by file_id or data, not by url")
+
+
+def _assistant_message(message: AssistantMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "assistant"}
+    if message.tool_calls:
+        out["content"] = message.text or None
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments_text(call)},
+            }
+            for call in message.tool_calls
+        ]
+    else:
+        out["content"] = message.text
+    return out
