@@ -11,8 +11,9 @@ events it becomes:
 - ``functionCall`` parts streamed (``willContinue`` / ``partialArgs``): the part with the
   ``name`` opens the call (TOOL_CALL_START), each partial argument (a JSON path and a string,
   number, boolean or null value; strings may come in pieces) becomes a TOOL_CALL_ARGS_DELTA
-  holding the next piece of the arguments' JSON text, and the part without ``willContinue``
-  closes it (TOOL_CALL_END with the whole call).
+  holding the next piece of the arguments' JSON text (assembled by
+  :class:`~solon_events.core.json_path.JsonPathAssembler`), and the part without
+  ``willContinue`` closes it (TOOL_CALL_END with the whole call).
 - ``inlineData`` / ``fileData`` parts -> MEDIA_DONE with an ``ImageBlock`` (a ``FileBlock``
   for other mime types); thought images (``thought: true``) -> MEDIA_PARTIAL.
 - ``executableCode`` / ``codeExecutionResult`` parts -> SERVER_TOOL_START /
@@ -31,16 +32,11 @@ events it becomes:
 
 from __future__ import annotations
 
-import functools
-import itertools
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from ..core.json_path import JsonPathAssembler, json_path_segments
 from ..core.tool_calls import ToolCallAssembler
-from ..errors import ChatProtocolError
 from ..events import TYPES
 from ..messages import ChatRequest
 from ..results import (
@@ -255,7 +251,7 @@ class _State:
         self.calls = ToolCallAssembler()
         self.count = 0  # function calls seen: the next call's position
         self.open_call: int | None = None  # position of the streamed call still open
-        self.args: _PartialArgs | None = None
+        self.args: JsonPathAssembler | None = None
         self.seen: set[tuple[Any, ...]] = set()  # sources and filters already sent
         self.usage: Mapping[str, Any] | None = None
         self.code_ids: list[str] = []  # code executions started, to pair their results
@@ -395,7 +391,7 @@ def _function_call(
         return
     state.calls.start(ctx, position, id=call_id, name=str(name), index=position, raw=part)
     state.open_call = position
-    state.args = _PartialArgs()
+    state.args = JsonPathAssembler()
     if isinstance(args, dict):
         for key, value in args.items():
             _send_args(ctx, state, state.args.value((str(key),), value), part)
@@ -412,7 +408,7 @@ def _feed(ctx: ChatStreamContext, state: _State, partial: Any, part: Mapping[str
         return
     for entry in partial:
         if isinstance(entry, dict):
-            _send_args(ctx, state, args.partial(entry), part)
+            _send_args(ctx, state, _partial_argument(args, entry), part)
 
 
 def _send_args(
@@ -594,190 +590,25 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-# streamed function call arguments
-
-_PATH_SEGMENT = re.compile(
-    r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
-)
-
-
-@functools.lru_cache(maxsize=256)
-def _json_path(path: str) -> tuple[str | int, ...]:
-    """The segments of a JSON path such as ``$.a.b[0]['c d']``; raises on anything else."""
-    if not path.startswith("$"):
-        raise ChatProtocolError(f"partial argument path {path!r} does not start with '$'")
-    segments: list[str | int] = []
-    position = 1
-    while position < len(path):
-        match = _PATH_SEGMENT.match(path, position)
-        if match is None:
-            raise ChatProtocolError(f"cannot read the partial argument path {path!r}")
-        name, number, single, double = match.groups()
-        if number is not None:
-            segments.append(int(number))
-        else:
-            quoted = single if single is not None else double
-            segments.append(name if quoted is None else re.sub(r"\\(.)", r"\1", quoted))
-        position = match.end()
-    if not segments:
-        raise ChatProtocolError(f"partial argument path {path!r} names no argument")
-    return tuple(segments)
-
-
-def _quote(text: str) -> str:
-    return orjson.dumps(text).decode()
-
-
-class _PartialArgs:
-    """Turns Gemini ``partialArgs`` (JSON path + value) into JSON text, piece by piece.
-
-    :meth:`partial` returns the next fragment of the arguments' JSON text; the fragments
-    joined (with :meth:`finish`) are a JSON object equal to :meth:`arguments_str`, as long
-    as the API sends each path's members in order, which it does. The object itself is
-    built alongside and is what the closed call carries.
-    """
-
-    __slots__ = ("closers", "counts", "open_string", "path", "root")
-
-    def __init__(self) -> None:
-        self.root: dict[str, Any] = {}
-        self.path: list[str | int] = []  # containers open below the root object
-        self.closers: list[str] = []  # "}" or "]" of each open container, root first
-        self.counts: list[int] = []  # members written in each open container
-        self.open_string: tuple[str | int, ...] | None = None
-
-    def partial(self, entry: Mapping[str, Any]) -> str:
-        """The JSON text of one ``partialArgs`` entry."""
-        path = entry.get("jsonPath")
-        if not isinstance(path, str):
-            return ""
-        segments = _json_path(path)
-        more = bool(entry.get("willContinue"))
-        if "stringValue" in entry:
-            piece = entry["stringValue"]
-            return self.string(segments, piece if isinstance(piece, str) else "", more)
-        if "numberValue" in entry:
-            number = entry["numberValue"]
-            if isinstance(number, float) and number.is_integer():
-                number = int(number)
-            return self.value(segments, number)
-        if "boolValue" in entry:
-            return self.value(segments, bool(entry["boolValue"]))
-        if "nullValue" in entry:
-            return self.value(segments, None)
+def _partial_argument(args: JsonPathAssembler, entry: Mapping[str, Any]) -> str:
+    """The JSON text of one ``partialArgs`` entry: a ``jsonPath`` and a ``stringValue``
+    (``willContinue`` when more of the string follows), ``numberValue``, ``boolValue`` or
+    ``nullValue``."""
+    path = entry.get("jsonPath")
+    if not isinstance(path, str):
         return ""
-
-    def string(self, segments: tuple[str | int, ...], piece: str, more: bool) -> str:
-        """A string value, or a piece of one; ``more`` says another piece follows."""
-        if self.open_string == segments:
-            _assign(self.root, segments, piece, append=True)
-            text = _quote(piece)[1:-1]
-        else:
-            _assign(self.root, segments, piece, append=False)
-            text = self._member(segments) + _quote(piece)[:-1]
-        if more:
-            self.open_string = segments
-        else:
-            self.open_string = None
-            text += '"'
-        return text
-
-    def value(self, segments: tuple[str | int, ...], value: Any) -> str:
-        """A whole value (any JSON value) at ``segments``."""
-        text = orjson.dumps(value)
-        if isinstance(value, (dict, list)):  # later pieces go inside: not into the frame's own
-            value = orjson.loads(text)
-        _assign(self.root, segments, value, append=False)
-        return self._member(segments) + text.decode()
-
-    def finish(self) -> str:
-        """The text that closes every container still open."""
-        text = '"' if self.open_string is not None else ""
-        self.open_string = None
-        text += "".join(reversed(self.closers))
-        self.path.clear()
-        self.closers.clear()
-        self.counts.clear()
-        return text
-
-    def arguments_str(self) -> str:
-        """The arguments as compact JSON text (empty when none arrived)."""
-        return orjson.dumps(self.root).decode() if self.root else ""
-
-    def _member(self, segments: tuple[str | int, ...]) -> str:
-        """The text up to a new member's value: closers, openers, separator and key."""
-        text = '"' if self.open_string is not None else ""
-        self.open_string = None
-        if not self.closers:
-            self.closers.append("}")
-            self.counts.append(0)
-            text += "{"
-        parent = segments[:-1]
-        if not parent and not self.path:  # a member of the root object, the usual case
-            return text + self._key(segments[0])
-        common = 0
-        while (
-            common < len(self.path) and common < len(parent) and self.path[common] == parent[common]
-        ):
-            common += 1
-        while len(self.path) > common:
-            self.path.pop()
-            self.counts.pop()
-            text += self.closers.pop()
-        for depth in range(common, len(parent)):
-            following = segments[depth + 1]
-            text += self._key(parent[depth]) + ("[" if isinstance(following, int) else "{")
-            self.path.append(parent[depth])
-            self.closers.append("]" if isinstance(following, int) else "}")
-            self.counts.append(0)
-        return text + self._key(segments[-1])
-
-    def _key(self, segment: str | int) -> str:
-        separator = "," if self.counts[-1] else ""
-        self.counts[-1] += 1
-        if self.closers[-1] == "]":
-            return separator
-        return f"{separator}{_quote(str(segment))}:"
-
-
-def _assign(root: dict[str, Any], segments: Sequence[str | int], value: Any, append: bool) -> None:
-    """Set (or extend, for a string piece) the value at ``segments`` inside ``root``."""
-    if len(segments) == 1:  # a member of the root object, the usual case
-        key = str(segments[0])
-        if append:
-            current = root.get(key)
-            if isinstance(current, str):
-                value = current + value
-        root[key] = value
-        return
-    node: Any = root
-    for segment, following in itertools.pairwise(segments):
-        child = _child(node, segment)
-        if not isinstance(child, (dict, list)):
-            child = [] if isinstance(following, int) else {}
-            _put(node, segment, child)
-        node = child
-    leaf = segments[-1]
-    if append:
-        current = _child(node, leaf)
-        if isinstance(current, str):
-            value = current + value
-    _put(node, leaf, value)
-
-
-def _child(node: Any, segment: str | int) -> Any:
-    if isinstance(node, dict):
-        return node.get(str(segment))
-    if isinstance(segment, int) and 0 <= segment < len(node):
-        return node[segment]
-    return None
-
-
-def _put(node: Any, segment: str | int, value: Any) -> None:
-    if isinstance(node, dict):
-        node[str(segment)] = value
-    elif isinstance(segment, int):
-        node.extend([None] * (segment + 1 - len(node)))
-        node[segment] = value
-    else:
-        raise ChatProtocolError(f"partial argument key {segment!r} inside an array")
+    segments = json_path_segments(path)
+    if "stringValue" in entry:
+        piece = entry["stringValue"]
+        more = bool(entry.get("willContinue"))
+        return args.string(segments, piece if isinstance(piece, str) else "", more)
+    if "numberValue" in entry:
+        number = entry["numberValue"]
+        if isinstance(number, float) and number.is_integer():
+            number = int(number)
+        return args.value(segments, number)
+    if "boolValue" in entry:
+        return args.value(segments, bool(entry["boolValue"]))
+    if "nullValue" in entry:
+        return args.value(segments, None)
+    return ""
