@@ -16,7 +16,7 @@ time and CPU per frame (against ``replay()`` of the same bytes in this process),
 
 Our added latency, from a frame's arrival on the socket to its event in the subscriber, is
 measured on its own run (one stream, a frame every millisecond so that each arrives alone):
-the frame decoder of the response reader (``solon_events.stream_reader``) is wrapped to
+the frame decoder the response reader uses (``solon_events.dialects.base``) is wrapped to
 note when each chunk was read off the socket, and each text delta's event is timed against
 its frame's arrival.
 """
@@ -81,12 +81,12 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class _ArrivalProbe:
-    """Wraps the ``StreamDecoder`` the response reader uses: the time each delta frame's
-    chunk was read off the socket, by the frame's text (``"<i> "`` in the ``slow``
-    scenario)."""
+    """Wraps the ``StreamDecoder`` the response reader uses (a dialect's default
+    ``frame_decoder``): the time each delta frame's chunk was read off the socket, by the
+    frame's text (``"<i> "`` in the ``slow`` scenario)."""
 
     def __init__(self) -> None:
-        from solon_events import stream_reader as reader
+        from solon_events.dialects import base as reader
 
         self.arrivals: dict[str, float] = {}
         arrivals = self.arrivals
@@ -227,7 +227,7 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
     elif kind == "astream":
         model = _model(url, frames, interval, streams)
         results = await asyncio.gather(*(_astream(model, latencies, probe) for _ in range(streams)))
-        io_cpu = _io_thread_cpu(model)
+        io_cpu = _io_thread_cpu(model) if model._io.started else None  # astream: never used
         model.close()
     else:
         model = _model(url, frames, interval, streams)
@@ -266,9 +266,10 @@ CATEGORIES = (
     ("orjson", "JSON decoding"),
     ("solon_events/transport.py", "transport and response reader"),
     ("solon_events/stream_reader.py", "transport and response reader"),
-    ("solon_events/model.py", "astream: hop and queue (model.py)"),
+    ("solon_events/model.py", "astream and stream edges (model.py)"),
+    ("solon_events/tool_loop.py", "step driver (tool_loop.py)"),
     ("solon_events/", "pipeline (parse, dialect, respond)"),
-    ("reactivex/", "Rx plumbing (subscribe_on, observers)"),
+    ("reactivex/", "Rx plumbing (observers)"),
     ("aiohttp/", "aiohttp (socket reads, HTTP parsing)"),
     ("_socket.socket' objects", "aiohttp (socket reads, HTTP parsing)"),
     ("asyncio/queues.py", "asyncio.Queue"),

@@ -1,8 +1,9 @@
 """A private asyncio event loop running in a daemon thread.
 
-All of a :class:`~solon_events.ChatModel`'s network I/O runs here, so blocking calls work
-from plain scripts and from Jupyter (whose main thread already runs a loop) alike, and
-Observable subscribers receive events on this thread.
+A :class:`~solon_events.ChatModel`'s ``stream()`` and ``call()`` requests run here, so
+blocking calls work from plain scripts and from Jupyter (whose main thread already runs a
+loop) alike, and Observable subscribers receive events on this thread (``astream()`` and
+``acall()`` run on the caller's loop instead).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import functools
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -28,8 +28,6 @@ class EventLoopThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        # Callbacks for other loops, gathered during one turn of this loop (on its thread).
-        self._outbox: dict[asyncio.AbstractEventLoop, list[Callable[[], object]]] = {}
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -70,34 +68,6 @@ class EventLoopThread:
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # closed meanwhile
                 loop.call_soon_threadsafe(callback)
-
-    def call_soon_in(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
-        """Call ``callback`` on another running ``loop`` (never once it is closed).
-
-        From this loop's thread, the first callback for ``loop`` in a turn of this loop is
-        handed over at once (a lone stream waits for nothing); the others asked for during
-        the same turn go together at the start of the next turn, in one
-        ``call_soon_threadsafe`` (one wake-up of ``loop``, whatever the number of
-        streams). From any other thread, at once.
-        """
-        if not self.in_loop_thread():
-            _call_soon_threadsafe(loop, callback)
-            return
-        outbox = self._outbox
-        later = outbox.get(loop)
-        if later is not None:
-            later.append(callback)
-            return
-        if not outbox:
-            asyncio.get_running_loop().call_soon(self._send_outbox)
-        outbox[loop] = []
-        _call_soon_threadsafe(loop, callback)
-
-    def _send_outbox(self) -> None:
-        outbox, self._outbox = self._outbox, {}
-        for loop, callbacks in outbox.items():
-            if callbacks:
-                _call_soon_threadsafe(loop, functools.partial(_call_all, callbacks))
 
     def in_loop_thread(self) -> bool:
         """True when called from the loop's own thread."""
@@ -140,16 +110,6 @@ class EventLoopThread:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
             loop.close()
-
-
-def _call_soon_threadsafe(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop is closed
-        loop.call_soon_threadsafe(callback)
-
-
-def _call_all(callbacks: list[Callable[[], object]]) -> None:
-    for callback in callbacks:
-        callback()
 
 
 async def cancel_other_tasks(timeout: float = 5.0) -> None:

@@ -1,29 +1,31 @@
 """ChatModel: point it at a provider, observe the response as semantic events.
 
-Threads: every request runs on the model's private I/O thread (an asyncio loop in a
-daemon thread). An Observable from :meth:`ChatPrompt.stream` is subscribed on that thread
-and delivers every event there; move delivery with ``observe_on``, e.g.
-``stream().pipe(ops.observe_on(AsyncIOThreadSafeScheduler(loop)))`` for an asyncio loop.
-:meth:`ChatPrompt.call` blocks the calling thread only, so it works in plain scripts and
-in Jupyter, whose main thread runs a loop; :meth:`ChatPrompt.acall` and
-:meth:`ChatPrompt.astream` deliver on the caller's own loop.
+Threads and loops: :meth:`ChatPrompt.astream` and :meth:`ChatPrompt.acall` run the request
+on the caller's own event loop, in the caller's task: the body's bytes are decoded and
+parsed there and each event is yielded as its chunk arrives, with no other thread, queue
+or task switch in between (tools run between steps on that loop, sync ones in its default
+executor). An Observable from :meth:`ChatPrompt.stream` runs its request on the model's
+private I/O thread (an asyncio loop in a daemon thread) and delivers every event there;
+move delivery with ``observe_on``, e.g.
+``stream().pipe(ops.observe_on(AsyncIOThreadSafeScheduler(loop)))``.
+:meth:`ChatPrompt.call` blocks the calling thread only (on the I/O thread), so it works
+in plain scripts and in Jupyter, whose main thread runs a loop. Both edges run the same
+steps (:class:`~solon_events.tool_loop.ResponseRun`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import attrs
 from reactivex import Observable, abc
 from reactivex import create as rx_create
-from reactivex import operators as ops
 from reactivex.disposable import Disposable
 
 from .core import stages
@@ -38,9 +40,12 @@ from .results import ChatResponse
 from .retry import RetryPolicy
 from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .stream_reader import StreamReader, TimeBudgets
-from .tool_loop import StepPlan, ToolErrorPolicy, response_steps
+from .tool_loop import Emit, ResponseRun, StepPlan, ToolErrorPolicy
 from .tools import Tool, ToolSet
-from .transport import AiohttpTransport, ChatTransport
+from .transport import AiohttpTransport, ChatTransport, pools_closed
+
+if TYPE_CHECKING:
+    from .telemetry import RecordingStage
 
 __all__ = ["ChatModel", "ChatPrompt"]
 
@@ -59,8 +64,10 @@ class ChatModel:
 
     ``transport`` sends the requests (any :class:`~solon_events.transport.ChatTransport`,
     for example a :class:`~solon_events.transport.ReplayTransport` of recorded bytes); by
-    default an :class:`~solon_events.transport.AiohttpTransport` whose pool holds
-    ``connection_limit`` connections (default 100; 0 for no limit).
+    default an :class:`~solon_events.transport.AiohttpTransport` whose connection pool holds
+    ``connection_limit`` connections (default 100; 0 for no limit) per event loop: the
+    I/O thread's (``stream()``, ``call()``) and each caller loop's (``astream()``,
+    ``acall()``). Concurrent streams beyond it wait for a connection.
 
     ``telemetry=True`` records every response as OpenTelemetry spans and metrics per the
     GenAI semantic conventions, through the global tracer and meter providers (see
@@ -179,19 +186,32 @@ class ChatModel:
     def _instrument(
         self, messages: Iterable[Message], options: Mapping[str, Any]
     ) -> Callable[[Observable[ChatEvent]], Observable[ChatEvent]]:
-        """The telemetry operator for one prompt of this model."""
+        """The telemetry operator for one prompt of this model (``stream()``)."""
         from .telemetry import instrument
 
+        return instrument(**self._telemetry_options(messages, options))
+
+    def _recording(
+        self, messages: Iterable[Message], options: Mapping[str, Any]
+    ) -> Callable[[stages.Sink], RecordingStage]:
+        """The telemetry stage maker for one prompt of this model (``astream()``)."""
+        from .telemetry import recording
+
+        return recording(**self._telemetry_options(messages, options))
+
+    def _telemetry_options(
+        self, messages: Iterable[Message], options: Mapping[str, Any]
+    ) -> dict[str, Any]:
         url = urlsplit(self.api_url)
-        return instrument(
-            model=self.model,
-            provider=self.dialect.name,
-            server_address=url.hostname,
-            server_port=url.port or (443 if url.scheme == "https" else 80),
-            input_messages=messages,
-            options=options,
+        return {
+            "model": self.model,
+            "provider": self.dialect.name,
+            "server_address": url.hostname,
+            "server_port": url.port or (443 if url.scheme == "https" else 80),
+            "input_messages": messages,
+            "options": options,
             **(self._telemetry or {}),
-        )
+        }
 
     def build_http_request(self, request: ChatRequest) -> HttpRequest:
         """The provider request for ``request`` (what each step posts)."""
@@ -216,6 +236,7 @@ class ChatModel:
 
     async def __aexit__(self, *_: object) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
+        await pools_closed()  # this loop's connections (astream, acall) are closed too
 
 
 _SHUTDOWN_TIMEOUT = 10.0
@@ -240,20 +261,17 @@ def _telemetry_options(telemetry: bool | Mapping[str, Any]) -> dict[str, Any] | 
     return options
 
 
-def _closed_error() -> ChatError:
-    return ChatError("the response was cancelled: its ChatModel was closed")
-
-
 class _Lifecycle:
     """What a ChatModel holds open: its I/O thread, its transport and the responses in
-    flight. It never refers to the model, so that an unreferenced model is collected and
-    closed by its finalizer (also at interpreter exit)."""
+    flight (on the I/O loop or on callers' loops). It never refers to the model, so that
+    an unreferenced model is collected and closed by its finalizer (also at interpreter
+    exit)."""
 
     def __init__(self, io: EventLoopThread, reader: StreamReader) -> None:
         self._io = io
         self._reader = reader
         self._lock = threading.Lock()
-        self._live: set[_ResponsePipeline] = set()
+        self._live: set[_ResponsePipeline | _CallerRun] = set()
         self.closed = False
 
     def admit(self, pipeline: _ResponsePipeline) -> bool:
@@ -265,11 +283,19 @@ class _Lifecycle:
             self._io.loop.call_soon_threadsafe(pipeline.start)
             return True
 
+    def enter(self, run: _CallerRun) -> bool:
+        """Count ``run`` (on its caller's loop) in flight; False once closed."""
+        with self._lock:
+            if self.closed:
+                return False
+            self._live.add(run)
+            return True
+
     def call_soon(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` on the I/O loop (after what was scheduled before it)."""
         self._io.call_soon(callback)
 
-    def release(self, pipeline: _ResponsePipeline) -> None:
+    def release(self, pipeline: _ResponsePipeline | _CallerRun) -> None:
         """``pipeline`` has ended or was disposed."""
         with self._lock:
             self._live.discard(pipeline)
@@ -301,16 +327,23 @@ class _Lifecycle:
         with self._lock:
             unfinished = list(self._live)
         for pipeline in unfinished:
-            pipeline.fail(_closed_error())
+            pipeline.fail()
         aclose = getattr(self._reader.transport, "aclose", None)
         if callable(aclose):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(aclose(), _SHUTDOWN_TIMEOUT / 2)
 
 
+async def _drive(run: ResponseRun) -> None:
+    """Run ``run``'s steps to their end (a task on the I/O loop)."""
+    async with contextlib.aclosing(run.steps()) as steps:
+        async for _ in steps:
+            pass
+
+
 class _ResponsePipeline:
-    """One subscription of :meth:`ChatPrompt.stream`: every step's events through
-    ``respond()`` into the observer, on the I/O loop.
+    """One subscription of :meth:`ChatPrompt.stream`: a :class:`ResponseRun` as a task on
+    the I/O loop, every event through ``respond()`` into the observer.
 
     Every failure passes the model's :class:`~solon_events.redaction.Redactor` before the
     ERROR event is built from it: the one point where secrets leave the errors.
@@ -331,45 +364,33 @@ class _ResponsePipeline:
         self._observer = observer
         self._lifecycle = lifecycle
         self._redactor = redactor
-        self._head: stages.Sink | None = None
-        self._upstream: abc.DisposableBase | None = None
+        self._run: ResponseRun | None = None
+        self._task: asyncio.Task[None] | None = None
         self._ended = False
         self.on_next = observer.on_next
 
     def start(self) -> None:
-        """Subscribe to the steps (on the I/O loop); RESPONSE_START is emitted at once."""
+        """Start the steps (on the I/O loop); RESPONSE_START is emitted at once."""
         if self._ended:
             return
-        response_id = new_response_id()
-        head = self._open(response_id)
-        try:
-            self._upstream = response_steps(self._plan, response_id=response_id).subscribe(
-                head.on_next, self._fail, head.on_completed
+        run = self._open()
+        self._task = asyncio.get_running_loop().create_task(_drive(run))
+
+    def _open(self) -> ResponseRun:
+        if self._run is None:
+            self._run = _response_run(
+                self._plan, self, self._event_filter, self._partial_arguments, self._redactor
             )
-        except Exception as exc:  # a request that cannot even be built
-            self._fail(exc)
+        return self._run
 
-    def _open(self, response_id: str | None = None) -> stages.Sink:
-        if self._head is None:
-            self._head = stages.respond(
-                self,
-                response_id=response_id,
-                event_filter=self._event_filter,
-                fold_steps=False,
-                partial_arguments=self._partial_arguments,
-            )
-        return self._head
-
-    def _fail(self, error: Exception) -> None:
-        self._open().on_error(self._redactor.error(error))
-
-    def fail(self, error: ChatError) -> None:
-        """End the response with ``error`` unless it has ended (the model is closing)."""
+    def fail(self, error: ChatError | None = None) -> None:
+        """End the response with ``error`` unless it has ended (by default: the model is
+        closing)."""
         if self._ended:
             return
-        if self._upstream is not None:
-            self._upstream.dispose()
-        self._fail(error)
+        if self._task is not None:
+            self._task.cancel()
+        self._open().fail(error)
 
     def on_error(self, error: Exception) -> None:
         self._end()
@@ -386,11 +407,83 @@ class _ResponsePipeline:
     def dispose(self) -> None:
         """Stop the response: nothing more is delivered; the request is cancelled."""
         self._end()
-        self._lifecycle.call_soon(self._dispose_upstream)
+        self._lifecycle.call_soon(self._stop)
 
-    def _dispose_upstream(self) -> None:
-        if self._upstream is not None:
-            self._upstream.dispose()
+    def _stop(self) -> None:
+        if self._run is not None:
+            self._run.stop()
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _response_run(
+    plan: StepPlan,
+    down: stages.Sink,
+    event_filter: EventFilter | None,
+    partial_arguments: bool,
+    redactor: Redactor,
+) -> ResponseRun:
+    """A response's run into ``down``, through ``respond()`` (RESPONSE_START emitted)."""
+    response_id = new_response_id()
+    head = stages.respond(
+        down,
+        response_id=response_id,
+        event_filter=event_filter,
+        fold_steps=False,
+        partial_arguments=partial_arguments,
+    )
+    return ResponseRun(plan, head, response_id=response_id, redact=redactor.error)
+
+
+class _Gathered:
+    """The end of an :meth:`ChatPrompt.astream` pipeline: events gathered in a list for
+    the generator to yield, and how the response ended."""
+
+    __slots__ = ("ended", "error", "events", "on_next")
+
+    def __init__(self) -> None:
+        self.events: list[ChatEvent] = []
+        self.on_next = self.events.append
+        self.error: Exception | None = None
+        self.ended = False
+
+    def on_error(self, error: Exception) -> None:
+        self.error = error
+        self.ended = True
+
+    def on_completed(self) -> None:
+        self.ended = True
+
+
+class _CallerRun:
+    """An :meth:`ChatPrompt.astream` in flight, as its model sees it: closing the model
+    fails it, on its own loop (its task is cancelled only while it waits for the steps,
+    never while the caller's code runs)."""
+
+    def __init__(self, run: ResponseRun, loop: asyncio.AbstractEventLoop) -> None:
+        self.run = run
+        self._loop = loop
+        self._task = asyncio.current_task()
+        self.waiting = False
+        self.aborted = False
+
+    def fail(self) -> None:
+        """The model is closing (from any thread): fail the response on its loop."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing runs it
+            self._loop.call_soon_threadsafe(self._abort)
+
+    def _abort(self) -> None:
+        if self.run.ended:
+            return
+        self.aborted = True
+        if self.waiting and self._task is not None:
+            self._task.cancel()
+
+    def uncancel(self) -> None:
+        """Take back the cancellation :meth:`_abort` asked for."""
+        uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+
+        if uncancel is not None:
+            uncancel()
 
 
 @attrs.frozen
@@ -459,7 +552,7 @@ class ChatPrompt:
             request=request,
             dialect=model.dialect,
             build=model.build_http_request,
-            frames=self._frames,
+            read=self._read,
             tools=toolset,
             auto_tool_call=self._auto_tool_call,
             max_steps=model.max_steps,
@@ -467,17 +560,17 @@ class ChatPrompt:
             client_tools=frozenset(spec.name for spec in self._client_tools),
         )
 
-    def _frames(self, http: HttpRequest) -> Observable[Frame | bytes | ChatEvent]:
-        frames = self._model._reader.frames(http)
+    def _read(self, http: HttpRequest, emit: Emit) -> AsyncGenerator[None, None]:
         tap = self._frame_tap
         if tap is None:
-            return frames
+            return self._model._reader.read(http, emit)
 
-        def tap_frames(item: Frame | bytes | ChatEvent) -> None:
+        def tapped(item: Frame | bytes | ChatEvent) -> None:
             if not isinstance(item, ChatEvent):  # not a retry's STATUS event
                 tap(item)
+            emit(item)
 
-        return frames.pipe(ops.do_action(tap_frames))
+        return self._model._reader.read(http, tapped)
 
     def stream(self) -> Observable[ChatEvent]:
         """A cold Observable of the response's events; each subscription is a new request.
@@ -528,120 +621,69 @@ class ChatPrompt:
         return _outcome(outcome)
 
     async def acall(self) -> ChatResponse:
-        """The response, awaited on the caller's event loop."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[ChatResponse] = loop.create_future()
-        outcome: dict[str, Any] = {}
-
-        def settle() -> None:
-            if future.done():
-                return
-            try:
-                future.set_result(_outcome(outcome))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        def on_next(event: ChatEvent) -> None:
+        """The response, awaited on the caller's event loop (as :meth:`astream` runs it)."""
+        response = None
+        async for event in self.astream():
             if event.type is _T.RESPONSE_END:
-                outcome["response"] = event.response
-
-        def on_error(error: Exception) -> None:
-            outcome["error"] = error
-            loop.call_soon_threadsafe(settle)
-
-        def on_completed() -> None:
-            loop.call_soon_threadsafe(settle)
-
-        subscription = self.stream().subscribe(on_next, on_error, on_completed)
-        try:
-            return await future
-        finally:
-            subscription.dispose()
+                response = event.response
+        return _outcome({"response": response})
 
     async def astream(self) -> AsyncIterator[ChatEvent]:
-        """The response's events as an async iterator on the caller's loop.
+        """The response's events as an async iterator, run on the caller's loop.
 
-        Raises the response's ChatError after its ERROR event; leaving the loop early
-        cancels the request.
+        The request is sent from the running loop (the transport's pool for that loop)
+        and read in the iterating task itself: each chunk of the body is decoded, parsed
+        and its events yielded before the next read, with no thread hop, queue or task
+        switch per event. Tools run between steps on the same loop (sync tools in its
+        default executor). Raises the response's ChatError after its ERROR event; leaving
+        the loop early (``break``, then ``aclose()``, or a cancellation) closes the
+        request's connection at once.
         """
-        channel = _EventChannel(asyncio.get_running_loop(), self._model._io)
-        subscription = self.stream().subscribe(
-            channel.on_next, channel.on_error, channel.on_completed
+        model = self._model
+        gathered = _Gathered()
+        down: stages.Sink = gathered
+        recording = None
+        if model.telemetry:
+            recording = down = model._recording(self._messages, self._options)(gathered)
+        run = _response_run(
+            self._plan(), down, self._event_filter, self._partial_arguments, model._redactor
         )
-        items = channel.items
+        caller = _CallerRun(run, asyncio.get_running_loop())
+        lifecycle = model._lifecycle
+        events = gathered.events
         try:
-            while True:
-                while items:
-                    item = items.popleft()
-                    if item is _END:
-                        return
-                    if type(item) is _Failure:
-                        raise item.error
-                    yield item
-                await channel.wait()
+            if not lifecycle.enter(caller):
+                run.fail(ChatError("this ChatModel is closed"))
+            else:
+                async with contextlib.aclosing(run.steps()) as steps:
+                    step = steps.__aiter__()
+                    while not caller.aborted:
+                        caller.waiting = True
+                        try:
+                            await step.__anext__()
+                        except StopAsyncIteration:
+                            break
+                        except asyncio.CancelledError:
+                            if not caller.aborted:
+                                raise
+                            caller.uncancel()
+                            break
+                        finally:
+                            caller.waiting = False
+                        for event in events:
+                            yield event
+                        events.clear()
+                if caller.aborted:
+                    run.fail()
+            for event in events:
+                yield event
+            events.clear()
+            if gathered.error is not None:
+                raise gathered.error
         finally:
-            subscription.dispose()
-
-
-_END = object()
-
-
-class _EventChannel:
-    """Events handed from the I/O thread to an asyncio loop in batches.
-
-    The I/O thread appends to a deque and asks for a wake-up of the reader only when none
-    is already on its way (:meth:`EventLoopThread.call_soon_in`: one hand-over per turn of
-    the I/O loop for all the streams read on one loop); the reader empties the deque
-    without a task switch per event. The end (``_END``) or a ``_Failure`` is the last item of
-    :attr:`items`.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, io: EventLoopThread) -> None:
-        self._loop = loop
-        self._io = io
-        self.items: collections.deque[Any] = collections.deque()
-        self._wake_pending = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def _put(self, item: Any) -> None:  # on the I/O thread
-        self.items.append(item)
-        if not self._wake_pending:
-            self._wake_pending = True
-            self._io.call_soon_in(self._loop, self._wake)
-
-    def _wake(self) -> None:  # on the caller's loop
-        self._wake_pending = False
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def on_next(self, event: ChatEvent) -> None:
-        """An event (on the I/O thread)."""
-        self._put(event)
-
-    def on_error(self, error: Exception) -> None:
-        """The response failed (on the I/O thread)."""
-        self._put(_Failure(error))
-
-    def on_completed(self) -> None:
-        """The response ended (on the I/O thread)."""
-        self._put(_END)
-
-    async def wait(self) -> None:
-        """Until something is in :attr:`items` (on the caller's loop)."""
-        self._waiter = self._loop.create_future()
-        try:
-            if not self.items:  # else it came in meanwhile: its wake-up may have run
-                await self._waiter
-        finally:
-            self._waiter = None
-
-
-class _Failure:
-    __slots__ = ("error",)
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
+            lifecycle.release(caller)
+            if recording is not None and not gathered.ended:
+                recording.cancel()
 
 
 def _outcome(outcome: Mapping[str, Any]) -> ChatResponse:

@@ -16,9 +16,10 @@ more, with the provider's message or a bounded snippet of the body),
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any
 
 import attrs
@@ -47,7 +48,7 @@ if sys.version_info >= (3, 11):
 else:  # aiohttp depends on async-timeout before 3.11
     from async_timeout import timeout as _deadline
 
-__all__ = ["StreamReader", "TimeBudgets"]
+__all__ = ["StreamReader", "TimeBudgets", "downstream_error"]
 
 Emit = Callable[[Frame | bytes | ChatEvent], None]
 
@@ -84,6 +85,12 @@ class _Downstream(Exception):
     def __init__(self, original: BaseException) -> None:
         super().__init__(original)
         self.original = original
+
+
+def downstream_error(error: BaseException) -> BaseException:
+    """What :meth:`StreamReader.read` raised, unwrapped: the exception of whoever received
+    a frame as it was raised, else the request's own failure."""
+    return error.original if isinstance(error, _Downstream) else error
 
 
 class _FrameClock:
@@ -184,13 +191,12 @@ class StreamReader:
                 if error is None:
                     observer.on_completed()
                     return
-                if isinstance(error, _Downstream):
-                    error = error.original
+                error = downstream_error(error)
                 if not isinstance(error, Exception):
                     error = ChatError(f"the request was interrupted: {type(error).__name__}")
                 observer.on_error(error)
 
-            cancel = self._start(self.read(request, emit), finished)
+            cancel = self._start(self._read_all(request, emit), finished)
 
             def dispose() -> None:
                 nonlocal disposed
@@ -200,6 +206,10 @@ class StreamReader:
             return Disposable(dispose)
 
         return rx_create(subscribe)
+
+    async def _read_all(self, request: HttpRequest, emit: Emit) -> None:
+        async for _ in self.read(request, emit):
+            pass
 
     def _start(
         self, coro: Coroutine[Any, Any, None], finished: Callable[[Any], None]
@@ -228,8 +238,16 @@ class StreamReader:
             f"the request to {redact_url(request.url)} was cancelled: its ChatModel was closed"
         )
 
-    async def read(self, request: HttpRequest, emit: Emit) -> None:
-        """Send ``request`` (retrying as the policy says) and ``emit`` each frame decoded."""
+    async def read(self, request: HttpRequest, emit: Emit) -> AsyncGenerator[None, None]:
+        """Send ``request`` (retrying as the policy says) and ``emit`` each frame decoded,
+        on the running loop; yields after each chunk of the body that gave frames (a
+        retry's STATUS event counts as one), so that its caller can hand them on.
+
+        An exception raised by ``emit`` comes out wrapped (see :func:`downstream_error`);
+        closing the iterator early closes the connection.
+        """
+        if self.closed:
+            raise self._closed_error(request)
         loop = asyncio.get_running_loop()
         total = self.budgets.total_timeout
         total_deadline = None if total is None else loop.time() + total
@@ -237,7 +255,9 @@ class StreamReader:
         while True:
             clock = _FrameClock(loop, self.budgets, total_deadline)
             try:
-                await self._attempt(request, emit, clock)
+                async with contextlib.aclosing(self._attempt(request, emit, clock)) as chunks:
+                    async for _ in chunks:
+                        yield
                 return
             except ChatError as error:
                 delay = self._retry_delay(error, retries, clock)
@@ -245,6 +265,7 @@ class StreamReader:
                     raise
                 retries += 1
                 self._emit(emit, self._retry_status(retries, delay, error))
+            yield
             await asyncio.sleep(delay)
 
     def _retry_delay(self, error: ChatError, retries: int, clock: _FrameClock) -> float | None:
@@ -275,7 +296,9 @@ class StreamReader:
         except Exception as exc:
             raise _Downstream(exc) from exc
 
-    async def _attempt(self, request: HttpRequest, emit: Emit, clock: _FrameClock) -> None:
+    async def _attempt(
+        self, request: HttpRequest, emit: Emit, clock: _FrameClock
+    ) -> AsyncGenerator[None, None]:
         response = await self._within(self._send(request), clock, request)
         try:
             await self._check_head(response, request, clock)
@@ -286,9 +309,12 @@ class StreamReader:
                 if chunk is None:
                     break
                 clock.bytes += len(chunk)
-                for frame in decoder.feed(chunk):
-                    clock.frame_decoded()
-                    self._emit(emit, frame)
+                frames = decoder.feed(chunk)
+                if frames:
+                    for frame in frames:
+                        clock.frame_decoded()
+                        self._emit(emit, frame)
+                    yield
             for frame in decoder.close():
                 clock.frame_decoded()
                 self._emit(emit, frame)

@@ -15,31 +15,39 @@ message) delivered while it runs, before its TOOL_RESULT.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Literal
 
 import attrs
-from reactivex import Observable, abc
-from reactivex import create as rx_create
-from reactivex.disposable import Disposable, SerialDisposable
 
+from .core.parsing import ParseStage
+from .core.stages import Sink
 from .dialects.base import ChatDialect, HttpRequest
 from .errors import ChatError, ToolCallError
 from .events import TYPES, ChatEvent
 from .messages import ChatRequest, Message, ToolMessage
-from .operators import parse
 from .results import ChatResponse, ToolCall
 from .sse import Frame
+from .stream_reader import downstream_error
 from .tools import Tool, ToolContext, ToolSet
 from .tools.context import ToolProgress
 
-__all__ = ["ToolErrorPolicy", "response_steps"]
+__all__ = ["ResponseRun", "StepPlan", "ToolErrorPolicy"]
 
 _T = TYPES
+_STEP_END = TYPES.STEP_END
 ToolErrorPolicy = Literal["raise", "return"]
 """What a raising tool does: fail the response ("raise") or send the error text back."""
+
+
+Emit = Callable[[Frame | bytes | ChatEvent], None]
+Read = Callable[[HttpRequest, Emit], AsyncGenerator[None, None]]
+"""``read(request, emit)``: send ``request``, ``emit`` each frame of its body (a retry's
+STATUS event too) on the running loop, yielding after each batch (as
+:meth:`~solon_events.stream_reader.StreamReader.read` does)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -49,7 +57,7 @@ class StepPlan:
     request: ChatRequest
     dialect: ChatDialect
     build: Callable[[ChatRequest], HttpRequest]
-    frames: Callable[[HttpRequest], Observable[Frame | bytes | ChatEvent]]
+    read: Read
     tools: ToolSet
     auto_tool_call: bool = True
     max_steps: int = 8
@@ -58,104 +66,150 @@ class StepPlan:
     """Tools that run elsewhere: a step calling one ends the response after its own tools."""
 
 
-def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observable[ChatEvent]:
-    """A cold observable of every step's events (STEP_START ... STEP_END, repeated).
+class _StepEnd:
+    """Between a step's :class:`ParseStage` and the response's head: passes every event on
+    but the step's STEP_END, which is held (tools may run before it), and notes how the
+    step's frames ended."""
 
-    ``response_id`` is put on every event (as the pipeline's :func:`aggregate` will).
+    __slots__ = ("error", "on_next", "step_end")
+
+    def __init__(self, head: Sink) -> None:
+        self.step_end: ChatEvent | None = None
+        self.error: Exception | None = None
+        push = head.on_next
+
+        def on_next(event: ChatEvent) -> None:
+            if event.type is _STEP_END:
+                if self.step_end is not None:  # another provider response began
+                    push(self.step_end)
+                self.step_end = event
+            else:
+                push(event)
+
+        self.on_next = on_next
+
+    def on_error(self, error: Exception) -> None:
+        self.error = error
+
+    def on_completed(self) -> None:
+        pass
+
+
+class ResponseRun:
+    """Every step of one response, on the running loop: each step's request read through
+    ``plan.read`` into a :class:`ParseStage`, tools run between steps, every event pushed
+    into ``head`` (the response's :func:`~solon_events.core.stages.respond` stage, whose
+    RESPONSE_START is already out), which ends with ``on_completed`` or ``on_error``.
+
+    The one driver of both of ChatModel's edges: :meth:`ChatPrompt.stream` runs
+    :meth:`steps` as a task on the I/O loop, :meth:`ChatPrompt.astream` iterates it in the
+    caller's own task. ``redact`` is applied to every failure before ``head`` sees it.
     """
 
-    def subscribe(
-        observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-    ) -> abc.DisposableBase:
-        current = SerialDisposable()
+    def __init__(
+        self,
+        plan: StepPlan,
+        head: Sink,
+        *,
+        response_id: str | None,
+        redact: Callable[[Exception], Exception],
+    ) -> None:
+        self._plan = plan
+        self._head = head
+        self._response_id = response_id
+        self._redact = redact
+        self._parser: ParseStage | None = None
+        self._ending: _StepEnd | None = None
+        self._held: ChatEvent | None = None
+        """A step's STEP_END while its tools run."""
+        self._progressed: asyncio.Future[None] | None = None
+        self.ended = False
+        """Whether ``head`` has ended, or :meth:`stop` was called."""
+
+    async def steps(self) -> AsyncGenerator[None, None]:
+        """Run the steps; yields whenever events were pushed into ``head`` (after each
+        chunk of a body that gave frames, after a tool's progress report). Closing it
+        early (or cancelling its task) closes the request's connection and cancels the
+        running tools; nothing more is pushed then."""
+        plan = self._plan
         messages: list[Message] = list(plan.request.messages)
-        disposed = False
-        tool_task: asyncio.Future[None] | None = None
-
-        def start_step(step: int) -> None:
-            request = attrs.evolve(plan.request, messages=tuple(messages))
+        step = 0
+        while not self.ended:
             try:
-                http_request = plan.build(request)
-            except ChatError as exc:
-                observer.on_error(exc)
+                http_request = plan.build(attrs.evolve(plan.request, messages=tuple(messages)))
+            except Exception as exc:  # a request that cannot even be built
+                self._fail(exc)
                 return
-            held: list[ChatEvent] = []
-
-            def on_next(event: ChatEvent) -> None:
-                if event.type is _T.STEP_END:
-                    held.append(event)
-                else:
-                    observer.on_next(event)
-
-            def on_completed() -> None:
-                step_end = held[0]
-                response = step_end.response
-                calls = response.tool_calls if response is not None else ()
-                ours = tuple(c for c in calls if c.name not in plan.client_tools)
-                if not (ours and plan.auto_tool_call and plan.tools):
-                    observer.on_next(step_end)
-                    observer.on_completed()
-                    return
-                nonlocal tool_task
-                last = len(ours) < len(calls)
-                tool_task = asyncio.ensure_future(run_tools(step, step_end, ours, last))
-
-            def on_error(error: Exception) -> None:
-                if held:  # the failed step's STEP_END, with its partial response
-                    observer.on_next(held[0])
-                observer.on_error(error)
-
-            current.disposable = (
-                plan.frames(http_request)
-                .pipe(parse(plan.dialect, step=step))
-                .subscribe(on_next, on_error, on_completed)
+            self._ending = ending = _StepEnd(self._head)
+            self._parser = parser = ParseStage(
+                plan.dialect, ending, step=step, response_id=self._response_id
             )
-
-        async def run_tools(
-            step: int, step_end: ChatEvent, calls: tuple[ToolCall, ...], last: bool
-        ) -> None:
+            parser.start()
             try:
-                results = [await call_tool(call, step) for call in calls]
-            except ChatError as exc:
-                if not disposed:
-                    observer.on_next(step_end)
-                    observer.on_error(exc)
+                async with contextlib.aclosing(plan.read(http_request, parser.on_next)) as body:
+                    async for _ in body:
+                        yield
+            except Exception as exc:
+                parser.on_error(downstream_error(exc))  # type: ignore[arg-type]
+            else:
+                parser.on_completed()
+            if self.ended:
                 return
-            except asyncio.CancelledError:
-                if not disposed:  # not a disposal: the model was closed
-                    observer.on_next(step_end)
-                    observer.on_error(
-                        ChatError("the tool loop was cancelled: its ChatModel was closed")
+            step_end = ending.step_end
+            if ending.error is not None or step_end is None:
+                self._held = step_end
+                self._fail(ending.error or ChatError("the step ended without its STEP_END"))
+                return
+            response = step_end.response
+            calls = response.tool_calls if response is not None else ()
+            ours = tuple(c for c in calls if c.name not in plan.client_tools)
+            if not (ours and plan.auto_tool_call and plan.tools):
+                self._complete(step_end)
+                return
+            self._held = step_end
+            running = asyncio.ensure_future(self._call_tools(ours, step))
+            try:
+                while not running.done():
+                    self._progressed = asyncio.get_running_loop().create_future()
+                    await asyncio.wait(
+                        (running, self._progressed), return_when=asyncio.FIRST_COMPLETED
                     )
-                raise
-            if disposed:
+                    yield
+            finally:
+                self._progressed = None
+                if not running.done():
+                    running.cancel()
+            try:
+                results = running.result()
+            except ChatError as exc:
+                self._fail(exc)
                 return
+            if self.ended:
+                return
+            self._held = None
+            push = self._head.on_next
+            rid = self._response_id
             for result in results:
-                observer.on_next(_tool_result_event(result, step, response_id, step_end))
+                push(_tool_result_event(result, step, rid, step_end))
             direct = [result.text for result in results if result.tool.return_direct]
             if direct:
-                observer.on_next(
-                    ChatEvent(
-                        _T.TEXT_DELTA, step=step, response_id=response_id, text="\n".join(direct)
-                    )
-                )
-                observer.on_next(_with_text(step_end, "\n".join(direct)))
-                observer.on_completed()
+                push(ChatEvent(_T.TEXT_DELTA, step=step, response_id=rid, text="\n".join(direct)))
+                self._complete(_with_text(step_end, "\n".join(direct)))
                 return
-            observer.on_next(step_end)
-            if last:  # the step also called client tools: the caller answers those
-                observer.on_completed()
+            if len(ours) < len(calls):  # the step also called client tools: the caller's
+                self._complete(step_end)
                 return
+            push(step_end)
             if step + 1 >= plan.max_steps:
-                observer.on_error(
+                self._fail(
                     ChatError(
                         f"the tool loop reached its limit of {plan.max_steps} steps "
                         "with the model still calling tools"
                     )
                 )
                 return
-            assert step_end.response is not None and step_end.response.message is not None
-            messages.append(step_end.response.message)
+            assert response is not None and response.message is not None
+            messages.append(response.message)
             messages.extend(
                 ToolMessage(
                     tool_call_id=result.call.id,
@@ -165,52 +219,86 @@ def response_steps(plan: StepPlan, *, response_id: str | None = None) -> Observa
                 )
                 for result in results
             )
-            start_step(step + 1)
+            step += 1
 
-        def deliver(event: ChatEvent) -> None:
-            if not disposed:
-                observer.on_next(event)
+    def _complete(self, step_end: ChatEvent) -> None:
+        self.ended = True
+        self._head.on_next(step_end)
+        self._head.on_completed()
 
-        async def call_tool(call: ToolCall, step: int) -> ToolRun:
-            tool = plan.tools.get(call.name)
-            relay = _ProgressRelay(asyncio.get_running_loop(), deliver, call, step, response_id)
-            context = ToolContext(call, relay)
-            started = time.perf_counter()
-            try:
-                if tool.is_async:
-                    value = await tool.ainvoke(call.arguments, context)
-                else:
-                    loop = asyncio.get_running_loop()
-                    value = await loop.run_in_executor(None, tool.invoke, call.arguments, context)
-                text, failed = tool.format_result(value), False
-            except ToolCallError as exc:
-                if plan.tool_errors == "raise":
-                    exc.tool_call_id = exc.tool_call_id or call.id
-                    raise
-                text, failed = f"Error: {exc}", True
-            except Exception as exc:
-                if plan.tool_errors == "raise":
-                    raise ToolCallError(
-                        f"tool {call.name!r} raised {type(exc).__name__}: {exc}",
-                        tool_name=call.name,
-                        tool_call_id=call.id,
-                    ) from exc
-                text, failed = f"Error: {type(exc).__name__}: {exc}", True
-            finally:
-                relay.close()
-            return ToolRun(tool, call, text, failed, time.perf_counter() - started)
+    def _fail(self, error: Exception) -> None:
+        """End the response with ``error``: a held STEP_END first, then ERROR."""
+        if self.ended:
+            return
+        self.ended = True
+        held, self._held = self._held, None
+        if held is not None:
+            self._head.on_next(held)
+        self._head.on_error(self._redact(error))
 
-        def dispose() -> None:
-            nonlocal disposed
-            disposed = True
-            current.dispose()
-            if tool_task is not None:
-                tool_task.get_loop().call_soon_threadsafe(tool_task.cancel)
+    def fail(self, error: Exception | None = None) -> None:
+        """End the response now with ``error`` (by default: the model was closed), unless
+        it has ended: a step being read ends with its partial response. Cancel or close
+        :meth:`steps` too, to stop the request."""
+        if self.ended:
+            return
+        if error is None:
+            what = "tool loop" if self._held is not None else "response"
+            error = ChatError(f"the {what} was cancelled: its ChatModel was closed")
+        parser, ending = self._parser, self._ending
+        if parser is not None and ending is not None and not parser.closed:
+            parser.on_error(error)  # the step's STEP_END, with what came so far
+            self._held = ending.step_end
+        self._fail(error)
 
-        start_step(0)
-        return Disposable(dispose)
+    def stop(self) -> None:
+        """Push nothing more into ``head`` (a disposal); cancel or close :meth:`steps`
+        too to stop the request."""
+        self.ended = True
+        if self._parser is not None:
+            self._parser.closed = True
 
-    return rx_create(subscribe)
+    async def _call_tools(self, calls: tuple[ToolCall, ...], step: int) -> list[ToolRun]:
+        return [await self._call_tool(call, step) for call in calls]
+
+    def _deliver(self, event: ChatEvent) -> None:
+        """A running tool's progress report: pushed at once, and :meth:`steps` yields."""
+        if self.ended:
+            return
+        self._head.on_next(event)
+        progressed = self._progressed
+        if progressed is not None and not progressed.done():
+            progressed.set_result(None)
+
+    async def _call_tool(self, call: ToolCall, step: int) -> ToolRun:
+        plan = self._plan
+        tool = plan.tools.get(call.name)
+        loop = asyncio.get_running_loop()
+        relay = _ProgressRelay(loop, self._deliver, call, step, self._response_id)
+        context = ToolContext(call, relay)
+        started = time.perf_counter()
+        try:
+            if tool.is_async:
+                value = await tool.ainvoke(call.arguments, context)
+            else:
+                value = await loop.run_in_executor(None, tool.invoke, call.arguments, context)
+            text, failed = tool.format_result(value), False
+        except ToolCallError as exc:
+            if plan.tool_errors == "raise":
+                exc.tool_call_id = exc.tool_call_id or call.id
+                raise
+            text, failed = f"Error: {exc}", True
+        except Exception as exc:
+            if plan.tool_errors == "raise":
+                raise ToolCallError(
+                    f"tool {call.name!r} raised {type(exc).__name__}: {exc}",
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                ) from exc
+            text, failed = f"Error: {type(exc).__name__}: {exc}", True
+        finally:
+            relay.close()
+        return ToolRun(tool, call, text, failed, time.perf_counter() - started)
 
 
 @attrs.frozen

@@ -6,18 +6,30 @@ all of that). ``ChatModel(..., transport=...)`` takes any object with an ``async
 send(request)`` that returns an :class:`HttpResponse` (and, optionally, an ``async
 aclose()`` the model calls when it is closed), as httpx's clients take a transport:
 
-- :class:`AiohttpTransport` (the default): one aiohttp connection pool, on the model's
-  private I/O loop;
+- :class:`AiohttpTransport` (the default): an aiohttp connection pool per event loop that
+  sends (the model's private I/O loop, the callers' own loops);
 - :class:`ReplayTransport`: answers from recorded bytes, with no network (for tests, demos
   and notebooks).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+import threading
+import weakref
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+)
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import aiohttp
 import attrs
@@ -89,8 +101,11 @@ class ChatTransport(Protocol):
     response's status and headers, then its body as bytes. An ``async aclose()``, if the
     transport has one, is called when the model is closed.
 
-    ``send`` runs on the model's I/O loop; an exception it raises (or raises while the body
-    is read) is a connection error, retried before the first frame as ``max_retries`` says.
+    ``send`` runs on the loop of the response: the model's I/O loop for ``stream()`` and
+    ``call()``, the caller's own loop for ``astream()`` and ``acall()``; so a transport
+    must not hold on to one loop. An exception it raises (or raises while the body is
+    read) is a connection error, retried before the first frame as ``max_retries`` says.
+    ``aclose()`` is called on the I/O loop.
     """
 
     async def send(self, request: HttpRequest) -> HttpResponse:
@@ -99,31 +114,48 @@ class ChatTransport(Protocol):
 
 
 class AiohttpTransport:
-    """The default transport: one aiohttp connection pool of ``connection_limit``
-    connections (0: no limit), made on first use in the loop that sends (the model's I/O
-    loop) and closed by :meth:`aclose`."""
+    """The default transport: an aiohttp connection pool of ``connection_limit``
+    connections (0: no limit) per event loop it sends from (the model's I/O loop for
+    ``stream()`` and ``call()``, the caller's own loop for ``astream()`` and ``acall()``),
+    made on first use in that loop.
+
+    :meth:`aclose` closes them all (each on its own loop); a loop's pool is also closed
+    when the loop shuts down its async generators, as ``asyncio.run()`` does at its end.
+    """
 
     def __init__(self, *, connection_limit: int = 100) -> None:
         if not isinstance(connection_limit, int) or connection_limit < 0:
             raise ValueError("connection_limit must be a whole number >= 0 (0: no limit)")
         self.connection_limit = connection_limit
-        self._session: aiohttp.ClientSession | None = None
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"AiohttpTransport(connection_limit={self.connection_limit})"
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.connection_limit),
-                timeout=aiohttp.ClientTimeout(total=None),
-                auto_decompress=True,
-            )
-        return self._session
+    async def _client(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.get(loop)
+        if pool is not None and not pool.session.closed:
+            return pool.session
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.connection_limit),
+            timeout=aiohttp.ClientTimeout(total=None),
+            auto_decompress=True,
+        )
+        pool = _Pool(session)
+        await pool.start()
+        with self._lock:
+            self._pools[loop] = pool
+        return session
 
     async def send(self, request: HttpRequest) -> HttpResponse:
         """POST ``request``; the response once its status line and headers are in."""
-        response = await self._client().post(
+        client = await self._client()
+        response = await client.post(
             request.url, data=request.body_bytes(), headers=dict(request.headers)
         )
 
@@ -144,10 +176,63 @@ class AiohttpTransport:
         )
 
     async def aclose(self) -> None:
-        """Close the connection pool (idempotent)."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        """Close the pool of the running loop, and have every other running loop close
+        its own (idempotent)."""
+        here = asyncio.get_running_loop()
+        with self._lock:
+            pools = list(self._pools.items())
+            self._pools.clear()
+        for loop, pool in pools:
+            if loop is here:
+                await pool.close()
+            elif not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # closed meanwhile
+                    loop.call_soon_threadsafe(pool.close_soon)
+
+
+async def pools_closed() -> None:
+    """Wait until the pools of the running loop that :meth:`AiohttpTransport.aclose` (on
+    another loop) asked to close are closed."""
+    loop = asyncio.get_running_loop()
+    closing = [task for task in _Pool._closing_tasks if task.get_loop() is loop]
+    if closing:
+        await asyncio.wait(closing)
+
+
+async def _closing(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Suspended until closed: by :meth:`_Pool.close`, or by the loop when it shuts its
+    async generators down; then closes ``session``, on its loop."""
+    try:
+        yield
+    finally:
+        await session.close()
+
+
+class _Pool:
+    """One loop's aiohttp session, and what closes it when that loop ends."""
+
+    _closing_tasks: ClassVar[set[asyncio.Future[None]]] = set()
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+        self._closer = _closing(session)
+        self._closed: asyncio.Future[None] | None = None
+
+    async def start(self) -> None:
+        """Start the closer (in the pool's loop: the loop now knows it)."""
+        await self._closer.__anext__()
+
+    async def close(self) -> None:
+        """Close the session (in its loop; idempotent)."""
+        if self._closed is None:
+            self._closed = asyncio.ensure_future(self._closer.aclose())
+        await asyncio.shield(self._closed)
+
+    def close_soon(self) -> None:
+        """Close the session (in its loop), without waiting."""
+        task = asyncio.ensure_future(self.close())
+        self._closing_tasks.add(task)
+        task.add_done_callback(self._closing_tasks.discard)
 
 
 def _body_bytes(body: bytes | str | Path) -> bytes:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from typing import Any
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatPrompt
 
-__all__ = ["Outcome", "outcome_of"]
+__all__ = ["Outcome", "astream_outcome_of", "outcome_of"]
 
 
 class Outcome:
@@ -39,3 +41,28 @@ def outcome_of(prompt: ChatPrompt, timeout: float = 10.0) -> Outcome:
     )
     assert outcome.done.wait(timeout), "the response did not end in time"
     return outcome
+
+
+def astream_outcome_of(prompt: ChatPrompt, timeout: float = 10.0) -> tuple[Outcome, list[str]]:
+    """``outcome_of`` through ``astream()``, on a loop of its own (``asyncio.run``); and the
+    other tasks still on that loop when the response had ended."""
+
+    ours: set[asyncio.Task[Any] | None] = set()
+
+    async def collect() -> tuple[Outcome, list[str]]:
+        ours.add(asyncio.current_task())
+        outcome = Outcome()
+        try:
+            async for event in prompt.event_filter(ChatEventFilter.all()).astream():
+                outcome.events.append(event)
+        except Exception as exc:
+            outcome.on_error(exc)
+        else:
+            outcome.on_completed()
+        return outcome, [repr(task) for task in asyncio.all_tasks() if task not in ours]
+
+    async def within() -> tuple[Outcome, list[str]]:
+        ours.add(asyncio.current_task())
+        return await asyncio.wait_for(collect(), timeout)
+
+    return asyncio.run(within())

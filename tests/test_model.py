@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 from reactivex import operators as ops
 from recorded import ENDPOINTS
+from sockets import open_connections, wait_for
 
 from solon_events import ChatEventFilter, ChatResponse, Usage
 from solon_events.devserver import ROUTES as WIRE_ROUTES
@@ -35,7 +36,7 @@ from solon_events.errors import (
 )
 from solon_events.events import ChatEvent, ChatEventType
 from solon_events.model import ChatModel, ChatPrompt
-from solon_events.tools import Tool, tool
+from solon_events.tools import Tool, ToolContext, tool
 
 T = ChatEventType
 DIALECTS = tuple(ENDPOINTS)
@@ -867,8 +868,15 @@ def test_close_is_idempotent(server: RunningServer) -> None:
 async def test_async_context_manager_closes(server: RunningServer) -> None:
     async with ChatModel(server.url + ENDPOINTS["openai"], "echo") as model:
         assert (await model.prompt("async with").acall()).text == "async with"
+        assert model._io._thread is None, "acall() runs on this loop, not the I/O thread"
+        observed = Run()
+        model.prompt("observed").stream().subscribe(
+            observed.on_next, observed.on_error, observed.on_completed
+        )
+        assert await asyncio.to_thread(observed.done.wait, 5.0)
         io_thread = model._io._thread
     assert io_thread is not None and not io_thread.is_alive()
+    assert wait_for(lambda: open_connections(server.port) == 0), "this loop's pool is closed"
 
 
 def test_options_reach_the_request_body(
@@ -966,3 +974,80 @@ def test_close_fails_a_response_whose_tool_runs(server: RunningServer) -> None:
     assert run.done.wait(1.0)
     assert_failed_with_one_error(run, ChatError)
     assert "tool loop" in str(run.error) and "was closed" in str(run.error)
+
+
+# --- astream() on the caller's loop
+
+
+async def test_astream_runs_on_the_callers_loop_without_the_io_thread(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "weather")
+    here, threads = threading.get_ident(), set()
+    seen: list[ChatEvent] = []
+    async for event in model.prompt("Weather?").tools(weather_tool()).astream():
+        threads.add(threading.get_ident())
+        seen.append(event)
+    assert threads == {here}
+    assert model._io._thread is None, "no request, tool or event went through the I/O thread"
+    assert seen[-1].type is T.RESPONSE_END and seen[-1].response is not None
+    assert seen[-1].response.text == ANSWER
+    assert [e.type for e in seen].count(T.TOOL_RESULT) == 1
+
+
+async def test_astream_cancelled_mid_stream_closes_the_connection(
+    fresh_server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(fresh_server, "slow:400:0.01")
+    deltas = 0
+
+    async def read() -> None:
+        nonlocal deltas
+        async for event in model.prompt("hi").astream():
+            deltas += event.type is T.TEXT_DELTA
+
+    reading = asyncio.ensure_future(read())
+    while deltas < 3:
+        await asyncio.sleep(0.005)
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    assert await asyncio.to_thread(fresh_server.wait_disconnect, 1.0, 1)
+    assert wait_for(lambda: open_connections(fresh_server.port) == 0)
+
+
+async def test_close_fails_an_astream_in_flight(server: RunningServer) -> None:
+    model = ChatModel(server.url + ENDPOINTS["openai"], "slow:400:0.01")
+    seen: list[ChatEvent] = []
+    with pytest.raises(ChatError, match="was closed"):
+        async for event in model.prompt("hi").astream():
+            seen.append(event)
+            if len([e for e in seen if e.type is T.TEXT_DELTA]) == 2:
+                await asyncio.to_thread(model.close)  # from another thread, as a finalizer
+    assert seen[-1].type is T.ERROR and "was closed" in str(seen[-1].error)
+    assert seen[-1].response is not None and seen[-1].response.text
+    with pytest.raises(ChatError, match="is closed"):
+        await model.prompt("after").acall()
+
+
+async def test_astream_delivers_tool_progress_while_the_tool_runs(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    reported, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def get_weather(city: str, ctx: ToolContext) -> str:
+        """Current weather in a city."""
+        ctx.progress(0.5, message="half way")
+        reported.set()
+        await release.wait()
+        return RESULT
+
+    stream = make_model(server, "weather").prompt("Weather?").tools(get_weather).astream()
+    async for event in stream:
+        if event.type is T.STATUS and event.sub_type == "tool_progress":
+            assert reported.is_set() and not release.is_set(), "delivered while it runs"
+            release.set()
+        if event.type is T.TOOL_RESULT:
+            assert release.is_set() and event.text == RESULT
+    assert release.is_set()

@@ -370,3 +370,31 @@ def test_a_missing_extra_says_what_to_install() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert "pip install 'solon-events[otel]'" in result.stdout
+
+
+async def test_astream_is_recorded_as_call_is(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "weather", telemetry=True)
+    events = [e async for e in model.prompt("Weather in Paris?").tools(get_weather).astream()]
+    found = spans()
+    assert set(found) == {"chat weather", "execute_tool get_weather"}
+    chat = found["chat weather"]
+    attributes = dict(chat.attributes or {})
+    assert attributes["solon_events.response.id"] == events[-1].response_id
+    assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "gen_ai.client.operation.duration" in points()
+
+
+async def test_an_astream_left_early_is_recorded_as_cancelled(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "slow:50:0.01", telemetry=True)
+    stream = model.prompt("hi").astream()
+    async for event in stream:
+        if event.type is T.TEXT_DELTA:
+            break
+    await stream.aclose()
+    chat = spans()["chat slow:50:0.01"]
+    assert dict(chat.attributes or {})["solon_events.response.cancelled"] is True
+    assert chat.status.status_code is StatusCode.UNSET

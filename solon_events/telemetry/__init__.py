@@ -47,10 +47,19 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from .._version import __version__
+from ..core.stages import Sink
 from ..events import ChatEvent
 from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
 
-__all__ = ["CAPTURE_CONTENT_ENV", "INSTALL_HINT", "PROVIDER_NAMES", "error_type", "instrument"]
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "INSTALL_HINT",
+    "PROVIDER_NAMES",
+    "RecordingStage",
+    "error_type",
+    "instrument",
+    "recording",
+]
 
 INSTALL_HINT = "pip install 'solon-events[otel]'"
 """What to run for telemetry."""
@@ -157,6 +166,54 @@ def instrument(
     >>> events = replay("examples/recordings/text-openai.jsonl")
     >>> answer = events.pipe(instrument(model="gpt-4o-mini", provider="openai")).run()
     """
+    record = recording(
+        model=model,
+        provider=provider,
+        server_address=server_address,
+        server_port=server_port,
+        capture_content=capture_content,
+        input_messages=input_messages,
+        options=options,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+    )
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        def subscribe(
+            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            stage = record(observer)
+            subscription = source.subscribe(
+                stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
+            )
+
+            def dispose() -> None:
+                stage.cancel()
+                subscription.dispose()
+
+            return Disposable(dispose)
+
+        return reactivex.create(subscribe)
+
+    return operator
+
+
+def recording(
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    server_address: str | None = None,
+    server_port: int | None = None,
+    capture_content: bool | None = None,
+    input_messages: Iterable[Any] = (),
+    options: Mapping[str, Any] | None = None,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+) -> Callable[[Sink], RecordingStage]:
+    """What :func:`instrument` does, without Rx: ``recording(...)(down)`` is a
+    :class:`RecordingStage` in front of ``down`` (a stage or an observer), recording one
+    response. The options are :func:`instrument`'s.
+    """
     instruments = _instruments(tracer_provider, meter_provider)
     settings = RecorderSettings(
         model=model,
@@ -168,35 +225,40 @@ def instrument(
         options=dict(options or {}),
     )
 
-    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
-        def subscribe(
-            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            recorder = ResponseRecorder(instruments, settings)
+    def stage(down: Sink) -> RecordingStage:
+        return RecordingStage(ResponseRecorder(instruments, settings), down)
 
-            def on_next(event: ChatEvent) -> None:
-                _safely(recorder.see, event)
-                observer.on_next(event)
+    return stage
 
-            def on_error(error: Exception) -> None:
-                _safely(recorder.end, error)
-                observer.on_error(error)
 
-            def on_completed() -> None:
-                _safely(recorder.end, None)
-                observer.on_completed()
+class RecordingStage:
+    """Records every event it passes on into ``down`` (a span started when it is made);
+    :meth:`cancel` before the end records a cancellation."""
 
-            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+    __slots__ = ("_down", "_recorder")
 
-            def dispose() -> None:
-                _safely(recorder.cancel)
-                subscription.dispose()
+    def __init__(self, recorder: ResponseRecorder, down: Sink) -> None:
+        self._recorder = recorder
+        self._down = down
 
-            return Disposable(dispose)
+    def on_next(self, event: ChatEvent) -> None:
+        """Record ``event``, pass it on."""
+        _safely(self._recorder.see, event)
+        self._down.on_next(event)
 
-        return reactivex.create(subscribe)
+    def on_error(self, error: Exception) -> None:
+        """Record the failure, pass it on."""
+        _safely(self._recorder.end, error)
+        self._down.on_error(error)
 
-    return operator
+    def on_completed(self) -> None:
+        """Record the end, pass it on."""
+        _safely(self._recorder.end, None)
+        self._down.on_completed()
+
+    def cancel(self) -> None:
+        """The response was left before its end (nothing after its end)."""
+        _safely(self._recorder.cancel)
 
 
 def _safely(record: Callable[..., None], *args: Any) -> None:
