@@ -45,7 +45,7 @@ from .tools import Tool, ToolSet
 from .transport import AiohttpTransport, ChatTransport, pools_closed
 
 if TYPE_CHECKING:
-    from .telemetry import RecordingStage
+    from .telemetry import Instrument
 
 __all__ = ["ChatModel", "ChatPrompt"]
 
@@ -183,21 +183,12 @@ class ChatModel:
         """Whether every response is recorded with OpenTelemetry."""
         return self._telemetry is not None
 
-    def _instrument(
-        self, messages: Iterable[Message], options: Mapping[str, Any]
-    ) -> Callable[[Observable[ChatEvent]], Observable[ChatEvent]]:
-        """The telemetry operator for one prompt of this model (``stream()``)."""
+    def _instrument(self, messages: Iterable[Message], options: Mapping[str, Any]) -> Instrument:
+        """The telemetry operator for one prompt of this model (its ``stage`` for
+        ``astream()``)."""
         from .telemetry import instrument
 
         return instrument(**self._telemetry_options(messages, options))
-
-    def _recording(
-        self, messages: Iterable[Message], options: Mapping[str, Any]
-    ) -> Callable[[stages.Sink], RecordingStage]:
-        """The telemetry stage maker for one prompt of this model (``astream()``)."""
-        from .telemetry import recording
-
-        return recording(**self._telemetry_options(messages, options))
 
     def _telemetry_options(
         self, messages: Iterable[Message], options: Mapping[str, Any]
@@ -644,7 +635,7 @@ class ChatPrompt:
         down: stages.Sink = gathered
         recording = None
         if model.telemetry:
-            recording = down = model._recording(self._messages, self._options)(gathered)
+            recording = down = model._instrument(self._messages, self._options).stage(gathered)
         run = _response_run(
             self._plan(), down, self._event_filter, self._partial_arguments, model._redactor
         )

@@ -55,10 +55,10 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "INSTALL_HINT",
     "PROVIDER_NAMES",
+    "Instrument",
     "RecordingStage",
     "error_type",
     "instrument",
-    "recording",
 ]
 
 INSTALL_HINT = "pip install 'solon-events[otel]'"
@@ -83,7 +83,6 @@ _SECONDS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 2
 _TOKENS = [4.0**n for n in range(14)]
 
 _log = logging.getLogger(__name__)
-Operator = Callable[[Observable[ChatEvent]], Observable[ChatEvent]]
 
 
 def _otel() -> tuple[Any, Any]:
@@ -148,7 +147,7 @@ def instrument(
     options: Mapping[str, Any] | None = None,
     tracer_provider: Any = None,
     meter_provider: Any = None,
-) -> Operator:
+) -> Instrument:
     """Record each subscription of an event stream as a GenAI ``chat`` span with metrics.
 
     Events pass through unchanged. ``model`` is the requested model (the span is named
@@ -166,23 +165,37 @@ def instrument(
     >>> events = replay("examples/recordings/text-openai.jsonl")
     >>> answer = events.pipe(instrument(model="gpt-4o-mini", provider="openai")).run()
     """
-    record = recording(
+    instruments = _instruments(tracer_provider, meter_provider)
+    settings = RecorderSettings(
         model=model,
-        provider=provider,
+        provider=PROVIDER_NAMES.get(provider, provider) if provider is not None else None,
         server_address=server_address,
         server_port=server_port,
-        capture_content=capture_content,
-        input_messages=input_messages,
-        options=options,
-        tracer_provider=tracer_provider,
-        meter_provider=meter_provider,
+        capture_content=_capture_from_env() if capture_content is None else bool(capture_content),
+        input_messages=tuple(input_messages),
+        options=dict(options or {}),
     )
+    return Instrument(instruments, settings)
 
-    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+
+class Instrument:
+    """What :func:`instrument` returns: an operator (call it on an observable), whose
+    :meth:`stage` does the same without Rx."""
+
+    def __init__(self, instruments: Instruments, settings: RecorderSettings) -> None:
+        self._instruments = instruments
+        self._settings = settings
+
+    def stage(self, down: Sink) -> RecordingStage:
+        """A :class:`RecordingStage` in front of ``down`` (a stage or an observer),
+        recording one response."""
+        return RecordingStage(ResponseRecorder(self._instruments, self._settings), down)
+
+    def __call__(self, source: Observable[ChatEvent]) -> Observable[ChatEvent]:
         def subscribe(
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            stage = record(observer)
+            stage = self.stage(observer)
             subscription = source.subscribe(
                 stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
             )
@@ -194,41 +207,6 @@ def instrument(
             return Disposable(dispose)
 
         return reactivex.create(subscribe)
-
-    return operator
-
-
-def recording(
-    *,
-    model: str | None = None,
-    provider: str | None = None,
-    server_address: str | None = None,
-    server_port: int | None = None,
-    capture_content: bool | None = None,
-    input_messages: Iterable[Any] = (),
-    options: Mapping[str, Any] | None = None,
-    tracer_provider: Any = None,
-    meter_provider: Any = None,
-) -> Callable[[Sink], RecordingStage]:
-    """What :func:`instrument` does, without Rx: ``recording(...)(down)`` is a
-    :class:`RecordingStage` in front of ``down`` (a stage or an observer), recording one
-    response. The options are :func:`instrument`'s.
-    """
-    instruments = _instruments(tracer_provider, meter_provider)
-    settings = RecorderSettings(
-        model=model,
-        provider=PROVIDER_NAMES.get(provider, provider) if provider is not None else None,
-        server_address=server_address,
-        server_port=server_port,
-        capture_content=_capture_from_env() if capture_content is None else bool(capture_content),
-        input_messages=tuple(input_messages),
-        options=dict(options or {}),
-    )
-
-    def stage(down: Sink) -> RecordingStage:
-        return RecordingStage(ResponseRecorder(instruments, settings), down)
-
-    return stage
 
 
 class RecordingStage:
