@@ -9,10 +9,11 @@ from __future__ import annotations
 import enum
 import typing
 from collections.abc import Mapping
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from .display_hooks import repr_html, repr_pretty
 from .values import (
@@ -20,6 +21,7 @@ from .values import (
     FrozenValue,
     fast_constructor,
     read_only,
+    read_through,
     snapshot,
     writable_base,
 )
@@ -148,8 +150,31 @@ same member, read from an ordinary namespace. Only attribute access works on it.
 _T = TYPES
 
 
+def _hold_raw(value: Mapping[str, Any] | None) -> Any:
+    """What a ChatEvent holds for ``raw=value``: a plain dict as it is (made read-only when
+    read), any other mutable mapping wrapped read-only (None or empty: the empty mapping)."""
+    if not value:
+        return EMPTY_MAPPING
+    if value.__class__ is dict:
+        return value
+    return read_only(value)
+
+
+def _read_raw(held: Any) -> Mapping[str, Any]:
+    """The provider's payload that produced the event (read-only, never None); a frame's
+    JSON text is decoded on each read (a new mapping, equal every time)."""
+    kind = held.__class__
+    if kind is dict:
+        return MappingProxyType(held)
+    if kind is str or kind is bytes:
+        payload = orjson.loads(held)
+        return MappingProxyType(payload) if payload.__class__ is dict else payload
+    return held  # type: ignore[no-any-return]
+
+
 @typing.final
 @fast_constructor
+@read_through("raw", _read_raw)
 @attrs.frozen(slots=True, repr=False, unsafe_hash=False)
 @writable_base
 class ChatEvent(FrozenValue):
@@ -160,6 +185,11 @@ class ChatEvent(FrozenValue):
     a read-only snapshot of extra attributes. ``ChatEvent(type, ...)`` is the one
     constructor (its parameters are the fields below, in order); ``copy.copy``,
     ``attrs.evolve`` (or :meth:`evolve`) and ``pickle`` build their events through it.
+
+    ``raw`` is made read-only when read: an event the parse stage made from a whole frame
+    keeps that frame's JSON text and decodes it on each read (a new mapping, equal every
+    time); any other keeps the dict it was given. Kept events thus hold little for the
+    garbage collector to walk.
     """
 
     type: ChatEventType
@@ -179,7 +209,7 @@ class ChatEvent(FrozenValue):
     search_result: SearchResult | None = None
     raw_type: str | None = None
     sub_type: str | None = None
-    raw: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=read_only)
+    raw: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=_hold_raw)
     attrs: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=snapshot)
 
     _repr_html_ = repr_html

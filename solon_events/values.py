@@ -23,6 +23,7 @@ __all__ = [
     "fast_evolve",
     "fast_recorder",
     "read_only",
+    "read_through",
     "snapshot",
     "writable_base",
 ]
@@ -78,6 +79,29 @@ def _rebuild(cls: Callable[..., _V], fields: dict[str, Any]) -> _V:
     return cls(**fields)
 
 
+def read_through(name: str, read: Callable[[Any], Any]) -> Callable[[type[_V]], type[_V]]:
+    """Class decorator, applied between ``attrs.frozen`` and :func:`fast_constructor`: the
+    field ``name`` reads as ``read(held)``, ``held`` being what its slot holds.
+
+    For a field held in a form the collector need not walk (a frame's JSON text, a plain
+    dict, which Python leaves untracked when it holds no containers) and made read-only
+    on every read. Equality, copying and pickling read the field, so they see what
+    ``read`` gives; :func:`fast_evolve` carries the held form over unread.
+    """
+
+    def apply(cls: type[_V]) -> type[_V]:
+        held = vars(cls.__base__)[name].__get__  # the slot itself, under the property
+
+        def get(self: Any) -> Any:
+            return read(held(self))
+
+        get.__name__ = get.__qualname__ = name
+        setattr(cls, name, property(get, doc=read.__doc__))
+        return cls
+
+    return apply
+
+
 def writable_base(cls: type[_V]) -> type[_V]:
     """Class decorator, applied before ``attrs.frozen``: ``cls`` again, deriving from a
     writable class whose slots are its fields (and ``__weakref__``).
@@ -127,11 +151,20 @@ def fast_evolve(cls: type[Any]) -> Callable[..., Any]:
     return _builder(cls, "evolve", "self", (), "return this", keep=True)
 
 
-def fast_recorder(cls: type[Any], stamped: tuple[str, ...], record: str) -> Callable[..., None]:
+def fast_recorder(
+    cls: type[Any],
+    stamped: tuple[str, ...],
+    record: str,
+    shared: tuple[str, str, str] | None = None,
+) -> Callable[..., None]:
     """A method that builds a ``cls`` as :func:`fast_constructor`'s does and appends it to
     ``self.<record>``; its fields named in ``stamped`` are ``self``'s attributes of the same
-    names, its parameters the other fields."""
-    return _builder(cls, "record", "self", stamped, f"self.{record}.append(this)")
+    names, its parameters the other fields.
+
+    ``shared``, ``(field, given, held)``: when that field's value is ``self.<given>`` itself,
+    the event holds ``self.<held>`` there instead, unconverted (a frame's JSON text in place
+    of its decoded payload, for a field :func:`read_through` decodes on read)."""
+    return _builder(cls, "record", "self", stamped, f"self.{record}.append(this)", shared=shared)
 
 
 def _builder(
@@ -141,10 +174,12 @@ def _builder(
     stamped: tuple[str, ...],
     finish: str,
     keep: bool = False,
+    shared: tuple[str, str, str] | None = None,
 ) -> Callable[..., Any]:
     """The source of a function building a ``cls`` from its fields, compiled: ``name(first,
     <fields>)``; ``stamped`` fields are ``self``'s, and with ``keep`` every field not given
-    is ``self``'s; ``finish`` is its last line."""
+    is ``self``'s (read from its slot, under a :func:`read_through` property); ``shared`` is
+    :func:`fast_recorder`'s; ``finish`` is its last line."""
     fields = attrs.fields(cls)
     writable: Any = cls.__base__
     if cls.__basicsize__ != writable.__basicsize__:
@@ -171,9 +206,11 @@ def _builder(
             value = field_name if converter is None else f"_convert_{field_name}({field_name})"
             if converter is not None:
                 namespace[f"_convert_{field_name}"] = converter
-            stores.append(
-                f"    this.{field_name} = self.{field_name} if {field_name} is _keep else {value}"
-            )
+            kept = f"self.{field_name}"
+            if isinstance(vars(cls).get(field_name), property):  # read_through: the slot
+                namespace[f"_held_{field_name}"] = vars(writable)[field_name].__get__
+                kept = f"_held_{field_name}(self)"
+            stores.append(f"    this.{field_name} = {kept} if {field_name} is _keep else {value}")
             continue
         if default is attrs.NOTHING:
             params.append(field_name)
@@ -191,6 +228,9 @@ def _builder(
             value = f"_convert_{field_name}({field_name})"
             if f"_default_{field_name}" in namespace:
                 value = f"{field_name} if {field_name} is _default_{field_name} else {value}"
+        if shared is not None and shared[0] == field_name:
+            given, held = shared[1:]
+            value = f"self.{held} if {field_name} is self.{given} else {value}"
         stores.append(f"    this.{field_name} = {value}")
     source = "\n".join(
         [

@@ -180,11 +180,16 @@ class ParseStage:
         try:
             # the common cases inline; the sentinel and anything odd are decode_payload's
             kind = frame.__class__
-            if kind is bytes or kind is Frame:
+            if kind is bytes or kind is Frame or kind is str:
+                text = frame.data if kind is Frame else frame
                 try:
-                    payload = _loads(frame if kind is bytes else frame.data)
+                    payload = _loads(text)
                 except _JSONDecodeError:
                     payload = decode_payload(frame, self.frame_count)
+                else:  # events sent with this payload as raw hold its text (never stale)
+                    ctx = self._ctx
+                    ctx.frame = payload
+                    ctx.frame_text = text
             else:
                 payload = decode_payload(frame, self.frame_count)
         except ChatError as exc:

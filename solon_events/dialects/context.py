@@ -16,7 +16,7 @@ import attrs
 
 from ..errors import ChatError, ProviderError
 from ..events import ChatEvent, ChatEventType
-from ..values import fast_recorder
+from ..values import EMPTY_MAPPING, fast_recorder
 from .reading import provider_error_message
 
 __all__ = ["ChatStreamContext", "Failure", "Finish", "NextResponse", "Outcome"]
@@ -75,9 +75,15 @@ class ChatStreamContext:
     response, ``provider_response_id`` (stamped on the events it builds) and ``model``,
     and ``state``, the dialect's scratch dict for the current step (emptied by
     :meth:`next_response`).
+
+    An event sent with ``raw=`` the payload of the frame being read (:attr:`frame`, which
+    the parse stage sets with :attr:`frame_text`) holds that frame's JSON text instead,
+    shared by all the frame's events and decoded when the event's ``raw`` is read. A
+    dialect must therefore not change a payload it sends as ``raw``.
     """
 
-    __slots__ = ("_record", "model", "provider_response_id", "response_id", "state", "step")
+    __slots__ = ("_record", "frame", "frame_text", "model", "provider_response_id",
+                 "response_id", "state", "step")  # fmt: skip
 
     def __init__(
         self,
@@ -98,6 +104,12 @@ class ChatStreamContext:
         """The model the provider says answered, when it says so."""
         self.state: dict[str, Any] = {}
         """The dialect's own scratch dict for the current step."""
+        self.frame: Any = EMPTY_MAPPING
+        """The payload of the frame being read, decoded from :attr:`frame_text` (the parse
+        stage sets both; an empty mapping before the first)."""
+        self.frame_text: Any = EMPTY_MAPPING
+        """The JSON text :attr:`frame` was decoded from: what an event sent with that
+        payload as ``raw`` holds."""
 
     def take(self) -> list[Outcome]:
         """What was recorded since the last call, in order; the record is then empty."""
@@ -120,9 +132,15 @@ class ChatStreamContext:
             **fields,
         )
 
-    send = fast_recorder(ChatEvent, ("step", "response_id", "provider_response_id"), "_record")
+    send = fast_recorder(
+        ChatEvent,
+        ("step", "response_id", "provider_response_id"),
+        "_record",
+        shared=("raw", "frame", "frame_text"),
+    )
     """``send(type, text=None, ...)``: record an event built as :meth:`event` builds it (the
-    hot path: ChatEvent's fields but the three ids are its parameters, in their order)."""
+    hot path: ChatEvent's fields but the three ids are its parameters, in their order);
+    given ``raw=ctx.frame``, the event holds :attr:`frame_text`."""
 
     def finish(self, reason: str | None = None) -> None:
         """Record the provider's completion signal; a later non-None reason wins."""
