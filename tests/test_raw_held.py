@@ -15,11 +15,11 @@ from typing import Any
 import orjson
 import pytest
 from copies import WAYS, copied
+from dialect_runs import feed
 from hypothesis import given
 from hypothesis import strategies as st
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatStreamContext, replay
-from solon_events.core.parsing import ParseStage
 from solon_events.dialects.base import ChatDialect
 from solon_events.sse import Frame
 from solon_events.values import EMPTY_MAPPING
@@ -42,29 +42,9 @@ class _Frames(ChatDialect):
             ctx.finish("stop")
 
 
-class _Events:
-    def __init__(self) -> None:
-        self.events: list[ChatEvent] = []
-
-    def on_next(self, event: ChatEvent) -> None:
-        self.events.append(event)
-
-    def on_error(self, error: Exception) -> None:
-        raise error
-
-    def on_completed(self) -> None:
-        pass
-
-
 def _parsed(frames: list[Any]) -> list[ChatEvent]:
-    """The events of the frames' own types that ``_Frames`` makes of ``frames``."""
-    out = _Events()
-    stage = ParseStage(_Frames(), out)
-    stage.start()
-    for frame in frames:
-        stage.on_next(frame)
-    stage.on_completed()
-    return [e for e in out.events if e.type in (T.TEXT_DELTA, T.STATUS, T.CUSTOM)]
+    """The events ``_Frames`` makes of ``frames``."""
+    return feed(_Frames(), frames)[0]
 
 
 def _walked(event: ChatEvent) -> list[Any]:
