@@ -296,6 +296,9 @@ class _Lifecycle:
             if self.closed:
                 return
             self.closed = self._reader.closed = True
+        transport = self._reader.transport
+        if isinstance(transport, AiohttpTransport):  # closed from inside a caller's loop
+            transport.close_soon()
         io = self._io
         if io.in_loop_thread():  # closed from a callback: shut down after it returns
             asyncio.get_running_loop().create_task(self._shutdown()).add_done_callback(

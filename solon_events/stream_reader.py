@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import re
 import sys
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from typing import Any
 
 import attrs
@@ -110,8 +110,9 @@ class _FrameClock:
     def _after(self, seconds: float | None) -> float | None:
         return None if seconds is None else self._loop.time() + seconds
 
-    def frame_decoded(self) -> None:
-        self.frames += 1
+    def frames_decoded(self, count: int) -> None:
+        """``count`` frames were decoded now (from one chunk): the idle budget restarts."""
+        self.frames += count
         self._frame_deadline = self._after(self._budgets.idle_timeout)
         self._frame_budget = "idle_timeout"
 
@@ -264,7 +265,7 @@ class StreamReader:
                 if delay is None:
                     raise
                 retries += 1
-                self._emit(emit, self._retry_status(retries, delay, error))
+                self._emit(emit, (self._retry_status(retries, delay, error),))
             yield
             await asyncio.sleep(delay)
 
@@ -290,9 +291,10 @@ class StreamReader:
         )
 
     @staticmethod
-    def _emit(emit: Emit, item: Frame | bytes | ChatEvent) -> None:
+    def _emit(emit: Emit, items: Sequence[Frame | bytes | ChatEvent]) -> None:
         try:
-            emit(item)
+            for item in items:
+                emit(item)
         except Exception as exc:
             raise _Downstream(exc) from exc
 
@@ -311,13 +313,13 @@ class StreamReader:
                 clock.bytes += len(chunk)
                 frames = decoder.feed(chunk)
                 if frames:
-                    for frame in frames:
-                        clock.frame_decoded()
-                        self._emit(emit, frame)
+                    clock.frames_decoded(len(frames))
+                    self._emit(emit, frames)
                     yield
-            for frame in decoder.close():
-                clock.frame_decoded()
-                self._emit(emit, frame)
+            frames = decoder.close()
+            if frames:
+                clock.frames_decoded(len(frames))
+                self._emit(emit, frames)
             if not clock.frames:
                 what = f"{clock.bytes} bytes and no frame" if clock.bytes else "an empty body"
                 raise ChatProtocolError(

@@ -179,15 +179,34 @@ class AiohttpTransport:
         """Close the pool of the running loop, and have every other running loop close
         its own (idempotent)."""
         here = asyncio.get_running_loop()
-        with self._lock:
-            pools = list(self._pools.items())
-            self._pools.clear()
-        for loop, pool in pools:
+        for loop, pool in self._take_pools():
             if loop is here:
                 await pool.close()
             elif not loop.is_closed():
                 with contextlib.suppress(RuntimeError):  # closed meanwhile
                     loop.call_soon_threadsafe(pool.close_soon)
+
+    def close_soon(self) -> None:
+        """Start closing the pool of the loop running in this thread, if any, without
+        waiting (for a synchronous close from inside that loop: the closing is a task of
+        the loop from now on, so that a loop about to end finishes it or closes the pool
+        itself)."""
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for _loop, pool in self._take_pools(here):
+            pool.close_soon()
+
+    def _take_pools(
+        self, loop: asyncio.AbstractEventLoop | None = None
+    ) -> list[tuple[asyncio.AbstractEventLoop, _Pool]]:
+        """The pools (of ``loop`` only, if given), no longer this transport's."""
+        with self._lock:
+            taken = [(k, v) for k, v in self._pools.items() if loop is None or k is loop]
+            for k, _pool in taken:
+                del self._pools[k]
+        return taken
 
 
 async def pools_closed() -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -1051,3 +1053,33 @@ async def test_astream_delivers_tool_progress_while_the_tool_runs(
         if event.type is T.TOOL_RESULT:
             assert release.is_set() and event.text == RESULT
     assert release.is_set()
+
+
+CLOSING_SCRIPT = """
+import asyncio, sys
+from solon_events import ChatModel
+
+async def main() -> None:
+    model = ChatModel(sys.argv[1], "echo")
+    assert (await model.prompt("hi").acall()).text == "hi"
+    if sys.argv[2] == "close":
+        model.close()  # synchronously, from inside the loop, which ends right after
+    else:
+        globals()["kept"] = model  # never closed: the loop's end closes its pool
+
+asyncio.run(main())
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("how", ["close", "never"])
+def test_a_loop_that_ends_closes_its_pool_cleanly(server: RunningServer, how: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", CLOSING_SCRIPT, server.url + ENDPOINTS["openai"], how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    for trouble in ("Task was destroyed", "Unclosed", "Traceback", "Warning"):
+        assert trouble not in done.stderr, done.stderr
