@@ -20,6 +20,7 @@ from .values import (
     EMPTY_MAPPING,
     FrozenValue,
     fast_constructor,
+    fast_replacer,
     read_only,
     read_through,
     snapshot,
@@ -343,8 +344,11 @@ def framing_event(
     )
 
 
+_copy_with_response_id = fast_replacer(ChatEvent, "response_id")
+
+
 def with_response_id(event: ChatEvent, response_id: str | None) -> ChatEvent:
     """``event`` with ``response_id`` set (``event`` itself when it already has it)."""
     if event.response_id == response_id:
         return event
-    return event.evolve(response_id=response_id)
+    return _copy_with_response_id(event, response_id)

@@ -21,6 +21,7 @@ __all__ = [
     "fast_builder",
     "fast_constructor",
     "fast_evolve",
+    "fast_replacer",
     "fast_recorder",
     "read_only",
     "read_through",
@@ -151,6 +152,14 @@ def fast_evolve(cls: type[Any]) -> Callable[..., Any]:
     return _builder(cls, "evolve", "self", (), "return this", keep=True)
 
 
+def fast_replacer(cls: type[_V], field: str) -> Callable[[_V, Any], _V]:
+    """A function ``(value, new)``: a copy of the ``cls`` ``value`` with ``field`` set to
+    ``new`` (unconverted), every other field as it is: :func:`fast_evolve` of one field,
+    without its keyword handling (for a field the hot path sets on every event)."""
+    others = tuple(other.name for other in attrs.fields(cls) if other.name != field)  # type: ignore[arg-type]
+    return _builder(cls, f"with_{field}", "self", others, "return this")
+
+
 def fast_recorder(
     cls: type[Any],
     stamped: tuple[str, ...],
@@ -196,8 +205,13 @@ def _builder(
     stores: list[str] = []
     for field in fields:
         field_name = field.name
+        # self's value of a field: read from its slot under a read_through property
+        own = f"self.{field_name}"
+        if first == "self" and isinstance(vars(cls).get(field_name), property):
+            namespace[f"_held_{field_name}"] = vars(writable)[field_name].__get__
+            own = f"_held_{field_name}(self)"
         if field_name in stamped:
-            stores.append(f"    this.{field_name} = self.{field_name}")
+            stores.append(f"    this.{field_name} = {own}")
             continue
         default = field.default
         converter = field.converter
@@ -206,11 +220,7 @@ def _builder(
             value = field_name if converter is None else f"_convert_{field_name}({field_name})"
             if converter is not None:
                 namespace[f"_convert_{field_name}"] = converter
-            kept = f"self.{field_name}"
-            if isinstance(vars(cls).get(field_name), property):  # read_through: the slot
-                namespace[f"_held_{field_name}"] = vars(writable)[field_name].__get__
-                kept = f"_held_{field_name}(self)"
-            stores.append(f"    this.{field_name} = {kept} if {field_name} is _keep else {value}")
+            stores.append(f"    this.{field_name} = {own} if {field_name} is _keep else {value}")
             continue
         if default is attrs.NOTHING:
             params.append(field_name)

@@ -173,14 +173,14 @@ class ParseStage:
         """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload."""
         if self.closed:
             return
-        if frame.__class__ is ChatEvent:
+        kind = frame.__class__
+        if kind is ChatEvent:
             self.relay(frame)
             return
         self.frame_count += 1
+        # the common cases inline; the sentinel and anything odd are decode_payload's
         try:
-            # the common cases inline; the sentinel and anything odd are decode_payload's
-            kind = frame.__class__
-            if kind is bytes or kind is Frame or kind is str:
+            if kind is Frame or kind is bytes or kind is str:
                 text = frame.data if kind is Frame else frame
                 try:
                     payload = _loads(text)
@@ -195,8 +195,9 @@ class ParseStage:
         except ChatError as exc:
             self._fail(exc)
             return
-        if self.frame_count == 1:
+        if self._first is None:
             self._first = payload
+        record = self._record
         try:
             if payload is DONE:
                 self._done_count += 1
@@ -204,7 +205,7 @@ class ParseStage:
             else:
                 self._dialect.parse_frame(self._ctx, payload)
         except Exception as exc:
-            self._record.clear()  # a frame that fails contributes nothing
+            record.clear()  # a frame that fails contributes nothing
             self._fail(self._dialect_error(exc, f"frame {self.frame_count}"))
             return
         failure = self._act()
@@ -258,12 +259,10 @@ class ParseStage:
         """Act on what the dialect recorded, in order; the first failure it recorded."""
         record = self._record
         failure = None
-        push = self._push
-        fold = self._accumulator.add
         for outcome in record:
-            if type(outcome) is ChatEvent:
-                fold(outcome)
-                push(outcome)
+            if outcome.__class__ is ChatEvent:  # most of any record
+                self._accumulator.add(outcome)
+                self._push(outcome)
             elif type(outcome) is Finish:
                 self.finished = True
                 if outcome.reason is not None:
@@ -273,7 +272,6 @@ class ParseStage:
                     failure = outcome.error
             elif type(outcome) is NextResponse:
                 self._next_response(outcome)
-                fold = self._accumulator.add
         record.clear()
         return failure
 

@@ -99,13 +99,6 @@ _USAGE_COUNTS = frozenset(
 )
 
 
-# The keys of a frame that is one piece of text and nothing else (usage aside).
-_TEXT_PART_KEYS = frozenset({"text"})
-_TEXT_CANDIDATE_KEYS = frozenset({"content", "index"})
-_TEXT_FRAME_KEYS = frozenset({"candidates", "responseId", "modelVersion"})
-_TEXT_FRAME_USAGE_KEYS = _TEXT_FRAME_KEYS | {"usageMetadata"}
-
-
 class GeminiDialect(ChatDialect):
     """Gemini API ``streamGenerateContent`` with ``alt=sse`` (Google AI and Vertex AI)."""
 
@@ -129,18 +122,17 @@ class GeminiDialect(ChatDialect):
         except (AttributeError, KeyError, TypeError, ValueError):
             pass
         else:
-            # A plain text frame: no key but those read (and usage), so nothing that makes
-            # events of its own.
+            # A plain text frame: each object holds only the keys read here (and the frame
+            # perhaps usage), so nothing that makes events of its own.
             if (
                 type(text) is str
                 and text
+                and len(part) == 1
+                and len(candidate) == 2
                 and candidate.get("index") == 0
-                and part.keys() == _TEXT_PART_KEYS
-                and candidate.keys() == _TEXT_CANDIDATE_KEYS
             ):
                 usage = frame.get("usageMetadata")
-                plain = frame.keys() == _TEXT_FRAME_KEYS
-                if plain or (type(usage) is dict and frame.keys() == _TEXT_FRAME_USAGE_KEYS):
+                if len(frame) == 3 or (len(frame) == 4 and type(usage) is dict):
                     if response_id != ctx.provider_response_id or model != ctx.model:
                         _identify(ctx, response_id, model)
                     ctx.send(_TEXT_DELTA, text=text, raw=part)
