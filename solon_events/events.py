@@ -23,7 +23,6 @@ from .values import (
     fast_replacer,
     read_only,
     read_through,
-    snapshot,
     writable_base,
 )
 
@@ -173,8 +172,20 @@ def _read_raw(held: Any) -> Mapping[str, Any]:
     return held  # type: ignore[no-any-return]
 
 
+def _hold_attrs(value: Mapping[str, Any] | None) -> Any:
+    """What a ChatEvent holds for ``attrs=value``: a copy as a plain dict (made read-only when
+    read), so later changes to ``value`` do not reach it (None or empty: the empty mapping)."""
+    return dict(value) if value else EMPTY_MAPPING
+
+
+def _read_attrs(held: Any) -> Mapping[str, Any]:
+    """Extra facts about the event, as a read-only snapshot (never None)."""
+    return MappingProxyType(held) if held.__class__ is dict else held  # type: ignore[no-any-return]
+
+
 @typing.final
 @fast_constructor
+@read_through("attrs", _read_attrs)
 @read_through("raw", _read_raw)
 @attrs.frozen(slots=True, repr=False, unsafe_hash=False)
 @writable_base
@@ -189,8 +200,8 @@ class ChatEvent(FrozenValue):
 
     ``raw`` is made read-only when read: an event the parse stage made from a whole frame
     keeps that frame's JSON text and decodes it on each read (a new mapping, equal every
-    time); any other keeps the dict it was given. Kept events thus hold little for the
-    garbage collector to walk.
+    time); any other keeps the dict it was given. ``attrs`` keeps a copy of its dict, made
+    read-only when read. Kept events thus hold little for the garbage collector to walk.
     """
 
     type: ChatEventType
@@ -211,7 +222,7 @@ class ChatEvent(FrozenValue):
     raw_type: str | None = None
     sub_type: str | None = None
     raw: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=_hold_raw)
-    attrs: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=snapshot)
+    attrs: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=_hold_attrs)
 
     _repr_html_ = repr_html
     _repr_pretty_ = repr_pretty

@@ -1,9 +1,10 @@
-"""How an event holds ``raw`` (SPEC §2; #18.3): a frame's JSON text, decoded on each read.
+"""How an event holds ``raw`` and ``attrs`` (SPEC §2; #18.3): a frame's JSON text, decoded on read.
 
 An event the parse stage makes from a whole frame holds the frame's text, shared by the
 frame's events, instead of its decoded dicts and lists: a kept event then gives the
 cyclic garbage collector nothing to walk but itself. ``raw`` still reads as a read-only
-mapping equal to the frame, every time, through copies, pickles and ``evolve``.
+mapping equal to the frame, every time, through copies, pickles and ``evolve``. ``attrs``
+holds a plain copy of its dict (a snapshot), made read-only when read.
 """
 
 from __future__ import annotations
@@ -143,3 +144,14 @@ def test_kept_replay_events_hold_no_provider_containers() -> None:
     deltas = [e for e in events if e.type is T.TEXT_DELTA]
     assert [e.raw for e in deltas] == [chunk, chunk]
     assert all(_walked(e) == [] for e in deltas)
+
+
+def test_attrs_are_a_snapshot_the_collector_need_not_walk() -> None:
+    source = {"received_at": 1.5}
+    event = ChatEvent(T.TEXT_DELTA, attrs=source)
+    source["received_at"] = 2.0
+    assert event.attrs == {"received_at": 1.5} and type(event.attrs) is MappingProxyType
+    with pytest.raises(TypeError):
+        event.attrs["x"] = 1  # type: ignore[index]
+    assert [gc.is_tracked(r) for r in _walked(event)] == [False]  # a dict of atoms, untracked
+    assert event.evolve(text="x").attrs == event.attrs and event.attr("received_at") == 1.5
