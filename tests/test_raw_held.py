@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatStreamContext, replay
 from solon_events.dialects.base import ChatDialect
+from solon_events.events import with_response_id
 from solon_events.sse import Frame
 from solon_events.values import EMPTY_MAPPING
 
@@ -109,11 +110,13 @@ def test_an_event_holding_a_frame_copies_and_pickles_to_an_equal_event(how: str)
     assert type(again.raw) is MappingProxyType
 
 
-def test_evolve_keeps_the_frame_held_as_text() -> None:
+def test_evolve_and_with_response_id_keep_the_frame_held_as_text() -> None:
     delta = _parsed([b'{"x": [1], "done": true}'])[0]
     evolved = delta.evolve(text="other", index=3)
     assert evolved.raw == delta.raw and (evolved.text, evolved.index) == ("other", 3)
     assert _walked(evolved) == []
+    stamped = with_response_id(delta, "other")
+    assert stamped.raw == delta.raw and _walked(stamped) == []
     assert delta.evolve(raw={"y": 2}).raw == {"y": 2}
 
 
