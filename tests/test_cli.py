@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from anthropic_frames import anthropic_text_stream
 from recorded import text_body
 
 from solon_events.cli import build_parser, main
@@ -31,32 +32,9 @@ REPORT_RESULT = "write_report returned: 3 sections saved"
 
 # An Anthropic Messages stream (one JSON payload per line), after the public streaming
 # reference: message_start, a ping, one text block, message_delta, message_stop.
-ANTHROPIC_RECORDING = [
-    {
-        "type": "message_start",
-        "message": {
-            "id": "msg_01",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 12, "output_tokens": 1},
-        },
-    },
-    {"type": "ping"},
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " there"}},
-    {"type": "content_block_stop", "index": 0},
-    {
-        "type": "message_delta",
-        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-        "usage": {"output_tokens": 6},
-    },
-    {"type": "message_stop"},
-]
+ANTHROPIC_RECORDING = anthropic_text_stream(
+    "msg_01", ["Hello", " there"], input_tokens=12, output_tokens=6, ping=True
+)
 
 
 @pytest.fixture(autouse=True)

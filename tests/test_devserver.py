@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from anthropic_frames import anthropic_text_stream
 
 from solon_events import replay
 from solon_events.devserver import DevServer
@@ -632,31 +633,7 @@ async def test_unusable_scenario_arguments_are_a_400(
 # replay of a recording
 
 
-RECORDING = [
-    {
-        "type": "message_start",
-        "message": {
-            "id": "msg_rec",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-test",
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 5, "output_tokens": 1},
-        },
-    },
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Re"}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "played"}},
-    {"type": "content_block_stop", "index": 0},
-    {
-        "type": "message_delta",
-        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-        "usage": {"output_tokens": 2},
-    },
-    {"type": "message_stop"},
-]
+RECORDING = anthropic_text_stream("msg_rec", ["Re", "played"], input_tokens=5, output_tokens=2)
 
 
 @pytest.fixture

@@ -290,30 +290,33 @@ def test_server_tool_use_counters() -> None:
 # ---------------------------------------------------------------- thinking
 
 
+def thinking_stream() -> list[dict[str, Any]]:
+    """A thinking block with its signature, then a text block."""
+    return [
+        message_start(),
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        delta(0, type="thinking_delta", thinking="Let me"),
+        delta(0, type="thinking_delta", thinking=" think."),
+        delta(0, type="signature_delta", signature="EqQBCgIYAhIM"),
+        block_stop(0),
+        block_start(1, TEXT_BLOCK),
+        text(1, "Done."),
+        block_stop(1),
+        message_delta("end_turn", output_tokens=9),
+        MESSAGE_STOP,
+    ]
+
+
 def test_thinking_with_signature_then_text() -> None:
-    events, _ = run(
-        [
-            message_start(),
-            block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
-            delta(0, type="thinking_delta", thinking="Let me solve this"),
-            delta(0, type="thinking_delta", thinking=" step by step."),
-            delta(0, type="signature_delta", signature="EqQBCgIYAhIM1gbcDa9GJwZA2b3h"),
-            block_stop(0),
-            block_start(1, TEXT_BLOCK),
-            text(1, "27 * 453 = 12,231"),
-            block_stop(1),
-            message_delta("end_turn", output_tokens=20),
-            MESSAGE_STOP,
-        ]
-    )
+    events, _ = run(thinking_stream())
     assert shape(events)[1:-1] == [
         ("THINKING_START", 0, None),
-        ("THINKING_DELTA", 0, "Let me solve this"),
-        ("THINKING_DELTA", 0, " step by step."),
-        ("THINKING_SIGNATURE", 0, "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"),
+        ("THINKING_DELTA", 0, "Let me"),
+        ("THINKING_DELTA", 0, " think."),
+        ("THINKING_SIGNATURE", 0, "EqQBCgIYAhIM"),
         ("THINKING_END", 0, None),
         ("TEXT_START", 1, None),
-        ("TEXT_DELTA", 1, "27 * 453 = 12,231"),
+        ("TEXT_DELTA", 1, "Done."),
         ("TEXT_END", 1, None),
     ]
 
@@ -1091,22 +1094,6 @@ def assert_same_as_general(frames: list[Any]) -> list[ChatEvent]:
 def general_calls(record_frames: Callable[[ModuleType, str], list[Any]]) -> list[Any]:
     """The frames that reach the general code during a test."""
     return record_frames(anthropic, "_parse_general")
-
-
-def thinking_stream() -> list[dict[str, Any]]:
-    return [
-        message_start(),
-        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
-        delta(0, type="thinking_delta", thinking="Let me"),
-        delta(0, type="thinking_delta", thinking=" think."),
-        delta(0, type="signature_delta", signature="EqQBCgIYAhIM"),
-        block_stop(0),
-        block_start(1, TEXT_BLOCK),
-        text(1, "Done."),
-        block_stop(1),
-        message_delta("end_turn", output_tokens=9),
-        MESSAGE_STOP,
-    ]
 
 
 def tool_stream() -> list[dict[str, Any]]:
