@@ -9,9 +9,12 @@ from .events import ChatEvent, ChatEventGroup, ChatEventType
 
 __all__ = ["ChatEventFilter"]
 
-_T = ChatEventType
 _ALWAYS_DELIVERED_GROUPS = (ChatEventGroup.LIFECYCLE, ChatEventGroup.STEP)
-_FORCED = frozenset(t for t in _T if t.group in _ALWAYS_DELIVERED_GROUPS and t is not _T.HEARTBEAT)
+_FORCED = frozenset(
+    t
+    for t in ChatEventType
+    if t.group in _ALWAYS_DELIVERED_GROUPS and t is not ChatEventType.HEARTBEAT
+)
 """The types :meth:`ChatEventFilter.guarded` always delivers."""
 
 
@@ -63,7 +66,7 @@ class ChatEventFilter:
     @classmethod
     def all(cls) -> ChatEventFilter:
         """A filter that passes every event."""
-        return cls(types=_T, label="all()")
+        return cls(types=ChatEventType, label="all()")
 
     @classmethod
     def of(cls, *types: ChatEventType) -> ChatEventFilter:
@@ -76,7 +79,7 @@ class ChatEventFilter:
         """A filter that passes every type of ``groups``."""
         _check(groups, ChatEventGroup, "of_groups")
         return cls(
-            types=(t for t in _T if t.group in groups),
+            types=(t for t in ChatEventType if t.group in groups),
             label=f"of_groups({', '.join(g.name for g in groups)})",
         )
 
@@ -128,7 +131,7 @@ class ChatEventFilter:
         """Passes what this filter does not."""
         label = f"~{self._label}"
         if self._types is not None:
-            return ChatEventFilter(types=frozenset(_T) - self._types, label=label)
+            return ChatEventFilter(types=frozenset(ChatEventType) - self._types, label=label)
         return ChatEventFilter(lambda e: not self.test(e), label=label)
 
     def __or__(self, other: Callable[[ChatEvent], bool]) -> ChatEventFilter:
@@ -166,5 +169,5 @@ def _check(values: tuple[object, ...], kind: type, method: str) -> None:
 
 
 ChatEventFilter.DEFAULT = ChatEventFilter(
-    types=frozenset(_T) - {_T.HEARTBEAT, _T.RAW}, label="DEFAULT"
+    types=frozenset(ChatEventType) - {ChatEventType.HEARTBEAT, ChatEventType.RAW}, label="DEFAULT"
 )

@@ -32,7 +32,7 @@ from .core import stages
 from .core.session import new_response_id
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .loop_thread import EventLoopThread, cancel_other_tasks
 from .messages import ChatRequest, Message, ToolSpec, to_messages
 from .redaction import Redactor
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatModel", "ChatPrompt"]
 
-_T = TYPES
 EventFilter = Callable[[ChatEvent], bool]
 
 
@@ -600,7 +599,7 @@ class ChatPrompt:
         outcome: dict[str, Any] = {}
 
         def on_next(event: ChatEvent) -> None:
-            if event.type is _T.RESPONSE_END:
+            if event.type is EVENT_TYPES.RESPONSE_END:
                 outcome["response"] = event.response
 
         def on_error(error: Exception) -> None:
@@ -618,7 +617,7 @@ class ChatPrompt:
         """The response, awaited on the caller's event loop (as :meth:`astream` runs it)."""
         response = None
         async for event in self.astream():
-            if event.type is _T.RESPONSE_END:
+            if event.type is EVENT_TYPES.RESPONSE_END:
                 response = event.response
         return _outcome({"response": response})
 

@@ -25,7 +25,7 @@ from .core.partial_arguments import PartialArgumentsStage
 from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
 from .core.structured import JsonAnswer, Schema
 from .dialects.base import ChatDialect, get_dialect
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .filters import ChatEventFilter
 from .results import ChatResponse
 
@@ -42,7 +42,6 @@ __all__ = [
     "text_deltas",
 ]
 
-_T = TYPES
 Operator = Callable[[Observable[Any]], Observable[ChatEvent]]
 
 
@@ -240,7 +239,7 @@ def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Obs
 
 
 def _is_text_delta(event: ChatEvent) -> bool:
-    return event.type is _T.TEXT_DELTA and bool(event.text)
+    return event.type is EVENT_TYPES.TEXT_DELTA and bool(event.text)
 
 
 def _text_of(event: ChatEvent) -> str:
@@ -248,7 +247,7 @@ def _text_of(event: ChatEvent) -> str:
 
 
 def _is_response_end(event: ChatEvent) -> bool:
-    return event.type is _T.RESPONSE_END
+    return event.type is EVENT_TYPES.RESPONSE_END
 
 
 def _response_of(event: ChatEvent) -> ChatResponse:
@@ -290,10 +289,10 @@ def reduce_response(events: Iterable[ChatEvent]) -> ChatResponse | None:
     last_step: ChatResponse | None = None
     for event in events:
         t = event.type
-        if t is _T.RESPONSE_END and event.response is not None:
+        if t is EVENT_TYPES.RESPONSE_END and event.response is not None:
             return event.response
         if t.is_terminal:
             break
-        if t is _T.STEP_END and event.response is not None:
+        if t is EVENT_TYPES.STEP_END and event.response is not None:
             last_step = event.response
     return last_step

@@ -40,7 +40,7 @@ import orjson
 
 from ._version import __version__
 from .errors import ChatProtocolError
-from .events import ChatEvent, ChatEventType
+from .events import EVENT_TYPES, ChatEvent
 from .sse import Frame
 
 if TYPE_CHECKING:
@@ -71,7 +71,6 @@ RECEIVED_AT = "received_at"
 
 _HEADER_START = b'{"' + FORMAT_KEY.encode() + b'"'
 _VERSION = 1
-_T = ChatEventType
 
 
 @attrs.frozen
@@ -199,7 +198,7 @@ def _tool_results_before_step_end(
             clock[0] = result.at
             call = calls.get(result.tool_call_id)
             yield ChatEvent(
-                _T.TOOL_RESULT,
+                EVENT_TYPES.TOOL_RESULT,
                 step=step_end.step,
                 response_id=step_end.response_id,
                 index=call.index if call is not None else -1,
@@ -212,7 +211,7 @@ def _tool_results_before_step_end(
     def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
         def subscribe(observer: Any, scheduler: Any = None) -> Any:
             def on_next(event: ChatEvent) -> None:
-                if event.type is _T.STEP_END:
+                if event.type is EVENT_TYPES.STEP_END:
                     for result in tool_results(event):
                         observer.on_next(result)
                 observer.on_next(event)
@@ -381,9 +380,9 @@ class _Log:
             self.frame_count += 1
 
     def event(self, event: ChatEvent) -> None:
-        if event.type is _T.STEP_START:
+        if event.type is EVENT_TYPES.STEP_START:
             line: dict[str, Any] = {"step": event.step}
-        elif event.type is _T.TOOL_RESULT:
+        elif event.type is EVENT_TYPES.TOOL_RESULT:
             call = event.tool_call
             line = {
                 "tool_result": {
@@ -427,7 +426,7 @@ def record(
         log.event(event)
         if on_event is not None and delivered(event):
             on_event(event)
-        if event.type is _T.RESPONSE_END:
+        if event.type is EVENT_TYPES.RESPONSE_END:
             outcome["response"] = event.response
 
     def on_error(error: Exception) -> None:

@@ -12,7 +12,7 @@ from rich.live import Live
 from rich.text import Text
 
 from .core.partial_arguments import with_partial_arguments
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .results import ToolCall, Usage
 
 __all__ = [
@@ -29,8 +29,6 @@ __all__ = [
 
 LONG_ARGUMENTS = 160
 """Characters of a finished call's arguments shown on its line; the rest is counted."""
-
-_T = TYPES
 
 
 def usage_line(usage: Usage | None) -> str:
@@ -144,25 +142,28 @@ def event_summary(event: ChatEvent) -> str:
     """
     t = event.type
     call = event.tool_call
-    if t is _T.TOOL_RESULT:
+    if t is EVENT_TYPES.TOOL_RESULT:
         return tool_result_line(event)
-    if t is _T.STATUS and event.sub_type == "tool_progress":
+    if t is EVENT_TYPES.STATUS and event.sub_type == "tool_progress":
         return tool_progress_line(event)
-    if t in (_T.TOOL_CALL_START, _T.TOOL_CALL_END, _T.TOOL_CALL_CHUNK) and call is not None:
-        arguments = f"({call.arguments_str})" if t is not _T.TOOL_CALL_START else ""
+    if (
+        t in (EVENT_TYPES.TOOL_CALL_START, EVENT_TYPES.TOOL_CALL_END, EVENT_TYPES.TOOL_CALL_CHUNK)
+        and call is not None
+    ):
+        arguments = f"({call.arguments_str})" if t is not EVENT_TYPES.TOOL_CALL_START else ""
         return f"{call.name}{arguments} id={call.id}" if call.id else f"{call.name}{arguments}"
-    if t in (_T.STEP_END, _T.RESPONSE_END):
+    if t in (EVENT_TYPES.STEP_END, EVENT_TYPES.RESPONSE_END):
         response = event.response
         reason = response.finish_reason if response is not None else None
         finish = f"finish={reason}; " if reason else ""
         return finish + usage_line(event.usage)
-    if t is _T.USAGE:
+    if t is EVENT_TYPES.USAGE:
         return usage_line(event.usage)
-    if t is _T.ERROR:
+    if t is EVENT_TYPES.ERROR:
         return f"{type(event.error).__name__}: {event.error}" if event.error else event.text or ""
-    if t is _T.CITATION and event.citation is not None:
+    if t is EVENT_TYPES.CITATION and event.citation is not None:
         return str(event.citation.url or event.citation.title or "")
-    if t is _T.SEARCH_RESULT and event.search_result is not None:
+    if t is EVENT_TYPES.SEARCH_RESULT and event.search_result is not None:
         return str(event.search_result.url or event.search_result.title or "")
     if event.block is not None:
         return type(event.block).__name__
@@ -256,46 +257,46 @@ class LiveRenderer:
     def _render(self, event: ChatEvent) -> None:
         t = event.type
         out = self.console
-        if t is _T.THINKING_DELTA and event.text:
+        if t is EVENT_TYPES.THINKING_DELTA and event.text:
             if self._mode != "thinking":
                 self._switch("thinking")
                 out.print("thinking: ", style="dim italic", end="")
             out.print(Text(event.text, style="dim"), end="")
-        elif t is _T.TEXT_DELTA and event.text:
+        elif t is EVENT_TYPES.TEXT_DELTA and event.text:
             self._switch("text")
             out.print(Text(event.text), end="")
-        elif t is _T.REFUSAL_DELTA and event.text:
+        elif t is EVENT_TYPES.REFUSAL_DELTA and event.text:
             self._switch("text")
             out.print(Text(event.text, style="red"), end="")
-        elif t is _T.TOOL_CALL_ARGS_DELTA and event.tool_call is not None:
+        elif t is EVENT_TYPES.TOOL_CALL_ARGS_DELTA and event.tool_call is not None:
             self._grow(event.tool_call)
-        elif t is _T.TOOL_CALL_END and event.tool_call is not None:
+        elif t is EVENT_TYPES.TOOL_CALL_END and event.tool_call is not None:
             self._switch(None)
             out.print(Text(f"→ tool call {tool_call_line(event.tool_call)}", style="cyan"))
-        elif t is _T.TOOL_RESULT:
+        elif t is EVENT_TYPES.TOOL_RESULT:
             self._switch(None)
             if event.attrs.get("is_error"):
                 out.print(Text(f"✗ {tool_result_line(event)}", style="red"))
             else:
                 out.print(Text(f"← {tool_result_line(event)}", style="green"))
-        elif t is _T.STATUS and event.sub_type == "tool_progress":
+        elif t is EVENT_TYPES.STATUS and event.sub_type == "tool_progress":
             self._switch(None)
             out.print(Text(f"… {tool_progress_line(event)}", style="cyan dim"))
-        elif t is _T.SERVER_TOOL_START:
+        elif t is EVENT_TYPES.SERVER_TOOL_START:
             self._switch(None)
             out.print(Text(f"⚙ server tool {event.sub_type or ''} started", style="cyan"))
-        elif t is _T.CITATION and event.citation is not None:
+        elif t is EVENT_TYPES.CITATION and event.citation is not None:
             self._switch(None)
             out.print(Text(f"[source] {event.citation.url or event.citation.title}", style="blue"))
-        elif t is _T.CONTENT_FILTER:
+        elif t is EVENT_TYPES.CONTENT_FILTER:
             self._switch(None)
             out.print(Text(f"content filtered: {event.text or ''}", style="red"))
-        elif t is _T.STEP_END:
+        elif t is EVENT_TYPES.STEP_END:
             self._switch(None)
             out.print(Text(f"step {event.step} usage: {usage_line(event.usage)}", style="dim"))
-        elif t is _T.RESPONSE_END:
+        elif t is EVENT_TYPES.RESPONSE_END:
             self._switch(None)
             out.print(Text(f"total usage: {usage_line(event.usage)}", style="bold"))
-        elif t is _T.ERROR:
+        elif t is EVENT_TYPES.ERROR:
             self._switch(None)
             out.print(Text(f"error: {event.text}", style="bold red"))

@@ -17,12 +17,10 @@ from typing import Any, Protocol
 
 from reactivex import Observable
 
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .redis_log import Outcome, RedisStreamLog, StreamLogError, StreamWriter
 
 __all__ = ["StoredResponse", "send_entries"]
-
-_T = TYPES
 
 
 class Wire(Protocol):
@@ -125,7 +123,9 @@ class StoredResponse:
         if self._subscription is not None:
             self._subscription.dispose()
         if self._writer is not None:
-            abort = ChatEvent(_T.ABORT, text="stopped on request", response_id=self.response_id)
+            abort = ChatEvent(
+                EVENT_TYPES.ABORT, text="stopped on request", response_id=self.response_id
+            )
             for data in self.wire.encode(abort):
                 self._writer.put(data)
         self._end("stopped")

@@ -52,7 +52,7 @@ from .adapters.inputs import messages_from_events, messages_from_vercel
 from .adapters.native import encode_event
 from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
 from .errors import ChatError
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .model import ChatModel, ChatPrompt
 from .tools import Tool, ToolSet
 
@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GATEWAY", "Gateway", "create_app", "run_app", "serving"]
 
-_T = TYPES
 MAX_BODY = 1024 * 1024
 """The default cap on a request body: 1 MiB."""
 MAX_BUFFER = 8 * 1024 * 1024
@@ -109,7 +108,7 @@ class _NativeEvents:
         if self.finished:
             return []
         self.finished = True
-        return [ChatEvent(_T.ERROR, error=error, text=text or str(error))]
+        return [ChatEvent(EVENT_TYPES.ERROR, error=error, text=text or str(error))]
 
 
 def _native_sse(event: ChatEvent) -> bytes:

@@ -36,7 +36,7 @@ from .errors import (
     ChatProtocolError,
     ChatTimeoutError,
 )
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .loop_thread import EventLoopThread
 from .redaction import Redactor, redact_url
 from .retry import RetryPolicy, retry_after_seconds
@@ -280,7 +280,7 @@ class StreamReader:
 
     def _retry_status(self, retry: int, delay: float, cause: ChatError) -> ChatEvent:
         return ChatEvent(
-            TYPES.STATUS,
+            EVENT_TYPES.STATUS,
             sub_type="retry",
             text=f"retry {retry} in {delay:.2f} s",
             attrs={

@@ -27,7 +27,7 @@ from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, HttpRequest
 from .errors import ChatError, ToolCallError
-from .events import TYPES, ChatEvent
+from .events import EVENT_TYPES, ChatEvent
 from .messages import ChatRequest, Message, ToolMessage
 from .results import ChatResponse, ToolCall
 from .sse import Frame
@@ -37,8 +37,7 @@ from .tools.context import ToolProgress
 
 __all__ = ["ResponseRun", "StepPlan", "ToolErrorPolicy"]
 
-_T = TYPES
-_STEP_END = TYPES.STEP_END
+_STEP_END = EVENT_TYPES.STEP_END
 ToolErrorPolicy = Literal["raise", "return"]
 """What a raising tool does: fail the response ("raise") or send the error text back."""
 
@@ -193,7 +192,11 @@ class ResponseRun:
                 push(_tool_result_event(result, step, rid, step_end))
             direct = [result.text for result in results if result.tool.return_direct]
             if direct:
-                push(ChatEvent(_T.TEXT_DELTA, step=step, response_id=rid, text="\n".join(direct)))
+                push(
+                    ChatEvent(
+                        EVENT_TYPES.TEXT_DELTA, step=step, response_id=rid, text="\n".join(direct)
+                    )
+                )
                 self._complete(_with_text(step_end, "\n".join(direct)))
                 return
             if len(ours) < len(calls):  # the step also called client tools: the caller's
@@ -317,7 +320,7 @@ def _tool_result_event(
 ) -> ChatEvent:
     """The TOOL_RESULT of one call: its text, and which tool ran, how long, whether it failed."""
     return ChatEvent(
-        _T.TOOL_RESULT,
+        EVENT_TYPES.TOOL_RESULT,
         step=step,
         response_id=response_id,
         index=run.call.index,
@@ -370,7 +373,7 @@ def _progress_event(
 ) -> ChatEvent:
     """The STATUS event of a progress report from inside a running tool."""
     return ChatEvent(
-        _T.STATUS,
+        EVENT_TYPES.STATUS,
         sub_type="tool_progress",
         text=progress.message,
         step=step,

@@ -79,7 +79,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     ) from exc
 from reactivex import Observable
 
-from ..events import TYPES, ChatEvent
+from ..events import EVENT_TYPES, ChatEvent
 from ..results import Usage
 from .blocks import BlockIds
 from .native import to_plain
@@ -87,7 +87,6 @@ from .rx import translating
 
 __all__ = ["AguiEncoder", "agui_sse", "to_agui", "token_usage"]
 
-_T = TYPES
 _ENCODER = EventEncoder()
 
 
@@ -135,38 +134,40 @@ class AguiEncoder:
         self._last_reasoning: str | None = None
         self.finished = False
         self._handlers: dict[Any, Callable[[ChatEvent], list[BaseEvent]]] = {
-            _T.RESPONSE_START: self._run_started,
-            _T.STEP_START: self._step_started,
-            _T.STEP_END: self._step_finished,
-            _T.TEXT_START: self._text_start,
-            _T.TEXT_DELTA: self._text_delta,
-            _T.TEXT_END: self._text_end,
-            _T.THINKING_START: self._thinking_start,
-            _T.THINKING_DELTA: self._thinking_delta,
-            _T.THINKING_END: self._thinking_end,
-            _T.THINKING_SIGNATURE: self._encrypted,
-            _T.THINKING_REDACTED: self._encrypted,
-            _T.TOOL_CALL_START: self._call_start,
-            _T.TOOL_CALL_ARGS_DELTA: self._call_args,
-            _T.TOOL_CALL_END: self._call_end,
-            _T.TOOL_RESULT: self._tool_result,
-            _T.SERVER_TOOL_START: self._server_tool,
-            _T.SERVER_TOOL_ARGS_DELTA: self._server_tool,
-            _T.SERVER_TOOL_RESULT: self._server_tool,
-            _T.CITATION: lambda e: self._custom("solon.citation", to_plain(e.citation)),
-            _T.SEARCH_RESULT: lambda e: self._custom(
+            EVENT_TYPES.RESPONSE_START: self._run_started,
+            EVENT_TYPES.STEP_START: self._step_started,
+            EVENT_TYPES.STEP_END: self._step_finished,
+            EVENT_TYPES.TEXT_START: self._text_start,
+            EVENT_TYPES.TEXT_DELTA: self._text_delta,
+            EVENT_TYPES.TEXT_END: self._text_end,
+            EVENT_TYPES.THINKING_START: self._thinking_start,
+            EVENT_TYPES.THINKING_DELTA: self._thinking_delta,
+            EVENT_TYPES.THINKING_END: self._thinking_end,
+            EVENT_TYPES.THINKING_SIGNATURE: self._encrypted,
+            EVENT_TYPES.THINKING_REDACTED: self._encrypted,
+            EVENT_TYPES.TOOL_CALL_START: self._call_start,
+            EVENT_TYPES.TOOL_CALL_ARGS_DELTA: self._call_args,
+            EVENT_TYPES.TOOL_CALL_END: self._call_end,
+            EVENT_TYPES.TOOL_RESULT: self._tool_result,
+            EVENT_TYPES.SERVER_TOOL_START: self._server_tool,
+            EVENT_TYPES.SERVER_TOOL_ARGS_DELTA: self._server_tool,
+            EVENT_TYPES.SERVER_TOOL_RESULT: self._server_tool,
+            EVENT_TYPES.CITATION: lambda e: self._custom("solon.citation", to_plain(e.citation)),
+            EVENT_TYPES.SEARCH_RESULT: lambda e: self._custom(
                 "solon.search_result", to_plain(e.search_result)
             ),
-            _T.MEDIA_PARTIAL: self._media,
-            _T.MEDIA_DONE: self._media,
-            _T.REFUSAL_DELTA: lambda e: self._custom("solon.refusal", {"text": e.text or ""}),
-            _T.CONTENT_FILTER: lambda e: self._custom(
+            EVENT_TYPES.MEDIA_PARTIAL: self._media,
+            EVENT_TYPES.MEDIA_DONE: self._media,
+            EVENT_TYPES.REFUSAL_DELTA: lambda e: self._custom(
+                "solon.refusal", {"text": e.text or ""}
+            ),
+            EVENT_TYPES.CONTENT_FILTER: lambda e: self._custom(
                 "solon.content_filter", {"text": e.text or ""}
             ),
-            _T.STATUS: self._status,
-            _T.RESPONSE_END: self._run_finished,
-            _T.ABORT: self._aborted,
-            _T.ERROR: lambda e: self.fail(e.error, e.text, e.usage),
+            EVENT_TYPES.STATUS: self._status,
+            EVENT_TYPES.RESPONSE_END: self._run_finished,
+            EVENT_TYPES.ABORT: self._aborted,
+            EVENT_TYPES.ERROR: lambda e: self.fail(e.error, e.text, e.usage),
         }
 
     def feed(self, event: ChatEvent) -> list[BaseEvent]:
@@ -313,9 +314,9 @@ class AguiEncoder:
 
     def _server_tool(self, event: ChatEvent) -> list[BaseEvent]:
         phase = {
-            _T.SERVER_TOOL_START: "start",
-            _T.SERVER_TOOL_ARGS_DELTA: "args",
-            _T.SERVER_TOOL_RESULT: "result",
+            EVENT_TYPES.SERVER_TOOL_START: "start",
+            EVENT_TYPES.SERVER_TOOL_ARGS_DELTA: "args",
+            EVENT_TYPES.SERVER_TOOL_RESULT: "result",
         }[event.type]
         value: dict[str, Any] = {"phase": phase, "id": event.tool_call_id, "name": event.sub_type}
         if event.text:
@@ -334,7 +335,7 @@ class AguiEncoder:
         return self._custom("solon.status", value)
 
     def _media(self, event: ChatEvent) -> list[BaseEvent]:
-        phase = "done" if event.type is _T.MEDIA_DONE else "partial"
+        phase = "done" if event.type is EVENT_TYPES.MEDIA_DONE else "partial"
         return self._custom("solon.media", {"phase": phase, "block": to_plain(event.block)})
 
     def _custom(self, name: str, value: Any) -> list[BaseEvent]:

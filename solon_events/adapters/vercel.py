@@ -54,7 +54,7 @@ import orjson
 from reactivex import Observable
 
 from ..errors import ToolCallError
-from ..events import TYPES, ChatEvent
+from ..events import EVENT_TYPES, ChatEvent
 from ..results import FileBlock, ImageBlock, ToolCall, Usage
 from .blocks import BlockIds
 from .native import to_plain
@@ -69,7 +69,6 @@ __all__ = [
     "vercel_sse",
 ]
 
-_T = TYPES
 Chunk = dict[str, Any]
 
 VERCEL_HEADERS: dict[str, str] = {
@@ -157,31 +156,31 @@ class VercelEncoder:
         self._sources = 0
         self.finished = False
         self._handlers: dict[Any, Callable[[ChatEvent], list[Chunk]]] = {
-            _T.RESPONSE_START: self._response_start,
-            _T.STEP_START: lambda e: [{"type": "start-step"}],
-            _T.STEP_END: self._step_end,
-            _T.TEXT_START: lambda e: self._open("text", e),
-            _T.TEXT_DELTA: lambda e: self._delta("text", e),
-            _T.TEXT_END: lambda e: self._close("text", e),
-            _T.THINKING_START: lambda e: self._open("reasoning", e),
-            _T.THINKING_DELTA: lambda e: self._delta("reasoning", e),
-            _T.THINKING_END: lambda e: self._close("reasoning", e),
-            _T.TOOL_CALL_START: self._call_start,
-            _T.TOOL_CALL_ARGS_DELTA: self._call_delta,
-            _T.TOOL_CALL_END: self._call_end,
-            _T.TOOL_RESULT: self._tool_result,
-            _T.STATUS: self._status,
-            _T.SERVER_TOOL_START: self._call_start,
-            _T.SERVER_TOOL_ARGS_DELTA: self._call_delta,
-            _T.SERVER_TOOL_RESULT: self._server_result,
-            _T.CITATION: self._source,
-            _T.SEARCH_RESULT: self._source,
-            _T.MEDIA_DONE: self._file,
-            _T.REFUSAL_DELTA: self._refusal_delta,
-            _T.CONTENT_FILTER: self._content_filter,
-            _T.RESPONSE_END: self._response_end,
-            _T.ABORT: self._abort,
-            _T.ERROR: lambda e: self.fail(e.error, e.text),
+            EVENT_TYPES.RESPONSE_START: self._response_start,
+            EVENT_TYPES.STEP_START: lambda e: [{"type": "start-step"}],
+            EVENT_TYPES.STEP_END: self._step_end,
+            EVENT_TYPES.TEXT_START: lambda e: self._open("text", e),
+            EVENT_TYPES.TEXT_DELTA: lambda e: self._delta("text", e),
+            EVENT_TYPES.TEXT_END: lambda e: self._close("text", e),
+            EVENT_TYPES.THINKING_START: lambda e: self._open("reasoning", e),
+            EVENT_TYPES.THINKING_DELTA: lambda e: self._delta("reasoning", e),
+            EVENT_TYPES.THINKING_END: lambda e: self._close("reasoning", e),
+            EVENT_TYPES.TOOL_CALL_START: self._call_start,
+            EVENT_TYPES.TOOL_CALL_ARGS_DELTA: self._call_delta,
+            EVENT_TYPES.TOOL_CALL_END: self._call_end,
+            EVENT_TYPES.TOOL_RESULT: self._tool_result,
+            EVENT_TYPES.STATUS: self._status,
+            EVENT_TYPES.SERVER_TOOL_START: self._call_start,
+            EVENT_TYPES.SERVER_TOOL_ARGS_DELTA: self._call_delta,
+            EVENT_TYPES.SERVER_TOOL_RESULT: self._server_result,
+            EVENT_TYPES.CITATION: self._source,
+            EVENT_TYPES.SEARCH_RESULT: self._source,
+            EVENT_TYPES.MEDIA_DONE: self._file,
+            EVENT_TYPES.REFUSAL_DELTA: self._refusal_delta,
+            EVENT_TYPES.CONTENT_FILTER: self._content_filter,
+            EVENT_TYPES.RESPONSE_END: self._response_end,
+            EVENT_TYPES.ABORT: self._abort,
+            EVENT_TYPES.ERROR: lambda e: self.fail(e.error, e.text),
         }
 
     def feed(self, event: ChatEvent) -> list[Chunk]:
@@ -246,7 +245,7 @@ class VercelEncoder:
         return [] if block_id is None else [{"type": f"{kind}-end", "id": block_id}]
 
     def _call_name(self, event: ChatEvent) -> str:
-        if event.type.group is _T.SERVER_TOOL_START.group:
+        if event.type.group is EVENT_TYPES.SERVER_TOOL_START.group:
             return event.sub_type or (event.tool_call.name if event.tool_call else "") or "tool"
         return event.tool_call.name if event.tool_call is not None else ""
 
@@ -258,7 +257,7 @@ class VercelEncoder:
             "toolCallId": call_id,
             "toolName": self._call_name(event),
         }
-        if event.type is _T.SERVER_TOOL_START:
+        if event.type is EVENT_TYPES.SERVER_TOOL_START:
             chunk["providerExecuted"] = True
         return [chunk]
 
@@ -291,7 +290,7 @@ class VercelEncoder:
             "toolName": self._call_name(event),
             "input": tool_input(call),
         }
-        if event.type is _T.SERVER_TOOL_RESULT:
+        if event.type is EVENT_TYPES.SERVER_TOOL_RESULT:
             chunk["providerExecuted"] = True
         chunks.append(chunk)
         return chunks
@@ -337,7 +336,7 @@ class VercelEncoder:
         return chunks
 
     def _source(self, event: ChatEvent) -> list[Chunk]:
-        source = event.citation if event.type is _T.CITATION else event.search_result
+        source = event.citation if event.type is EVENT_TYPES.CITATION else event.search_result
         if source is None or not source.url:
             return []
         self._sources += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import TYPES, ChatEvent, ChatEventType
+from ..events import EVENT_TYPES, ChatEvent, ChatEventType
 from ..results import (
     ChatResponse,
     Citation,
@@ -20,9 +20,8 @@ from ..results import (
 
 __all__ = ["ChatAccumulator"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA
-_THINKING_DELTA = _T.THINKING_DELTA
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
+_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
 
 
 class _CallParts:
@@ -221,7 +220,7 @@ class ChatAccumulator:
 
     def _on_call_end(self, event: ChatEvent) -> None:
         parts = self._parts_for(event)
-        if (event.tool_call is not None and event.type is _T.TOOL_CALL_CHUNK) or (
+        if (event.tool_call is not None and event.type is EVENT_TYPES.TOOL_CALL_CHUNK) or (
             event.tool_call is not None and (event.tool_call.arguments_str or not parts.fragments)
         ):
             parts.final = event.tool_call
@@ -275,24 +274,24 @@ class ChatAccumulator:
 
 
 _HANDLERS: dict[ChatEventType, Callable[[ChatAccumulator, ChatEvent], None]] = {
-    _T.TEXT_DELTA: ChatAccumulator._on_text,
-    _T.TEXT_START: ChatAccumulator._on_text_start,
-    _T.TEXT_END: ChatAccumulator._on_text_end,
-    _T.THINKING_DELTA: ChatAccumulator._on_thinking,
-    _T.REFUSAL_DELTA: ChatAccumulator._on_refusal,
-    _T.TOOL_CALL_START: ChatAccumulator._on_call,
-    _T.TOOL_CALL_ARGS_DELTA: ChatAccumulator._on_call_delta,
-    _T.TOOL_CALL_END: ChatAccumulator._on_call_end,
-    _T.TOOL_CALL_CHUNK: ChatAccumulator._on_call_end,
-    _T.CITATION: ChatAccumulator._on_citation,
-    _T.SEARCH_RESULT: ChatAccumulator._on_search_result,
-    _T.MEDIA_DONE: ChatAccumulator._on_media,
-    _T.USAGE: ChatAccumulator._on_usage,
-    _T.ERROR: ChatAccumulator._on_error,
-    _T.THINKING_SIGNATURE: ChatAccumulator._on_signature,
-    _T.THINKING_REDACTED: ChatAccumulator._on_redacted,
-    _T.CONTENT_FILTER: ChatAccumulator._on_content_filter,
-    _T.SERVER_TOOL_START: ChatAccumulator._on_server_tool,
-    _T.STEP_END: ChatAccumulator._on_usage,
+    EVENT_TYPES.TEXT_DELTA: ChatAccumulator._on_text,
+    EVENT_TYPES.TEXT_START: ChatAccumulator._on_text_start,
+    EVENT_TYPES.TEXT_END: ChatAccumulator._on_text_end,
+    EVENT_TYPES.THINKING_DELTA: ChatAccumulator._on_thinking,
+    EVENT_TYPES.REFUSAL_DELTA: ChatAccumulator._on_refusal,
+    EVENT_TYPES.TOOL_CALL_START: ChatAccumulator._on_call,
+    EVENT_TYPES.TOOL_CALL_ARGS_DELTA: ChatAccumulator._on_call_delta,
+    EVENT_TYPES.TOOL_CALL_END: ChatAccumulator._on_call_end,
+    EVENT_TYPES.TOOL_CALL_CHUNK: ChatAccumulator._on_call_end,
+    EVENT_TYPES.CITATION: ChatAccumulator._on_citation,
+    EVENT_TYPES.SEARCH_RESULT: ChatAccumulator._on_search_result,
+    EVENT_TYPES.MEDIA_DONE: ChatAccumulator._on_media,
+    EVENT_TYPES.USAGE: ChatAccumulator._on_usage,
+    EVENT_TYPES.ERROR: ChatAccumulator._on_error,
+    EVENT_TYPES.THINKING_SIGNATURE: ChatAccumulator._on_signature,
+    EVENT_TYPES.THINKING_REDACTED: ChatAccumulator._on_redacted,
+    EVENT_TYPES.CONTENT_FILTER: ChatAccumulator._on_content_filter,
+    EVENT_TYPES.SERVER_TOOL_START: ChatAccumulator._on_server_tool,
+    EVENT_TYPES.STEP_END: ChatAccumulator._on_usage,
 }
 """What each event type folds into (types not listed fold nothing)."""

@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..events import TYPES, ChatEvent, ChatEventType, framing_event
+from ..events import EVENT_TYPES, ChatEvent, ChatEventType, framing_event
 from ..results import ToolCall
 
 __all__ = ["PASSED_THROUGH", "ChatEventNormalizer"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA
-_THINKING_DELTA = _T.THINKING_DELTA
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
+_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
 Emit = Callable[[ChatEvent], None]
 
 
@@ -97,8 +96,8 @@ class ChatEventNormalizer:
     __slots__ = ("_calls", "_text", "_thinking", "last_event")
 
     def __init__(self) -> None:
-        self._text = _Blocks(_T.TEXT_START, _T.TEXT_END)
-        self._thinking = _Blocks(_T.THINKING_START, _T.THINKING_END)
+        self._text = _Blocks(EVENT_TYPES.TEXT_START, EVENT_TYPES.TEXT_END)
+        self._thinking = _Blocks(EVENT_TYPES.THINKING_START, EVENT_TYPES.THINKING_END)
         self._calls: dict[Any, ChatEvent] = {}
         self.last_event: ChatEvent | None = None
         """The latest event applied (closers take its response id and step)."""
@@ -215,7 +214,9 @@ class ChatEventNormalizer:
         ):
             emit(event)
             return
-        self._tool_start(_opener(_T.TOOL_CALL_START, event, tool_call=event.tool_call), emit)
+        self._tool_start(
+            _opener(EVENT_TYPES.TOOL_CALL_START, event, tool_call=event.tool_call), emit
+        )
         emit(event)
 
     def _tool_end(self, event: ChatEvent, emit: Emit) -> None:
@@ -238,11 +239,11 @@ class ChatEventNormalizer:
             event.tool_call_id or (call.id if call is not None else None),
             call,
         )
-        key = self._tool_start(framing_event(_T.TOOL_CALL_START, *ids, raw=raw), emit)
+        key = self._tool_start(framing_event(EVENT_TYPES.TOOL_CALL_START, *ids, raw=raw), emit)
         text = call.arguments_str if call is not None else (event.text or "")
-        emit(framing_event(_T.TOOL_CALL_ARGS_DELTA, *ids, raw=raw, text=text))
+        emit(framing_event(EVENT_TYPES.TOOL_CALL_ARGS_DELTA, *ids, raw=raw, text=text))
         del self._calls[key]
-        emit(framing_event(_T.TOOL_CALL_END, *ids, raw=raw))
+        emit(framing_event(EVENT_TYPES.TOOL_CALL_END, *ids, raw=raw))
 
     # closing everything
 
@@ -265,25 +266,25 @@ class ChatEventNormalizer:
             opened = list(self._calls.values())
             self._calls.clear()
             for start in opened:
-                emit(_closer(_T.TOOL_CALL_END, start, cause))
+                emit(_closer(EVENT_TYPES.TOOL_CALL_END, start, cause))
 
 
 _HANDLERS: dict[ChatEventType, Callable[[ChatEventNormalizer, ChatEvent, Emit], Any]] = {
-    _T.TEXT_DELTA: ChatEventNormalizer._text_delta,
-    _T.THINKING_DELTA: ChatEventNormalizer._thinking_delta,
-    _T.TEXT_START: ChatEventNormalizer._text_start,
-    _T.THINKING_START: ChatEventNormalizer._thinking_start,
-    _T.TEXT_END: ChatEventNormalizer._text_end,
-    _T.THINKING_END: ChatEventNormalizer._thinking_end,
-    _T.TOOL_CALL_START: ChatEventNormalizer._tool_start,
-    _T.TOOL_CALL_ARGS_DELTA: ChatEventNormalizer._tool_delta,
-    _T.TOOL_CALL_END: ChatEventNormalizer._tool_end,
-    _T.TOOL_CALL_CHUNK: ChatEventNormalizer._tool_chunk,
-    _T.STEP_START: ChatEventNormalizer._step_start,
-    _T.STEP_END: ChatEventNormalizer._close_then_emit,
-    _T.RESPONSE_END: ChatEventNormalizer._close_then_emit,
-    _T.ABORT: ChatEventNormalizer._close_then_emit,
-    _T.ERROR: ChatEventNormalizer._close_then_emit,
+    EVENT_TYPES.TEXT_DELTA: ChatEventNormalizer._text_delta,
+    EVENT_TYPES.THINKING_DELTA: ChatEventNormalizer._thinking_delta,
+    EVENT_TYPES.TEXT_START: ChatEventNormalizer._text_start,
+    EVENT_TYPES.THINKING_START: ChatEventNormalizer._thinking_start,
+    EVENT_TYPES.TEXT_END: ChatEventNormalizer._text_end,
+    EVENT_TYPES.THINKING_END: ChatEventNormalizer._thinking_end,
+    EVENT_TYPES.TOOL_CALL_START: ChatEventNormalizer._tool_start,
+    EVENT_TYPES.TOOL_CALL_ARGS_DELTA: ChatEventNormalizer._tool_delta,
+    EVENT_TYPES.TOOL_CALL_END: ChatEventNormalizer._tool_end,
+    EVENT_TYPES.TOOL_CALL_CHUNK: ChatEventNormalizer._tool_chunk,
+    EVENT_TYPES.STEP_START: ChatEventNormalizer._step_start,
+    EVENT_TYPES.STEP_END: ChatEventNormalizer._close_then_emit,
+    EVENT_TYPES.RESPONSE_END: ChatEventNormalizer._close_then_emit,
+    EVENT_TYPES.ABORT: ChatEventNormalizer._close_then_emit,
+    EVENT_TYPES.ERROR: ChatEventNormalizer._close_then_emit,
 }
 """How each event type is applied (types not listed pass through untouched)."""
 

@@ -19,7 +19,7 @@ from ..dialects.context import ChatStreamContext, Failure, Finish, NextResponse,
 from ..dialects.reading import plain_json
 from ..dialects.sniff import dialect_hint
 from ..errors import ChatError, ChatProtocolError
-from ..events import TYPES, ChatEvent, framing_event
+from ..events import EVENT_TYPES, ChatEvent, framing_event
 from ..results import ChatResponse
 from ..sse import Frame
 from .accumulator import ChatAccumulator
@@ -27,8 +27,8 @@ from .stages import Sink
 
 __all__ = ["DONE", "ParseStage", "decode_payload"]
 
-_STEP_START = TYPES.STEP_START
-_STEP_END = TYPES.STEP_END
+_STEP_START = EVENT_TYPES.STEP_START
+_STEP_END = EVENT_TYPES.STEP_END
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 

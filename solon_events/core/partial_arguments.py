@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..events import TYPES, ChatEvent, ChatEventGroup
+from ..events import EVENT_TYPES, ChatEvent, ChatEventGroup
 from ..results import ToolCall, new_partial_tool_call
 from .partial_json import PartialJsonParser
 
@@ -22,11 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = ["PartialArgumentsStage", "with_partial_arguments"]
 
-_T = TYPES
-_DELTAS = frozenset({_T.TOOL_CALL_ARGS_DELTA, _T.SERVER_TOOL_ARGS_DELTA})
-_STARTS = frozenset({_T.TOOL_CALL_START, _T.SERVER_TOOL_START})
-_ENDS = frozenset({_T.TOOL_CALL_END, _T.SERVER_TOOL_RESULT})
-_STEP_BOUNDARIES = frozenset({_T.STEP_START, _T.STEP_END})
+_DELTAS = frozenset({EVENT_TYPES.TOOL_CALL_ARGS_DELTA, EVENT_TYPES.SERVER_TOOL_ARGS_DELTA})
+_STARTS = frozenset({EVENT_TYPES.TOOL_CALL_START, EVENT_TYPES.SERVER_TOOL_START})
+_ENDS = frozenset({EVENT_TYPES.TOOL_CALL_END, EVENT_TYPES.SERVER_TOOL_RESULT})
+_STEP_BOUNDARIES = frozenset({EVENT_TYPES.STEP_START, EVENT_TYPES.STEP_END})
 _NO_ARGUMENTS: dict[str, Any] = {}
 
 

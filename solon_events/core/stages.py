@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ChatError
-from ..events import TYPES, ChatEvent, framing_event, with_response_id
+from ..events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
@@ -23,10 +23,9 @@ from .session import ChatStreamSession
 
 __all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "RespondStage", "Sink", "respond"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA
-_THINKING_DELTA = _T.THINKING_DELTA
-_TOOL_CALL_ARGS_DELTA = _T.TOOL_CALL_ARGS_DELTA
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
+_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
+_TOOL_CALL_ARGS_DELTA = EVENT_TYPES.TOOL_CALL_ARGS_DELTA
 
 
 class Sink(Protocol):
@@ -119,7 +118,14 @@ class GuardStage:
 
 
 _RESPONSE_LEVEL = frozenset(
-    {_T.STEP_START, _T.STEP_END, _T.RESPONSE_START, _T.RESPONSE_END, _T.ABORT, _T.ERROR}
+    {
+        EVENT_TYPES.STEP_START,
+        EVENT_TYPES.STEP_END,
+        EVENT_TYPES.RESPONSE_START,
+        EVENT_TYPES.RESPONSE_END,
+        EVENT_TYPES.ABORT,
+        EVENT_TYPES.ERROR,
+    }
 )
 # The step accumulator of every unfolded AggregateStage: it only ever reads it.
 _NOTHING_FOLDED = ChatAccumulator()
@@ -169,7 +175,7 @@ class AggregateStage:
     def start(self) -> None:
         """Emit RESPONSE_START."""
         self.session.mark_response_started()
-        self._down.on_next(framing_event(_T.RESPONSE_START, 0, self.session.response_id))
+        self._down.on_next(framing_event(EVENT_TYPES.RESPONSE_START, 0, self.session.response_id))
 
     def on_error(self, error: Exception) -> None:
         """Close an open step, emit one ERROR event (with the partial response), then fail."""
@@ -185,7 +191,7 @@ class AggregateStage:
         provider_error = getattr(error, "provider_error", None)
         self._down.on_next(
             ChatEvent(
-                _T.ERROR,
+                EVENT_TYPES.ERROR,
                 response_id=session.response_id,
                 step=session.step,
                 error=error,
@@ -217,7 +223,7 @@ class AggregateStage:
             )
         self._down.on_next(
             framing_event(
-                _T.RESPONSE_END,
+                EVENT_TYPES.RESPONSE_END,
                 session.step,
                 session.response_id,
                 response.provider_response_id,
@@ -230,19 +236,19 @@ class AggregateStage:
     def _response_level(self, event: ChatEvent) -> None:
         t = event.type
         rid = self.session.response_id
-        if t is _T.STEP_END:
+        if t is EVENT_TYPES.STEP_END:
             self._down.on_next(self._step_end(event))
-        elif t is _T.STEP_START:
+        elif t is EVENT_TYPES.STEP_START:
             self._close_step()
             self._step_open = True
             self.session.next_step()
             self._down.on_next(with_response_id(event, rid))
-        elif t is _T.ABORT:
+        elif t is EVENT_TYPES.ABORT:
             self._close_step()
             self.ended = True
             self._down.on_next(with_response_id(event, rid))
             self._down.on_completed()
-        elif t is _T.ERROR:
+        elif t is EVENT_TYPES.ERROR:
             error = event.error
             if not isinstance(error, Exception):
                 error = ChatError(event.text or "the upstream reported an error")
@@ -274,7 +280,7 @@ class AggregateStage:
             self._down.on_next(
                 self._step_end(
                     ChatEvent(
-                        _T.STEP_END,
+                        EVENT_TYPES.STEP_END,
                         step=self.session.step,
                         provider_response_id=last.provider_response_id if last else None,
                     )

@@ -16,12 +16,11 @@ from typing import Any
 
 import attrs
 
-from ..events import TYPES, ChatEvent
+from ..events import EVENT_TYPES, ChatEvent
 from .partial_json import PartialJsonParser
 
 __all__ = ["JsonAnswer", "Schema"]
 
-_T = TYPES
 Schema = type | Mapping[str, Any] | None
 """An attrs class, a JSON schema (a mapping), or None for any JSON value."""
 
@@ -58,10 +57,10 @@ class JsonAnswer:
     def add(self, event: ChatEvent) -> bool:
         """Read ``event``; whether the answer's partial value changed."""
         kind = event.type
-        if kind is _T.STEP_START:  # only the last step's text is the answer
+        if kind is EVENT_TYPES.STEP_START:  # only the last step's text is the answer
             self._reset()
             return False
-        if kind is not _T.TEXT_DELTA or not event.text or self._error is not None:
+        if kind is not EVENT_TYPES.TEXT_DELTA or not event.text or self._error is not None:
             return False
         parser = self._parser
         try:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ChatProtocolError
-from ..events import TYPES
+from ..events import EVENT_TYPES
 from ..results import ToolCall, new_tool_call
 
 if TYPE_CHECKING:
@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ToolCallAssembler"]
 
-_TOOL_CALL_START = TYPES.TOOL_CALL_START
-_TOOL_CALL_ARGS_DELTA = TYPES.TOOL_CALL_ARGS_DELTA
-_TOOL_CALL_END = TYPES.TOOL_CALL_END
+_TOOL_CALL_START = EVENT_TYPES.TOOL_CALL_START
+_TOOL_CALL_ARGS_DELTA = EVENT_TYPES.TOOL_CALL_ARGS_DELTA
+_TOOL_CALL_END = EVENT_TYPES.TOOL_CALL_END
 
 
 class _OpenCall:

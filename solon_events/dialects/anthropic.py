@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from ..core.tool_calls import ToolCallAssembler
-from ..events import TYPES
+from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import (
     Citation,
@@ -58,8 +58,7 @@ from .request import Endpoint, HttpRequest
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
 
 _STATE_KEY = "anthropic"
 _TOOL_USE_SUFFIX = "_tool_use"
@@ -156,7 +155,7 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     kind = frame.get("type")
     handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
     if handler is None:
-        ctx.send(_T.RAW, raw_type=str(kind), raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type=str(kind), raw=frame)
         return
     handler(ctx, ctx.state_of(_STATE_KEY, _Stream), frame)
 
@@ -165,7 +164,7 @@ def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[st
     message = _mapping(frame.get("message"))
     message_id = message.get("id")
     if stream.started and message_id == stream.message_id:
-        ctx.send(_T.RAW, raw_type="message_start:duplicate", raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type="message_start:duplicate", raw=frame)
         return
     if stream.started:
         _close_all(ctx, stream)
@@ -178,21 +177,21 @@ def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[st
     if isinstance(model, str):
         ctx.model = model
     stream.usage = dict(_mapping(message.get("usage")))
-    ctx.send(_T.USAGE, usage=_usage(stream.usage), raw=frame)
+    ctx.send(EVENT_TYPES.USAGE, usage=_usage(stream.usage), raw=frame)
 
 
 def _on_message_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
     usage = frame.get("usage")
     if isinstance(usage, dict):
         stream.usage.update((k, v) for k, v in usage.items() if v is not None)
-        ctx.send(_T.USAGE, usage=_usage(stream.usage), raw=frame)
+        ctx.send(EVENT_TYPES.USAGE, usage=_usage(stream.usage), raw=frame)
     delta = _mapping(frame.get("delta"))
     reason = delta.get("stop_reason")
     if reason == "refusal":
         details = _mapping(delta.get("stop_details"))
         category = details.get("category")
         ctx.send(
-            _T.CONTENT_FILTER,
+            EVENT_TYPES.CONTENT_FILTER,
             text=reason,
             sub_type=category if isinstance(category, str) else None,
             attrs=details,
@@ -210,7 +209,7 @@ def _on_message_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str
 
 
 def _on_ping(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
-    ctx.send(_T.HEARTBEAT, raw=frame)
+    ctx.send(EVENT_TYPES.HEARTBEAT, raw=frame)
 
 
 def _on_error(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -222,7 +221,7 @@ def _on_block_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
     content = frame.get("content_block")
     block_type = content.get("type") if isinstance(content, dict) else None
     if not isinstance(content, dict) or not isinstance(block_type, str):
-        ctx.send(_T.RAW, raw_type="content_block_start", raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type="content_block_start", raw=frame)
         return
     if index in stream.blocks:
         _close_block(ctx, stream, index, stream.blocks.pop(index))
@@ -239,7 +238,9 @@ def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
     delta_type = _str(delta.get("type"))
     handler = block.deltas.get(delta_type) if block is not None else None
     if handler is None or block is None:
-        ctx.send(_T.RAW, index=index, raw_type=f"content_block_delta:{delta_type}", raw=frame)
+        ctx.send(
+            EVENT_TYPES.RAW, index=index, raw_type=f"content_block_delta:{delta_type}", raw=frame
+        )
         return
     handler(ctx, stream, block, index, delta, frame)
 
@@ -248,9 +249,11 @@ def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, 
     index = _index(frame.get("index"))
     block = stream.blocks.pop(index, None)
     if block is None:
-        ctx.send(_T.RAW, index=index, raw_type="content_block_stop", raw=frame)
+        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="content_block_stop", raw=frame)
     elif block.kind == "raw":
-        ctx.send(_T.RAW, index=index, raw_type=f"content_block_stop:{block.type}", raw=frame)
+        ctx.send(
+            EVENT_TYPES.RAW, index=index, raw_type=f"content_block_stop:{block.type}", raw=frame
+        )
     else:
         _close_block(ctx, stream, index, block, frame)
 
@@ -279,15 +282,15 @@ def _open_text(
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
 ) -> _Block:
-    ctx.send(_T.TEXT_START, index=index, raw=frame)
+    ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
     text = content.get("text")
     if isinstance(text, str) and text:
-        ctx.send(_T.TEXT_DELTA, index=index, text=text, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_DELTA, index=index, text=text, raw=frame)
     citations = content.get("citations")
     if isinstance(citations, list):
         for citation in citations:
             if isinstance(citation, dict):
-                ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
+                ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(citation), raw=frame)
     return _TEXT_BLOCK
 
 
@@ -298,13 +301,13 @@ def _open_thinking(
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
 ) -> _Block:
-    ctx.send(_T.THINKING_START, index=index, raw=frame)
+    ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
     thinking = content.get("thinking")
     if isinstance(thinking, str) and thinking:
-        ctx.send(_T.THINKING_DELTA, index=index, text=thinking, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_DELTA, index=index, text=thinking, raw=frame)
     signature = content.get("signature")
     if isinstance(signature, str) and signature:
-        ctx.send(_T.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
     return _THINKING_BLOCK
 
 
@@ -317,7 +320,10 @@ def _open_redacted_thinking(
 ) -> _Block:
     data = content.get("data")
     ctx.send(
-        _T.THINKING_REDACTED, index=index, text=data if isinstance(data, str) else "", raw=frame
+        EVENT_TYPES.THINKING_REDACTED,
+        index=index,
+        text=data if isinstance(data, str) else "",
+        raw=frame,
     )
     return _REDACTED_BLOCK
 
@@ -354,7 +360,7 @@ def _open_server_tool_use(
         if server_name is not None:
             attrs["server_name"] = server_name
     ctx.send(
-        _T.SERVER_TOOL_START,
+        EVENT_TYPES.SERVER_TOOL_START,
         index=index,
         tool_call_id=block.id,
         sub_type=block.sub_type,
@@ -378,7 +384,7 @@ def _open_tool_result(
         call_id, (block_type[: -len(_TOOL_RESULT_SUFFIX)], None)
     )
     ctx.send(
-        _T.SERVER_TOOL_RESULT,
+        EVENT_TYPES.SERVER_TOOL_RESULT,
         index=index,
         tool_call_id=call_id,
         sub_type=sub_type,
@@ -406,7 +412,7 @@ def _send_search_results(
             url = item.get("url")
             if isinstance(url, str):
                 ctx.send(
-                    _T.SEARCH_RESULT,
+                    EVENT_TYPES.SEARCH_RESULT,
                     index=index,
                     tool_call_id=call_id,
                     sub_type=sub_type,
@@ -423,7 +429,7 @@ def _open_unknown(
     frame: Mapping[str, Any],
 ) -> _Block:
     block_type = _str(content.get("type"))
-    ctx.send(_T.RAW, index=index, raw_type=f"content_block_start:{block_type}", raw=frame)
+    ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"content_block_start:{block_type}", raw=frame)
     return _Block("raw", block_type)
 
 
@@ -460,7 +466,7 @@ def _text_delta(
 ) -> None:
     text = delta.get("text")
     if isinstance(text, str) and text:
-        ctx.send(_T.TEXT_DELTA, index=index, text=text, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_DELTA, index=index, text=text, raw=frame)
 
 
 def _thinking_delta(
@@ -473,7 +479,7 @@ def _thinking_delta(
 ) -> None:
     text = delta.get("thinking")
     if isinstance(text, str) and text:
-        ctx.send(_T.THINKING_DELTA, index=index, text=text, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_DELTA, index=index, text=text, raw=frame)
 
 
 def _signature_delta(
@@ -486,7 +492,7 @@ def _signature_delta(
 ) -> None:
     signature = delta.get("signature")
     if isinstance(signature, str) and signature:
-        ctx.send(_T.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
 
 
 def _citations_delta(
@@ -499,7 +505,7 @@ def _citations_delta(
 ) -> None:
     citation = delta.get("citation")
     if isinstance(citation, dict):
-        ctx.send(_T.CITATION, index=index, citation=_citation(citation), raw=frame)
+        ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(citation), raw=frame)
 
 
 def _tool_args_delta(
@@ -528,7 +534,7 @@ def _server_args_delta(
     if isinstance(fragment, str) and fragment:
         block.fragments.append(fragment)
         ctx.send(
-            _T.SERVER_TOOL_ARGS_DELTA,
+            EVENT_TYPES.SERVER_TOOL_ARGS_DELTA,
             index=index,
             tool_call_id=block.id,
             sub_type=block.sub_type,
@@ -570,9 +576,9 @@ def _close_block(
 ) -> None:
     """Emit what ends ``block`` (at ``index``), which is no longer open."""
     if block.kind == "text":
-        ctx.send(_T.TEXT_END, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_END, index=index, raw=frame)
     elif block.kind == "thinking":
-        ctx.send(_T.THINKING_END, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_END, index=index, raw=frame)
     elif block.kind == "tool":
         stream.tools.end(ctx, index, arguments_str=_arguments_str(block), raw=frame)
     elif block.kind == "server":

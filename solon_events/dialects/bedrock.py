@@ -39,7 +39,7 @@ from typing import Any
 
 from ..core.tool_calls import ToolCallAssembler
 from ..errors import ProviderError
-from ..events import TYPES
+from ..events import EVENT_TYPES
 from ..eventstream import EventStreamFrameDecoder
 from ..messages import ChatRequest
 from ..results import (
@@ -56,8 +56,7 @@ from .request import Endpoint, HttpRequest
 
 __all__ = ["BedrockDialect", "converse_stream_url"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
 _STATE_KEY = "bedrock"
 _FILTER_REASONS = frozenset({"guardrail_intervened", "content_filtered"})
 
@@ -110,7 +109,7 @@ class BedrockDialect(ChatDialect):
             pass
         frame = expect_object(frame)
         if len(frame) != 1:
-            ctx.send(_T.RAW, raw_type="event", raw=frame)
+            ctx.send(EVENT_TYPES.RAW, raw_type="event", raw=frame)
             return
         ((kind, payload),) = frame.items()
         stream = ctx.state_of(_STATE_KEY, _Stream)
@@ -120,7 +119,7 @@ class BedrockDialect(ChatDialect):
         elif kind == "error" or kind.endswith("Exception"):
             ctx.fail(_provider_error(kind, payload))
         else:
-            ctx.send(_T.RAW, raw_type=kind, raw=frame)
+            ctx.send(EVENT_TYPES.RAW, raw_type=kind, raw=frame)
 
     def end_of_stream(self, ctx: ChatStreamContext) -> None:
         """After the completion signal, close blocks the provider left open."""
@@ -156,7 +155,7 @@ def _on_block_start(
     index = _index(payload.get("contentBlockIndex"))
     tool_use = _mapping(payload.get("start")).get("toolUse")
     if not isinstance(tool_use, dict):
-        ctx.send(_T.RAW, index=index, raw_type="contentBlockStart", raw=frame)
+        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="contentBlockStart", raw=frame)
         return
     _close(ctx, stream, index)
     tool_id = tool_use.get("toolUseId")
@@ -182,7 +181,9 @@ def _on_block_delta(
             handler(ctx, stream, index, value, frame)
             handled = True
     if not handled:
-        ctx.send(_T.RAW, index=index, raw_type=f"contentBlockDelta:{_keys(delta)}", raw=frame)
+        ctx.send(
+            EVENT_TYPES.RAW, index=index, raw_type=f"contentBlockDelta:{_keys(delta)}", raw=frame
+        )
 
 
 def _on_block_stop(
@@ -190,7 +191,7 @@ def _on_block_stop(
 ) -> None:
     index = _index(payload.get("contentBlockIndex"))
     if not _close(ctx, stream, index, frame):
-        ctx.send(_T.RAW, index=index, raw_type="contentBlockStop", raw=frame)
+        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="contentBlockStop", raw=frame)
 
 
 def _on_message_stop(
@@ -200,7 +201,7 @@ def _on_message_stop(
     reason = payload.get("stopReason")
     reason = reason if isinstance(reason, str) else None
     if reason in _FILTER_REASONS:
-        ctx.send(_T.CONTENT_FILTER, text=reason, sub_type=reason, raw=frame)
+        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, sub_type=reason, raw=frame)
     stream.stopped = True
     ctx.finish(reason)
 
@@ -210,11 +211,11 @@ def _on_metadata(
 ) -> None:
     usage = payload.get("usage")
     if isinstance(usage, dict):
-        ctx.send(_T.USAGE, usage=_usage(usage), raw=frame)
+        ctx.send(EVENT_TYPES.USAGE, usage=_usage(usage), raw=frame)
     latency = _mapping(payload.get("metrics")).get("latencyMs")
     if isinstance(latency, (int, float)) and not isinstance(latency, bool):
         ctx.send(
-            _T.CUSTOM,
+            EVENT_TYPES.CUSTOM,
             sub_type="latency",
             text=f"{latency} ms",
             attrs={"latency_ms": latency},
@@ -222,7 +223,7 @@ def _on_metadata(
         )
     trace = payload.get("trace")
     if isinstance(trace, dict) and trace:
-        ctx.send(_T.CUSTOM, sub_type="trace", attrs=trace, raw=frame)
+        ctx.send(EVENT_TYPES.CUSTOM, sub_type="trace", attrs=trace, raw=frame)
 
 
 _EVENT_HANDLERS: dict[str, _Handler] = {
@@ -244,7 +245,7 @@ def _open(ctx: ChatStreamContext, stream: _Stream, index: int, kind: str) -> Non
         return
     _close(ctx, stream, index)
     stream.blocks[index] = kind
-    ctx.send(_T.TEXT_START if kind == "text" else _T.THINKING_START, index=index)
+    ctx.send(EVENT_TYPES.TEXT_START if kind == "text" else EVENT_TYPES.THINKING_START, index=index)
 
 
 def _text_delta(
@@ -272,21 +273,21 @@ def _reasoning_delta(
     if isinstance(text, str):
         _open(ctx, stream, index, "thinking")
         if text:
-            ctx.send(_T.THINKING_DELTA, text, index=index, raw=frame)
+            ctx.send(EVENT_TYPES.THINKING_DELTA, text, index=index, raw=frame)
     signature = reasoning.get("signature")
     if isinstance(signature, str) and signature:
         _open(ctx, stream, index, "thinking")
-        ctx.send(_T.THINKING_SIGNATURE, signature, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_SIGNATURE, signature, index=index, raw=frame)
     redacted = reasoning.get("redactedContent")
     if isinstance(redacted, str) and redacted:
-        ctx.send(_T.THINKING_REDACTED, redacted, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_REDACTED, redacted, index=index, raw=frame)
 
 
 def _citation_delta(
     ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
 ) -> None:
     if isinstance(value, dict):
-        ctx.send(_T.CITATION, index=index, citation=_citation(value), raw=frame)
+        ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(value), raw=frame)
 
 
 _DeltaHandler = Callable[[ChatStreamContext, _Stream, int, Any, Mapping[str, Any]], None]
@@ -305,9 +306,9 @@ def _close(
     """Close whatever is open at ``index``; whether something was."""
     kind = stream.blocks.pop(index, None)
     if kind == "text":
-        ctx.send(_T.TEXT_END, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_END, index=index, raw=frame)
     elif kind == "thinking":
-        ctx.send(_T.THINKING_END, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_END, index=index, raw=frame)
     elif index in stream.tools:
         stream.tools.end(ctx, index, raw=frame)
     else:

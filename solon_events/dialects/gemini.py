@@ -37,7 +37,7 @@ from typing import Any
 
 from ..core.json_path import JsonPathAssembler, json_path_segments
 from ..core.tool_calls import ToolCallAssembler
-from ..events import TYPES
+from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import (
     Citation,
@@ -63,8 +63,7 @@ __all__ = [
     "stream_url",
 ]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
 
 FILTER_REASONS = frozenset(
     {
@@ -189,7 +188,7 @@ def _response(ctx: ChatStreamContext, frame: Any) -> None:
         state.close_call(ctx)
         ctx.finish(finish)
     if not known:
-        ctx.send(_T.RAW, raw_type="gemini.unknown", raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type="gemini.unknown", raw=frame)
 
 
 def _one_part(
@@ -280,7 +279,7 @@ def _state(ctx: ChatStreamContext) -> _State:
 def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]) -> str | None:
     """Events of one candidate; returns its finish reason, if it has one."""
     if candidate.get("index", 0):
-        ctx.send(_T.RAW, raw_type="gemini.candidate", raw=candidate)
+        ctx.send(EVENT_TYPES.RAW, raw_type="gemini.candidate", raw=candidate)
         return None
     content = candidate.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
@@ -305,7 +304,7 @@ def _finish_reason(
     if not isinstance(reason, str) or not reason:
         return None
     if reason in FILTER_REASONS and state.first_time(("filter", reason)):
-        ctx.send(_T.CONTENT_FILTER, text=reason, raw=candidate)
+        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=candidate)
     return reason
 
 
@@ -316,7 +315,7 @@ def _prompt_feedback(
     if not isinstance(reason, str) or not reason:
         return None
     if state.first_time(("filter", reason)):
-        ctx.send(_T.CONTENT_FILTER, text=reason, raw=feedback)
+        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=feedback)
     return reason
 
 
@@ -328,7 +327,7 @@ def _part(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> Non
     elif "text" in part:
         text = part["text"]
         if isinstance(text, str) and text:
-            kind = _T.THINKING_DELTA if part.get("thought") else _T.TEXT_DELTA
+            kind = EVENT_TYPES.THINKING_DELTA if part.get("thought") else EVENT_TYPES.TEXT_DELTA
             ctx.send(kind, text=text, raw=part)
     elif "inlineData" in part or "fileData" in part:
         _media(ctx, part)
@@ -340,9 +339,9 @@ def _part(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> Non
         handled = False
     signature = part.get("thoughtSignature")
     if isinstance(signature, str) and signature:
-        ctx.send(_T.THINKING_SIGNATURE, text=signature, raw=part)
+        ctx.send(EVENT_TYPES.THINKING_SIGNATURE, text=signature, raw=part)
     elif not handled:
-        ctx.send(_T.RAW, raw_type="gemini.part", raw=part)
+        ctx.send(EVENT_TYPES.RAW, raw_type="gemini.part", raw=part)
 
 
 def _function_call(
@@ -350,14 +349,14 @@ def _function_call(
 ) -> None:
     """A whole call, or the opening, a piece or the close of a streamed one."""
     if not isinstance(call, dict):
-        ctx.send(_T.RAW, raw_type="gemini.functionCall", raw=part)
+        ctx.send(EVENT_TYPES.RAW, raw_type="gemini.functionCall", raw=part)
         return
     name = call.get("name")
     more = bool(call.get("willContinue"))
     partial = call.get("partialArgs")
     if not name:
         if state.open_call is None:
-            ctx.send(_T.RAW, raw_type="gemini.functionCall", raw=part)
+            ctx.send(EVENT_TYPES.RAW, raw_type="gemini.functionCall", raw=part)
             return
         if partial:
             _feed(ctx, state, partial, part)
@@ -374,7 +373,7 @@ def _function_call(
         arguments = dict(args) if isinstance(args, dict) else {}
         tool_call = new_tool_call(call_id, str(name), arguments, "", position)
         ctx.send(
-            _T.TOOL_CALL_CHUNK,
+            EVENT_TYPES.TOOL_CALL_CHUNK,
             index=position,
             tool_call_id=call_id,
             tool_call=tool_call,
@@ -414,7 +413,7 @@ def _media(ctx: ChatStreamContext, part: Mapping[str, Any]) -> None:
     inline = part.get("inlineData")
     source = inline if isinstance(inline, dict) else part.get("fileData")
     if not isinstance(source, dict):
-        ctx.send(_T.RAW, raw_type="gemini.media", raw=part)
+        ctx.send(EVENT_TYPES.RAW, raw_type="gemini.media", raw=part)
         return
     mime_type = _str(source.get("mimeType"))
     data = _str(source.get("data"))
@@ -424,7 +423,7 @@ def _media(ctx: ChatStreamContext, part: Mapping[str, Any]) -> None:
         block = ImageBlock(url=url, data=data, mime_type=mime_type)
     else:
         block = FileBlock(url=url, data=data, mime_type=mime_type)
-    kind = _T.MEDIA_PARTIAL if part.get("thought") else _T.MEDIA_DONE
+    kind = EVENT_TYPES.MEDIA_PARTIAL if part.get("thought") else EVENT_TYPES.MEDIA_DONE
     ctx.send(kind, block=block, raw=part)
 
 
@@ -435,7 +434,7 @@ def _code(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any]) -> Non
     state.code_ids.append(item_id)
     arguments = {"language": code.get("language"), "code": code.get("code")}
     ctx.send(
-        _T.SERVER_TOOL_START,
+        EVENT_TYPES.SERVER_TOOL_START,
         item_id=item_id,
         tool_call_id=item_id,
         sub_type="code_execution",
@@ -449,7 +448,7 @@ def _code_result(ctx: ChatStreamContext, state: _State, part: Mapping[str, Any])
     given = _str(result.get("id")) if isinstance(result, dict) else None
     item_id = given or (state.code_ids[-1] if state.code_ids else None)
     ctx.send(
-        _T.SERVER_TOOL_RESULT,
+        EVENT_TYPES.SERVER_TOOL_RESULT,
         item_id=item_id,
         tool_call_id=item_id,
         sub_type="code_execution",
@@ -470,7 +469,7 @@ def _grounding(ctx: ChatStreamContext, state: _State, grounding: Mapping[str, An
             result = SearchResult(
                 url=url, title=title, snippet=_str(source.get("text")), type=kind, raw=chunk
             )
-            ctx.send(_T.SEARCH_RESULT, search_result=result, raw=grounding)
+            ctx.send(EVENT_TYPES.SEARCH_RESULT, search_result=result, raw=grounding)
     supports = grounding.get("groundingSupports")
     for support in supports if isinstance(supports, list) else ():
         if isinstance(support, dict):
@@ -510,7 +509,7 @@ def _support(
             type=kind,
             raw=support,
         )
-        ctx.send(_T.CITATION, citation=citation, raw=grounding)
+        ctx.send(EVENT_TYPES.CITATION, citation=citation, raw=grounding)
 
 
 def _chunk_source(chunk: Any) -> tuple[str | None, Mapping[str, Any] | None]:
@@ -541,7 +540,7 @@ def _citation_sources(ctx: ChatStreamContext, state: _State, metadata: Mapping[s
             type="citation_source",
             raw=source,
         )
-        ctx.send(_T.CITATION, citation=citation, raw=metadata)
+        ctx.send(EVENT_TYPES.CITATION, citation=citation, raw=metadata)
 
 
 def gemini_usage(usage: Mapping[str, Any]) -> Usage:
@@ -567,7 +566,7 @@ def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any]) -> N
     if usage == state.usage or _USAGE_COUNTS.isdisjoint(usage):
         return
     state.usage = usage
-    ctx.send(_T.USAGE, usage=gemini_usage(usage), raw=usage)
+    ctx.send(EVENT_TYPES.USAGE, usage=gemini_usage(usage), raw=usage)
 
 
 def _count(value: Any) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import TYPES
+from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import new_tool_call
 from .base import ChatDialect
@@ -29,9 +29,8 @@ from .request import Endpoint, HttpRequest
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA
-_THINKING_DELTA = _T.THINKING_DELTA
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
+_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
 
 _COUNT_KEY = "ollama.count"  # tool calls seen in the step: the next call's position
 _METRICS = (
@@ -94,7 +93,7 @@ class OllamaDialect(ChatDialect):
         if get("done"):
             _done(ctx, frame)
         elif type(message) is not dict:
-            ctx.send(_T.RAW, raw_type="ollama.unknown", raw=frame)
+            ctx.send(EVENT_TYPES.RAW, raw_type="ollama.unknown", raw=frame)
 
 
 # parsing
@@ -103,7 +102,7 @@ class OllamaDialect(ChatDialect):
 def _tool_call(ctx: ChatStreamContext, call: dict[str, Any]) -> None:
     function = call.get("function")
     if type(function) is not dict or not function.get("name"):
-        ctx.send(_T.RAW, raw_type="ollama.tool_call", raw=call)
+        ctx.send(EVENT_TYPES.RAW, raw_type="ollama.tool_call", raw=call)
         return
     position = ctx.state.get(_COUNT_KEY, 0)
     ctx.state[_COUNT_KEY] = position + 1
@@ -122,7 +121,7 @@ def _tool_call(ctx: ChatStreamContext, call: dict[str, Any]) -> None:
         )
     )
     ctx.send(
-        _T.TOOL_CALL_CHUNK,
+        EVENT_TYPES.TOOL_CALL_CHUNK,
         index=position,
         tool_call_id=call_id,
         tool_call=tool_call,
@@ -136,7 +135,7 @@ def _done(ctx: ChatStreamContext, frame: dict[str, Any]) -> None:
     if prompt or completion:
         source = {key: frame[key] for key in _METRICS if key in frame}
         usage = make_usage(prompt_tokens=prompt, completion_tokens=completion, source=source)
-        ctx.send(_T.USAGE, usage=usage, raw=frame)
+        ctx.send(EVENT_TYPES.USAGE, usage=usage, raw=frame)
     reason = frame.get("done_reason")
     ctx.finish(reason if isinstance(reason, str) and reason else "stop")
 

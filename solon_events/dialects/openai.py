@@ -20,7 +20,7 @@ import orjson
 
 from ..core.tool_calls import ToolCallAssembler
 from ..errors import ChatProtocolError
-from ..events import TYPES
+from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import Citation, SearchResult, new_citation, new_search_result
 from .base import ChatDialect
@@ -31,9 +31,9 @@ from .request import Endpoint, HttpRequest
 
 __all__ = ["OpenAIDialect"]
 
-_T = TYPES
-_TEXT_DELTA = _T.TEXT_DELTA  # bound once: each enum member lookup costs a thousand instructions
-_THINKING_DELTA = _T.THINKING_DELTA
+# bound once: each enum member lookup costs a thousand instructions
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
+_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
 
 # Keys of ctx.state used by this dialect.
 _CALLS = "openai.calls"  # the ToolCallAssembler of the step
@@ -116,7 +116,7 @@ class OpenAIDialect(ChatDialect):
             _usage(ctx, usage)
         if not known:
             raw_type = frame.get("object") or frame.get("type") or "unknown"
-            ctx.send(_T.RAW, raw_type=str(raw_type), raw=frame)
+            ctx.send(EVENT_TYPES.RAW, raw_type=str(raw_type), raw=frame)
 
     def parse_done(self, ctx: ChatStreamContext) -> None:
         """``[DONE]``: close tool calls still open and mark the stream complete."""
@@ -141,16 +141,16 @@ def _choice(ctx: ChatStreamContext, choice: dict[str, Any], frame: dict[str, Any
 def _delta(ctx: ChatStreamContext, delta: dict[str, Any], frame: dict[str, Any]) -> None:
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
     if reasoning and isinstance(reasoning, str):
-        ctx.send(_T.THINKING_DELTA, text=reasoning, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_DELTA, text=reasoning, raw=frame)
     content = delta.get("content")
     if content:
         if isinstance(content, str):
-            ctx.send(_T.TEXT_DELTA, text=content, raw=frame)
+            ctx.send(EVENT_TYPES.TEXT_DELTA, text=content, raw=frame)
         elif isinstance(content, list):
             _content_parts(ctx, content, frame)
     refusal = delta.get("refusal")
     if refusal and isinstance(refusal, str):
-        ctx.send(_T.REFUSAL_DELTA, text=refusal, raw=frame)
+        ctx.send(EVENT_TYPES.REFUSAL_DELTA, text=refusal, raw=frame)
     tool_calls = delta.get("tool_calls")
     if tool_calls and isinstance(tool_calls, list):
         for call in tool_calls:
@@ -166,7 +166,7 @@ def _content_parts(ctx: ChatStreamContext, parts: list[Any], frame: dict[str, An
     for part in parts:
         if isinstance(part, str):
             if part:
-                ctx.send(_T.TEXT_DELTA, text=part, raw=frame)
+                ctx.send(EVENT_TYPES.TEXT_DELTA, text=part, raw=frame)
             continue
         if not isinstance(part, dict):
             continue
@@ -174,12 +174,12 @@ def _content_parts(ctx: ChatStreamContext, parts: list[Any], frame: dict[str, An
         if kind == "text":
             text = part.get("text")
             if text and isinstance(text, str):
-                ctx.send(_T.TEXT_DELTA, text=text, raw=frame)
+                ctx.send(EVENT_TYPES.TEXT_DELTA, text=text, raw=frame)
         elif kind == "thinking":
             for text in _texts(part.get("thinking")):
-                ctx.send(_T.THINKING_DELTA, text=text, raw=frame)
+                ctx.send(EVENT_TYPES.THINKING_DELTA, text=text, raw=frame)
         else:
-            ctx.send(_T.RAW, raw_type=f"content.{kind}", raw=part)
+            ctx.send(EVENT_TYPES.RAW, raw_type=f"content.{kind}", raw=part)
 
 
 def _texts(value: Any) -> Iterable[str]:
@@ -313,7 +313,7 @@ def _close_calls(ctx: ChatStreamContext) -> None:
 def _finish(ctx: ChatStreamContext, reason: str, frame: dict[str, Any]) -> None:
     _close_calls(ctx)
     if reason == "content_filter":
-        ctx.send(_T.CONTENT_FILTER, text=reason, raw=frame)
+        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=frame)
     ctx.finish(reason)
 
 
@@ -363,12 +363,12 @@ def _sources(ctx: ChatStreamContext, frame: dict[str, Any]) -> bool:
     if isinstance(citations, list):
         for item, key in _occurrences(citations, _citation_key):
             if not _sent_before(ctx, key):
-                ctx.send(_T.CITATION, citation=_citation(item), raw=frame)
+                ctx.send(EVENT_TYPES.CITATION, citation=_citation(item), raw=frame)
     results = frame.get("search_results")
     if isinstance(results, list):
         for item, key in _occurrences(results, _search_result_key):
             if not _sent_before(ctx, key):
-                ctx.send(_T.SEARCH_RESULT, search_result=_search_result(item), raw=frame)
+                ctx.send(EVENT_TYPES.SEARCH_RESULT, search_result=_search_result(item), raw=frame)
     return isinstance(citations, list) or isinstance(results, list)
 
 
@@ -393,7 +393,7 @@ def _annotations(ctx: ChatStreamContext, annotations: list[Any], frame: dict[str
         kind = annotation.get("type")
         body = annotation.get(kind) if isinstance(kind, str) else None
         if kind != "url_citation" or not isinstance(body, dict):
-            ctx.send(_T.RAW, raw_type=f"annotation.{kind}", raw=annotation)
+            ctx.send(EVENT_TYPES.RAW, raw_type=f"annotation.{kind}", raw=annotation)
             continue
         url = _str(body.get("url"))
         start = _int_or_none(body.get("start_index"))
@@ -402,7 +402,7 @@ def _annotations(ctx: ChatStreamContext, annotations: list[Any], frame: dict[str
             title = _str(body.get("title"))
             text = _str(body.get("content"))
             citation = new_citation(url, title, text, start, end, None, None, kind, annotation)
-            ctx.send(_T.CITATION, citation=citation, raw=frame)
+            ctx.send(EVENT_TYPES.CITATION, citation=citation, raw=frame)
 
 
 def _groq_usage(frame: dict[str, Any]) -> Any:
@@ -427,7 +427,7 @@ def _usage(ctx: ChatStreamContext, usage: dict[str, Any]) -> None:
         reasoning = usage.get("reasoning_tokens")
     searches = _count(usage.get("num_search_queries"))
     ctx.send(
-        _T.USAGE,
+        EVENT_TYPES.USAGE,
         usage=make_usage(
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.tool_calls import ToolCallAssembler
-from ..events import TYPES, ChatEventType
+from ..events import EVENT_TYPES, ChatEventType
 from ..messages import ChatRequest
 from ..results import (
     Citation,
@@ -66,8 +66,8 @@ from .request import Endpoint, HttpRequest
 
 __all__ = ["OpenAIResponsesDialect"]
 
-_T = TYPES
 _Frame = Mapping[str, Any]
+_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
 
 _STATE = "openai_responses"  # the key of this dialect's _StepState in ctx.state
 _TEXT_DELTA = "response.output_text.delta"
@@ -295,7 +295,7 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     if handler is not None:
         handler(ctx, step_state if step_state is not None else _stream(ctx), frame)
     elif not _progress(ctx, kind, frame):
-        ctx.send(_T.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type=kind if isinstance(kind, str) else None, raw=frame)
 
 
 def _settle_streaming_part(step_state: _StepState) -> None:
@@ -315,7 +315,7 @@ def _on_status(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) ->
     status = response.get("status")
     if not isinstance(status, str) or not status:
         status = str(frame.get("type", "")).rpartition(".")[2]
-    ctx.send(_T.STATUS, text=status, raw_type=frame.get("type"), raw=frame)
+    ctx.send(EVENT_TYPES.STATUS, text=status, raw_type=frame.get("type"), raw=frame)
 
 
 def _on_completed(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
@@ -333,7 +333,7 @@ def _on_incomplete(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame
     details = response.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
     if reason == "content_filter":
-        ctx.send(_T.CONTENT_FILTER, text=reason, raw=frame)
+        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=frame)
     _finish(ctx, step_state, reason if isinstance(reason, str) and reason else "incomplete")
 
 
@@ -398,7 +398,7 @@ def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
     inputs = usage.get("input_tokens_details")
     outputs = usage.get("output_tokens_details")
     ctx.send(
-        _T.USAGE,
+        EVENT_TYPES.USAGE,
         usage=make_usage(
             prompt_tokens=_int(usage.get("input_tokens")),
             completion_tokens=_int(usage.get("output_tokens")),
@@ -424,7 +424,7 @@ def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
 def _on_item_added(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     item = frame.get("item")
     if not isinstance(item, dict):
-        ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type=frame.get("type"), raw=frame)
         return
     index = _index(frame.get("output_index"))
     key = _key_at(step_state, item.get("id"), index)
@@ -438,13 +438,13 @@ def _on_item_added(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame
     elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
         _start_server_tool(ctx, step_state, key, sub_type, item, index, frame)
     elif not (isinstance(kind, str) and kind.endswith("_call_output")):
-        ctx.send(_T.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
 
 
 def _on_item_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
     item = frame.get("item")
     if not isinstance(item, dict):
-        ctx.send(_T.RAW, raw_type=frame.get("type"), raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type=frame.get("type"), raw=frame)
         return
     _finish_item(ctx, step_state, item, _index(frame.get("output_index")), frame)
 
@@ -470,7 +470,7 @@ def _finish_item(
         _finish_server_tool(ctx, step_state, key, sub_type, item, index, frame)
     elif isinstance(kind, str) and kind.endswith("_call_output"):
         ctx.send(
-            _T.SERVER_TOOL_RESULT,
+            EVENT_TYPES.SERVER_TOOL_RESULT,
             item_id=key,
             tool_call_id=_str(item.get("call_id")),
             index=index,
@@ -478,7 +478,7 @@ def _finish_item(
             raw=item,
         )
     else:
-        ctx.send(_T.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
+        ctx.send(EVENT_TYPES.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
 
 
 def _finish_message(
@@ -513,10 +513,10 @@ def _finish_reasoning(
                     _thinking(ctx, step_state, key, index, (kind, key, part_index), text, frame)
     if key in step_state.open_thinking:
         step_state.open_thinking.discard(key)
-        ctx.send(_T.THINKING_END, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_END, item_id=key, index=index, raw=frame)
     encrypted = item.get("encrypted_content")
     if isinstance(encrypted, str) and encrypted:
-        ctx.send(_T.THINKING_REDACTED, text=encrypted, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_REDACTED, text=encrypted, item_id=key, index=index, raw=frame)
 
 
 # text, refusal and annotations
@@ -597,10 +597,10 @@ def _on_text_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame
             field="content_index",
             part=part,
             index=index,
-            event=_T.TEXT_DELTA,
+            event=EVENT_TYPES.TEXT_DELTA,
             streamed=streamed,
         )
-        ctx.send(_T.TEXT_DELTA, text=delta, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_DELTA, text=delta, item_id=key, index=index, raw=frame)
 
 
 def _on_text_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
@@ -636,7 +636,7 @@ def _final_text(
     step_state.sent[part_key] = len(full)
     _open_text(ctx, step_state, key, index, frame)
     step_state.open_text.discard(key)
-    ctx.send(_T.TEXT_END, text=full, item_id=key, index=index, raw=frame)
+    ctx.send(EVENT_TYPES.TEXT_END, text=full, item_id=key, index=index, raw=frame)
 
 
 def _joined(fragments: list[str]) -> str:
@@ -651,7 +651,7 @@ def _text(
 ) -> None:
     if text:
         _open_text(ctx, step_state, key, index, frame)
-        ctx.send(_T.TEXT_DELTA, text=text, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_DELTA, text=text, item_id=key, index=index, raw=frame)
 
 
 def _open_text(
@@ -659,7 +659,7 @@ def _open_text(
 ) -> None:
     if key not in step_state.open_text:
         step_state.open_text.add(key)
-        ctx.send(_T.TEXT_START, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_START, item_id=key, index=index, raw=frame)
 
 
 def _close_text(
@@ -667,7 +667,7 @@ def _close_text(
 ) -> None:
     if key in step_state.open_text:
         step_state.open_text.discard(key)
-        ctx.send(_T.TEXT_END, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.TEXT_END, item_id=key, index=index, raw=frame)
 
 
 def _on_annotation(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
@@ -694,7 +694,13 @@ def _annotation(
 ) -> None:
     _sent(step_state, ("annotation", key, part_index), 1)
     if isinstance(annotation, dict):
-        ctx.send(_T.CITATION, citation=_citation(annotation), item_id=key, index=index, raw=frame)
+        ctx.send(
+            EVENT_TYPES.CITATION,
+            citation=_citation(annotation),
+            item_id=key,
+            index=index,
+            raw=frame,
+        )
 
 
 def _citation(annotation: _Frame) -> Citation:
@@ -733,7 +739,7 @@ def _on_refusal_done(ctx: ChatStreamContext, step_state: _StepState, frame: _Fra
 
 def _refusal(ctx: ChatStreamContext, key: str, index: int, text: str, frame: _Frame) -> None:
     if text:
-        ctx.send(_T.REFUSAL_DELTA, text=text, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.REFUSAL_DELTA, text=text, item_id=key, index=index, raw=frame)
 
 
 # thinking
@@ -784,7 +790,7 @@ def _thinking_delta(
             field=part_field,
             part=part,
             index=index,
-            event=_T.THINKING_DELTA,
+            event=EVENT_TYPES.THINKING_DELTA,
             sub_type=kind,
         )
 
@@ -817,12 +823,12 @@ def _thinking(
         return
     if key not in step_state.open_thinking:
         step_state.open_thinking.add(key)
-        ctx.send(_T.THINKING_START, item_id=key, index=index, raw=frame)
+        ctx.send(EVENT_TYPES.THINKING_START, item_id=key, index=index, raw=frame)
     sub_type = part_key[0]
     if step_state.thinking_part != part_key:
         if step_state.thinking_part is not None:
             ctx.send(
-                _T.THINKING_DELTA,
+                _THINKING_DELTA,
                 text=_PART_SEPARATOR,
                 item_id=key,
                 index=index,
@@ -830,7 +836,7 @@ def _thinking(
                 raw=frame,
             )
         step_state.thinking_part = part_key
-    ctx.send(_T.THINKING_DELTA, text=text, item_id=key, index=index, sub_type=sub_type, raw=frame)
+    ctx.send(_THINKING_DELTA, text=text, item_id=key, index=index, sub_type=sub_type, raw=frame)
 
 
 # function and custom tool calls
@@ -868,7 +874,7 @@ def _on_arguments_delta(ctx: ChatStreamContext, step_state: _StepState, frame: _
             field="output_index",
             part=index,
             index=index,
-            event=_T.TOOL_CALL_ARGS_DELTA,
+            event=EVENT_TYPES.TOOL_CALL_ARGS_DELTA,
             calls=step_state.calls,
         )
 
@@ -955,7 +961,7 @@ def _start_server_tool(
     if isinstance(output_format, str):
         step_state.formats[key] = output_format
     ctx.send(
-        _T.SERVER_TOOL_START,
+        EVENT_TYPES.SERVER_TOOL_START,
         item_id=key,
         tool_call_id=call_id,
         index=index,
@@ -979,7 +985,7 @@ def _finish_server_tool(
     call_id = _call_id(item)
     for result in _search_results(item):
         ctx.send(
-            _T.SEARCH_RESULT,
+            EVENT_TYPES.SEARCH_RESULT,
             item_id=key,
             tool_call_id=call_id,
             index=index,
@@ -992,7 +998,7 @@ def _finish_server_tool(
         fmt = item.get("output_format")
         block = ImageBlock(data=image, mime_type=_mime(fmt, step_state.formats.get(key)), id=key)
         ctx.send(
-            _T.MEDIA_DONE,
+            EVENT_TYPES.MEDIA_DONE,
             item_id=key,
             tool_call_id=call_id,
             index=index,
@@ -1001,7 +1007,7 @@ def _finish_server_tool(
             raw=frame,
         )
     ctx.send(
-        _T.SERVER_TOOL_RESULT,
+        EVENT_TYPES.SERVER_TOOL_RESULT,
         item_id=key,
         tool_call_id=call_id,
         index=index,
@@ -1044,7 +1050,9 @@ def _on_server_arguments_delta(
     if type(delta) is str and delta:
         key = _frame_key(step_state, frame)
         index = _index(frame.get("output_index"))
-        ctx.send(_T.SERVER_TOOL_ARGS_DELTA, text=delta, item_id=key, index=index, raw=frame)
+        ctx.send(
+            EVENT_TYPES.SERVER_TOOL_ARGS_DELTA, text=delta, item_id=key, index=index, raw=frame
+        )
         step_state.streaming_part = _StreamingPart(
             frame["type"],
             key,
@@ -1052,7 +1060,7 @@ def _on_server_arguments_delta(
             field="output_index",
             part=index,
             index=index,
-            event=_T.SERVER_TOOL_ARGS_DELTA,
+            event=EVENT_TYPES.SERVER_TOOL_ARGS_DELTA,
         )
 
 
@@ -1065,7 +1073,7 @@ def _on_partial_image(ctx: ChatStreamContext, step_state: _StepState, frame: _Fr
     if isinstance(fmt, str):
         step_state.formats[key] = fmt
     ctx.send(
-        _T.MEDIA_PARTIAL,
+        EVENT_TYPES.MEDIA_PARTIAL,
         block=ImageBlock(data=data, mime_type=_mime(fmt, step_state.formats.get(key)), id=key),
         item_id=key,
         index=_index(frame.get("output_index")),
@@ -1098,7 +1106,7 @@ def _send_progress(
     ctx: ChatStreamContext, kind: str, word: str, sub_type: str, frame: _Frame
 ) -> None:
     ctx.send(
-        _T.STATUS,
+        EVENT_TYPES.STATUS,
         text=word,
         sub_type=sub_type,
         item_id=_str(frame.get("item_id")),
@@ -1109,7 +1117,7 @@ def _send_progress(
 
 
 def _on_heartbeat(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:
-    ctx.send(_T.HEARTBEAT, raw=frame)
+    ctx.send(EVENT_TYPES.HEARTBEAT, raw=frame)
 
 
 def _ignore(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ..core.partial_arguments import with_partial_arguments
-from ..events import ChatEvent, ChatEventType
+from ..events import EVENT_TYPES, ChatEvent
 from ..render import LONG_ARGUMENTS, arguments_text, tool_progress_line, tool_result_line
 from .html import markdown_html, wrap
 from .values import usage_fields
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ["LiveState", "live"]
-
-_T = ChatEventType
 
 
 @attrs.define
@@ -88,38 +86,38 @@ class LiveState:
 
     def _fold(self, event: ChatEvent) -> None:
         t = event.type
-        if t is _T.TEXT_DELTA and event.text:
+        if t is EVENT_TYPES.TEXT_DELTA and event.text:
             self._append("text", event, event.text)
-        elif t is _T.THINKING_DELTA and event.text:
+        elif t is EVENT_TYPES.THINKING_DELTA and event.text:
             self._append("thinking", event, event.text)
-        elif t is _T.REFUSAL_DELTA and event.text:
+        elif t is EVENT_TYPES.REFUSAL_DELTA and event.text:
             self._append("refusal", event, event.text)
-        elif t is _T.TOOL_CALL_START:
+        elif t is EVENT_TYPES.TOOL_CALL_START:
             self._tool(event)
-        elif t is _T.TOOL_CALL_ARGS_DELTA and event.text:
+        elif t is EVENT_TYPES.TOOL_CALL_ARGS_DELTA and event.text:
             segment = self._tool(event)
             segment.text += event.text
             if event.tool_call is not None:
                 segment.arguments = event.tool_call.arguments
-        elif t is _T.TOOL_CALL_END and event.tool_call is not None:
+        elif t is EVENT_TYPES.TOOL_CALL_END and event.tool_call is not None:
             segment = self._tool(event)
             segment.text = event.tool_call.arguments_str
             segment.name = event.tool_call.name
             segment.arguments = event.tool_call.arguments
-        elif t is _T.STATUS and event.sub_type == "tool_progress":
+        elif t is EVENT_TYPES.STATUS and event.sub_type == "tool_progress":
             self._tool(event).progress = tool_progress_line(event)
-        elif t is _T.TOOL_RESULT:
+        elif t is EVENT_TYPES.TOOL_RESULT:
             segment = self._tool(event)
             segment.result = event.text or ""
             segment.outcome = tool_result_line(event)
             segment.failed = bool(event.attrs.get("is_error"))
-        elif t is _T.STEP_END and event.usage is not None:
+        elif t is EVENT_TYPES.STEP_END and event.usage is not None:
             self.segments.append(_Segment("note", event.step, f"step {event.step}: " + _u(event)))
-        elif t is _T.RESPONSE_END:
+        elif t is EVENT_TYPES.RESPONSE_END:
             self.done = True
             if event.usage is not None:
                 self.total = _u(event)
-        elif t is _T.ERROR:
+        elif t is EVENT_TYPES.ERROR:
             self.done = True
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
             self.segments.append(_Segment("error", event.step, message))

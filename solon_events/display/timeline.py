@@ -19,23 +19,21 @@ from typing import Any
 
 import attrs
 
-from ..events import ChatEvent, ChatEventGroup, ChatEventType
+from ..events import EVENT_TYPES, ChatEvent, ChatEventGroup
 from .html import GROUP_COLOURS
 from .values import timed_events
 
 __all__ = ["Timeline", "timeline"]
 
-_T = ChatEventType
-_G = ChatEventGroup
 _FORMATS = {".png": "png", ".svg": "svg"}
 _LANE_ORDER = ("thinking", "text", "refusal", "tool", "server tool", "media")
 _LANE_GROUPS = {
-    _G.THINKING: "thinking",
-    _G.TEXT: "text",
-    _G.TOOL_CALL: "tool",
-    _G.SERVER_TOOL: "server tool",
-    _G.MEDIA: "media",
-    _G.SAFETY: "refusal",
+    ChatEventGroup.THINKING: "thinking",
+    ChatEventGroup.TEXT: "text",
+    ChatEventGroup.TOOL_CALL: "tool",
+    ChatEventGroup.SERVER_TOOL: "server tool",
+    ChatEventGroup.MEDIA: "media",
+    ChatEventGroup.SAFETY: "refusal",
 }
 INSTALL_HINT = "pip install 'solon-events[notebook]'"
 
@@ -64,16 +62,16 @@ class _Layout:
 
 
 def _block_key(event: ChatEvent) -> tuple[Any, ...]:
-    if event.group in (_G.TOOL_CALL, _G.SERVER_TOOL):
+    if event.group in (ChatEventGroup.TOOL_CALL, ChatEventGroup.SERVER_TOOL):
         return (event.group, event.step, event.tool_call_id or event.item_id or event.index)
     return (event.group, event.step, event.item_id or event.index)
 
 
 def _lane(event: ChatEvent) -> str:
     lane = _LANE_GROUPS[event.group]
-    if event.group is _G.TOOL_CALL and event.tool_call is not None:
+    if event.group is ChatEventGroup.TOOL_CALL and event.tool_call is not None:
         return f"tool: {event.tool_call.name}"
-    if event.group is _G.SERVER_TOOL and event.sub_type:
+    if event.group is ChatEventGroup.SERVER_TOOL and event.sub_type:
         return f"server tool: {event.sub_type}"
     return lane
 
@@ -90,19 +88,19 @@ def _layout(events: Iterable[Any]) -> _Layout:
         x = float(at) if timed and at is not None else float(number)
         layout.end = max(layout.end, x)
         t = event.type
-        if t is _T.STEP_START:
+        if t is EVENT_TYPES.STEP_START:
             step_start[event.step] = x
-        elif t is _T.STEP_END:
+        elif t is EVENT_TYPES.STEP_END:
             tokens = f"{event.usage.total_tokens} tokens" if event.usage is not None else ""
             layout.steps.append((event.step, step_start.get(event.step, x), x, tokens))
-        elif t is _T.TOOL_RESULT:
+        elif t is EVENT_TYPES.TOOL_RESULT:
             lane = tool_lanes.get(event.tool_call_id, "tool")
             layout.results.append((lane, x, event.text or ""))
-        elif t is _T.RESPONSE_END and event.usage is not None:
+        elif t is EVENT_TYPES.RESPONSE_END and event.usage is not None:
             total_tokens = event.usage.total_tokens
-        if event.group not in _LANE_GROUPS or t is _T.TOOL_RESULT:
+        if event.group not in _LANE_GROUPS or t is EVENT_TYPES.TOOL_RESULT:
             continue
-        if layout.first_token is None and t in (_T.TEXT_DELTA, _T.THINKING_DELTA):
+        if layout.first_token is None and t in (EVENT_TYPES.TEXT_DELTA, EVENT_TYPES.THINKING_DELTA):
             layout.first_token = x
         key = _block_key(event)
         bar = open_bars.get(key)
@@ -111,13 +109,13 @@ def _layout(events: Iterable[Any]) -> _Layout:
             bar = _Bar(lane, lane, x, x, event.group)
             open_bars[key] = bar
             layout.bars.append(bar)
-        if event.group is _G.TOOL_CALL and event.tool_call is not None:
+        if event.group is ChatEventGroup.TOOL_CALL and event.tool_call is not None:
             bar.lane = bar.label = f"tool: {event.tool_call.name}"
             tool_lanes[event.tool_call_id] = bar.lane
         bar.end = x
         if event.phase.name == "DELTA":
             bar.ticks.append(x)
-        if event.phase.name in ("END", "NONE") and t is not _T.THINKING_SIGNATURE:
+        if event.phase.name in ("END", "NONE") and t is not EVENT_TYPES.THINKING_SIGNATURE:
             open_bars.pop(key, None)
     span = f"{layout.end:.2f} s" if timed else f"{len(pairs)} events"
     tokens = f", {total_tokens} tokens" if total_tokens is not None else ""

@@ -7,13 +7,12 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..events import ChatEvent, ChatEventType
+from ..events import EVENT_TYPES, ChatEvent
 from ..results import Usage
 
 __all__ = ["event_time", "key_text", "step_count", "timed_events", "usage_fields"]
 
 RECEIVED_AT = "received_at"  # solon_events.recording.RECEIVED_AT, without importing it
-_T = ChatEventType
 
 
 def event_time(event: ChatEvent) -> float | None:
@@ -61,22 +60,29 @@ def key_text(event: ChatEvent, limit: int | None = None) -> str:
     error or the answer; at most ``limit`` characters."""
     t = event.type
     call = event.tool_call
-    if t in (_T.TOOL_CALL_START, _T.TOOL_CALL_END, _T.TOOL_CALL_CHUNK) and call is not None:
-        text = f"{call.name}({call.arguments_str})" if t is not _T.TOOL_CALL_START else call.name
-    elif t is _T.TOOL_RESULT:
+    if (
+        t in (EVENT_TYPES.TOOL_CALL_START, EVENT_TYPES.TOOL_CALL_END, EVENT_TYPES.TOOL_CALL_CHUNK)
+        and call is not None
+    ):
+        text = (
+            f"{call.name}({call.arguments_str})"
+            if t is not EVENT_TYPES.TOOL_CALL_START
+            else call.name
+        )
+    elif t is EVENT_TYPES.TOOL_RESULT:
         name = call.name if call is not None else "tool"
         text = f"{name} → {event.text or ''}"
-    elif t is _T.ERROR and event.error is not None:
+    elif t is EVENT_TYPES.ERROR and event.error is not None:
         text = f"{type(event.error).__name__}: {event.error}"
     elif event.text is not None:
         text = event.text
-    elif t is _T.USAGE and event.usage is not None:
+    elif t is EVENT_TYPES.USAGE and event.usage is not None:
         usage = event.usage
         text = f"prompt {usage.prompt_tokens}, completion {usage.completion_tokens}"
     elif event.citation is not None:
         text = event.citation.url or event.citation.title or ""
     else:
-        text = event.response.text if t is _T.RESPONSE_END and event.response else ""
+        text = event.response.text if t is EVENT_TYPES.RESPONSE_END and event.response else ""
     if event.usage is not None:
         text = f"{event.usage.total_tokens} tokens  {text}".rstrip()
     return _shorten(text, limit)

@@ -19,23 +19,22 @@ from typing import Any
 
 import attrs
 
-from ..events import TYPES, ChatEvent
+from ..events import EVENT_TYPES, ChatEvent
 from ..results import ChatResponse, Usage
 from .content import input_messages, output_messages, to_json
 
 __all__ = ["Instruments", "RecorderSettings", "ResponseRecorder", "error_type"]
 
-_T = TYPES
 # Events that are no chunk of the answer: the lifecycle, retries, pings and the failure.
 _NOT_A_CHUNK = frozenset(
     {
-        _T.RESPONSE_START,
-        _T.STEP_START,
-        _T.STATUS,
-        _T.HEARTBEAT,
-        _T.STEP_END,
-        _T.RESPONSE_END,
-        _T.ERROR,
+        EVENT_TYPES.RESPONSE_START,
+        EVENT_TYPES.STEP_START,
+        EVENT_TYPES.STATUS,
+        EVENT_TYPES.HEARTBEAT,
+        EVENT_TYPES.STEP_END,
+        EVENT_TYPES.RESPONSE_END,
+        EVENT_TYPES.ERROR,
     }
 )
 
@@ -204,20 +203,20 @@ class ResponseRecorder:
             self._first_chunk = time.perf_counter() - self._started
         if event.response_id is not None:
             self._response_id = event.response_id
-        if kind is _T.TOOL_RESULT:
+        if kind is EVENT_TYPES.TOOL_RESULT:
             self._tool_span(event)
             return
-        if kind is _T.STATUS and event.sub_type == "tool_progress":
+        if kind is EVENT_TYPES.STATUS and event.sub_type == "tool_progress":
             return
         self._model_event_ns = time.time_ns()
         self._tool_cursor_ns = None
-        if kind is _T.STEP_END and event.response is not None:
+        if kind is EVENT_TYPES.STEP_END and event.response is not None:
             self._response = event.response
-        elif kind is _T.RESPONSE_END:
+        elif kind is EVENT_TYPES.RESPONSE_END:
             self._response = event.response or self._response
             self._usage = event.usage
             self.end(None)
-        elif kind is _T.ERROR:
+        elif kind is EVENT_TYPES.ERROR:
             self._response = event.response or self._response
             self._usage = event.usage or self._usage
 
