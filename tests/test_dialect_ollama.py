@@ -41,6 +41,17 @@ def line(content: str = "", **extra: Any) -> dict[str, Any]:
     }
 
 
+METRICS = {
+    "total_duration": 4883583458,
+    "load_duration": 1334875,
+    "prompt_eval_count": 26,
+    "prompt_eval_duration": 342546000,
+    "eval_count": 282,
+    "eval_duration": 4535599000,
+}
+"""The metrics of the final chat response object: its usage's source."""
+
+
 def last(**extra: Any) -> dict[str, Any]:
     """The final chat response object, with its metrics."""
     frame: dict[str, Any] = {
@@ -49,12 +60,7 @@ def last(**extra: Any) -> dict[str, Any]:
         "message": {"role": "assistant", "content": ""},
         "done": True,
         "done_reason": "stop",
-        "total_duration": 4883583458,
-        "load_duration": 1334875,
-        "prompt_eval_count": 26,
-        "prompt_eval_duration": 342546000,
-        "eval_count": 282,
-        "eval_duration": 4535599000,
+        **METRICS,
     }
     frame.update(extra)
     return frame
@@ -96,14 +102,7 @@ def test_done_gives_a_usage_snapshot() -> None:
     usage = usage_event.usage
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (26, 282, 308)
     assert usage.thinking_tokens == 0
-    assert usage.source == {
-        "total_duration": 4883583458,
-        "load_duration": 1334875,
-        "prompt_eval_count": 26,
-        "prompt_eval_duration": 342546000,
-        "eval_count": 282,
-        "eval_duration": 4535599000,
-    }
+    assert usage.source == METRICS
     assert events[-1] is usage_event
 
 

@@ -122,9 +122,10 @@ def test_step_end_keeps_the_response_it_carries() -> None:
     assert last.response.finish_reason == "stop"
 
 
-def test_step_end_usage_is_the_folded_responses_usage() -> None:
+@pytest.mark.parametrize("end_type", [T.STEP_END, T.RESPONSE_END])
+def test_one_steps_usage_is_the_same_object_on_its_end_and_response(end_type: Any) -> None:
     seen = collect(pipeline(step(0, text("x"), usage=U1)))
-    (end,) = seen.of(T.STEP_END)
+    (end,) = seen.of(end_type)
     assert end.usage is U1
     assert end.response is not None
     assert end.response.usage is U1
@@ -145,14 +146,6 @@ def test_usage_is_added_across_steps() -> None:
     assert last.response.usage == total
     assert (last.usage.prompt_tokens, last.usage.completion_tokens) == (40, 7)
     assert last.response.text == "done"
-
-
-def test_single_step_usage_is_the_same_object() -> None:
-    seen = collect(pipeline(step(0, text("x"), usage=U1)))
-    (last,) = seen.of(T.RESPONSE_END)
-    assert last.usage is U1
-    assert last.response is not None
-    assert last.response.usage is U1
 
 
 def test_response_end_without_usage() -> None:
