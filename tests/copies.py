@@ -1,10 +1,13 @@
-"""How the value tests copy a value: ``copy.copy``, ``copy.deepcopy`` or a pickle round trip."""
+"""How the value tests copy a value (``copy.copy``, ``copy.deepcopy`` or a pickle round trip)
+and compare a value built one way with one built another."""
 
 from __future__ import annotations
 
 import copy
 import pickle
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import attrs
 
 V = TypeVar("V")
 
@@ -18,3 +21,10 @@ def copied(value: V, how: str) -> V:
     if how == "deepcopy":
         return copy.deepcopy(value)
     return pickle.loads(pickle.dumps(value))  # type: ignore[no-any-return]
+
+
+def assert_built_alike(built: Any, expected: Any) -> None:
+    """``built`` is of ``expected``'s class and holds the same field values, compared field
+    by field (``==`` leaves some fields out)."""
+    assert type(built) is type(expected)
+    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)

@@ -8,14 +8,13 @@ from typing import Any
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatPrompt
 
-__all__ = ["Outcome", "astream_outcome_of", "outcome_of"]
+__all__ = ["Ending", "Outcome", "astream_outcome_of", "outcome_of"]
 
 
-class Outcome:
-    """Every event of one response (all types), and how it ended."""
+class Ending:
+    """How a subscription ended: its error or its completion; ``done`` is set by either."""
 
     def __init__(self) -> None:
-        self.events: list[ChatEvent] = []
         self.error: BaseException | None = None
         self.completed = False
         self.done = threading.Event()
@@ -27,6 +26,14 @@ class Outcome:
     def on_completed(self) -> None:
         self.completed = True
         self.done.set()
+
+
+class Outcome(Ending):
+    """Every event of one response (all types), and how it ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[ChatEvent] = []
 
     def of(self, kind: ChatEventType) -> list[ChatEvent]:
         """The events of ``kind``."""

@@ -166,17 +166,27 @@ def _json(text: str) -> bool:
     return True
 
 
+def encoded(events: list[ChatEvent], encoder: Any) -> list[Any]:
+    """What the adapter operator ``encoder`` makes of ``events``."""
+    out: list[Any] = []
+    reactivex.from_iterable(events).pipe(encoder).subscribe(out.append)
+    return out
+
+
+def step_responses(events: list[ChatEvent]) -> list[Any]:
+    """The response of each STEP_END."""
+    return [e.response for e in events if e.type is T.STEP_END]
+
+
 def vercel_chunks(events: list[ChatEvent]) -> list[dict[str, Any]]:
-    chunks: list[dict[str, Any]] = []
-    reactivex.from_iterable(events).pipe(to_vercel()).subscribe(chunks.append)
-    return chunks
+    return encoded(events, to_vercel())
 
 
 @pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_vercel_chunks_of_every_recording_rebuild_each_step(path: Path, dialect: str) -> None:
     events = recorded(path, dialect)
     steps = read_ui_stream(vercel_chunks(events))
-    responses = [e.response for e in events if e.type is T.STEP_END]
+    responses = step_responses(events)
     assert len(steps) == len(responses)
     for step, response in zip(steps, responses):
         assert step["text"] == response.text
@@ -368,16 +378,14 @@ def verify_agui(events: list[Any]) -> dict[str, Any]:
 
 
 def agui_events(events: list[ChatEvent], **options: Any) -> list[Any]:
-    out: list[Any] = []
-    reactivex.from_iterable(events).pipe(to_agui("thread", "run", **options)).subscribe(out.append)
-    return out
+    return encoded(events, to_agui("thread", "run", **options))
 
 
 @pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_agui_events_of_every_recording_verify_and_rebuild(path: Path, dialect: str) -> None:
     events = recorded(path, dialect)
     run = verify_agui(agui_events(events))
-    responses = [e.response for e in events if e.type is T.STEP_END]
+    responses = step_responses(events)
     assert "".join(run["texts"].values()) == "".join(r.text for r in responses)
     assert "".join(run["reasoning"].values()) == "".join(r.thinking for r in responses)
     calls = [c for r in responses for c in r.tool_calls]

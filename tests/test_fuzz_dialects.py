@@ -7,14 +7,13 @@ the subscription ended. A few seconds per dialect."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from recorded import DIALECTS, body_of, text_body, weather_bodies
+from recorded import CORPUS, CORPUS_DIALECTS, DIALECTS, body_of, text_body, weather_bodies
 
 from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, replay
 from solon_events.devserver.scenarios import ERROR_FRAME_MESSAGE
@@ -22,13 +21,7 @@ from solon_events.devserver.turns import Script, StreamError, Text, TurnUsage
 from solon_events.sse import Frame, iter_frames
 
 T = ChatEventType
-CORPUS = Path(__file__).resolve().parent.parent / ".." / "shared" / "corpus"
-CORPUS_DIRS = {
-    "openai": "openai-chat",
-    "anthropic": "anthropic",
-    "openai-responses": "openai-responses",
-    "gemini": "gemini",
-}
+CORPUS_FOLDERS = {dialect: folder for folder, dialect in CORPUS_DIALECTS.items()}
 FUZZ = settings(
     max_examples=120,
     deadline=None,
@@ -46,7 +39,7 @@ def seeds(dialect: str) -> list[bytes]:
         *weather_bodies(dialect, "18C"),
         body_of(dialect, error),
     ]
-    folder = CORPUS / CORPUS_DIRS.get(dialect, "-")
+    folder = CORPUS / CORPUS_FOLDERS.get(dialect, "-")
     if folder.is_dir():
         bodies += [path.read_bytes() for path in sorted(folder.glob("*.jsonl"))]
     return bodies

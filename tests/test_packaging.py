@@ -34,21 +34,20 @@ def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.strip() == f"solon-events {solon_events.__version__}"
 
 
-def test_python_dash_m_is_the_command() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "solon_events", "--version"],
+def python_dash_m(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m solon_events ARGS``, run to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "solon_events", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_python_dash_m_is_the_command() -> None:
+    done = python_dash_m("--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"solon-events {solon_events.__version__}"
-    helped = subprocess.run(
-        [sys.executable, "-m", "solon_events", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    helped = python_dash_m("--help")
     assert helped.returncode == 0 and "replay" in helped.stdout

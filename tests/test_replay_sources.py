@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 from outcomes import outcome_of
-from recorded import DIALECTS, text_body
+from recorded import CORPUS, CORPUS_DIALECTS, DIALECTS, needs_corpus, text_body
 
 from solon_events import (
     ChatDialect,
@@ -29,13 +29,6 @@ from solon_events.sse import iter_frames
 from solon_events.transport import ReplayTransport
 
 T = ChatEventType
-CORPUS = Path(__file__).resolve().parent.parent / ".." / "shared" / "corpus"
-CORPUS_DIALECTS = {
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-    "openai-chat": "openai",
-    "openai-responses": "openai-responses",
-}
 CORPUS_FILES = sorted(CORPUS.glob("*/*.jsonl")) if CORPUS.is_dir() else []
 
 
@@ -143,7 +136,7 @@ def test_auto_is_the_default_and_tells_every_dialect(dialect: str) -> None:
     assert sniff_dialect(iter_event_stream_frames(body) if binary else iter_frames(body)) == dialect
 
 
-@pytest.mark.skipif(not CORPUS_FILES, reason="../shared/corpus is not present")
+@needs_corpus
 def test_auto_tells_the_dialect_of_every_recorded_corpus_stream() -> None:
     for path in CORPUS_FILES:
         want = CORPUS_DIALECTS[path.parent.name]
@@ -210,4 +203,4 @@ def test_a_dialect_of_ones_own_claims_nothing_unless_it_says() -> None:
         name = "mine"
 
     assert not Mine().claims({"choices": []})
-    assert os.fspath(CORPUS)  # the corpus path is computed once, above
+    assert os.fspath(CORPUS)  # the corpus path is computed once, in tests/recorded.py

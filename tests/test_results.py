@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
-from copies import WAYS, copied
+from copies import WAYS, assert_built_alike, copied
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -301,8 +301,7 @@ def test_new_usage_equals_the_keyword_constructor(
         source=source,
         **keywords,
     )
-    assert type(built) is Usage
-    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    assert_built_alike(built, expected)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.prompt_tokens = 1  # type: ignore[misc]
 
@@ -392,8 +391,8 @@ def test_new_citation_equals_the_keyword_constructor(
         type=kind,
         raw=raw,
     )
-    assert type(built) is Citation and built == expected
-    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    assert built == expected
+    assert_built_alike(built, expected)
     assert type(built.raw) is MappingProxyType and built.raw is not raw
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.url = "x"  # type: ignore[misc]
@@ -404,8 +403,8 @@ def test_new_search_result_equals_the_keyword_constructor(texts: tuple[Any, ...]
     url, title, snippet, date, kind = texts
     built = new_search_result(url, title, snippet, date, kind, raw)
     expected = SearchResult(url=url, title=title, snippet=snippet, date=date, type=kind, raw=raw)
-    assert type(built) is SearchResult and built == expected
-    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    assert built == expected
+    assert_built_alike(built, expected)
     assert type(built.raw) is MappingProxyType and built.raw is not raw
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.url = "x"  # type: ignore[misc]
@@ -423,8 +422,8 @@ def test_new_tool_call_equals_the_keyword_constructor(
     expected = ToolCall(
         id=call_id, name=name, arguments=arguments, arguments_str=arguments_str, index=index
     )
-    assert type(built) is ToolCall and built == expected
-    assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+    assert built == expected
+    assert_built_alike(built, expected)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.name = "x"  # type: ignore[misc]
 

@@ -81,6 +81,24 @@ def ui_steps(message: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 # Vercel: the ai package's DefaultChatTransport (chunk schema) and readUIMessageStream.
 
+
+def client_and_reference(
+    provider: RunningServer,
+    scenario: str,
+    text: str,
+    tools: list[Any],
+    script: str,
+    path: str,
+    payload: Any,
+) -> tuple[Any, list[ChatResponse], dict[str, Any]]:
+    """What a front-end client ``script`` made of our gateway's answer to ``payload`` posted
+    to ``path``, then :func:`reference`'s steps and last event for the same request."""
+    model, serving = gateway(provider, scenario, tools=tools)
+    with model, serving as url:
+        result = run_node(script, url + path, orjson.dumps(payload).decode())
+    return (result, *reference(provider, scenario, text, tools))
+
+
 VERCEL_CASES = [
     ("echo", "Tell me a story about a fox", []),
     ("weather", QUESTION, [get_weather]),
@@ -92,11 +110,10 @@ VERCEL_CASES = [
 def test_the_ai_package_assembles_our_response(
     provider: RunningServer, scenario: str, text: str, tools: list[Any]
 ) -> None:
-    model, serving = gateway(provider, scenario, tools=tools)
-    with model, serving as url:
-        ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
-        result = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(ui).decode())
-    steps, last = reference(provider, scenario, text, tools)
+    ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}]
+    result, steps, last = client_and_reference(
+        provider, scenario, text, tools, "vercel_client.mjs", "/api/chat", ui
+    )
     message = result["message"]
     assert result["headers"]["x-vercel-ai-ui-message-stream"] == "v1"
     parts = ui_steps(message)
@@ -150,11 +167,10 @@ def test_the_ai_package_sends_back_a_tool_loop_we_understand(provider: RunningSe
 def test_the_agui_client_verifies_and_assembles_our_run(
     provider: RunningServer, scenario: str, text: str, tools: list[Any]
 ) -> None:
-    model, serving = gateway(provider, scenario, tools=tools)
-    with model, serving as url:
-        run = {"messages": [{"id": "u1", "role": "user", "content": text}]}
-        result = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
-    steps, last = reference(provider, scenario, text, tools)
+    run = {"messages": [{"id": "u1", "role": "user", "content": text}]}
+    result, steps, last = client_and_reference(
+        provider, scenario, text, tools, "agui_client.mjs", "/agui", run
+    )
     messages = result["messages"][1:]
     kinds = [e["type"] for e in result["events"]]
     assert kinds[0] == "RUN_STARTED"

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from outcomes import Ending
 
 from solon_events.dialects.base import HttpRequest, get_dialect
 from solon_events.errors import (
@@ -80,27 +81,17 @@ def transport() -> Iterator[Reader]:
     made.close()
 
 
-class Frames:
+class Frames(Ending):
     """What one subscription to ``transport.frames`` received."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.frames: list[Frame] = []
-        self.error: BaseException | None = None
-        self.completed = False
-        self.done = threading.Event()
         self.first = threading.Event()
 
     def on_next(self, frame: Any) -> None:
         self.frames.append(frame)
         self.first.set()
-
-    def on_error(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-    def on_completed(self) -> None:
-        self.completed = True
-        self.done.set()
 
     @property
     def data(self) -> list[str]:

@@ -37,28 +37,20 @@ def timed_out(outcome: Outcome, budget: str) -> ChatTimeoutError:
     return error
 
 
+@pytest.mark.parametrize("scenario", ["trickle:0.01", "comments:0.05"])
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_trickling_bytes_do_not_restart_the_first_frame_budget(
-    server: RunningServer, dialect: str
+def test_trickling_bytes_or_comments_do_not_restart_the_first_frame_budget(
+    server: RunningServer, dialect: str, scenario: str
 ) -> None:
     before = server.disconnect_count
-    outcome = run(server, dialect, "trickle:0.01", timeout=0.4, idle_timeout=30.0)
+    outcome = run(server, dialect, scenario, timeout=0.4, idle_timeout=30.0)
     error = timed_out(outcome, "timeout")
     assert error.frames_received == 0
     assert "timeout of 0.4 s ran out waiting for the first frame" in str(error)
     assert "0 frames and" in str(error) and "bytes received" in str(error)
-    assert server.wait_disconnect(timeout=2.0, count=before + 1), "the connection stays open"
-
-
-@pytest.mark.parametrize("dialect", DIALECTS)
-def test_comments_only_do_not_restart_the_first_frame_budget(
-    server: RunningServer, dialect: str
-) -> None:
-    outcome = run(server, dialect, "comments:0.05", timeout=0.4, idle_timeout=30.0)
-    error = timed_out(outcome, "timeout")
-    assert error.frames_received == 0
     (error_event,) = [e for e in outcome.events if e.type is T.ERROR]
     assert error_event.response is not None and error_event.response.text == ""
+    assert server.wait_disconnect(timeout=2.0, count=before + 1), "the connection stays open"
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
