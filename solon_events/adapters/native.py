@@ -18,23 +18,16 @@ from typing import Any
 import attrs
 import orjson
 
-from .. import errors
+from .. import errors, results
 from ..events import ChatEvent, ChatEventType
-from ..results import (
-    AssistantMessage,
-    ChatResponse,
-    Citation,
-    FileBlock,
-    ImageBlock,
-    SearchResult,
-    TextBlock,
-    ToolCall,
-    Usage,
-)
 
 __all__ = ["encode_event", "decode_event", "event_from_json", "event_to_json", "to_plain"]
 
-_BLOCK_KINDS: dict[type, str] = {TextBlock: "text", ImageBlock: "image", FileBlock: "file"}
+_BLOCK_KINDS: dict[type, str] = {
+    results.TextBlock: "text",
+    results.ImageBlock: "image",
+    results.FileBlock: "file",
+}
 _BLOCKS_BY_KIND = {kind: cls for cls, kind in _BLOCK_KINDS.items()}
 _MIRRORED = ("thinking", "tool_calls", "citations", "search_results")
 _EVENT_FIELDS = tuple(a for a in attrs.fields(ChatEvent) if a.name != "type")
@@ -50,7 +43,7 @@ def to_plain(value: Any) -> Any:
         return [to_plain(v) for v in value]
     if isinstance(value, BaseException):
         return _error_to_plain(value)
-    if isinstance(value, ChatResponse):
+    if isinstance(value, results.ChatResponse):
         data = _attrs_to_plain(value, skip=_MIRRORED)
         data.setdefault("text", "")
         return data
@@ -136,20 +129,20 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _usage(value: Any) -> Usage | None:
-    return None if value is None else Usage(**value)
+def _usage(value: Any) -> results.Usage | None:
+    return None if value is None else results.Usage(**value)
 
 
-def _tool_call(value: Any) -> ToolCall | None:
-    return None if value is None else ToolCall(**value)
+def _tool_call(value: Any) -> results.ToolCall | None:
+    return None if value is None else results.ToolCall(**value)
 
 
-def _citation(value: Any) -> Citation | None:
-    return None if value is None else Citation(**value)
+def _citation(value: Any) -> results.Citation | None:
+    return None if value is None else results.Citation(**value)
 
 
-def _search_result(value: Any) -> SearchResult | None:
-    return None if value is None else SearchResult(**value)
+def _search_result(value: Any) -> results.SearchResult | None:
+    return None if value is None else results.SearchResult(**value)
 
 
 def _block(value: Any) -> Any:
@@ -163,18 +156,18 @@ def _block(value: Any) -> Any:
     return block_type(**fields)
 
 
-def _message(value: Any) -> AssistantMessage | None:
+def _message(value: Any) -> results.AssistantMessage | None:
     if value is None:
         return None
     fields = dict(value)
-    fields["tool_calls"] = [ToolCall(**c) for c in fields.get("tool_calls", ())]
+    fields["tool_calls"] = [results.ToolCall(**c) for c in fields.get("tool_calls", ())]
     fields["blocks"] = [_block(b) for b in fields.get("blocks", ())]
-    fields["citations"] = [Citation(**c) for c in fields.get("citations", ())]
-    fields["search_results"] = [SearchResult(**s) for s in fields.get("search_results", ())]
-    return AssistantMessage(**fields)
+    fields["citations"] = [results.Citation(**c) for c in fields.get("citations", ())]
+    fields["search_results"] = [results.SearchResult(**s) for s in fields.get("search_results", ())]
+    return results.AssistantMessage(**fields)
 
 
-def _response(value: Any) -> ChatResponse | None:
+def _response(value: Any) -> results.ChatResponse | None:
     if value is None:
         return None
     fields = dict(value)
@@ -182,8 +175,8 @@ def _response(value: Any) -> ChatResponse | None:
     text = fields.pop("text", "")
     usage = _usage(fields.pop("usage", None))
     if message is None and text:
-        message = AssistantMessage(text=text)
-    return ChatResponse(message=message, usage=usage, **fields)
+        message = results.AssistantMessage(text=text)
+    return results.ChatResponse(message=message, usage=usage, **fields)
 
 
 def _error(value: Any) -> BaseException | None:
