@@ -328,6 +328,10 @@ def verify_agui(events: list[Any]) -> dict[str, Any]:
     open_text: set[str] = set()
     open_reasoning: set[str] = set()
     open_calls: set[str] = set()
+    messages = {
+        "TEXT_MESSAGE": (texts, open_text),
+        "REASONING_MESSAGE": (reasoning, open_reasoning),
+    }
     steps: list[str] = []
     ended = False
     for n, event in enumerate(events):
@@ -337,23 +341,18 @@ def verify_agui(events: list[Any]) -> dict[str, Any]:
         kind = data.type.value
         assert not ended, f"{kind} after the run ended"
         assert (kind == "RUN_STARTED") == (n == 0)
-        if kind == "TEXT_MESSAGE_START":
-            assert data.message_id not in open_text
-            open_text.add(data.message_id)
-            texts.setdefault(data.message_id, "")
-        elif kind == "TEXT_MESSAGE_CONTENT":
-            assert data.message_id in open_text
-            texts[data.message_id] += data.delta
-        elif kind == "TEXT_MESSAGE_END":
-            open_text.remove(data.message_id)
-        elif kind == "REASONING_MESSAGE_START":
-            open_reasoning.add(data.message_id)
-            reasoning.setdefault(data.message_id, "")
-        elif kind == "REASONING_MESSAGE_CONTENT":
-            assert data.message_id in open_reasoning
-            reasoning[data.message_id] += data.delta
-        elif kind == "REASONING_MESSAGE_END":
-            open_reasoning.remove(data.message_id)
+        message, _, phase = kind.rpartition("_")
+        if message in messages:  # TEXT_MESSAGE_* or REASONING_MESSAGE_*
+            contents, open_ids = messages[message]
+            if phase == "START":
+                assert data.message_id not in open_ids
+                open_ids.add(data.message_id)
+                contents.setdefault(data.message_id, "")
+            elif phase == "CONTENT":
+                assert data.message_id in open_ids
+                contents[data.message_id] += data.delta
+            elif phase == "END":
+                open_ids.remove(data.message_id)
         elif kind == "TOOL_CALL_START":
             assert data.tool_call_id not in open_calls
             open_calls.add(data.tool_call_id)
