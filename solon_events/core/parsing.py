@@ -208,6 +208,13 @@ class ParseStage:
             record.clear()  # a frame that fails contributes nothing
             self._fail(self._dialect_error(exc, f"frame {self.frame_count}"))
             return
+        if len(record) == 1:  # most frames: one event, folded and pushed here
+            event = record[0]
+            if type(event) is ChatEvent:
+                record.clear()
+                self._accumulator.add(event)
+                self._push(event)
+                return
         failure = self._act()
         if failure is not None:
             self._fail(failure)
