@@ -372,7 +372,12 @@ class _ResponsePipeline:
     def _open(self) -> ResponseRun:
         if self._run is None:
             self._run = _response_run(
-                self._plan, self, self._event_filter, self._partial_arguments, self._redactor
+                self._plan,
+                self,
+                self._event_filter,
+                self._partial_arguments,
+                self._redactor,
+                paced=False,
             )
         return self._run
 
@@ -415,6 +420,8 @@ def _response_run(
     event_filter: EventFilter | None,
     partial_arguments: bool,
     redactor: Redactor,
+    *,
+    paced: bool = True,
 ) -> ResponseRun:
     """A response's run into ``down``, through ``respond()`` (RESPONSE_START emitted)."""
     response_id = new_response_id()
@@ -425,7 +432,7 @@ def _response_run(
         fold_steps=False,
         partial_arguments=partial_arguments,
     )
-    return ResponseRun(plan, head, response_id=response_id, redact=redactor.error)
+    return ResponseRun(plan, head, response_id=response_id, redact=redactor.error, paced=paced)
 
 
 class _Gathered:
@@ -553,17 +560,17 @@ class ChatPrompt:
             client_tools=frozenset(spec.name for spec in self._client_tools),
         )
 
-    def _read(self, http: HttpRequest, emit: Emit) -> AsyncGenerator[None, None]:
+    def _read(self, http: HttpRequest, emit: Emit, paced: bool) -> AsyncGenerator[None, None]:
         tap = self._frame_tap
         if tap is None:
-            return self._model._reader.read(http, emit)
+            return self._model._reader.read(http, emit, paced)
 
         def tapped(item: Frame | bytes | ChatEvent) -> None:
             if not isinstance(item, ChatEvent):  # not a retry's STATUS event
                 tap(item)
             emit(item)
 
-        return self._model._reader.read(http, tapped)
+        return self._model._reader.read(http, tapped, paced)
 
     def stream(self) -> Observable[ChatEvent]:
         """A cold Observable of the response's events; each subscription is a new request.

@@ -209,7 +209,7 @@ class StreamReader:
         return rx_create(subscribe)
 
     async def _read_all(self, request: HttpRequest, emit: Emit) -> None:
-        async for _ in self.read(request, emit):
+        async for _ in self.read(request, emit, paced=False):
             pass
 
     def _start(
@@ -239,10 +239,13 @@ class StreamReader:
             f"the request to {redact_url(request.url)} was cancelled: its ChatModel was closed"
         )
 
-    async def read(self, request: HttpRequest, emit: Emit) -> AsyncGenerator[None, None]:
+    async def read(
+        self, request: HttpRequest, emit: Emit, paced: bool = True
+    ) -> AsyncGenerator[None, None]:
         """Send ``request`` (retrying as the policy says) and ``emit`` each frame decoded,
-        on the running loop; yields after each chunk of the body that gave frames (a
-        retry's STATUS event counts as one), so that its caller can hand them on.
+        on the running loop. ``paced``: yield after each chunk of the body that gave
+        frames (a retry's STATUS event counts as one), so that an iterating caller can
+        hand them on; else yield nothing (``emit`` hands them on itself).
 
         An exception raised by ``emit`` comes out wrapped (see :func:`downstream_error`);
         closing the iterator early closes the connection.
@@ -256,7 +259,8 @@ class StreamReader:
         while True:
             clock = _FrameClock(loop, self.budgets, total_deadline)
             try:
-                async with contextlib.aclosing(self._attempt(request, emit, clock)) as chunks:
+                attempt = self._attempt(request, emit, clock, paced)
+                async with contextlib.aclosing(attempt) as chunks:
                     async for _ in chunks:
                         yield
                 return
@@ -266,7 +270,8 @@ class StreamReader:
                     raise
                 retries += 1
                 self._emit(emit, (self._retry_status(retries, delay, error),))
-            yield
+            if paced:
+                yield
             await asyncio.sleep(delay)
 
     def _retry_delay(self, error: ChatError, retries: int, clock: _FrameClock) -> float | None:
@@ -299,7 +304,7 @@ class StreamReader:
             raise _Downstream(exc) from exc
 
     async def _attempt(
-        self, request: HttpRequest, emit: Emit, clock: _FrameClock
+        self, request: HttpRequest, emit: Emit, clock: _FrameClock, paced: bool
     ) -> AsyncGenerator[None, None]:
         response = await self._within(self._send(request), clock, request)
         try:
@@ -315,7 +320,8 @@ class StreamReader:
                 if frames:
                     clock.frames_decoded(len(frames))
                     self._emit(emit, frames)
-                    yield
+                    if paced:
+                        yield
             frames = decoder.close()
             if frames:
                 clock.frames_decoded(len(frames))

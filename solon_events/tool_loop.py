@@ -43,9 +43,9 @@ ToolErrorPolicy = Literal["raise", "return"]
 
 
 Emit = Callable[[Frame | bytes | ChatEvent], None]
-Read = Callable[[HttpRequest, Emit], AsyncGenerator[None, None]]
-"""``read(request, emit)``: send ``request``, ``emit`` each frame of its body (a retry's
-STATUS event too) on the running loop, yielding after each batch (as
+Read = Callable[[HttpRequest, Emit, bool], AsyncGenerator[None, None]]
+"""``read(request, emit, paced)``: send ``request``, ``emit`` each frame of its body (a
+retry's STATUS event too) on the running loop, yielding after each batch when ``paced`` (as
 :meth:`~solon_events.stream_reader.StreamReader.read` does)."""
 
 
@@ -103,6 +103,9 @@ class ResponseRun:
     The one driver of both of ChatModel's edges: :meth:`ChatPrompt.stream` runs
     :meth:`steps` as a task on the I/O loop, :meth:`ChatPrompt.astream` iterates it in the
     caller's own task. ``redact`` is applied to every failure before ``head`` sees it.
+    ``paced``: :meth:`steps` yields after each batch of events, for a caller that hands
+    them on between batches (astream); a run whose ``head`` delivers them itself (a task,
+    stream()) passes False and saves the round trip through the generators per chunk.
     """
 
     def __init__(
@@ -112,8 +115,10 @@ class ResponseRun:
         *,
         response_id: str | None,
         redact: Callable[[Exception], Exception],
+        paced: bool = True,
     ) -> None:
         self._plan = plan
+        self._paced = paced
         self._head = head
         self._response_id = response_id
         self._redact = redact
@@ -145,7 +150,9 @@ class ResponseRun:
             )
             parser.start()
             try:
-                async with contextlib.aclosing(plan.read(http_request, parser.on_next)) as body:
+                async with contextlib.aclosing(
+                    plan.read(http_request, parser.on_next, self._paced)
+                ) as body:
                     async for _ in body:
                         yield
             except Exception as exc:
