@@ -195,7 +195,6 @@ def _builder(
         raise TypeError(f"{cls.__name__} needs @writable_base under its attrs decorator")
     namespace: dict[str, Any] = {
         "_cls": cls,
-        "_new": object.__new__,
         "_writable": writable,
         "_keep": _KEEP,
     }
@@ -245,7 +244,7 @@ def _builder(
     source = "\n".join(
         [
             f"def {name}({', '.join(params)}):",
-            "    this = _new(_writable)",
+            "    this = _writable()",
             *stores,
             "    this.__class__ = _cls",
             f"    {finish}",
