@@ -29,7 +29,6 @@ from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
 from .core import stages
-from .core.session import new_response_id
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
@@ -424,13 +423,8 @@ def _response_run(
     paced: bool = True,
 ) -> ResponseRun:
     """A response's run into ``down``, through ``respond()`` (RESPONSE_START emitted)."""
-    response_id = new_response_id()
-    head = stages.respond(
-        down,
-        response_id=response_id,
-        event_filter=event_filter,
-        fold_steps=False,
-        partial_arguments=partial_arguments,
+    response_id, head = stages.respond_after_parse(
+        down, event_filter=event_filter, partial_arguments=partial_arguments
     )
     return ResponseRun(plan, head, response_id=response_id, redact=redactor.error, paced=paced)
 

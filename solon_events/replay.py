@@ -16,7 +16,6 @@ from reactivex.scheduler import CurrentThreadScheduler
 
 from .core import stages
 from .core.parsing import ParseStage
-from .core.session import new_response_id
 from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
 from .dialects.sniff import sniff_dialect
@@ -129,13 +128,8 @@ def replay(
 
     def pipeline(observer: Sink) -> tuple[Callable[[], None], Callable[[], None]]:
         """What parse() and respond() do, with direct calls: (run, stop) into ``observer``."""
-        response_id = new_response_id()
-        head = stages.respond(
-            observer,
-            response_id=response_id,
-            event_filter=event_filter,
-            fold_steps=False,
-            partial_arguments=partial_arguments,
+        response_id, head = stages.respond_after_parse(
+            observer, event_filter=event_filter, partial_arguments=partial_arguments
         )
         parser = ParseStage(chosen or get_dialect("openai"), head, response_id=response_id)
         parser.start()

@@ -19,9 +19,17 @@ from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
 from .normalizer import PASSED_THROUGH, ChatEventNormalizer
 from .partial_arguments import PartialArgumentsStage
-from .session import ChatStreamSession
+from .session import ChatStreamSession, new_response_id
 
-__all__ = ["AggregateStage", "GuardStage", "NormalizeStage", "RespondStage", "Sink", "respond"]
+__all__ = [
+    "AggregateStage",
+    "GuardStage",
+    "NormalizeStage",
+    "RespondStage",
+    "Sink",
+    "respond",
+    "respond_after_parse",
+]
 
 _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
 _THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
@@ -379,3 +387,22 @@ def respond(
         down, response_id=response_id, event_filter=event_filter, fold_steps=fold_steps
     )
     return PartialArgumentsStage(head) if partial_arguments else head
+
+
+def respond_after_parse(
+    down: Sink,
+    *,
+    event_filter: Callable[[ChatEvent], bool] | None = None,
+    partial_arguments: bool = False,
+) -> tuple[str, RespondStage | PartialArgumentsStage]:
+    """A new response's id and the :func:`respond` head for a parse stage's events into
+    ``down``: steps are not folded again (the parse stage folds each step's events)."""
+    response_id = new_response_id()
+    head = respond(
+        down,
+        response_id=response_id,
+        event_filter=event_filter,
+        fold_steps=False,
+        partial_arguments=partial_arguments,
+    )
+    return response_id, head
