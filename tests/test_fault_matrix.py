@@ -58,22 +58,26 @@ class Fault:
 FIRST = r"^timeout of 0\.3 s ran out waiting for the first frame from .* \(0 frames and"
 NEXT = r"^idle_timeout of 0\.3 s ran out waiting for the next frame from .* \(\d+ frames? and"
 MASKED = r"Incorrect API key provided: \*\*\*$"
-SHORT = {"timeout": 0.3, "idle_timeout": 0.3}
+# The budget a fault must run out of is short; any other is long, so that a loaded machine
+# (a first frame late by a second) cannot make the wrong one run out first.
+SHORT = {"timeout": 0.3, "idle_timeout": 30.0}  # the first frame never comes in time
+IDLE = {"timeout": 5.0, "idle_timeout": 0.3}  # a first frame, then nothing in time
+PINGED = {"timeout": 5.0, "idle_timeout": 1.0}  # pings 0.25 s apart, 1.5 s in all
 
 FAULTS = {
     "trickling bytes": Fault("trickle:0.02", ChatTimeoutError, FIRST, "", SHORT, cut_short=True),
     "comments only": Fault("comments:0.05", ChatTimeoutError, FIRST, "", SHORT, cut_short=True),
     "a frame, then an endless line": Fault(
-        "endless-line:0.05", ChatTimeoutError, NEXT, "Partial", SHORT, cut_short=True
+        "endless-line:0.05", ChatTimeoutError, NEXT, "Partial", IDLE, cut_short=True
     ),
     "a stall between frames": Fault(
-        "stall:5", ChatTimeoutError, NEXT, "Stalling", SHORT, cut_short=True
+        "stall:5", ChatTimeoutError, NEXT, "Stalling", IDLE, cut_short=True
     ),
     "no headers in time": Fault(
         "first-delay:5", ChatTimeoutError, FIRST + " 0 bytes", "", SHORT, cut_short=True
     ),
     "provider pings within idle_timeout": Fault(
-        "pings:0.1:6", None, "", "Hello after the pings.", SHORT, dialects=("anthropic",)
+        "pings:0.25:6", None, "", "Hello after the pings.", PINGED, dialects=("anthropic",)
     ),
     "the connection cut mid-frame": Fault(
         "cut", ChatConnectionError, r"^request to .* failed: ClientPayloadError",

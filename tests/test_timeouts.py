@@ -73,20 +73,25 @@ def test_a_frame_then_an_endless_line_runs_out_of_idle_time(
 def test_a_providers_ping_frames_are_frames(server: RunningServer) -> None:
     """Anthropic's ping events keep a stream alive that would otherwise run out of idle
     time; the same pauses without pings (OpenAI has none) do run out."""
-    pinged = run(server, "anthropic", "pings:0.1:8", timeout=5.0, idle_timeout=0.3)
+    # pings 0.25 s apart (2 s in all) against 1 s of idle time: margin for a loaded machine
+    pinged = run(server, "anthropic", "pings:0.25:8", timeout=5.0, idle_timeout=1.0)
     assert pinged.error is None
     end = pinged.events[-1]
     assert end.type is T.RESPONSE_END and end.response is not None
     assert end.response.text == "Hello after the pings."
-    silent = run(server, "openai", "pings:0.1:8", timeout=5.0, idle_timeout=0.3)
+    silent = run(server, "openai", "pings:0.25:8", timeout=5.0, idle_timeout=1.0)
     assert timed_out(silent, "idle_timeout").frames_received
 
 
 def test_total_timeout_bounds_a_stream_that_keeps_sending_frames(server: RunningServer) -> None:
-    outcome = run(server, "openai", "slow:100:0.05", timeout=5.0, idle_timeout=5.0,
-                  total_timeout=0.5)  # fmt: skip
+    """A frame every 0.05 s for 20 s, cut by a total budget of 2 s: whatever the machine's
+    load, some frames come before it runs out (the first within 2 s) and many after it."""
+    outcome = run(server, "openai", "slow:400:0.05", timeout=30.0, idle_timeout=30.0,
+                  total_timeout=2.0)  # fmt: skip
     error = timed_out(outcome, "total_timeout")
-    assert error.frames_received and "for the whole response" in str(error)
+    assert error.frames_received and "total_timeout of 2.0 s" in str(error)
+    assert "for the whole response" in str(error)
+    assert error.frames_received < 400
     texts = [e.text for e in outcome.events if e.type is T.TEXT_DELTA]
     (error_event,) = [e for e in outcome.events if e.type is T.ERROR]
     assert error_event.response is not None and error_event.response.text == "".join(texts)
