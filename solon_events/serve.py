@@ -39,10 +39,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol
 
 import orjson
 from aiohttp import web
@@ -81,6 +82,7 @@ _PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+_Options = ParamSpec("_Options")
 _CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id"
 _CORS_EXPOSED_HEADERS = "x-response-id, x-vercel-ai-ui-message-stream"
 
@@ -689,32 +691,36 @@ GATEWAY = web.AppKey("gateway", Gateway)
 """Where :func:`create_app` keeps its :class:`Gateway`: ``app[GATEWAY]``."""
 
 
-def create_app(
-    model: ChatModel,
-    *,
-    tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (),
-    token: str | None = None,
-    max_body: int = MAX_BODY,
-    max_buffer: int = MAX_BUFFER,
-    cors_origins: Iterable[str] = (),
-    redis: str | RedisStreamLog | None = None,
-    on_disconnect: Literal["continue", "cancel"] | None = None,
-) -> web.Application:
+def _taking_options_of(
+    gateway: Callable[_Options, Gateway],
+) -> Callable[[Callable[[Gateway], web.Application]], Callable[_Options, web.Application]]:
+    """Make ``build(gateway)`` a function of ``gateway``'s parameters (the model and the
+    options), so that they are written once, in ``Gateway.__init__``, and callers, type
+    checkers and the docs see them all the same."""
+
+    def decorate(build: Callable[[Gateway], web.Application]) -> Any:
+        def create(*args: _Options.args, **options: _Options.kwargs) -> web.Application:
+            return build(gateway(*args, **options))
+
+        create.__name__ = create.__qualname__ = build.__name__
+        create.__doc__ = build.__doc__
+        create.__module__ = build.__module__
+        returns = inspect.signature(build).return_annotation
+        create.__signature__ = inspect.signature(gateway).replace(  # type: ignore[attr-defined]
+            return_annotation=returns
+        )
+        return create
+
+    return decorate
+
+
+@_taking_options_of(Gateway)
+def create_app(gateway: Gateway) -> web.Application:
     """An aiohttp Application serving ``model``: ``POST /api/chat`` (Vercel UI message
     stream v1), ``POST /agui`` (AG-UI), ``POST /events`` (our events), the same paths with
     ``GET ?resume=`` (with ``redis``), ``POST /stop`` and ``GET /`` (the chat page). The
     options are :class:`Gateway`'s; the gateway is closed with the application."""
-    gateway = Gateway(
-        model,
-        tools=tools,
-        token=token,
-        max_body=max_body,
-        max_buffer=max_buffer,
-        cors_origins=cors_origins,
-        redis=redis,
-        on_disconnect=on_disconnect,
-    )
-    app = web.Application(client_max_size=max_body)
+    app = web.Application(client_max_size=gateway.max_body)
     app[GATEWAY] = gateway
     app.router.add_get("/", gateway.page)
     for path, handler in (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import inspect
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -19,7 +20,7 @@ from solon_events import ChatModel, tool
 from solon_events.adapters import event_from_json
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer
-from solon_events.serve import Gateway, create_app, serving
+from solon_events.serve import GATEWAY, Gateway, create_app, serving
 
 SECRET = "sk-test-0123456789abcdef-SECRET"
 QUESTION = "What is the weather in Paris?"
@@ -180,6 +181,32 @@ async def test_handlers_work_one_by_one_in_an_application_of_ones_own(models: An
         _s, _h, events = await post(url + "/my/events", events_body("hello there"))
     assert "".join(c.get("delta", "") for c in sse_json(vercel)) == "hello there"
     assert sse_json(events)[-1]["response"]["text"] == "hello there"
+
+
+def test_create_app_takes_the_gateways_options_as_they_are_written_there(models: Any) -> None:
+    """One option list, Gateway's: create_app has its very parameters and hands every
+    option to the gateway it builds (and its body cap to the application)."""
+    assert inspect.signature(create_app).parameters == inspect.signature(Gateway).parameters
+    options: dict[str, Any] = {
+        "tools": [get_weather],
+        "token": "s3cret-token",
+        "max_body": 1234,
+        "max_buffer": 5678,
+        "cors_origins": ["http://app.example/"],
+        "on_disconnect": "cancel",
+    }
+    model = models()
+    app = create_app(model, **options)
+    gateway, alike = app[GATEWAY], Gateway(model, **options)
+    assert gateway.model is model and app._client_max_size == 1234
+    seen = ("tools", "max_body", "max_buffer", "cors_origins", "on_disconnect", "_token", "log")
+    assert {name: getattr(gateway, name) for name in seen} == {
+        name: getattr(alike, name) for name in seen
+    }
+    with pytest.raises(TypeError, match="no_such_option"):
+        create_app(model, no_such_option=1)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="on_disconnect"):
+        create_app(model, on_disconnect="later")  # type: ignore[arg-type]
 
 
 async def test_the_chat_page_is_served_with_a_strict_policy(models: Any) -> None:
