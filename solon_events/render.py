@@ -193,6 +193,10 @@ class LiveRenderer:
     On a terminal a tool call's arguments grow in place as they stream (parsed as far as
     they have arrived, indented, the last lines that fit), redrawn at most every
     ``interval`` seconds; once the call is complete, one line shows it.
+
+    A text block whose TEXT_END brings a final text other than what its deltas said (the
+    provider rewrote it; ``ChatResponse.text`` is that final text) is followed by that
+    final text, on lines of its own under a note that it replaces what was typed above.
     """
 
     def __init__(
@@ -207,6 +211,7 @@ class LiveRenderer:
         self._interval = interval
         self._clock = clock
         self._live: Live | None = None  # the growing arguments of the call streaming now
+        self._typed: list[str] = []  # what the open text block's deltas typed
         self._drawn_at = 0.0
         # gives each argument delta the call's arguments parsed so far
         self._parsed = with_partial_arguments(self._render)
@@ -264,7 +269,18 @@ class LiveRenderer:
             out.print(Text(event.text, style="dim"), end="")
         elif t is EVENT_TYPES.TEXT_DELTA and event.text:
             self._switch("text")
+            self._typed.append(event.text)
             out.print(Text(event.text), end="")
+        elif t is EVENT_TYPES.TEXT_START:
+            self._typed = []
+        elif t is EVENT_TYPES.TEXT_END:
+            typed, self._typed = "".join(self._typed), []
+            if event.text is not None and event.text != typed:
+                self._switch(None)
+                out.print(
+                    Text("↻ the provider's final text, instead of the above:", style="yellow")
+                )
+                out.print(Text(event.text))
         elif t is EVENT_TYPES.REFUSAL_DELTA and event.text:
             self._switch("text")
             out.print(Text(event.text, style="red"), end="")

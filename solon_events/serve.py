@@ -58,6 +58,7 @@ from .model import ChatModel, ChatPrompt
 from .tools import Tool, ToolSet
 
 if TYPE_CHECKING:
+    from .adapters.inputs import AguiRun
     from .redis_log import RedisStreamLog
     from .resume import StoredResponse
 
@@ -121,12 +122,16 @@ def _vercel_wire() -> _Wire:
     return _Wire("vercel", VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
 
 
-def _agui_wire(
-    thread_id: str | None = None, run_id: str | None = None, client_tools: Iterable[str] = ()
-) -> _Wire:
+def _agui_wire(run: AguiRun | None = None) -> _Wire:
     from .adapters.agui import AguiEncoder, agui_sse
 
-    encoder = AguiEncoder(thread_id, run_id, client_tools=client_tools)
+    if run is None:
+        encoder = AguiEncoder()
+    else:
+        names = [spec.name for spec in run.client_tools]
+        encoder = AguiEncoder(
+            run.thread_id, run.run_id, client_tools=names, messages=run.agui_messages
+        )
     return _Wire("agui", encoder, agui_sse, _SSE_HEADERS)
 
 
@@ -402,7 +407,7 @@ class Gateway:
                 "rename the client's tools"
             )
         prompt = self._prompt(run.messages).client_tools(*run.client_tools)
-        return prompt.stream(), _agui_wire(run.thread_id, run.run_id, names)
+        return prompt.stream(), _agui_wire(run)
 
     def _events(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
         return self._prompt(messages_from_events(body)).stream(), _events_wire()

@@ -4,6 +4,7 @@ protocol's rules and reassembled into the responses the pipeline aggregated."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 import reactivex
 from pydantic import TypeAdapter
 from recorded import corpus_cases
+from test_dialect_openai_responses import rewritten_stream
 
 from solon_events import (
     ChatEvent,
@@ -36,7 +38,8 @@ from solon_events.adapters import (
     vercel_sse,
 )
 from solon_events.adapters.agui import AguiEncoder, agui_sse
-from solon_events.adapters.vercel import finish_reason
+from solon_events.adapters.inputs import messages_from_vercel
+from solon_events.adapters.vercel import finish_reason, ui_text
 
 T = ChatEventType
 
@@ -114,6 +117,7 @@ def read_ui_stream(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ``[{"text", "reasoning", "calls": {id: {"name", "input", "raw", "output"}}}]``."""
     steps: list[dict[str, Any]] = []
     open_parts: dict[str, str] = {}
+    typed: dict[str, str] = {}  # what each part's deltas typed
     calls: dict[str, dict[str, Any]] = {}
     ended = False
     for n, chunk in enumerate(orjson.loads(orjson.dumps(chunks))):
@@ -134,8 +138,13 @@ def read_ui_stream(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif kind in ("text-delta", "reasoning-delta"):
             assert open_parts.get(chunk["id"]) == kind.split("-")[0], "delta of no open part"
             steps[-1][kind.split("-")[0]] += chunk["delta"]
+            typed[chunk["id"]] = typed.get(chunk["id"], "") + chunk["delta"]
         elif kind in ("text-end", "reasoning-end"):
             assert open_parts.pop(chunk["id"]) == kind.split("-")[0]
+            shown = ui_text({"text": typed.get(chunk["id"], ""), **chunk})
+            if kind == "text-end" and shown != typed.get(chunk["id"], ""):  # a final text
+                text = steps[-1]["text"]
+                steps[-1]["text"] = text[: len(text) - len(typed[chunk["id"]])] + shown
         elif kind == "tool-input-start":
             calls[chunk["toolCallId"]] = steps[-1]["calls"][chunk["toolCallId"]] = {
                 "name": chunk["toolName"],
@@ -317,8 +326,9 @@ def test_finish_reasons(reason: str | None, expected: str) -> None:
 EVENT = TypeAdapter(Any)
 
 
-def verify_agui(events: list[Any]) -> dict[str, Any]:
-    """The run as @ag-ui/client's verifyEvents sees it; returns the assembled messages."""
+def verify_agui(events: list[Any], inputs: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The run as @ag-ui/client's verifyEvents sees it, after the ``inputs`` messages;
+    returns the assembled messages (a MESSAGES_SNAPSHOT replacing what it names)."""
     from ag_ui.core import Event
 
     adapter = TypeAdapter(Event)
@@ -333,6 +343,7 @@ def verify_agui(events: list[Any]) -> dict[str, Any]:
         "REASONING_MESSAGE": (reasoning, open_reasoning),
     }
     steps: list[str] = []
+    snapshots: list[list[dict[str, Any]]] = []
     ended = False
     for n, event in enumerate(events):
         wire = agui_sse(event)
@@ -368,12 +379,22 @@ def verify_agui(events: list[Any]) -> dict[str, Any]:
             steps.append(data.step_name)
         elif kind == "STEP_FINISHED":
             steps.remove(data.step_name)
+        elif kind == "MESSAGES_SNAPSHOT":  # the conversation: the client keeps only these
+            snapshot = [m.model_dump(by_alias=True, exclude_none=True) for m in data.messages]
+            ids = [m["id"] for m in snapshot]
+            assert ids[: len(inputs)] == [m["id"] for m in inputs], "the input messages first"
+            assert set(texts) <= set(ids), "a text message the snapshot would drop"
+            for message in snapshot[len(inputs) :]:
+                assert message["role"] in ("assistant", "tool")
+                if message["id"] in texts:
+                    texts[message["id"]] = message.get("content") or ""
+            snapshots.append(snapshot)
         elif kind in ("RUN_FINISHED", "RUN_ERROR"):
             if kind == "RUN_FINISHED":
                 assert not (steps or open_text or open_reasoning or open_calls)
             ended = True
     assert ended
-    return {"texts": texts, "reasoning": reasoning, "calls": calls}
+    return {"texts": texts, "reasoning": reasoning, "calls": calls, "snapshots": snapshots}
 
 
 def agui_events(events: list[ChatEvent], **options: Any) -> list[Any]:
@@ -410,6 +431,97 @@ def test_agui_tool_loop_results_usage_and_pending_client_calls() -> None:
     verify_agui(client)
     pending = client[-1].outcome.pending_tool_call_ids
     assert pending == [e.tool_call_id for e in client if e.type.value == "TOOL_CALL_END"]
+
+
+# A final text that replaces what the deltas said (TEXT_END.text), in each protocol's way.
+
+FINAL = "It ran successfully in the container."
+
+
+def rewritten() -> list[ChatEvent]:
+    """A Responses stream whose final text rewrites its deltas ("It ran successfully.")."""
+    events: list[ChatEvent] = []
+    frames = rewritten_stream(("response.output_text.done",))
+    replay(frames, dialect="openai-responses", event_filter=ChatEventFilter.all()).subscribe(
+        events.append
+    )
+    (end,) = [e for e in events if e.type is T.TEXT_END]
+    assert end.text == FINAL and events[-1].response.text == FINAL  # type: ignore[union-attr]
+    return events
+
+
+def test_vercel_sends_a_final_text_on_its_text_end_and_reads_it_back() -> None:
+    chunks = vercel_chunks(rewritten())
+    (end,) = [c for c in chunks if c["type"] == "text-end"]
+    assert end["providerMetadata"] == {"solon": {"final_text": FINAL}}
+    deltas = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    assert deltas == "It ran successfully."  # what was streamed stays what was streamed
+    (step,) = read_ui_stream(chunks)
+    assert step["text"] == FINAL
+    part = {"type": "text", "text": deltas, "providerMetadata": end["providerMetadata"]}
+    assert ui_text(part) == FINAL and ui_text({"type": "text", "text": deltas}) == deltas
+    ui = {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, part]}
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Run it"}]}
+    (_, turn) = messages_from_vercel({"messages": [user, ui]})
+    assert turn.text == FINAL  # type: ignore[union-attr]
+    # a block closed without a final text says nothing more
+    assert all("providerMetadata" not in c for c in vercel_chunks(tool_loop()))
+
+
+INPUTS = [
+    {"id": "u1", "role": "user", "content": "Run it"},
+    {"id": "r0", "role": "reasoning", "content": "Earlier thoughts"},
+]
+
+
+def agui_inputs() -> list[Any]:
+    from ag_ui.core import RunAgentInput
+
+    run = {"threadId": "thread", "runId": "run", "state": {}, "messages": INPUTS, "tools": []}
+    body = {**run, "context": [], "forwardedProps": {}}
+    return list(RunAgentInput.model_validate(body).messages)
+
+
+def test_agui_sends_a_final_text_as_a_snapshot_of_the_conversation() -> None:
+    events = rewritten()
+    out = agui_events(events, messages=agui_inputs())
+    run = verify_agui(out, INPUTS[:1])
+    assert "".join(run["texts"].values()) == FINAL
+    kinds = [e.type.value for e in out]
+    at = kinds.index("MESSAGES_SNAPSHOT")
+    assert kinds.count("MESSAGES_SNAPSHOT") == 1 and kinds[at - 1] == "TEXT_MESSAGE_END"
+    (snapshot,) = run["snapshots"]
+    # the input messages as sent (reasoning left out: the client keeps its own), then ours
+    assert snapshot == [INPUTS[0], {"id": "run-message-0", "role": "assistant", "content": FINAL}]
+    deltas = "".join(e.delta for e in out if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert deltas == "It ran successfully."
+
+
+def test_agui_snapshot_holds_the_runs_tool_calls_and_results_in_order() -> None:
+    events = tool_loop()
+    (at,) = [i for i, e in enumerate(events) if e.type is T.TEXT_END]
+    events[at] = events[at].evolve(text="Sunny and 18°C.")
+    out = agui_events(events, messages=agui_inputs())
+    run = verify_agui(out, INPUTS[:1])
+    (call_id,) = run["calls"]
+    (snapshot,) = run["snapshots"]
+    call = {"id": call_id, "type": "function"}
+    call["function"] = {"name": "get_weather", "arguments": '{"city":"Paris"}'}
+    assert snapshot == [
+        INPUTS[0],
+        {"id": "run-message-0", "role": "assistant", "toolCalls": [call]},
+        {"id": f"run-result-{call_id}", "role": "tool", "content": "18°C", "toolCallId": call_id},
+        {"id": "run-message-1", "role": "assistant", "content": "Sunny and 18°C."},
+    ]
+
+
+@pytest.mark.parametrize("final", [None, "Sunny."])
+def test_agui_sends_no_snapshot_without_a_text_to_correct(final: str | None) -> None:
+    events = tool_loop()
+    (at,) = [i for i, e in enumerate(events) if e.type is T.TEXT_END]
+    events[at] = events[at].evolve(text=final)  # none, or what the deltas said
+    out = agui_events(events, messages=agui_inputs())
+    assert "MESSAGES_SNAPSHOT" not in [e.type.value for e in out]
 
 
 def test_agui_custom_events_abort_and_failure() -> None:

@@ -66,6 +66,37 @@ def test_the_live_renderer_shows_progress_and_failures() -> None:
     )
 
 
+def test_a_final_text_that_rewrites_the_deltas_is_shown_after_them() -> None:
+    from test_dialect_openai_responses import rewritten_stream
+
+    events: list[ChatEvent] = []
+    frames = rewritten_stream(("response.output_text.done",))
+    replay(frames, dialect="openai-responses").subscribe(events.append)
+    console = Console(record=True, width=200, force_terminal=False)
+    render = LiveRenderer(console)
+    for event in events:
+        render(event)
+    shown = console.export_text()
+    assert shown.startswith(
+        "It ran successfully.\n"
+        "↻ the provider's final text, instead of the above:\n"
+        "It ran successfully in the container.\n"
+    ), shown
+    # what the deltas typed is not repeated when the block ends without a final text
+    console = Console(record=True, width=200, force_terminal=False)
+    render = LiveRenderer(console)
+    for event in (
+        ChatEvent(T.TEXT_START),
+        ChatEvent(T.TEXT_DELTA, text="Sunny."),
+        ChatEvent(T.TEXT_END, text="Sunny."),
+        ChatEvent(T.TEXT_START, index=1),
+        ChatEvent(T.TEXT_DELTA, index=1, text=" Warm."),
+        ChatEvent(T.TEXT_END, index=1),
+    ):
+        render(event)
+    assert console.export_text() == "Sunny. Warm."
+
+
 # ------------------------------------------------------------ a long argument as it streams
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")

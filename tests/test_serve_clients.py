@@ -17,8 +17,10 @@ import orjson
 import pytest
 from redis_server import redis_url  # noqa: F401  (a fixture)
 from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
+from test_dialect_openai_responses import rewritten_stream
 
 from solon_events import ChatEventFilter, ChatModel, ChatResponse
+from solon_events.adapters.vercel import ui_text
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.serve import create_app
@@ -241,25 +243,85 @@ def test_both_clients_read_resumable_streams_with_their_ids(
     assert vercel["headers"]["x-response-id"].startswith("resp_")
 
 
+# A final text that rewrites the deltas (TEXT_END.text), through each real client.
+
+FINAL = "It ran successfully in the container."
+STREAMED = "It ran successfully."
+
+
+@pytest.fixture(scope="module")
+def rewriting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """The embedded provider replaying an OpenAI Responses stream whose final text
+    (``output_text.done``) rewrites what its deltas said."""
+    node_or_skip()
+    path = tmp_path_factory.mktemp("rewritten") / "rewritten.jsonl"
+    frames = rewritten_stream(("response.output_text.done",))
+    path.write_bytes(b"".join(orjson.dumps(frame) + b"\n" for frame in frames))
+    with DevServer.run_in_thread(recording=path) as server:
+        yield server
+
+
+def rewriting_gateway(server: RunningServer) -> Any:
+    model = ChatModel(server.url + "/v1/responses", "replay", dialect="openai-responses")
+    return model, serving_in_thread(create_app(model))
+
+
+def test_both_clients_end_with_the_final_text_that_rewrote_the_deltas(
+    rewriting: RunningServer,
+) -> None:
+    model, serving = rewriting_gateway(rewriting)
+    ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": QUESTION}]}]
+    run = {"messages": [{"id": "u1", "role": "user", "content": QUESTION}]}
+    with model, serving as url:
+        assert model.prompt(QUESTION).call().text == FINAL  # the Python API's response
+        vercel = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(ui).decode())
+        agui = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
+        history = [*ui, vercel["message"]]
+        history.append({"id": "u2", "role": "user", "parts": [{"type": "text", "text": "And?"}]})
+        again = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(history).decode())
+    # the ai package: the text part keeps what streamed, and the final text the UI shows
+    assert vercel["error"] is None and vercel["chunks"][-1] == "finish"
+    (part,) = [p for p in vercel["message"]["parts"] if p["type"] == "text"]
+    assert part["text"] == STREAMED and ui_text(part) == FINAL
+    # ... and sends it back as the assistant's turn
+    assert again["error"] is None
+    sent = rewriting.requests[-1].body["input"]
+    assistant = [item for item in sent if item.get("role") == "assistant"]
+    assert orjson.dumps(assistant).decode().count(FINAL) == 1 and STREAMED not in str(assistant)
+    # AG-UI: the client's messages after the run's MESSAGES_SNAPSHOT
+    assert agui["error"] is None, agui["error"]
+    kinds = [e["type"] for e in agui["events"]]
+    assert kinds.count("MESSAGES_SNAPSHOT") == 1 and kinds[-1] == "RUN_FINISHED"
+    assert [(m["role"], m["content"]) for m in agui["messages"]] == [
+        ("user", QUESTION),
+        ("assistant", FINAL),
+    ]
+
+
 # The chat page in headless Chromium.
 
 
-def test_the_chat_page_in_chromium_shows_the_answer_and_the_tool_call(
-    provider: RunningServer,
-) -> None:
+def chat_page(gateway: tuple[ChatModel, Any], screenshot: Path) -> Any:
+    """What the chat page in headless Chromium shows of the answer to QUESTION."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         if os.environ.get("CI"):
             pytest.fail("Chromium is missing in CI: .ci/run installs Debian's chromium")
         pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
     SCREENSHOTS.mkdir(exist_ok=True)
-    screenshot = SCREENSHOTS / "chat-page.png"
     screenshot.unlink(missing_ok=True)
-    model, serving = gateway(provider, "weather", tools=[get_weather])
+    model, serving = gateway
     with model, serving as url:
-        result = run_node(
+        return run_node(
             "chat_page.mjs", url + "/", QUESTION, str(screenshot), chromium, timeout=120
         )
+
+
+def test_the_chat_page_in_chromium_shows_the_answer_and_the_tool_call(
+    provider: RunningServer,
+) -> None:
+    screenshot = SCREENSHOTS / "chat-page.png"
+    result = chat_page(gateway(provider, "weather", tools=[get_weather]), screenshot)
     assert result["errors"] == [] and result["console"] == []
     assert result["status"] == "done"
     assert result["texts"] == ["It is 18°C and sunny in Paris right now."]
@@ -271,3 +333,12 @@ def test_the_chat_page_in_chromium_shows_the_answer_and_the_tool_call(
     ]
     assert result["usage"] == ["tokens: prompt 122 · completion 29 · total 151"]
     assert screenshot.stat().st_size > 10_000
+
+
+def test_the_chat_page_in_chromium_shows_the_final_text_that_rewrote_the_deltas(
+    rewriting: RunningServer,
+) -> None:
+    result = chat_page(rewriting_gateway(rewriting), SCREENSHOTS / "chat-page-final-text.png")
+    assert result["errors"] == [] and result["console"] == []
+    assert result["status"] == "done"
+    assert result["texts"] == [FINAL]

@@ -38,11 +38,12 @@ def to_agui(
     run_id: str | None = None,
     *,
     client_tools: Iterable[str] = (),
+    messages: Iterable[Any] = (),
 ) -> Callable[[Observable[ChatEvent]], Observable[BaseEvent]]:
     """A pipeable operator: ChatEvents -> AG-UI events (see :mod:`.agui`; ``agui`` extra)."""
     from .agui import to_agui as operator
 
-    return operator(thread_id, run_id, client_tools=client_tools)
+    return operator(thread_id, run_id, client_tools=client_tools, messages=messages)
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,9 @@ ChatEvent                                   AG-UI events
 RESPONSE_START                              RUN_STARTED
 STEP_START / STEP_END                       STEP_STARTED / STEP_FINISHED (``step-<n>``),
                                             STEP_END first sending CUSTOM ``solon.usage``
-TEXT_START / _DELTA / _END                  TEXT_MESSAGE_START / _CONTENT / _END
+TEXT_START / _DELTA / _END                  TEXT_MESSAGE_START / _CONTENT / _END, then
+                                            MESSAGES_SNAPSHOT when TEXT_END has a final
+                                            text that replaces the deltas
 THINKING_START / _DELTA / _END              REASONING_START + REASONING_MESSAGE_START /
                                             REASONING_MESSAGE_CONTENT /
                                             REASONING_MESSAGE_END + REASONING_END
@@ -36,6 +38,14 @@ and the event's attrs; a running tool's progress has ``sub_type`` ``"tool_progre
 ``tool_call_id``, ``tool_name``, ``progress`` and ``total``). HEARTBEAT, USAGE, RAW and
 CUSTOM events send nothing.
 
+A TEXT_END with ``text`` (the provider's final text of the block, which replaces what its
+deltas said: see ``ChatResponse.text``) that differs from the deltas is sent the way AG-UI
+replaces what a client has assembled: a MESSAGES_SNAPSHOT of the conversation, the run's
+input ``messages`` followed by the run's messages so far with the corrected text (reasoning
+messages left out: a client keeps its own when a snapshot has none). A client drops the
+messages a snapshot leaves out, so give the encoder the run's input ``messages`` (the
+gateway does).
+
 A tool call whose name is in ``client_tools`` is a frontend tool: the gateway never runs
 it, the run finishes with it pending and the application answers it in its next run.
 """
@@ -50,6 +60,7 @@ try:
     from ag_ui.core import (
         BaseEvent,
         CustomEvent,
+        MessagesSnapshotEvent,
         ReasoningEncryptedValueEvent,
         ReasoningEndEvent,
         ReasoningMessageContentEvent,
@@ -111,11 +122,98 @@ def token_usage(usage: Usage | None) -> list[TokenUsage] | None:
     ]
 
 
+class _Transcript:
+    """A run's messages as an AG-UI client assembles them from the run's events (its
+    ``defaultApplyEvents``), after the run's input messages: what a MESSAGES_SNAPSHOT holds.
+
+    Reasoning and activity messages are left out (a client keeps its own when a snapshot
+    has none); texts and arguments are kept as their deltas and joined for a snapshot.
+    """
+
+    def __init__(self, messages: Iterable[Any]) -> None:
+        plain = (m.model_dump(by_alias=True, exclude_none=True) for m in messages)
+        self._input = [m for m in plain if m.get("role") not in ("reasoning", "activity")]
+        self._messages: list[dict[str, Any]] = []
+        self._texts: dict[str, list[str]] = {}  # message id -> its content's deltas
+        self._calls: dict[str, dict[str, Any]] = {}  # tool call id -> the call
+        self._arguments: dict[str, list[str]] = {}  # tool call id -> its arguments' deltas
+
+    def _find(self, message_id: str) -> dict[str, Any] | None:
+        return next((m for m in self._messages if m["id"] == message_id), None)
+
+    def text_start(self, message_id: str) -> None:
+        if self._find(message_id) is None:
+            self._messages.append({"id": message_id, "role": "assistant"})
+        self._texts.setdefault(message_id, [])
+
+    def text(self, message_id: str, delta: str) -> None:
+        self._texts.setdefault(message_id, []).append(delta)
+
+    def text_of(self, message_id: str) -> str:
+        return "".join(self._texts.get(message_id, ()))
+
+    def replace_text(self, message_id: str, text: str) -> None:
+        self._texts[message_id] = [text]
+
+    def call_start(self, call_id: str, name: str, parent_id: str) -> None:
+        if call_id in self._calls:
+            self._calls[call_id]["function"]["name"] = name
+            return
+        parent = self._find(parent_id)
+        if parent is None or parent["role"] != "assistant":
+            parent = {"id": parent_id if parent is None else call_id, "role": "assistant"}
+            self._messages.append(parent)
+        call = {"id": call_id, "type": "function", "function": {"name": name}}
+        parent.setdefault("toolCalls", []).append(call)
+        self._calls[call_id] = call
+        self._arguments[call_id] = []
+
+    def call_args(self, call_id: str, delta: str) -> None:
+        self._arguments.setdefault(call_id, []).append(delta)
+
+    def result(self, message_id: str, call_id: str, content: str) -> None:
+        message = {"id": message_id, "role": "tool", "toolCallId": call_id, "content": content}
+        at = next(
+            (
+                i + 1
+                for i, m in enumerate(self._messages)
+                if any(c["id"] == call_id for c in m.get("toolCalls", ()))
+            ),
+            len(self._messages),
+        )
+        while at < len(self._messages) and self._messages[at]["role"] == "tool":
+            at += 1
+        self._messages.insert(at, message)
+
+    def snapshot(self) -> MessagesSnapshotEvent:
+        """The conversation as it stands: the input messages, then the run's."""
+        messages = list(self._input)
+        for message in self._messages:
+            message = dict(message)
+            if message["id"] in self._texts:
+                message["content"] = self.text_of(message["id"])
+            if "toolCalls" in message:
+                message["toolCalls"] = [
+                    {
+                        **c,
+                        "function": {
+                            **c["function"],
+                            "arguments": "".join(self._arguments[c["id"]]),
+                        },
+                    }
+                    for c in message["toolCalls"]
+                ]
+            messages.append(message)
+        return MessagesSnapshotEvent(messages=messages)
+
+
 class AguiEncoder:
     """ChatEvents of one response in, AG-UI events of one run out (sans-I/O).
 
     ``thread_id`` and ``run_id`` come from the run's ``RunAgentInput`` (fresh ones by
-    default); ``client_tools`` names the frontend tools, whose calls are left pending.
+    default); ``client_tools`` names the frontend tools, whose calls are left pending;
+    ``messages`` are the run's input messages (``ag_ui.core`` models), which a
+    MESSAGES_SNAPSHOT repeats.
     """
 
     def __init__(
@@ -124,10 +222,12 @@ class AguiEncoder:
         run_id: str | None = None,
         *,
         client_tools: Iterable[str] = (),
+        messages: Iterable[Any] = (),
     ) -> None:
         self.thread_id = thread_id or str(uuid.uuid4())
         self.run_id = run_id or str(uuid.uuid4())
         self._client_tools = frozenset(client_tools)
+        self._transcript = _Transcript(messages)
         self._ids = BlockIds(self.run_id)
         self._step_messages: dict[int, int] = {}
         self._pending: list[str] = []
@@ -211,14 +311,25 @@ class AguiEncoder:
         self._step_messages[event.step] = count + 1
         message_id = self._message_id(event.step) + (f"-{count}" if count else "")
         self._ids.open("text", event, message_id)
+        self._transcript.text_start(message_id)
         return [TextMessageStartEvent(message_id=message_id, role="assistant")]
 
     def _text_delta(self, event: ChatEvent) -> list[BaseEvent]:
-        return self._content("text", event, self._text_start, TextMessageContentEvent)
+        out = self._content("text", event, self._text_start, TextMessageContentEvent)
+        if out:
+            self._transcript.text(out[-1].message_id, out[-1].delta)  # type: ignore[attr-defined]
+        return out
 
     def _text_end(self, event: ChatEvent) -> list[BaseEvent]:
         message_id = self._ids.close("text", event)
-        return [] if message_id is None else [TextMessageEndEvent(message_id=message_id)]
+        if message_id is None:
+            return []
+        out: list[BaseEvent] = [TextMessageEndEvent(message_id=message_id)]
+        final = event.text
+        if final is not None and final != self._transcript.text_of(message_id):
+            self._transcript.replace_text(message_id, final)
+            out.append(self._transcript.snapshot())
+        return out
 
     def _thinking_start(self, event: ChatEvent) -> list[BaseEvent]:
         message_id = self._ids.open("reasoning", event)
@@ -272,12 +383,10 @@ class AguiEncoder:
     def _call_start(self, event: ChatEvent) -> list[BaseEvent]:
         call_id = self._ids.open("call", event)
         name = event.tool_call.name if event.tool_call is not None else ""
+        parent = self._message_id(event.step)
+        self._transcript.call_start(call_id, name, parent)
         return [
-            ToolCallStartEvent(
-                tool_call_id=call_id,
-                tool_call_name=name,
-                parent_message_id=self._message_id(event.step),
-            )
+            ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=parent)
         ]
 
     def _call_args(self, event: ChatEvent) -> list[BaseEvent]:
@@ -286,6 +395,7 @@ class AguiEncoder:
         call_id = call_id or self._ids.current("call", event)
         assert call_id is not None
         if event.text:
+            self._transcript.call_args(call_id, event.text)
             out.append(ToolCallArgsEvent(tool_call_id=call_id, delta=event.text))
         return out
 
@@ -303,12 +413,11 @@ class AguiEncoder:
 
     def _tool_result(self, event: ChatEvent) -> list[BaseEvent]:
         call_id = self._ids.call_id(event)
+        message_id, content = f"{self.run_id}-result-{call_id}", event.text or ""
+        self._transcript.result(message_id, call_id, content)
         return [
             ToolCallResultEvent(
-                message_id=f"{self.run_id}-result-{call_id}",
-                tool_call_id=call_id,
-                content=event.text or "",
-                role="tool",
+                message_id=message_id, tool_call_id=call_id, content=content, role="tool"
             )
         ]
 
@@ -371,8 +480,11 @@ def to_agui(
     run_id: str | None = None,
     *,
     client_tools: Iterable[str] = (),
+    messages: Iterable[Any] = (),
 ) -> Callable[[Observable[ChatEvent]], Observable[BaseEvent]]:
-    """A pipeable operator: ChatEvents -> AG-UI events (``ag_ui.core`` models).
+    """A pipeable operator: ChatEvents -> AG-UI events (``ag_ui.core`` models); the
+    options are :class:`AguiEncoder`'s (give ``messages``, the run's input, when the
+    stream may correct a text: its MESSAGES_SNAPSHOT repeats them).
 
     A failure upstream (after its ERROR event) ends the run with RUN_ERROR and is then
     passed on; encode each event with :func:`agui_sse`::
@@ -380,5 +492,5 @@ def to_agui(
         model.prompt("Hi").stream().pipe(to_agui()).subscribe(
             lambda event: print(agui_sse(event).decode(), end=""))
     """
-    names = tuple(client_tools)
-    return translating(lambda: AguiEncoder(thread_id, run_id, client_tools=names))
+    names, history = tuple(client_tools), tuple(messages)
+    return translating(lambda: AguiEncoder(thread_id, run_id, client_tools=names, messages=history))

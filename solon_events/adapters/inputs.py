@@ -16,6 +16,7 @@ import orjson
 
 from ..messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage, to_messages
 from ..results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from .vercel import ui_text
 
 __all__ = ["AguiRun", "messages_from_events", "messages_from_vercel", "run_from_agui"]
 
@@ -73,9 +74,11 @@ def _is_tool_part(kind: str) -> bool:
 def messages_from_vercel(body: Any) -> tuple[Message, ...]:
     """The conversation of a ``useChat`` request (``messages``: UI messages with ``parts``).
 
-    Text parts become text; ``file`` parts of user messages become image or file blocks;
-    an assistant message becomes one assistant turn per step (``step-start``), each with
-    its tool calls followed by their results; calls without an output are left out.
+    Text parts become text (their final text when the stream sent one:
+    :func:`~solon_events.adapters.vercel.ui_text`); ``file`` parts of user messages become
+    image or file blocks; an assistant message becomes one assistant turn per step
+    (``step-start``), each with its tool calls followed by their results; calls without an
+    output are left out.
     """
     raw = _message_list(_object(body), "UI messages")
     messages: list[Message] = []
@@ -102,7 +105,7 @@ def messages_from_vercel(body: Any) -> tuple[Message, ...]:
 
 
 def _text_of(parts: Sequence[Mapping[str, Any]]) -> str:
-    return "".join(str(p.get("text") or "") for p in parts if p["type"] == "text")
+    return "".join(ui_text(p) for p in parts if p["type"] == "text")
 
 
 def _assistant_steps(parts: Sequence[Mapping[str, Any]]) -> list[Message]:
@@ -148,12 +151,15 @@ def _assistant_steps(parts: Sequence[Mapping[str, Any]]) -> list[Message]:
 
 @attrs.frozen
 class AguiRun:
-    """An AG-UI run request read: its ids, our messages, and the frontend tools it declares."""
+    """An AG-UI run request read: its ids, our messages, the frontend tools it declares,
+    and its messages as AG-UI sent them."""
 
     thread_id: str
     run_id: str
     messages: tuple[Message, ...]
     client_tools: tuple[ToolSpec, ...]
+    agui_messages: tuple[Any, ...] = ()
+    """The run's messages as AG-UI models (``ag_ui.core``), which a MESSAGES_SNAPSHOT repeats."""
 
 
 def run_from_agui(body: Any) -> AguiRun:
@@ -212,7 +218,7 @@ def run_from_agui(body: Any) -> AguiRun:
         )
         for tool in run.tools or ()
     )
-    return AguiRun(run.thread_id, run.run_id, tuple(messages), tools)
+    return AguiRun(run.thread_id, run.run_id, tuple(messages), tools, tuple(run.messages))
 
 
 def _agui_text(parts: Sequence[Any]) -> str:

@@ -16,6 +16,7 @@ RESPONSE_START                             ``start`` (``messageId``: the respons
 STEP_START / STEP_END                      ``start-step`` / ``finish-step`` (after a
                                            ``message-metadata`` with the usage so far)
 TEXT_START / _DELTA / _END                 ``text-start`` / ``text-delta`` / ``text-end``
+                                           (a final text in its ``providerMetadata``)
 THINKING_START / _DELTA / _END             ``reasoning-start`` / ``-delta`` / ``-end``
 TOOL_CALL_START / _ARGS_DELTA / _END       ``tool-input-start`` / ``tool-input-delta`` /
                                            ``tool-input-available`` (parsed ``input``)
@@ -40,6 +41,14 @@ ERROR                                      ``tool-output-error`` for a failed to
                                            then ``error`` (``errorText``)
 =========================================  ==============================================
 
+A TEXT_END with ``text`` (the provider's final text of the block, which replaces what its
+deltas said: see ``ChatResponse.text``) sends it on its ``text-end`` chunk as
+``providerMetadata: {"solon": {"final_text": ...}}``, the one place the protocol lets a
+stream say more of a text part once it is streamed: the ``ai`` package keeps it on the UI
+message's text part (``part.providerMetadata.solon.final_text``), a UI shows it instead of
+``part.text`` (:func:`ui_text`; the gateway's chat page does), and
+:func:`~solon_events.adapters.inputs.messages_from_vercel` reads it back as the turn's text.
+
 Usage is message metadata: ``{"usage": {...}}`` (our :class:`~solon_events.Usage` fields)
 after each step and at ``finish``. Other events (other STATUS, HEARTBEAT, USAGE, RAW, CUSTOM,
 THINKING_SIGNATURE, THINKING_REDACTED, MEDIA_PARTIAL) send nothing.
@@ -47,7 +56,7 @@ THINKING_SIGNATURE, THINKING_REDACTED, MEDIA_PARTIAL) send nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -64,8 +73,10 @@ __all__ = [
     "VERCEL_DONE",
     "VERCEL_HEADERS",
     "VercelEncoder",
+    "final_text_metadata",
     "finish_reason",
     "to_vercel",
+    "ui_text",
     "vercel_sse",
 ]
 
@@ -103,6 +114,20 @@ _FINISH_REASONS = {
     "spii": "content-filter",
     "error": "error",
 }
+
+
+def final_text_metadata(text: str) -> dict[str, Any]:
+    """The ``providerMetadata`` of a ``text-end`` chunk that carries the block's final text."""
+    return {"solon": {"final_text": text}}
+
+
+def ui_text(part: Mapping[str, Any]) -> str:
+    """The text a UI message's text part shows: its final text when the stream sent one
+    (:func:`final_text_metadata`), else the text its deltas made."""
+    metadata = part.get("providerMetadata")
+    ours = metadata.get("solon") if isinstance(metadata, Mapping) else None
+    final = ours.get("final_text") if isinstance(ours, Mapping) else None
+    return final if isinstance(final, str) else str(part.get("text") or "")
 
 
 def finish_reason(reason: str | None) -> str:
@@ -242,7 +267,12 @@ class VercelEncoder:
 
     def _close(self, kind: str, event: ChatEvent) -> list[Chunk]:
         block_id = self._ids.close(kind, event)
-        return [] if block_id is None else [{"type": f"{kind}-end", "id": block_id}]
+        if block_id is None:
+            return []
+        chunk: Chunk = {"type": f"{kind}-end", "id": block_id}
+        if kind == "text" and event.text is not None:
+            chunk["providerMetadata"] = final_text_metadata(event.text)
+        return [chunk]
 
     def _call_name(self, event: ChatEvent) -> str:
         if event.type.group is EVENT_TYPES.SERVER_TOOL_START.group:
