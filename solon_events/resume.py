@@ -12,10 +12,8 @@ abort event. Needs the ``redis`` extra; :mod:`solon_events.serve` uses it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, Protocol
-
-from reactivex import Observable
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
 
 from .events import EVENT_TYPES, ChatEvent
 from .redis_log import Outcome, RedisStreamLog, StreamLogError, StreamWriter
@@ -54,27 +52,31 @@ class StoredResponse:
         self.key: str | None = None
         self.failure: BaseException | None = None
         self.started = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
         self._on_end = on_end
         self._writer: StreamWriter | None = None
-        self._subscription: Any = None
+        self._reading: asyncio.Future[None] | None = None
         self._starting: asyncio.Future[None] | None = None
         self._ended = False
 
-    def run(self, events: Observable[ChatEvent]) -> None:
-        """Subscribe to ``events`` (delivered on the model's thread, handled on this loop)."""
-        call = self._loop.call_soon_threadsafe
+    def run(self, events: AsyncIterator[ChatEvent]) -> None:
+        """Read ``events`` (a model's ``astream()``) in a task of their own on this loop."""
+        self._reading = asyncio.ensure_future(self._read(events))
 
-        def on_next(event: ChatEvent) -> None:
-            call(self._feed, event)
+    async def _read(self, events: AsyncIterator[ChatEvent]) -> None:
+        try:
+            async for event in events:
+                self._feed(event)
+        except asyncio.CancelledError:  # stopped: stop() or _lost() says what follows
+            pass
+        except Exception as exc:  # after its ERROR event
+            self._fail(exc)
+        else:
+            self._end("completed")
 
-        def on_error(error: Exception) -> None:
-            call(self._fail, error)
-
-        def on_completed() -> None:
-            call(self._end, "completed")
-
-        self._subscription = events.subscribe(on_next, on_error, on_completed)
+    def _cancel(self) -> None:
+        """Stop reading the model's events (which closes its request's connection)."""
+        if self._reading is not None:
+            self._reading.cancel()
 
     def _feed(self, event: ChatEvent) -> None:
         if self._ended:
@@ -120,8 +122,7 @@ class StoredResponse:
         """Cancel the model request; the stream ends with the protocol's abort event."""
         if self._ended:
             return
-        if self._subscription is not None:
-            self._subscription.dispose()
+        self._cancel()
         if self._writer is not None:
             abort = ChatEvent(
                 EVENT_TYPES.ABORT, text="stopped on request", response_id=self.response_id
@@ -133,8 +134,7 @@ class StoredResponse:
     def _lost(self, error: BaseException) -> None:
         """Writing failed (Redis went away): stop the model request, nothing more."""
         self.failure = error
-        if self._subscription is not None:
-            self._subscription.dispose()
+        self._cancel()
         self._ended = True
         self._on_end(self)
 

@@ -26,8 +26,11 @@ foreign web page cannot post without a CORS preflight); CORS closed unless origi
 listed (a request from an unlisted origin gets 403); a malformed body gets 400 with the
 reason. The model's API key is never part of any response.
 
-Without Redis, a client that disconnects cancels the model request at once (the
-connection is watched while the model is silent, too); a client that reads slower than
+Each response is read with :meth:`ChatPrompt.astream() <solon_events.ChatPrompt.astream>`
+on the server's own loop, in a task of its own; cancelling that task closes the model
+request's connection. Without Redis, a client that disconnects cancels the model request
+at once (the connection is watched while the model is silent, too), and ``POST /stop``
+ends its stream with the protocol's abort; a client that reads slower than
 the model writes is served through the socket's drain, and once more than ``max_buffer``
 bytes wait for it the model request is stopped and the stream ends with the protocol's
 error event (with Redis, the events wait in Redis, bounded by its ``maxlen``). Failures
@@ -47,7 +50,6 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol
 
 import orjson
 from aiohttp import web
-from reactivex import Observable
 
 from .adapters.inputs import messages_from_events, messages_from_vercel
 from .adapters.native import encode_event
@@ -172,22 +174,15 @@ class _Wire:
 
 
 class _Outbox:
-    """The SSE events of one response on their way to its client, on the server's loop.
+    """The SSE events of one response on their way to its client.
 
-    The model delivers events on its own I/O thread; each is handed to the server's loop
-    and encoded there, in order. ``limit`` bounds the bytes waiting for the client: past
-    it, ``on_overflow`` runs (it stops the model request) and the stream ends with the
-    protocol's error event.
+    The response's events are encoded as they come (:meth:`feed`, then :meth:`fail` or
+    :meth:`close`), on the server's loop. ``limit`` bounds the bytes waiting for the
+    client: past it, ``on_overflow`` runs (it stops the model request) and the stream
+    ends with the protocol's error event.
     """
 
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        wire: _Wire,
-        limit: int,
-        on_overflow: Callable[[], None],
-    ) -> None:
-        self._loop = loop
+    def __init__(self, wire: _Wire, limit: int, on_overflow: Callable[[], None]) -> None:
         self._wire = wire
         self._limit = limit
         self._on_overflow = on_overflow
@@ -198,18 +193,8 @@ class _Outbox:
         self.response_id: str | None = None
         self.started = asyncio.Event()
 
-    # Called on the model's I/O thread.
-    def on_next(self, event: ChatEvent) -> None:
-        self._loop.call_soon_threadsafe(self._feed, event)
-
-    def on_error(self, error: Exception) -> None:
-        self._loop.call_soon_threadsafe(self._fail, error, None)
-
-    def on_completed(self) -> None:
-        self._loop.call_soon_threadsafe(self._close)
-
-    # Called on the server's loop.
-    def _feed(self, event: ChatEvent) -> None:
+    def feed(self, event: ChatEvent) -> None:
+        """Encode the response's next event."""
         if self._closed:
             return
         if self.response_id is None and event.response_id:
@@ -219,7 +204,7 @@ class _Outbox:
         if self._size > self._limit:
             self._on_overflow()
             waiting = self._size
-            self._fail(
+            self.fail(
                 ChatError(
                     f"the client read too slowly: {waiting} bytes were waiting for it "
                     f"(the limit is {self._limit}), so the response was stopped"
@@ -227,13 +212,15 @@ class _Outbox:
                 None,
             )
 
-    def _fail(self, error: BaseException | None, text: str | None) -> None:
+    def fail(self, error: BaseException | None, text: str | None = None) -> None:
+        """End the stream with the protocol's error event (unless it has ended)."""
         if self._closed:
             return
         self._add(self._wire.fail(error, text))
-        self._close()
+        self.close()
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """End the stream (with the protocol's closing event)."""
         if self._closed:
             return
         if self._wire.closing:
@@ -392,10 +379,10 @@ class Gateway:
             raise _HttpError(503, str(exc)) from None
         return False
 
-    def _vercel(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
-        return self._prompt(messages_from_vercel(body)).stream(), _vercel_wire()
+    def _vercel(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
+        return self._prompt(messages_from_vercel(body)).astream(), _vercel_wire()
 
-    def _agui(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
+    def _agui(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
         from .adapters.inputs import run_from_agui
 
         run = run_from_agui(body)
@@ -407,16 +394,16 @@ class Gateway:
                 "rename the client's tools"
             )
         prompt = self._prompt(run.messages).client_tools(*run.client_tools)
-        return prompt.stream(), _agui_wire(run)
+        return prompt.astream(), _agui_wire(run)
 
-    def _events(self, body: Any) -> tuple[Observable[ChatEvent], _Wire]:
-        return self._prompt(messages_from_events(body)).stream(), _events_wire()
+    def _events(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
+        return self._prompt(messages_from_events(body)).astream(), _events_wire()
 
     async def _serve(
         self,
         request: web.Request,
         kind: str,
-        start: Callable[[Any], tuple[Observable[ChatEvent], _Wire]],
+        start: Callable[[Any], tuple[AsyncIterator[ChatEvent], _Wire]],
     ) -> web.StreamResponse:
         """Check and read the request, ``start`` the response, stream it (or say why not);
         a GET resumes a stored response of ``kind``."""
@@ -521,18 +508,17 @@ class Gateway:
     # Streaming.
 
     async def _stream(
-        self, request: web.Request, events: Observable[ChatEvent], wire: _Wire
+        self, request: web.Request, events: AsyncIterator[ChatEvent], wire: _Wire
     ) -> web.StreamResponse:
-        """Serve a response straight from the model to this one client."""
-        loop = asyncio.get_running_loop()
-        subscription: list[Any] = []
+        """Serve a response straight from the model to this one client: the model's
+        events are read on this loop, in a task of their own, while this one writes."""
+        running: list[asyncio.Task[None]] = []
 
-        def stop() -> None:
-            for disposable in subscription:
-                disposable.dispose()
+        def stop() -> None:  # cancelling the reading task closes the model's connection
+            running[0].cancel()
 
-        outbox = _Outbox(loop, wire, self.max_buffer, stop)
-        subscription.append(events.subscribe(outbox.on_next, outbox.on_error, outbox.on_completed))
+        outbox = _Outbox(wire, self.max_buffer, stop)
+        running.append(asyncio.ensure_future(_read(events, outbox)))
         rid = None
         try:
             if not await _until(outbox.started.wait(), request):
@@ -544,11 +530,12 @@ class Gateway:
             return response
         finally:
             stop()
+            await asyncio.wait(running)
             if rid:
                 self._running.pop(rid, None)
 
     async def _stream_stored(
-        self, request: web.Request, events: Observable[ChatEvent], wire: _Wire
+        self, request: web.Request, events: AsyncIterator[ChatEvent], wire: _Wire
     ) -> web.StreamResponse:
         """Serve a response through the Redis log: written there as it comes, read back."""
         from .resume import StoredResponse, send_entries
@@ -677,6 +664,22 @@ async def _until(work: Awaitable[Any], request: web.BaseRequest) -> bool:
     finally:
         task.cancel()
         watch.cancel()
+
+
+async def _read(events: AsyncIterator[ChatEvent], outbox: _Outbox) -> None:
+    """Feed ``events`` to ``outbox`` until they end; cancelled, stop reading them (which
+    closes the model request's connection) and end the stream with the protocol's abort."""
+    try:
+        async for event in events:
+            outbox.feed(event)
+    except asyncio.CancelledError:
+        outbox.feed(ChatEvent(EVENT_TYPES.ABORT, text="stopped", response_id=outbox.response_id))
+        outbox.close()
+        raise
+    except Exception as exc:  # after its ERROR event: the protocol's error, if not yet sent
+        outbox.fail(exc)
+    else:
+        outbox.close()
 
 
 async def _pump(outbox: _Outbox, response: web.StreamResponse) -> None:

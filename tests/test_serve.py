@@ -457,6 +457,43 @@ async def test_a_client_disconnect_cancels_the_model_request_at_once(
     assert elapsed < 1.0
 
 
+async def test_the_gateway_reads_the_model_on_its_own_loop(models: Any) -> None:
+    """Every protocol, a tool loop included, through ``astream()`` on the server's loop:
+    the model's I/O thread is never started."""
+    model = models()
+    async with serving(create_app(model, tools=[get_weather])) as url:
+        for path, body in BODIES.items():
+            status, _headers, _body = await post(url + path, body())
+            assert status == 200, path
+    assert model._io._thread is None, "an event went through the model's I/O thread"
+
+
+ABORTS = {"/events": "ABORT", "/api/chat": "abort", "/agui": "RUN_FINISHED"}
+
+
+@pytest.mark.parametrize("path", list(BODIES))
+async def test_a_stop_request_ends_the_stream_with_the_protocols_abort(
+    models: Any, provider: DevServer, path: str
+) -> None:
+    """Without Redis, ``POST /stop`` cancels the model request on this gateway and the
+    client's stream ends with the protocol's abort."""
+    async with serving(create_app(models("gate"))) as url, aiohttp.ClientSession() as session:
+        response = await session.post(url + path, json=BODIES[path]())
+        seen = b""
+        while b"Before the gate" not in seen:
+            seen += await response.content.readany()
+        rid = response.headers["x-response-id"]
+        stopped = await post(url + "/stop", {"response_id": rid})
+        body = seen + await asyncio.wait_for(response.read(), 10)
+        assert await provider.wait_disconnect(timeout=2.0), "the model request went on"
+        assert (await post(url + "/stop", {"response_id": rid}))[0] == 404  # it ended
+    assert stopped[0] == 202
+    last = sse_json(body)[-1]
+    assert last["type"] == ABORTS[path]
+    if path == "/agui":
+        assert last["outcome"]["type"] == "cancelled"
+
+
 async def test_a_client_that_does_not_read_is_not_buffered_without_bound(
     models: Any, provider: DevServer
 ) -> None:
