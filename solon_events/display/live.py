@@ -59,6 +59,7 @@ class LiveState:
         self.segments: list[_Segment] = []
         self.done = False
         self.total: str | None = None
+        self._typed = 0  # the characters the open text block's deltas added
         # gives each argument delta the call's arguments parsed so far
         self._parsed = with_partial_arguments(self._fold)
 
@@ -88,6 +89,11 @@ class LiveState:
         t = event.type
         if t is EVENT_TYPES.TEXT_DELTA and event.text:
             self._append("text", event, event.text)
+            self._typed += len(event.text)
+        elif t is EVENT_TYPES.TEXT_START:
+            self._typed = 0
+        elif t is EVENT_TYPES.TEXT_END:
+            self._final_text(event)
         elif t is EVENT_TYPES.THINKING_DELTA and event.text:
             self._append("thinking", event, event.text)
         elif t is EVENT_TYPES.REFUSAL_DELTA and event.text:
@@ -121,6 +127,18 @@ class LiveState:
             self.done = True
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
             self.segments.append(_Segment("error", event.step, message))
+
+    def _final_text(self, event: ChatEvent) -> None:
+        """A block's final text (TEXT_END's, the provider's rewrite of what its deltas
+        said) takes the place of what they typed, as it does in the response."""
+        typed, self._typed = self._typed, 0
+        if event.text is None:
+            return
+        last = self.segments[-1] if self.segments else None
+        if typed and last is not None and last.kind == "text":
+            last.text = last.text[: len(last.text) - typed] + event.text
+        elif event.text:
+            self._append("text", event, event.text)
 
     def text(self) -> str:
         """The response so far as plain text (what a front end without HTML shows)."""
