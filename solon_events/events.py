@@ -21,6 +21,7 @@ from .values import (
     FrozenValue,
     fast_constructor,
     fast_replacer,
+    read_held,
     read_only,
     read_through,
     writable_base,
@@ -164,22 +165,24 @@ iterable and has no lookup by value: use ChatEventType for those).
 
 def _hold_raw(value: Mapping[str, Any] | None) -> Any:
     """What a ChatEvent holds for ``raw=value``: a plain dict as it is (made read-only when
-    read), any other mutable mapping wrapped read-only (None or empty: the empty mapping)."""
+    read) and a :func:`~solon_events.values.held_member` as it is (decoded when read), any
+    other mutable mapping wrapped read-only (None or empty: the empty mapping)."""
     if not value:
         return EMPTY_MAPPING
-    if value.__class__ is dict:
+    kind = value.__class__
+    if kind is dict or kind is tuple:
         return value
     return read_only(value)
 
 
 def _read_raw(held: Any) -> Mapping[str, Any]:
     """The provider's payload that produced the event (read-only, never None); a frame's
-    JSON text is decoded on each read (a new mapping, equal every time)."""
+    JSON text, or a member of it, is decoded on each read (a new mapping, equal every time)."""
     kind = held.__class__
     if kind is dict:
         return MappingProxyType(held)
-    if kind is str or kind is bytes:
-        payload = orjson.loads(held)
+    if kind is str or kind is bytes or kind is tuple:
+        payload = orjson.loads(held) if kind is not tuple else read_held(held)
         return MappingProxyType(payload) if payload.__class__ is dict else payload
     return held  # type: ignore[no-any-return]
 

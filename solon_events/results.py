@@ -21,7 +21,15 @@ import attrs
 import orjson
 
 from .display_hooks import repr_html, repr_pretty
-from .values import EMPTY_MAPPING, FrozenValue, fast_builder, snapshot, writable_base
+from .values import (
+    EMPTY_MAPPING,
+    FrozenValue,
+    fast_builder,
+    read_held,
+    read_through,
+    snapshot,
+    writable_base,
+)
 
 __all__ = [
     "AssistantMessage",
@@ -65,6 +73,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+@read_through("source", read_held)
 @attrs.frozen(kw_only=True)
 @writable_base
 class Usage(FrozenValue):
@@ -74,7 +83,10 @@ class Usage(FrozenValue):
     ``completion_tokens`` counts every output token, thinking included;
     ``total_tokens`` is the provider's total, or prompt + completion.
     ``server_tool_use`` holds the provider's server-tool counters and ``source`` the
-    provider's raw usage payload.
+    provider's raw usage payload. A dialect may have it hold the payload as part of its
+    frame's JSON text (:func:`~solon_events.values.held_member`), decoded on each read (a
+    new value, equal every time), so that kept usage gives the garbage collector nothing
+    to walk.
     """
 
     prompt_tokens: int = 0

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 import attrs
+import orjson
 
 __all__ = [
     "EMPTY_MAPPING",
@@ -23,6 +24,8 @@ __all__ = [
     "fast_evolve",
     "fast_replacer",
     "fast_recorder",
+    "held_member",
+    "read_held",
     "read_only",
     "read_through",
     "snapshot",
@@ -80,24 +83,51 @@ def _rebuild(cls: Callable[..., _V], fields: dict[str, Any]) -> _V:
     return cls(**fields)
 
 
+_MEMBER: Any = object()
+"""The first item of what :func:`held_member` makes (an object the collector never tracks)."""
+
+
+def held_member(text: str | bytes | bytearray, key: str) -> Any:
+    """What a value holds for the member ``key`` of the JSON object whose text is ``text`` (a
+    frame's), read back by :func:`read_held`: decoded afresh on every read.
+
+    It is a tuple of objects the cyclic garbage collector does not track, so the collector
+    stops tracking it after its first pass: a kept value holding it gives the collector
+    nothing to walk, where the decoded member's dicts and lists would.
+    """
+    return (_MEMBER, text, key)
+
+
+def read_held(held: Any) -> Any:
+    """What ``held`` stands for: the member of a frame's text that :func:`held_member` holds,
+    decoded (a new value, equal every time); any other value is itself."""
+    if held.__class__ is tuple and len(held) == 3 and held[0] is _MEMBER:
+        return orjson.loads(held[1])[held[2]]
+    return held
+
+
 def read_through(name: str, read: Callable[[Any], Any]) -> Callable[[type[_V]], type[_V]]:
     """Class decorator, applied between ``attrs.frozen`` and :func:`fast_constructor`: the
     field ``name`` reads as ``read(held)``, ``held`` being what its slot holds.
 
     For a field held in a form the collector need not walk (a frame's JSON text, a plain
-    dict, which Python leaves untracked when it holds no containers) and made read-only
-    on every read. Equality, copying and pickling read the field, so they see what
-    ``read`` gives; :func:`fast_evolve` carries the held form over unread.
+    dict, which Python leaves untracked when it holds no containers, a
+    :func:`held_member`) and made read-only or decoded on every read. Equality, copying
+    and pickling read the field, so they see what ``read`` gives; :func:`fast_evolve`
+    carries the held form over unread. Setting the field (as attrs' own ``__init__`` does,
+    through ``object.__setattr__``; the frozen class refuses plain assignment) stores the
+    value given as the held form.
     """
 
     def apply(cls: type[_V]) -> type[_V]:
-        held = vars(cls.__base__)[name].__get__  # the slot itself, under the property
+        slot = vars(cls.__base__)[name]  # the slot itself, under the property
+        held = slot.__get__
 
         def get(self: Any) -> Any:
             return read(held(self))
 
         get.__name__ = get.__qualname__ = name
-        setattr(cls, name, property(get, doc=read.__doc__))
+        setattr(cls, name, property(get, slot.__set__, doc=read.__doc__))
         return cls
 
     return apply

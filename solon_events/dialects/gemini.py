@@ -49,6 +49,7 @@ from ..results import (
     new_tool_call,
     new_usage,
 )
+from ..values import EMPTY_MAPPING, held_member
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .gemini_request import SKIP_SIGNATURE, generate_content_request, stream_url
@@ -64,6 +65,7 @@ __all__ = [
 ]
 
 _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
+_USAGE = EVENT_TYPES.USAGE
 
 FILTER_REASONS = frozenset(
     {
@@ -136,7 +138,7 @@ class GeminiDialect(ChatDialect):
                         _identify(ctx, response_id, model)
                     ctx.send(_TEXT_DELTA, text=text, raw=part)
                     if usage is not None:
-                        _usage(ctx, _state(ctx), usage)
+                        _usage(ctx, ctx.state.get(_STATE_KEY) or _state(ctx), usage, frame)
                     return
             if _one_part(ctx, frame, candidate, part, response_id, model):
                 return
@@ -181,7 +183,7 @@ def _response(ctx: ChatStreamContext, frame: Any) -> None:
     usage = frame.get("usageMetadata")
     if isinstance(usage, dict):
         known = True
-        _usage(ctx, state, usage)
+        _usage(ctx, state, usage, frame)
     if finish is None and blocked and not candidates:
         finish = blocked
     if finish is not None:
@@ -218,7 +220,7 @@ def _one_part(
     reason = _finish_reason(ctx, state, candidate) if "finishReason" in candidate else None
     usage = frame.get("usageMetadata")
     if type(usage) is dict:
-        _usage(ctx, state, usage)
+        _usage(ctx, state, usage, frame)
     if reason is not None:
         state.close_call(ctx)
         ctx.finish(reason)
@@ -543,30 +545,56 @@ def _citation_sources(ctx: ChatStreamContext, state: _State, metadata: Mapping[s
         ctx.send(EVENT_TYPES.CITATION, citation=citation, raw=metadata)
 
 
-def gemini_usage(usage: Mapping[str, Any]) -> Usage:
+def gemini_usage(usage: Mapping[str, Any], source: Any = None) -> Usage:
     """A :class:`Usage` from a ``usageMetadata`` payload.
 
     ``prompt_tokens`` = ``promptTokenCount`` (cached tokens included) +
     ``toolUsePromptTokenCount``; ``completion_tokens`` = ``candidatesTokenCount`` +
     ``thoughtsTokenCount``; ``thinking_tokens`` = ``thoughtsTokenCount``;
     ``cache_read_input_tokens`` = ``cachedContentTokenCount``; ``total_tokens`` =
-    ``totalTokenCount``; ``source`` = the payload.
+    ``totalTokenCount``; ``source`` = ``source``, by default the payload. A count that is
+    missing or not an integer counts 0.
     """
     get = usage.get
-    thoughts = _count(get("thoughtsTokenCount"))
-    prompt = _count(get("promptTokenCount")) + _count(get("toolUsePromptTokenCount"))
-    completion = _count(get("candidatesTokenCount")) + thoughts
-    total = _count(get("totalTokenCount")) or prompt + completion
-    cached = _count(get("cachedContentTokenCount"))
-    return new_usage(prompt, completion, total, thoughts, 0, cached, None, usage)
+    prompt = get("promptTokenCount", 0)
+    tool_prompt = get("toolUsePromptTokenCount", 0)
+    candidates = get("candidatesTokenCount", 0)
+    thoughts = get("thoughtsTokenCount", 0)
+    cached = get("cachedContentTokenCount", 0)
+    total = get("totalTokenCount", 0)
+    # plain integers (a bool is not one) as the API sends them; anything else through _count
+    if not (
+        type(prompt) is type(tool_prompt) is type(candidates) is int
+        and type(thoughts) is type(cached) is type(total) is int
+    ):
+        prompt, tool_prompt, candidates, thoughts, cached, total = map(
+            _count, (prompt, tool_prompt, candidates, thoughts, cached, total)
+        )
+    prompt += tool_prompt
+    completion = candidates + thoughts
+    return new_usage(
+        prompt,
+        completion,
+        total or prompt + completion,
+        thoughts,
+        0,
+        cached,
+        EMPTY_MAPPING,
+        usage if source is None else source,
+    )
 
 
-def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any]) -> None:
-    """USAGE when the payload holds counts and differs from the last one sent."""
+def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any], frame: Any) -> None:
+    """USAGE when the payload holds counts and differs from the last one sent.
+
+    Of the frame the parse stage decoded, the event's ``raw`` and its usage's ``source``
+    hold the ``usageMetadata`` as part of the frame's text, decoded when read.
+    """
     if usage == state.usage or _USAGE_COUNTS.isdisjoint(usage):
         return
     state.usage = usage
-    ctx.send(EVENT_TYPES.USAGE, usage=gemini_usage(usage), raw=usage)
+    held = held_member(ctx.frame_text, "usageMetadata") if frame is ctx.frame else usage
+    ctx.send(_USAGE, usage=gemini_usage(usage, held), raw=held)
 
 
 def _count(value: Any) -> int:
