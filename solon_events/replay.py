@@ -23,7 +23,7 @@ from .events import ChatEvent
 from .eventstream import is_event_stream, iter_event_stream_frames
 from .filters import ChatEventFilter
 from .recording import is_recording, replay_recording
-from .sse import _format_of, iter_frames
+from .sse import _format_of, iter_frame_data
 
 __all__ = ["ReplaySource", "replay"]
 
@@ -83,10 +83,10 @@ def _frames(source: ReplaySource) -> Iterator[Any]:
 
 def _body_frames(body: bytes | str) -> Iterator[Any]:
     """A whole body's frames: an AWS event stream (Bedrock) told by its first prelude,
-    else SSE or JSON lines."""
+    else SSE or JSON lines, each frame as its data (the parse stage reads nothing else)."""
     if isinstance(body, bytes) and is_event_stream(body):
         return iter_event_stream_frames(body)
-    return iter_frames(body)
+    return iter_frame_data(body)
 
 
 def replay(

@@ -11,7 +11,9 @@ bound; after that error the decoder is not to be fed again.
 One decoder with one API: :class:`StreamDecoder` (``feed`` bytes as they arrive, ``close``
 at the end; the transport's stream reader uses it) and :func:`iter_frames` (a whole body or
 an iterable of chunks, fed to a StreamDecoder; :func:`~solon_events.replay` and the CLI use
-it). Both run the same :class:`SSEDecoder` or :class:`JSONLinesDecoder`.
+it). Both run the same :class:`SSEDecoder` or :class:`JSONLinesDecoder`. A reader of each
+frame's data alone (the parse stage reads nothing else) asks for ``data_only``: each frame is
+then its data (a str), and no Frame is built for it (:func:`iter_frame_data`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .errors import ChatProtocolError
 
@@ -30,6 +32,7 @@ __all__ = [
     "SSEDecoder",
     "StreamDecoder",
     "StreamFormat",
+    "iter_frame_data",
     "iter_frames",
 ]
 
@@ -108,9 +111,12 @@ _NONES = repeat(None)
 
 
 def _make_frames(
-    data: Iterable[str], event: Iterable[str | None], last_id: str | None
-) -> Iterator[Frame]:
-    """Frames of the given data and event types, all with ``last_id`` and no retry."""
+    data: list[str], event: Iterable[str | None], last_id: str | None, data_only: bool
+) -> Iterable[Any]:
+    """Frames of the given data and event types, all with ``last_id`` and no retry (with
+    ``data_only``, the data alone)."""
+    if data_only:
+        return data
     ids = _NONES if last_id is None else repeat(last_id)
     return map(_tuple_new, _FRAME_TYPES, zip(data, event, ids, _NONES))
 
@@ -120,12 +126,16 @@ class _LineDecoder:
 
     Subclasses implement ``_frames(block)``, where ``block`` holds complete lines, each ended
     by one LF (CRLF and CR already turned into LF), and ``_finish()``, called at the end.
+    With ``data_only``, each frame is its data alone (a str) instead of a :class:`Frame`.
     """
 
     _line_name = "line"
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(
+        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, data_only: bool = False
+    ) -> None:
         self.max_frame_size = _check_limit(max_frame_size)
+        self.data_only = data_only
         self.frames_decoded = 0
         self._pending: list[bytes] = []
         self._pending_size = 0
@@ -134,7 +144,8 @@ class _LineDecoder:
         self._failure: ChatProtocolError | None = None
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        """Decode the next chunk of the stream; returns the frames it completed.
+        """Decode the next chunk of the stream; returns the frames it completed (their data
+        alone with ``data_only``).
 
         When the chunk holds complete frames before an oversized line, those frames are
         returned first and the ChatProtocolError is raised by the next call.
@@ -161,10 +172,10 @@ class _LineDecoder:
         self.frames_decoded += len(frames)
         return frames
 
-    def _frames(self, block: bytes) -> list[Frame]:
+    def _frames(self, block: bytes) -> list[Any]:
         raise NotImplementedError
 
-    def _finish(self) -> list[Frame]:
+    def _finish(self) -> list[Any]:
         raise NotImplementedError
 
     def _split(self, chunk: bytes) -> bytes:
@@ -241,8 +252,10 @@ class SSEDecoder(_LineDecoder):
 
     _line_name = "SSE line"
 
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        super().__init__(max_frame_size)
+    def __init__(
+        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, data_only: bool = False
+    ) -> None:
+        super().__init__(max_frame_size, data_only=data_only)
         self.last_event_id: str | None = None
         self.reconnection_time: int | None = None
         self._data: list[bytes] = []
@@ -250,10 +263,10 @@ class SSEDecoder(_LineDecoder):
         self._event: str | None = None
         self._retry: int | None = None
 
-    def _frames(self, block: bytes) -> list[Frame]:
+    def _frames(self, block: bytes) -> list[Any]:
         """The frames of ``block`` (complete lines): the lines of an event left open by the
         previous block, then runs of whole events, then the lines of an event still open."""
-        frames: list[Frame] = []
+        frames: list[Any] = []
         try:
             start = 0
             if self._data or self._event is not None or self._retry is not None:
@@ -270,12 +283,12 @@ class SSEDecoder(_LineDecoder):
             self._failure = exc
         return frames
 
-    def _finish(self) -> list[Frame]:
-        frames: list[Frame] = []
+    def _finish(self) -> list[Any]:
+        frames: list[Any] = []
         self._end_event(frames)
         return frames
 
-    def _complete_events(self, block: bytes, start: int, stop: int, frames: list[Frame]) -> None:
+    def _complete_events(self, block: bytes, start: int, stop: int, frames: list[Any]) -> None:
         """Decode ``block[start:stop]``: whole events, the last one ended by its blank line.
 
         No event is open at ``start``. The events go by windows of about ``_WINDOW`` bytes,
@@ -286,11 +299,11 @@ class SSEDecoder(_LineDecoder):
         view = memoryview(block)  # decoded from without copying
         while start < stop:
             end = _window_end(block, start, stop)
-            if not _simple_events(block, view, start, end, self.last_event_id, frames):
+            if not _simple_events(block, view, start, end, self, frames):
                 self._lines(block[start:end], frames)
             start = end
 
-    def _lines(self, block: bytes, frames: list[Frame]) -> None:
+    def _lines(self, block: bytes, frames: list[Any]) -> None:
         """Decode ``block``, complete lines each ended by LF, one line at a time (WHATWG)."""
         for line in block[:-1].split(b"\n"):
             if line[:6] == b"data: ":
@@ -320,10 +333,14 @@ class SSEDecoder(_LineDecoder):
             raise _too_large("SSE frame", self.max_frame_size)
         self._data.append(value)
 
-    def _end_event(self, frames: list[Frame]) -> None:
+    def _end_event(self, frames: list[Any]) -> None:
         if self._data:
             data = _decode(b"\n".join(self._data))
-            frames.append(_tuple_new(Frame, (data, self._event, self.last_event_id, self._retry)))
+            if self.data_only:
+                frames.append(data)
+            else:
+                frame = (data, self._event, self.last_event_id, self._retry)
+                frames.append(_tuple_new(Frame, frame))
         self._reset()
 
     def _reset(self) -> None:
@@ -347,11 +364,12 @@ def _window_end(block: bytes, start: int, stop: int) -> int:
 
 
 def _simple_events(
-    block: bytes, view: memoryview, start: int, end: int, last_id: str | None, frames: list[Frame]
+    block: bytes, view: memoryview, start: int, end: int, decoder: SSEDecoder, frames: list[Any]
 ) -> bool:
-    """Decode ``block[start:end]`` (``view`` shows ``block``) into ``frames`` with ``last_id``
-    if each of its events is ``data: X`` or ``event: Y`` then ``data: X`` (one space after each
-    colon, no other line); False, decoding nothing, if not.
+    """Decode ``block[start:end]`` (``view`` shows ``block``) into ``frames`` as ``decoder``
+    makes them (its last event id, its ``data_only``) if each of its events is ``data: X`` or
+    ``event: Y`` then ``data: X`` (one space after each colon, no other line); False,
+    decoding nothing, if not.
     """
     if block.startswith(b"data: ", start):
         # Decoding from an offset that is a multiple of 8 takes CPython's fastest ASCII path;
@@ -362,7 +380,7 @@ def _simple_events(
         # Each blank line is followed by a data line; a line end elsewhere is another shape.
         if "\n" in "".join(data):
             return False
-        frames.extend(_make_frames(data, _NONES, last_id))
+        frames.extend(_make_frames(data, _NONES, decoder.last_event_id, decoder.data_only))
         return True
     if not block.startswith(b"event: ", start):
         return False
@@ -390,7 +408,7 @@ def _simple_events(
     ):
         return False
     types: list[str | None] = [name or None for name in events]
-    frames.extend(_make_frames(data, types, last_id))
+    frames.extend(_make_frames(data, types, decoder.last_event_id, decoder.data_only))
     return True
 
 
@@ -400,21 +418,21 @@ class JSONLinesDecoder(_LineDecoder):
     The JSON itself is not parsed here; ``Frame.data`` is the line without its line end.
     """
 
-    def _frames(self, block: bytes) -> list[Frame]:
-        return _json_lines(block)
+    def _frames(self, block: bytes) -> list[Any]:
+        return _json_lines(block, self.data_only)
 
-    def _finish(self) -> list[Frame]:
+    def _finish(self) -> list[Any]:
         return []
 
 
-def _json_lines(block: bytes) -> list[Frame]:
+def _json_lines(block: bytes, data_only: bool) -> list[Any]:
     """The frames of ``block``, complete lines each ended by one LF."""
     lines = block.decode("utf-8", "replace").split("\n")
     lines.pop()  # after the block's last line end
     # When the least line starts above " ", no line is empty or only blank space.
     if not lines or min(lines)[:1] <= " ":
         lines = [line for line in lines if line.strip(_ASCII_BLANK)]
-    return list(_make_frames(lines, _NONES, None))
+    return list(_make_frames(lines, _NONES, None, data_only))
 
 
 class StreamDecoder:
@@ -424,10 +442,15 @@ class StreamDecoder:
     ``retry`` and a colon or line end, or with ``:``, is SSE; one starting with ``{`` or ``[``
     is JSON lines; anything else (an HTML error page, say) raises ``ChatProtocolError``
     showing how the body starts. ``format`` is ``"sse"`` or ``"jsonl"`` once known.
+    With ``data_only``, each frame is its data alone (a str) instead of a :class:`Frame`.
     """
 
     def __init__(
-        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, format: StreamFormat = "auto"
+        self,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        format: StreamFormat = "auto",
+        *,
+        data_only: bool = False,
     ) -> None:
         if format not in ("auto", "sse", "jsonl"):
             raise ValueError(f"format must be 'auto', 'sse' or 'jsonl', got {format!r}")
@@ -435,8 +458,9 @@ class StreamDecoder:
         self._decoder: SSEDecoder | JSONLinesDecoder | None = None
         self._head = bytearray()
         self._scanned = 0
+        self._data_only = data_only
         if format != "auto":
-            self._decoder = _make_decoder(format, max_frame_size)
+            self._decoder = _make_decoder(format, max_frame_size, data_only)
 
     @property
     def format(self) -> Literal["sse", "jsonl"] | None:
@@ -451,13 +475,14 @@ class StreamDecoder:
         return 0 if self._decoder is None else self._decoder.frames_decoded
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        """Decode the next chunk of the stream; returns the frames it completed."""
+        """Decode the next chunk of the stream; returns the frames it completed (their data
+        alone with ``data_only``)."""
         if self._decoder is not None:
             return self._decoder.feed(chunk)
         if not self._head and isinstance(chunk, bytes):
             fmt = _leading_format(chunk)
             if fmt is not None:  # known from the chunk alone: decode it without copying it
-                self._decoder = _make_decoder(fmt, self.max_frame_size)
+                self._decoder = _make_decoder(fmt, self.max_frame_size, self._data_only)
                 return self._decoder.feed(chunk)
         self._head += chunk
         return self._start(final=False)
@@ -470,11 +495,11 @@ class StreamDecoder:
                 return frames
         return self._decoder.close()
 
-    def _start(self, *, final: bool) -> list[Frame]:
+    def _start(self, *, final: bool) -> list[Any]:
         fmt = self._sniff(final=final)
         if fmt is None:
             return []
-        self._decoder = _make_decoder(fmt, self.max_frame_size)
+        self._decoder = _make_decoder(fmt, self.max_frame_size, self._data_only)
         head = bytes(self._head)
         self._head = bytearray()
         return self._decoder.feed(head)
@@ -514,8 +539,9 @@ class StreamDecoder:
         return start + 1 if head[start : start + 1] in (b"\n", b"\r") else start
 
 
-def _make_decoder(fmt: str, max_frame_size: int) -> SSEDecoder | JSONLinesDecoder:
-    return SSEDecoder(max_frame_size) if fmt == "sse" else JSONLinesDecoder(max_frame_size)
+def _make_decoder(fmt: str, max_frame_size: int, data_only: bool) -> SSEDecoder | JSONLinesDecoder:
+    kind = SSEDecoder if fmt == "sse" else JSONLinesDecoder
+    return kind(max_frame_size, data_only=data_only)
 
 
 def _leading_format(chunk: bytes) -> Literal["sse", "jsonl"] | None:
@@ -564,7 +590,19 @@ def iter_frames(
     Lazy: nothing is read or decoded before the first frame is asked for, and a whole body
     is decoded a piece at a time, so its frames do not all exist at once.
     """
-    return chain.from_iterable(_frame_lists(source, max_frame_size, format))
+    return chain.from_iterable(_frame_lists(source, max_frame_size, format, False))
+
+
+def iter_frame_data(
+    source: bytes | bytearray | str | Iterable[bytes | str],
+    *,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    format: StreamFormat = "auto",
+) -> Iterator[str]:
+    """The data of each frame :func:`iter_frames` yields (``frame.data``), the same errors
+    at the same points, without building the Frames: what a reader of the payloads alone
+    needs (:func:`~solon_events.replay` hands them to the parse stage)."""
+    return chain.from_iterable(_frame_lists(source, max_frame_size, format, True))
 
 
 def _pieces(body: bytes) -> Iterator[bytes]:
@@ -581,7 +619,8 @@ def _frame_lists(
     source: bytes | bytearray | str | Iterable[bytes | str],
     max_frame_size: int,
     format: StreamFormat,
-) -> Iterator[list[Frame]]:
+    data_only: bool,
+) -> Iterator[list[Any]]:
     chunks: Iterable[bytes | bytearray | str]
     if isinstance(source, (bytes, bytearray, str)):
         if isinstance(source, str):
@@ -591,7 +630,7 @@ def _frame_lists(
         chunks = _pieces(body)
     else:
         chunks = source
-    decoder = StreamDecoder(max_frame_size, format=format)
+    decoder = StreamDecoder(max_frame_size, format=format, data_only=data_only)
     for chunk in chunks:
         yield decoder.feed(
             chunk.encode("utf-8", "surrogatepass") if isinstance(chunk, str) else bytes(chunk)

@@ -18,7 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_sse import decode_all
 
-from solon_events.sse import Frame, JSONLinesDecoder, SSEDecoder, StreamDecoder, iter_frames
+from solon_events.sse import (
+    Frame,
+    JSONLinesDecoder,
+    SSEDecoder,
+    StreamDecoder,
+    iter_frame_data,
+    iter_frames,
+)
 
 
 def reference_sse(body: bytes) -> list[Frame]:
@@ -124,6 +131,9 @@ def test_the_sse_decoder_agrees_with_the_reference_on_any_input_and_any_split(
     assert decode_all(StreamDecoder(format="sse"), chunks) == expected
     assert list(iter_frames(body, format="sse")) == expected
     assert list(iter_frames(chunks, format="sse")) == expected
+    data = [frame.data for frame in expected]
+    assert decode_all(SSEDecoder(data_only=True), chunks) == data
+    assert list(iter_frame_data(chunks, format="sse")) == data
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -135,6 +145,7 @@ def test_the_json_lines_decoder_agrees_with_the_reference_on_any_input_and_any_s
     expected = reference_json_lines(body)
     assert decode_all(JSONLinesDecoder(), chunks) == expected
     assert list(iter_frames(body, format="jsonl")) == expected
+    assert list(iter_frame_data(body, format="jsonl")) == [frame.data for frame in expected]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -144,6 +155,8 @@ def test_the_json_lines_decoder_agrees_with_the_reference_on_any_input_and_any_s
 def test_long_runs_of_simple_events_agree_with_the_reference(events: list[bytes]) -> None:
     """Bodies long enough for the decoder's bulk path (windows of many events at once)."""
     body = b"\n\n".join(events) + b"\n\n"
-    assert list(iter_frames(body, format="sse")) == reference_sse(body)
+    expected = reference_sse(body)
+    assert list(iter_frames(body, format="sse")) == expected
+    assert list(iter_frame_data(body)) == [frame.data for frame in expected]
     half = len(body) // 2
-    assert decode_all(SSEDecoder(), [body[:half], body[half:]]) == reference_sse(body)
+    assert decode_all(SSEDecoder(), [body[:half], body[half:]]) == expected

@@ -180,7 +180,7 @@ class ParseStage:
         self.frame_count += 1
         # the common cases inline; the sentinel and anything odd are decode_payload's
         try:
-            if kind is Frame or kind is bytes or kind is str:
+            if kind is str or kind is Frame or kind is bytes:
                 text = frame.data if kind is Frame else frame
                 try:
                     payload = _loads(text)
