@@ -1,7 +1,8 @@
 """The RxPY operators of the event pipeline.
 
-``frames.pipe(parse(dialect), normalize(), aggregate(), guard(event_filter))``; after
-``parse()``, ``aggregate(fold_steps=False)`` folds each event into the response once.
+``frames.pipe(parse(dialect), normalize(), aggregate(), guard(event_filter))`` folds each
+event into the response once: ``parse()`` folds each step, and ``aggregate()`` after it
+(directly or through ``normalize()``) takes each step's response from its STEP_END.
 ``respond()`` runs the same three stages with direct calls between them (a hypothesis test
 checks that it delivers what the three operators chained deliver).
 
@@ -45,6 +46,12 @@ __all__ = [
 Operator = Callable[[Observable[Any]], Observable[ChatEvent]]
 
 
+class _FoldedSteps(Observable[ChatEvent]):
+    """Events whose steps each end with a STEP_END carrying the step's folded response:
+    what ``parse()`` gives, and ``normalize()`` or ``partial_arguments()`` pass on, so an
+    ``aggregate()`` after them does not fold the steps' events a second time."""
+
+
 def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:
     """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
 
@@ -67,11 +74,21 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
         stage.start()
         return stage
 
-    return _stage_operator(make)
+    return _stage_operator(make, folds_steps=True)
 
 
-def _stage_operator(make: Callable[[abc.ObserverBase[ChatEvent]], Sink]) -> Operator:
-    """An operator that runs ``make(observer)``, a fresh stage per subscription."""
+def _stage_operator(
+    make: Callable[[abc.ObserverBase[ChatEvent]], Sink],
+    *,
+    folds_steps: bool = False,
+    keeps_steps: bool = False,
+) -> Operator:
+    """An operator that runs ``make(observer)``, a fresh stage per subscription.
+
+    Its observable is a :class:`_FoldedSteps` when the stage folds each step into its
+    STEP_END (``folds_steps``), or passes on the STEP_ENDs of a source that is one
+    (``keeps_steps``).
+    """
 
     def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
         def subscribe(
@@ -82,6 +99,8 @@ def _stage_operator(make: Callable[[abc.ObserverBase[ChatEvent]], Sink]) -> Oper
                 stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
             )
 
+        if folds_steps or (keeps_steps and isinstance(source, _FoldedSteps)):
+            return _FoldedSteps(subscribe)
         return reactivex.create(subscribe)
 
     return operator
@@ -97,10 +116,10 @@ def normalize() -> Operator:
         reactivex.of(ChatEvent(ChatEventType.TEXT_DELTA, text="Hi")).pipe(normalize())
         # TEXT_START, TEXT_DELTA 'Hi', TEXT_END
     """
-    return _stage_operator(NormalizeStage)
+    return _stage_operator(NormalizeStage, keeps_steps=True)
 
 
-def aggregate(*, response_id: str | None = None, fold_steps: bool = True) -> Operator:
+def aggregate(*, response_id: str | None = None, fold_steps: bool | None = None) -> Operator:
     """The response level: RESPONSE_START, stamped ids, step responses, usage, one terminal event.
 
     Emits RESPONSE_START first and stamps the response id on every event; gives every
@@ -111,22 +130,28 @@ def aggregate(*, response_id: str | None = None, fold_steps: bool = True) -> Ope
     the same exception through ``on_error``.
 
     Each subscription gets a fresh response id, unless ``response_id`` is given (pass
-    the same id to :func:`parse` and events need no re-stamping). ``fold_steps=False``
-    folds nothing: after :func:`parse`, whose STEP_ENDs carry their response, each event
-    is then folded into its response once.
+    the same id to :func:`parse` and events need no re-stamping). Each event is folded into
+    its response once: after :func:`parse` (directly or through :func:`normalize`), whose
+    STEP_ENDs carry their response, nothing is folded here; after any other source each
+    step's events are. ``fold_steps`` says which, whatever the source.
 
     Example::
 
-        frames.pipe(parse("anthropic"), normalize(), aggregate(fold_steps=False))
+        frames.pipe(parse("anthropic"), normalize(), aggregate())
         # RESPONSE_START, STEP_START, ..., STEP_END, RESPONSE_END (the final response)
     """
 
-    def make(observer: abc.ObserverBase[ChatEvent]) -> Sink:
-        stage = AggregateStage(observer, response_id, fold_steps=fold_steps)
-        stage.start()
-        return stage
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        fold = not isinstance(source, _FoldedSteps) if fold_steps is None else fold_steps
 
-    return _stage_operator(make)
+        def make(observer: abc.ObserverBase[ChatEvent]) -> Sink:
+            stage = AggregateStage(observer, response_id, fold_steps=fold)
+            stage.start()
+            return stage
+
+        return _stage_operator(make)(source)
+
+    return operator
 
 
 def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
@@ -150,7 +175,7 @@ def respond(
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
 ) -> Operator:
-    """``normalize()``, ``aggregate()`` and ``guard(event_filter)`` fused into one operator.
+    """``normalize()``, ``aggregate()`` and ``guard(event_filter)`` composed into one operator.
 
     The same stages with direct calls between them instead of three subscriptions; what
     :func:`~solon_events.replay` and :class:`~solon_events.ChatModel` use. It expects
@@ -192,7 +217,7 @@ def partial_arguments() -> Operator:
             ops.map(lambda e: e.tool_call.arguments),
         ).subscribe(print)  # {} {'city': ''} {'city': 'Par'} {'city': 'Paris'} ...
     """
-    return _stage_operator(PartialArgumentsStage)
+    return _stage_operator(PartialArgumentsStage, keeps_steps=True)
 
 
 def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Observable[Any]]:

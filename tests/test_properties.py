@@ -336,15 +336,17 @@ FILTERS: list[Any] = [
 
 @SETTINGS
 @given(responses(), st.sampled_from(FILTERS), st.sampled_from([None, "fixed-id"]))
-def test_the_fused_respond_stage_delivers_what_the_chained_stages_deliver(
+def test_the_composed_respond_stage_delivers_what_the_chained_operators_deliver(
     case: tuple[list[ChatEvent], int | None, str], event_filter: Any, upstream_id: str | None
 ) -> None:
     """respond()'s stages, composed with direct calls, deliver what the operators
     ``normalize() | aggregate() | guard()`` deliver through Rx subscriptions."""
     events, fail_at, _how = case
     events = [e.evolve(response_id=upstream_id) for e in events]
-    fused, chained = _Recorder(), _Recorder()
-    head = stages.RespondStage(fused, response_id="r", event_filter=event_filter, fold_steps=False)
+    composed, chained = _Recorder(), _Recorder()
+    head = stages.RespondStage(
+        composed, response_id="r", event_filter=event_filter, fold_steps=False
+    )
     for event in events[:fail_at]:
         head.on_next(event)
     if fail_at is None:
@@ -359,8 +361,8 @@ def test_the_fused_respond_stage_delivers_what_the_chained_stages_deliver(
         operators.aggregate(response_id="r", fold_steps=False),
         operators.guard(event_filter),
     ).subscribe(chained.on_next, chained.on_error, chained.on_completed)
-    assert len(fused.log) == len(chained.log)
-    for got, want in zip(fused.log, chained.log, strict=True):
+    assert len(composed.log) == len(chained.log)
+    for got, want in zip(composed.log, chained.log, strict=True):
         if isinstance(want, ChatEvent) and want.type is T.ERROR:
             assert got.evolve(error=None) == want.evolve(error=None)
         elif isinstance(want, Exception):

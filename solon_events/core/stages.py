@@ -1,9 +1,11 @@
 """The response pipeline's stages as plain observers (sans-I/O).
 
 A stage has ``on_next``, ``on_error`` and ``on_completed`` and pushes into a downstream
-with the same three methods: an Rx observer, or the next stage. The Rx operators wrap one
-stage each; :func:`respond` chains the three response-level stages with direct calls, which
-is how the library's own pipelines (replay, ChatModel) run them.
+with the same three methods: an Rx observer, or the next stage. Each stage owns its state
+and its own shortcuts for the common events. The Rx operators wrap one stage each;
+:func:`respond` chains the same three response-level stages with direct calls (each pushes
+into the next one's ``on_next``), which is how the library's own pipelines (replay,
+ChatModel) run them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
 from ..filters import ChatEventFilter
 from ..results import ChatResponse, new_response
 from .accumulator import ChatAccumulator
-from .normalizer import PASSED_THROUGH, ChatEventNormalizer
+from .normalizer import ChatEventNormalizer
 from .partial_arguments import PartialArgumentsStage
 from .session import ChatStreamSession, new_response_id
 
@@ -30,10 +32,6 @@ __all__ = [
     "respond",
     "respond_after_parse",
 ]
-
-_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
-_THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
-_TOOL_CALL_ARGS_DELTA = EVENT_TYPES.TOOL_CALL_ARGS_DELTA
 
 
 class Sink(Protocol):
@@ -137,8 +135,6 @@ _RESPONSE_LEVEL = frozenset(
 )
 # The step accumulator of every unfolded AggregateStage: it only ever reads it.
 _NOTHING_FOLDED = ChatAccumulator()
-# What neither normalizing nor aggregating (unfolded) does more with than pass on.
-_UNTOUCHED = PASSED_THROUGH - _RESPONSE_LEVEL
 
 
 class AggregateStage:
@@ -303,17 +299,16 @@ class AggregateStage:
 
 
 class RespondStage:
-    """normalize -> aggregate -> guard as one stage into ``down``; RESPONSE_START at once.
+    """normalize -> aggregate -> guard into ``down``, chained with direct calls; RESPONSE_START
+    is emitted at once.
 
-    The three stages are chained with direct calls. When steps are not folded here, an
-    event that needs nothing from them but the response id and the filter takes a short
-    cut through all three in one call: a delta of a text or thinking block that is already
-    open (most of any stream), the arguments of a call open under their ``tool_call_id``,
-    and any event of a type the normalizer passes through untouched below the response
-    level (usage, citations, server tools, ...).
+    A composition of :class:`NormalizeStage`, :class:`AggregateStage` and
+    :class:`GuardStage`, the very stages the operators ``normalize()``, ``aggregate()`` and
+    ``guard()`` run: each event goes through each stage's own ``on_next`` in turn, so the
+    composition delivers what the three operators chained deliver.
     """
 
-    __slots__ = ("aggregate", "normalize", "on_completed", "on_error", "on_next")
+    __slots__ = ("aggregate", "guard", "normalize", "on_completed", "on_error", "on_next")
 
     def __init__(
         self,
@@ -323,50 +318,13 @@ class RespondStage:
         event_filter: Callable[[ChatEvent], bool] | None = None,
         fold_steps: bool = True,
     ) -> None:
-        guard = GuardStage(down, event_filter)
+        self.guard = guard = GuardStage(down, event_filter)
         self.aggregate = aggregate = AggregateStage(guard, response_id, fold_steps=fold_steps)
         self.normalize = normalize = NormalizeStage(aggregate)
+        self.on_next = normalize.on_next
         self.on_error = normalize.on_error
         self.on_completed = normalize.on_completed
         aggregate.start()
-        if fold_steps:
-            self.on_next = normalize.on_next
-            return
-        normalizer = normalize.normalizer
-        open_text, open_thinking = normalizer.open_text, normalizer.open_thinking
-        open_calls = normalizer.open_calls
-        rid = aggregate.session.response_id
-        types = guard.types
-
-        push, test, untouched = down.on_next, guard.on_next, _UNTOUCHED
-        apply, aggregate_next = normalizer.apply, aggregate.on_next  # what normalize does
-
-        def on_next(event: ChatEvent) -> None:
-            kind = event.type
-            if kind is _TEXT_DELTA:
-                open_block = (event.item_id, event.index) in open_text
-            elif kind is _THINKING_DELTA:
-                open_block = (event.item_id, event.index) in open_thinking
-            elif kind in untouched:
-                open_block = True
-            elif kind is _TOOL_CALL_ARGS_DELTA:
-                open_block = event.tool_call_id in open_calls
-            else:
-                apply(event, aggregate_next)
-                return
-            if not open_block or aggregate.ended:
-                apply(event, aggregate_next)
-                return
-            normalizer.last_event = event
-            if event.response_id is not rid:
-                event = with_response_id(event, rid)
-            aggregate.last_event = event
-            if types is None:  # a predicate: the guard tests it
-                test(event)
-            elif kind in types:
-                push(event)
-
-        self.on_next = on_next
 
 
 def respond(
