@@ -11,11 +11,12 @@ from typing import Any
 import orjson
 import pytest
 import reactivex
+from final_texts import BLOCKS, BLOCKS_TEXT, FINAL, STREAMED, rewritten_events
 from pydantic import TypeAdapter
 from recorded import corpus_cases
-from test_dialect_openai_responses import rewritten_stream
 
 from solon_events import (
+    AssistantMessage,
     ChatEvent,
     ChatEventFilter,
     ChatEventType,
@@ -144,7 +145,7 @@ def read_ui_stream(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             shown = ui_text({"text": typed.get(chunk["id"], ""), **chunk})
             if kind == "text-end" and shown != typed.get(chunk["id"], ""):  # a final text
                 text = steps[-1]["text"]
-                steps[-1]["text"] = text[: len(text) - len(typed[chunk["id"]])] + shown
+                steps[-1]["text"] = text[: len(text) - len(typed.get(chunk["id"], ""))] + shown
         elif kind == "tool-input-start":
             calls[chunk["toolCallId"]] = steps[-1]["calls"][chunk["toolCallId"]] = {
                 "name": chunk["toolName"],
@@ -435,16 +436,10 @@ def test_agui_tool_loop_results_usage_and_pending_client_calls() -> None:
 
 # A final text that replaces what the deltas said (TEXT_END.text), in each protocol's way.
 
-FINAL = "It ran successfully in the container."
-
 
 def rewritten() -> list[ChatEvent]:
-    """A Responses stream whose final text rewrites its deltas ("It ran successfully.")."""
-    events: list[ChatEvent] = []
-    frames = rewritten_stream(("response.output_text.done",))
-    replay(frames, dialect="openai-responses", event_filter=ChatEventFilter.all()).subscribe(
-        events.append
-    )
+    """A Responses stream whose final text rewrites its deltas (STREAMED into FINAL)."""
+    events = rewritten_events()
     (end,) = [e for e in events if e.type is T.TEXT_END]
     assert end.text == FINAL and events[-1].response.text == FINAL  # type: ignore[union-attr]
     return events
@@ -455,7 +450,7 @@ def test_vercel_sends_a_final_text_on_its_text_end_and_reads_it_back() -> None:
     (end,) = [c for c in chunks if c["type"] == "text-end"]
     assert end["providerMetadata"] == {"solon": {"final_text": FINAL}}
     deltas = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
-    assert deltas == "It ran successfully."  # what was streamed stays what was streamed
+    assert deltas == STREAMED  # what was streamed stays what was streamed
     (step,) = read_ui_stream(chunks)
     assert step["text"] == FINAL
     part = {"type": "text", "text": deltas, "providerMetadata": end["providerMetadata"]}
@@ -466,6 +461,24 @@ def test_vercel_sends_a_final_text_on_its_text_end_and_reads_it_back() -> None:
     assert turn.text == FINAL  # type: ignore[union-attr]
     # a block closed without a final text says nothing more
     assert all("providerMetadata" not in c for c in vercel_chunks(tool_loop()))
+
+
+def test_both_protocols_end_each_block_with_its_final_text() -> None:
+    """Blocks ending with a final text equal to the deltas, rewriting them, without
+    deltas, and without a final text: the response's text, as each client assembles it."""
+    response = ChatResponse(message=AssistantMessage(text=BLOCKS_TEXT))
+    events = [
+        ChatEvent(T.RESPONSE_START, response_id="resp_1"),
+        ChatEvent(T.STEP_START),
+        *BLOCKS,
+        ChatEvent(T.STEP_END, response=response),
+        ChatEvent(T.RESPONSE_END, response=response),
+    ]
+    (step,) = read_ui_stream(vercel_chunks(events))
+    assert step["text"] == BLOCKS_TEXT
+    run = verify_agui(agui_events(events, messages=agui_inputs()), INPUTS[:1])
+    assert "".join(run["texts"].values()) == BLOCKS_TEXT
+    assert len(run["snapshots"]) == 2  # the rewritten block and the one without deltas
 
 
 INPUTS = [
@@ -494,7 +507,7 @@ def test_agui_sends_a_final_text_as_a_snapshot_of_the_conversation() -> None:
     # the input messages as sent (reasoning left out: the client keeps its own), then ours
     assert snapshot == [INPUTS[0], {"id": "run-message-0", "role": "assistant", "content": FINAL}]
     deltas = "".join(e.delta for e in out if e.type.value == "TEXT_MESSAGE_CONTENT")
-    assert deltas == "It ran successfully."
+    assert deltas == STREAMED
 
 
 def test_agui_snapshot_holds_the_runs_tool_calls_and_results_in_order() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from final_texts import BLOCKS, BLOCKS_TEXT, FINAL, rewritten_events
 from partial_values import is_prefix, long_args_frames
 from reactivex import operators as ops
 from rich.console import Console
@@ -120,27 +121,15 @@ def test_live_state_folds_a_tool_loop() -> None:
 
 
 def test_live_state_shows_a_final_text_that_rewrote_the_deltas() -> None:
-    from test_dialect_openai_responses import rewritten_stream
-
     state = LiveState()
-    frames = rewritten_stream(("response.output_text.done",))
-    replay(frames, dialect="openai-responses").subscribe(state.add)
-    texts = [segment.text for segment in state.segments if segment.kind == "text"]
-    assert texts == ["It ran successfully in the container."]
-    # a final text replaces only its own block's deltas, and one equal to them changes nothing
-    state = LiveState()
-    for event in (
-        ChatEvent(T.TEXT_START),
-        ChatEvent(T.TEXT_DELTA, text="Sunny."),
-        ChatEvent(T.TEXT_END, text="Sunny."),
-        ChatEvent(T.TEXT_START, index=1),
-        ChatEvent(T.TEXT_DELTA, index=1, text=" Warm"),
-        ChatEvent(T.TEXT_END, index=1, text=" Warm and dry."),
-        ChatEvent(T.TEXT_START, index=2),
-        ChatEvent(T.TEXT_END, index=2, text=" Bye."),
-    ):
+    for event in rewritten_events():
         state.add(event)
-    assert [segment.text for segment in state.segments] == ["Sunny. Warm and dry. Bye."]
+    assert [segment.text for segment in state.segments if segment.kind == "text"] == [FINAL]
+    # a final text takes the place of its own block's deltas only
+    state = LiveState()
+    for event in BLOCKS:
+        state.add(event)
+    assert [segment.text for segment in state.segments] == [BLOCKS_TEXT]
 
 
 def test_updates_are_throttled_to_one_per_interval_and_the_end_is_shown() -> None:

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from final_texts import BLOCKS, FINAL, STREAMED, rewritten_events
 from partial_values import is_prefix, long_args_frames
 from rich.console import Console
 
@@ -66,35 +67,24 @@ def test_the_live_renderer_shows_progress_and_failures() -> None:
     )
 
 
-def test_a_final_text_that_rewrites_the_deltas_is_shown_after_them() -> None:
-    from test_dialect_openai_responses import rewritten_stream
+NOTE = "↻ the provider's final text, instead of the above:"
 
-    events: list[ChatEvent] = []
-    frames = rewritten_stream(("response.output_text.done",))
-    replay(frames, dialect="openai-responses").subscribe(events.append)
+
+def test_a_final_text_that_rewrites_the_deltas_is_shown_after_them() -> None:
     console = Console(record=True, width=200, force_terminal=False)
     render = LiveRenderer(console)
-    for event in events:
+    for event in rewritten_events():
         render(event)
     shown = console.export_text()
-    assert shown.startswith(
-        "It ran successfully.\n"
-        "↻ the provider's final text, instead of the above:\n"
-        "It ran successfully in the container.\n"
-    ), shown
-    # what the deltas typed is not repeated when the block ends without a final text
+    assert shown.startswith(f"{STREAMED}\n{NOTE}\n{FINAL}\n"), shown
+    # only a final text that differs from what the deltas typed is shown
     console = Console(record=True, width=200, force_terminal=False)
     render = LiveRenderer(console)
-    for event in (
-        ChatEvent(T.TEXT_START),
-        ChatEvent(T.TEXT_DELTA, text="Sunny."),
-        ChatEvent(T.TEXT_END, text="Sunny."),
-        ChatEvent(T.TEXT_START, index=1),
-        ChatEvent(T.TEXT_DELTA, index=1, text=" Warm."),
-        ChatEvent(T.TEXT_END, index=1),
-    ):
+    for event in BLOCKS:
         render(event)
-    assert console.export_text() == "Sunny. Warm."
+    assert console.export_text() == (
+        f"Sunny. Warm\n{NOTE}\n Warm and dry.\n{NOTE}\n Bye.\n See you."
+    )
 
 
 # ------------------------------------------------------------ a long argument as it streams

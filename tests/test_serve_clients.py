@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 import pytest
+from final_texts import FINAL, STREAMED, rewritten_frames
 from redis_server import redis_url  # noqa: F401  (a fixture)
 from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
-from test_dialect_openai_responses import rewritten_stream
 
 from solon_events import ChatEventFilter, ChatModel, ChatResponse
 from solon_events.adapters.vercel import ui_text
@@ -245,9 +245,6 @@ def test_both_clients_read_resumable_streams_with_their_ids(
 
 # A final text that rewrites the deltas (TEXT_END.text), through each real client.
 
-FINAL = "It ran successfully in the container."
-STREAMED = "It ran successfully."
-
 
 @pytest.fixture(scope="module")
 def rewriting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
@@ -255,8 +252,7 @@ def rewriting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServe
     (``output_text.done``) rewrites what its deltas said."""
     node_or_skip()
     path = tmp_path_factory.mktemp("rewritten") / "rewritten.jsonl"
-    frames = rewritten_stream(("response.output_text.done",))
-    path.write_bytes(b"".join(orjson.dumps(frame) + b"\n" for frame in frames))
+    path.write_bytes(b"".join(orjson.dumps(frame) + b"\n" for frame in rewritten_frames()))
     with DevServer.run_in_thread(recording=path) as server:
         yield server
 
