@@ -555,32 +555,34 @@ def gemini_usage(usage: Mapping[str, Any], source: Any = None) -> Usage:
     ``totalTokenCount``; ``source`` = ``source``, by default the payload. A count that is
     missing or not an integer counts 0.
     """
+    held = usage if source is None else source
+    return _usage_of(usage, held) or new_usage(source=held)
+
+
+def _usage_of(usage: Mapping[str, Any], source: Any) -> Usage | None:
+    """:func:`gemini_usage` of ``usage`` holding ``source``; None when ``usage`` holds no count."""
     get = usage.get
-    prompt = get("promptTokenCount", 0)
-    tool_prompt = get("toolUsePromptTokenCount", 0)
-    candidates = get("candidatesTokenCount", 0)
+    prompt = get("promptTokenCount")
+    candidates = get("candidatesTokenCount")
+    total = get("totalTokenCount")
     thoughts = get("thoughtsTokenCount", 0)
+    tool_prompt = get("toolUsePromptTokenCount", 0)
     cached = get("cachedContentTokenCount", 0)
-    total = get("totalTokenCount", 0)
-    # plain integers (a bool is not one) as the API sends them; anything else through _count
+    # plain integers as the API sends them (a bool is not one), the first three present;
+    # anything else through _count, once it is known to hold a count
     if not (
-        type(prompt) is type(tool_prompt) is type(candidates) is int
-        and type(thoughts) is type(cached) is type(total) is int
+        type(prompt) is type(candidates) is type(total) is int
+        and type(thoughts) is type(tool_prompt) is type(cached) is int
     ):
-        prompt, tool_prompt, candidates, thoughts, cached, total = map(
-            _count, (prompt, tool_prompt, candidates, thoughts, cached, total)
+        if _USAGE_COUNTS.isdisjoint(usage):
+            return None
+        prompt, candidates, total, thoughts, tool_prompt, cached = map(
+            _count, (prompt, candidates, total, thoughts, tool_prompt, cached)
         )
     prompt += tool_prompt
     completion = candidates + thoughts
     return new_usage(
-        prompt,
-        completion,
-        total or prompt + completion,
-        thoughts,
-        0,
-        cached,
-        EMPTY_MAPPING,
-        usage if source is None else source,
+        prompt, completion, total or prompt + completion, thoughts, 0, cached, EMPTY_MAPPING, source
     )
 
 
@@ -590,11 +592,13 @@ def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any], fram
     Of the frame the parse stage decoded, the event's ``raw`` and its usage's ``source``
     hold the ``usageMetadata`` as part of the frame's text, decoded when read.
     """
-    if usage == state.usage or _USAGE_COUNTS.isdisjoint(usage):
+    if usage == state.usage:
         return
-    state.usage = usage
     held = held_member(ctx.frame_text, "usageMetadata") if frame is ctx.frame else usage
-    ctx.send(_USAGE, usage=gemini_usage(usage, held), raw=held)
+    built = _usage_of(usage, held)
+    if built is not None:
+        state.usage = usage
+        ctx.send(_USAGE, usage=built, raw=held)
 
 
 def _count(value: Any) -> int:
