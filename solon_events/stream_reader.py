@@ -94,7 +94,9 @@ def downstream_error(error: BaseException) -> BaseException:
 
 
 class _FrameClock:
-    """The deadlines of one attempt: the next frame's (first or idle) and the total one."""
+    """The deadlines of one attempt: the next frame's (first or idle) and the total one;
+    :attr:`deadline` is the nearest of them (loop time, None: no limit), :attr:`budget`
+    its name."""
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, budgets: TimeBudgets, total_deadline: float | None
@@ -104,32 +106,103 @@ class _FrameClock:
         self.total_deadline = total_deadline
         self.frames = 0
         self.bytes = 0
-        self._frame_deadline = self._after(budgets.timeout)
-        self._frame_budget = "timeout"
+        self.deadline: float | None = None
+        self.budget = "timeout"
+        self._set_frame_deadline(self._after(budgets.timeout), "timeout")
 
     def _after(self, seconds: float | None) -> float | None:
         return None if seconds is None else self._loop.time() + seconds
 
+    def _set_frame_deadline(self, frame: float | None, budget: str) -> None:
+        total = self.total_deadline
+        if total is not None and (frame is None or total <= frame):
+            self.deadline, self.budget = total, "total_timeout"
+        else:
+            self.deadline, self.budget = frame, budget
+
     def frames_decoded(self, count: int) -> None:
         """``count`` frames were decoded now (from one chunk): the idle budget restarts."""
         self.frames += count
-        self._frame_deadline = self._after(self._budgets.idle_timeout)
-        self._frame_budget = "idle_timeout"
+        self._set_frame_deadline(self._after(self._budgets.idle_timeout), "idle_timeout")
 
     def next_limit(self) -> tuple[float | None, str]:
         """Seconds left before the nearest deadline, and the name of its budget."""
-        frame, total = self._frame_deadline, self.total_deadline
-        if total is not None and (frame is None or total <= frame):
-            return total - self._loop.time(), "total_timeout"
-        if frame is None:
-            return None, self._frame_budget
-        return frame - self._loop.time(), self._frame_budget
+        deadline = self.deadline
+        return (None if deadline is None else deadline - self._loop.time()), self.budget
 
     def seconds_left(self) -> float | None:
         """Seconds left of the total budget (None: no limit)."""
         if self.total_deadline is None:
             return None
         return self.total_deadline - self._loop.time()
+
+
+class _Watchdog:
+    """Keeps the nearest deadline of ``clock`` while the body's reads wait, with one timer
+    for the whole body instead of one set up and torn down per read (which cost about as
+    much as parsing a frame): a chunk only moves the clock's deadline; the timer, firing
+    before a deadline that has moved on, is set again for it, and firing on time while a
+    read waits, cancels the reading task (the read then raises the budget's
+    ChatTimeoutError). Due between reads (while the caller holds an event), it fires when
+    the next read waits, as a timeout set at that read would.
+    """
+
+    __slots__ = ("_armed_at", "_base", "_clock", "_handle", "_loop", "_task", "fired", "reading")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: _FrameClock) -> None:
+        self._loop = loop
+        self._clock = clock
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_at = 0.0
+        self._task: asyncio.Task[Any] | None = None
+        self._base = 0
+        self.reading = False
+        """Whether a read is waiting (set by the reader around each read)."""
+        self.fired: str | None = None
+        """The budget that ran out, once this watchdog cancelled the reading task."""
+
+    def enter(self) -> None:
+        """A read is about to wait: in the running task, within the clock's deadline."""
+        self._task = task = asyncio.current_task()
+        if sys.version_info >= (3, 11) and task is not None:
+            self._base = task.cancelling()
+        self.reading = True
+        deadline = self._clock.deadline
+        if deadline is not None and (self._handle is None or deadline < self._armed_at):
+            self._arm(deadline)
+
+    def _arm(self, deadline: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_at = deadline
+        self._handle = self._loop.call_at(deadline, self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        deadline = self._clock.deadline
+        if deadline is None:
+            return
+        if self._loop.time() < deadline:
+            self._arm(deadline)
+        elif self.reading and self._task is not None:
+            self.fired = self._clock.budget
+            self._task.cancel()
+
+    def timed_out(self) -> str | None:
+        """After a read raised CancelledError: the budget that ran out if that was this
+        watchdog's doing alone (its cancellation of the task is then taken back, as
+        ``asyncio.timeout`` does), else None."""
+        if self.fired is None or self._task is None:
+            return None
+        if sys.version_info >= (3, 11) and self._task.uncancel() > self._base:
+            return None  # cancelled by someone else too
+        return self.fired
+
+    def close(self) -> None:
+        """Stop the timer."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 class StreamReader:
@@ -307,12 +380,22 @@ class StreamReader:
         self, request: HttpRequest, emit: Emit, clock: _FrameClock, paced: bool
     ) -> AsyncGenerator[None, None]:
         response = await self._within(self._send(request), clock, request)
+        watchdog = _Watchdog(asyncio.get_running_loop(), clock)
         try:
             await self._check_head(response, request, clock)
             decoder = self.dialect.frame_decoder(self.max_frame_size)
             chunks = response.__aiter__()
             while True:
-                chunk = await self._within(self._next_chunk(chunks, request), clock, request)
+                watchdog.enter()
+                try:
+                    chunk = await self._next_chunk(chunks, request)
+                except asyncio.CancelledError:
+                    budget = watchdog.timed_out()
+                    if budget is not None:
+                        raise self._timeout(budget, clock, request) from None
+                    raise
+                finally:
+                    watchdog.reading = False
                 if chunk is None:
                     break
                 clock.bytes += len(chunk)
@@ -333,6 +416,7 @@ class StreamReader:
                     "expected an event stream"
                 )
         finally:
+            watchdog.close()
             await response.aclose()
 
     async def _send(self, request: HttpRequest) -> HttpResponse:

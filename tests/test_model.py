@@ -1018,6 +1018,38 @@ async def test_astream_cancelled_mid_stream_closes_the_connection(
     assert wait_for(lambda: open_connections(fresh_server.port) == 0)
 
 
+async def test_astream_a_caller_holding_events_longer_than_idle_timeout_is_not_cancelled(
+    server: RunningServer,
+) -> None:
+    # The idle budget is kept while a read waits, never while the caller holds an event:
+    # the caller's own awaits run past the deadline untouched, and the frames that came
+    # meanwhile are read without waiting.
+    url = server.url + ENDPOINTS["openai"]
+    with ChatModel(url, "slow:3:0.01", timeout=30.0, idle_timeout=0.3, max_retries=0) as model:
+        texts = []
+        async for event in model.prompt("hi").astream():
+            if event.type is T.TEXT_DELTA:
+                texts.append(event.text)
+                await asyncio.sleep(0.5)
+    assert texts == ["0 ", "1 ", "2 "]
+
+
+async def test_astream_idle_timeout_while_a_read_waits(server: RunningServer) -> None:
+    url = server.url + ENDPOINTS["openai"]
+    with ChatModel(url, "stall:5", timeout=30.0, idle_timeout=0.3, max_retries=0) as model:
+        seen: list[ChatEvent] = []
+        started = time.monotonic()
+        with pytest.raises(ChatTimeoutError) as raised:
+            async for event in model.prompt("hi").astream():
+                seen.append(event)
+    assert raised.value.budget == "idle_timeout" and raised.value.frames_received >= 1
+    assert time.monotonic() - started < 4  # not the first frame's 30 s, nor the stall's 5
+    assert seen[-1].type is T.ERROR and seen[-1].error is raised.value
+    if sys.version_info >= (3, 11):  # the timer's cancellation of the task was taken back
+        task = asyncio.current_task()
+        assert task is not None and task.cancelling() == 0
+
+
 async def test_close_fails_an_astream_in_flight(server: RunningServer) -> None:
     model = ChatModel(server.url + ENDPOINTS["openai"], "slow:400:0.01")
     seen: list[ChatEvent] = []

@@ -804,3 +804,20 @@ def test_payloads_before_a_line_over_the_limit_far_into_the_body_are_kept() -> N
     data, error = frame_outcome(sse_body, max_frame_size=100)
     assert data == ["1"] * 20_000
     assert error is not None and "exceeds the 100-byte limit" in error
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(_simple_event | sse_streams().map(lambda stream: stream[0]), max_size=8),
+    st.lists(st.integers(0, 400), max_size=4),
+)
+def test_events_each_in_a_chunk_of_their_own_decode_as_the_whole_body(
+    events: list[bytes], cuts: list[int]
+) -> None:
+    # A chunk that is one whole data event is decoded at once (the usual chunk of a stream
+    # read off a socket): with an event left open, a line held or a CR before it, or not.
+    body = b"".join(events)
+    pieces = [piece for event in events for piece in split_at(event, cuts)]
+    assert sse(*pieces) == sse(*events) == sse(body)
+    data = [frame.data for frame in sse(body)]
+    assert decode_all(SSEDecoder(data_only=True), pieces) == data
