@@ -9,7 +9,11 @@ in a process of its own, so that its CPU time and peak RSS are its alone:
 - ``AsyncOpenAI``: the openai SDK's ``chat.completions.create(stream=True)`` (bench extra);
 - ``aiohttp``: bare aiohttp reads of the same responses, nothing decoded: the floor that
   any client on aiohttp pays per frame (a socket read and a task switch for each frame
-  that arrives alone), so that what the library adds above it can be told apart.
+  that arrives alone), so that what the library adds above it can be told apart;
+- the same three on uvloop (``KIND+uvloop``; the ``uvloop`` extra), when it is installed.
+
+Our clients run with ChatModel's default time budgets (60 s to the first frame and between
+frames), as a user's would.
 
 Figures: wall time, time to the first text (p50/p99 over the streams), the client's CPU
 time and CPU per frame (against ``replay()`` of the same bytes in this process), peak RSS.
@@ -39,6 +43,10 @@ from typing import Any
 from .bench_dialects import replay_once, split_and_decode
 
 KINDS = ("astream", "stream", "aiohttp", "AsyncOpenAI")
+UVLOOP = "+uvloop"
+"""A kind's suffix: the client runs on a uvloop loop (astream, aiohttp: the caller's loop;
+stream: ``ChatModel(io_loop="uvloop")``)."""
+UVLOOP_KINDS = tuple(kind + UVLOOP for kind in ("astream", "stream", "aiohttp"))
 LATENCY_TARGET_US = 100.0
 
 
@@ -106,13 +114,13 @@ class _ArrivalProbe:
         reader.StreamDecoder = Probe  # type: ignore[misc]
 
 
-def _model(url: str, frames: int, interval: float, streams: int) -> Any:
+def _model(url: str, frames: int, interval: float, streams: int, kind: str = "") -> Any:
     from solon_events import ChatModel
 
     endpoint = f"{url}/v1/chat/completions"
     name = f"slow:{frames}:{interval:g}"
-    return ChatModel(endpoint, name, api_key="x", timeout=None, idle_timeout=None,
-                     connection_limit=streams)  # fmt: skip
+    io_loop = "uvloop" if kind.endswith(UVLOOP) else "asyncio"
+    return ChatModel(endpoint, name, api_key="x", connection_limit=streams, io_loop=io_loop)
 
 
 def _io_thread_cpu(model: Any) -> float:
@@ -201,10 +209,11 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
     latencies: list[float] = []
     io_cpu = None
     probe = _ArrivalProbe() if interval and kind != "AsyncOpenAI" else None
+    base = kind.removesuffix(UVLOOP)
     if kind == "AsyncOpenAI":  # imports before the clocks start
         import httpx
         import openai
-    elif kind == "aiohttp":
+    elif base == "aiohttp":
         import aiohttp
     else:
         import solon_events  # noqa: F401
@@ -218,19 +227,19 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
         )
         results = await asyncio.gather(*(_openai(client, frames, interval) for _ in range(streams)))
         await client.close()
-    elif kind == "aiohttp":
+    elif base == "aiohttp":
         connector = aiohttp.TCPConnector(limit=streams)
         async with aiohttp.ClientSession(connector=connector) as session:
             results = await asyncio.gather(
                 *(_bare(session, url, frames, interval) for _ in range(streams))
             )
-    elif kind == "astream":
+    elif base == "astream":
         model = _model(url, frames, interval, streams)
         results = await asyncio.gather(*(_astream(model, latencies, probe) for _ in range(streams)))
         io_cpu = _io_thread_cpu(model) if model._io.started else None  # astream: never used
         model.close()
     else:
-        model = _model(url, frames, interval, streams)
+        model = _model(url, frames, interval, streams, kind)
         pending = [_stream(model, latencies, probe) for _ in range(streams)]
         for _result, done in pending:
             await asyncio.get_running_loop().run_in_executor(None, done.wait)
@@ -325,7 +334,13 @@ def client_main(argv: list[str]) -> None:
     if kind == "profile":
         figures = asyncio.run(_profiled(url, int(streams), int(frames)))
     else:
-        figures = asyncio.run(_run_client(kind, url, int(streams), int(frames), float(interval)))
+        run = _run_client(kind, url, int(streams), int(frames), float(interval))
+        if kind.endswith(UVLOOP) and not kind.startswith("stream"):
+            import uvloop
+
+            figures = uvloop.run(run)
+        else:
+            figures = asyncio.run(run)
     print(json.dumps(figures))
 
 
@@ -365,17 +380,28 @@ def replay_us_per_frame(url: str, frames: int) -> float:
     return best * 1e6 / count
 
 
+def _kinds() -> tuple[str, ...]:
+    """The client kinds to run: the uvloop ones too when uvloop is installed."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return KINDS
+    return KINDS + UVLOOP_KINDS
+
+
 def measure(quick: bool = False) -> dict[str, Any]:
     """Every client kind on one 2,000-frame answer and on many concurrent streams; the
     added latency; replay()'s cost per frame on the same bytes."""
     concurrent = (100, 200) if quick else (1_000, 200)
     runs: list[dict[str, Any]] = []
+    kinds = _kinds()
+    ours = [kind for kind in kinds if kind.removesuffix(UVLOOP) in KINDS[:2]]
     with devserver() as url:
         replay_cost = replay_us_per_frame(url, 2_000)
         for streams, frames in ((1, 2_000), concurrent):
-            for kind in KINDS:
+            for kind in kinds:
                 runs.append(run_client(kind, url, streams, frames))
-        latency = [run_client(kind, url, 1, 500 if quick else 2_000, 0.001) for kind in KINDS[:2]]
+        latency = [run_client(kind, url, 1, 500 if quick else 2_000, 0.001) for kind in ours]
         profile = run_client("profile", url, *concurrent)
     return {
         "replay_us_per_frame": replay_cost,
@@ -387,16 +413,24 @@ def measure(quick: bool = False) -> dict[str, Any]:
 
 def _print_above_floor(runs: list[dict[str, Any]], replay_cost: float) -> None:
     """What each of our clients adds per frame above bare aiohttp reads of the same run."""
-    bare = {(r["streams"], r["frames"]): r for r in runs if r["kind"] == "aiohttp"}
+    bare = {
+        (r["streams"], r["frames"], r["kind"].endswith(UVLOOP)): r
+        for r in runs
+        if r["kind"].removesuffix(UVLOOP) == "aiohttp"
+    }
     for run in runs:
-        floor = bare.get((run["streams"], run["frames"]))
-        if run["kind"] not in KINDS[:2] or "error" in run or not floor or "error" in floor:
+        kind = run["kind"]
+        floor = bare.get((run["streams"], run["frames"], kind.endswith(UVLOOP)))
+        if kind.removesuffix(UVLOOP) not in KINDS[:2] or "error" in run:
+            continue
+        if not floor or "error" in floor:
             continue
         above = run["cpu_us_per_frame"] - floor["cpu_us_per_frame"]
         run["above_bare_us_per_frame"] = above
         print(
-            f"  {run['kind']:<8}{run['streams']:>6,} streams: {above:>6.1f} us CPU per frame "
-            f"above bare aiohttp reads = {above / replay_cost:.1f}x replay()"
+            f"  {kind:<15}{run['streams']:>6,} streams: {above:>6.1f} us CPU per frame "
+            f"above bare aiohttp reads{' (uvloop)' if kind.endswith(UVLOOP) else ''} = "
+            f"{above / replay_cost:.1f}x replay()"
         )
 
 
@@ -406,11 +440,11 @@ def main(quick: bool = False) -> dict[str, Any]:
     replay_cost = figures["replay_us_per_frame"]
     print(f"replay() of the same bytes: {replay_cost:.2f} us CPU per frame")
     print(
-        f"{'client':<13}{'streams':>8}{'frames':>8}{'wall s':>8}{'ttfe p50':>10}{'p99 ms':>8}"
+        f"{'client':<16}{'streams':>8}{'frames':>8}{'wall s':>8}{'ttfe p50':>10}{'p99 ms':>8}"
         f"{'cpu s':>8}{'us/frame':>10}{'I/O thr':>8}{'x replay':>9}{'RSS MiB':>9}"
     )
     for run in figures["runs"]:
-        head = f"{run['kind']:<13}{run['streams']:>8,}{run['frames']:>8,}"
+        head = f"{run['kind']:<16}{run['streams']:>8,}{run['frames']:>8,}"
         if "error" in run:
             print(f"{head}  failed: {run['error']}")
             continue
@@ -427,9 +461,10 @@ def main(quick: bool = False) -> dict[str, Any]:
         if "error" in run or run["latency_p99_us"] is None:
             print(f"  {run['kind']:<11} failed: {run.get('error')}")
             continue
-        where = "on_next (I/O thread)" if run["kind"] == "stream" else "astream() (caller's loop)"
+        where = "on_next (I/O thread)" if run["kind"].startswith("stream") else "astream()"
+        where += " on uvloop" if run["kind"].endswith(UVLOOP) else ""
         print(
-            f"  {where:<26} p50 {run['latency_p50_us']:>7.1f} us   p99 "
+            f"  {where:<32} p50 {run['latency_p50_us']:>7.1f} us   p99 "
             f"{run['latency_p99_us']:>7.1f} us   ({run['received']:,} frames, 1 ms apart)"
         )
     profile = figures["profile"]

@@ -13,18 +13,44 @@ import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-__all__ = ["EventLoopThread", "cancel_other_tasks"]
+__all__ = ["EventLoopThread", "IoLoop", "cancel_other_tasks", "loop_factory"]
 
 _R = TypeVar("_R")
 
 
-class EventLoopThread:
-    """An event loop in its own daemon thread, started on first use, closable."""
+IoLoop = Literal["asyncio", "uvloop"]
+"""Which event loop an :class:`EventLoopThread` runs: asyncio's own or uvloop's."""
 
-    def __init__(self, name: str = "solon-events-io") -> None:
+UVLOOP_HINT = "pip install 'solon-events[uvloop]'"
+
+
+def loop_factory(kind: IoLoop) -> Callable[[], asyncio.AbstractEventLoop]:
+    """What makes a new loop of ``kind``; uvloop is imported here, on first use (an
+    ImportError saying which extra to install when it is missing)."""
+    if kind == "asyncio":
+        return asyncio.new_event_loop
+    if kind != "uvloop":
+        raise ValueError(f"io_loop must be 'asyncio' or 'uvloop', got {kind!r}")
+    try:
+        import uvloop
+    except ImportError as exc:
+        raise ImportError(f"io_loop='uvloop' needs uvloop: {UVLOOP_HINT}") from exc
+    return uvloop.new_event_loop
+
+
+class EventLoopThread:
+    """An event loop (made by ``new_loop``) in its own daemon thread, started on first use,
+    closable."""
+
+    def __init__(
+        self,
+        name: str = "solon-events-io",
+        new_loop: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
+    ) -> None:
         self._name = name
+        self._new_loop = new_loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -39,7 +65,7 @@ class EventLoopThread:
             return self._loop
 
     def _start(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop = self._new_loop()
         ready = threading.Event()
 
         def run() -> None:
