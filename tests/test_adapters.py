@@ -537,6 +537,18 @@ def test_agui_sends_no_snapshot_without_a_text_to_correct(final: str | None) -> 
     assert "MESSAGES_SNAPSHOT" not in [e.type.value for e in out]
 
 
+@pytest.mark.parametrize("messages", [None, []])
+def test_agui_snapshots_only_with_the_runs_input_messages(messages: list[Any] | None) -> None:
+    # without the input messages a snapshot would make the client drop them: none is sent
+    out = agui_events(rewritten(), messages=messages)
+    snapshots = [e for e in out if e.type.value == "MESSAGES_SNAPSHOT"]
+    if messages is None:
+        assert snapshots == []
+    else:
+        (snapshot,) = snapshots
+        assert [m.content for m in snapshot.messages] == [FINAL]
+
+
 def test_agui_custom_events_abort_and_failure() -> None:
     encoder = AguiEncoder("t", "r")
     out = [

@@ -38,7 +38,7 @@ def to_agui(
     run_id: str | None = None,
     *,
     client_tools: Iterable[str] = (),
-    messages: Iterable[Any] = (),
+    messages: Iterable[Any] | None = None,
 ) -> Callable[[Observable[ChatEvent]], Observable[BaseEvent]]:
     """A pipeable operator: ChatEvents -> AG-UI events (see :mod:`.agui`; ``agui`` extra)."""
     from .agui import to_agui as operator

@@ -43,8 +43,9 @@ deltas said: see ``ChatResponse.text``) that differs from the deltas is sent the
 replaces what a client has assembled: a MESSAGES_SNAPSHOT of the conversation, the run's
 input ``messages`` followed by the run's messages so far with the corrected text (reasoning
 messages left out: a client keeps its own when a snapshot has none). A client drops the
-messages a snapshot leaves out, so give the encoder the run's input ``messages`` (the
-gateway does).
+messages a snapshot leaves out, so the snapshot is sent only when the encoder is given the
+run's input ``messages`` (the gateway gives them; pass an empty list for a run without
+input): without them, the corrected text is not sent and the client keeps the deltas' text.
 
 A tool call whose name is in ``client_tools`` is a frontend tool: the gateway never runs
 it, the run finishes with it pending and the application answers it in its next run.
@@ -213,7 +214,8 @@ class AguiEncoder:
     ``thread_id`` and ``run_id`` come from the run's ``RunAgentInput`` (fresh ones by
     default); ``client_tools`` names the frontend tools, whose calls are left pending;
     ``messages`` are the run's input messages (``ag_ui.core`` models), which a
-    MESSAGES_SNAPSHOT repeats.
+    MESSAGES_SNAPSHOT repeats; without them (None) no snapshot is sent, since a client
+    would drop the messages it leaves out.
     """
 
     def __init__(
@@ -222,12 +224,13 @@ class AguiEncoder:
         run_id: str | None = None,
         *,
         client_tools: Iterable[str] = (),
-        messages: Iterable[Any] = (),
+        messages: Iterable[Any] | None = None,
     ) -> None:
         self.thread_id = thread_id or str(uuid.uuid4())
         self.run_id = run_id or str(uuid.uuid4())
         self._client_tools = frozenset(client_tools)
-        self._transcript = _Transcript(messages)
+        self._transcript = _Transcript(messages or ())
+        self._snapshots = messages is not None
         self._ids = BlockIds(self.run_id)
         self._step_messages: dict[int, int] = {}
         self._pending: list[str] = []
@@ -326,7 +329,7 @@ class AguiEncoder:
             return []
         out: list[BaseEvent] = [TextMessageEndEvent(message_id=message_id)]
         final = event.text
-        if final is not None and final != self._transcript.text_of(message_id):
+        if self._snapshots and final is not None and final != self._transcript.text_of(message_id):
             self._transcript.replace_text(message_id, final)
             out.append(self._transcript.snapshot())
         return out
@@ -480,11 +483,11 @@ def to_agui(
     run_id: str | None = None,
     *,
     client_tools: Iterable[str] = (),
-    messages: Iterable[Any] = (),
+    messages: Iterable[Any] | None = None,
 ) -> Callable[[Observable[ChatEvent]], Observable[BaseEvent]]:
     """A pipeable operator: ChatEvents -> AG-UI events (``ag_ui.core`` models); the
-    options are :class:`AguiEncoder`'s (give ``messages``, the run's input, when the
-    stream may correct a text: its MESSAGES_SNAPSHOT repeats them).
+    options are :class:`AguiEncoder`'s (give ``messages``, the run's input, for a corrected
+    text to be sent: its MESSAGES_SNAPSHOT repeats them).
 
     A failure upstream (after its ERROR event) ends the run with RUN_ERROR and is then
     passed on; encode each event with :func:`agui_sse`::
@@ -492,5 +495,6 @@ def to_agui(
         model.prompt("Hi").stream().pipe(to_agui()).subscribe(
             lambda event: print(agui_sse(event).decode(), end=""))
     """
-    names, history = tuple(client_tools), tuple(messages)
+    names = tuple(client_tools)
+    history = None if messages is None else tuple(messages)
     return translating(lambda: AguiEncoder(thread_id, run_id, client_tools=names, messages=history))
