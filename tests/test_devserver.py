@@ -745,7 +745,19 @@ def test_run_in_thread_gate_and_disconnect_from_the_calling_thread() -> None:
 # the command
 
 
-def test_the_command_prints_the_url_and_serves_until_interrupted() -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize(
+    ("stop", "started_ignoring_sigint"),
+    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["sigint", "sigint-ignored-on-entry", "sigterm"],
+)
+def test_the_command_prints_the_url_and_serves_until_interrupted(
+    stop: signal.Signals, started_ignoring_sigint: bool
+) -> None:
+    # started_ignoring_sigint: as a server started in the background from a script is
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     process = subprocess.Popen(
@@ -754,6 +766,7 @@ def test_the_command_prints_the_url_and_serves_until_interrupted() -> None:
         stderr=subprocess.PIPE,
         env=env,
         text=True,
+        preexec_fn=_ignore_sigint if started_ignoring_sigint else None,
     )
     try:
         assert process.stdout is not None
@@ -766,8 +779,13 @@ def test_the_command_prints_the_url_and_serves_until_interrupted() -> None:
         assert status == 200
         assert final(data, "gemini").text == "ok"
     finally:
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=10)
+        process.send_signal(stop)
+        try:
+            _, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
 

@@ -1,10 +1,12 @@
-"""``python -m solon_events.devserver``: serve the embedded provider until Ctrl-C."""
+"""``python -m solon_events.devserver``: serve the embedded provider until Ctrl-C (SIGINT) or
+SIGTERM."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import signal
 from collections.abc import Sequence
 
 from .app import ROUTES
@@ -36,9 +38,17 @@ def _banner(server: DevServer) -> str:
 
 
 async def _serve(args: argparse.Namespace) -> None:
+    # Handled on the loop, as `solon-events serve` does: a server started from a script in
+    # the background (SIGINT ignored on entry) still stops on SIGINT, and SIGTERM stops it
+    # cleanly.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loop
+            loop.add_signal_handler(number, stop.set)
     async with DevServer(args.host, args.port, pace=args.pace, recording=args.recording) as server:
         print(_banner(server), flush=True)
-        await asyncio.Event().wait()
+        await stop.wait()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
