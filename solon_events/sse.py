@@ -285,10 +285,8 @@ class SSEDecoder(_LineDecoder):
         ):
             self._at_start = self._skip_lf = False
             self.frames_decoded += 1
-            data = str(chunk[6:-2], "utf-8", "replace")
-            if self.data_only:
-                return [data]
-            return [_tuple_new(Frame, (data, None, self.last_event_id, None))]
+            data = [str(chunk[6:-2], "utf-8", "replace")]
+            return list(_make_frames(data, _NONES, self.last_event_id, self.data_only))
         return super().feed(chunk)
 
     def _frames(self, block: bytes) -> list[Any]:
