@@ -138,7 +138,7 @@ class GeminiDialect(ChatDialect):
                         _identify(ctx, response_id, model)
                     ctx.send(_TEXT_DELTA, text=text, raw=part)
                     if usage is not None:
-                        _usage(ctx, ctx.state.get(_STATE_KEY) or _state(ctx), usage, frame)
+                        _usage(ctx, _state(ctx), usage, frame)
                     return
             if _one_part(ctx, frame, candidate, part, response_id, model):
                 return
