@@ -662,7 +662,11 @@ class ChatPrompt:
                     while not caller.aborted:
                         caller.waiting = True
                         try:
-                            await step.__anext__()
+                            if recording is None:
+                                await step.__anext__()
+                            else:  # the chat span current while we run, not the consumer
+                                with recording.current():
+                                    await step.__anext__()
                         except StopAsyncIteration:
                             break
                         except asyncio.CancelledError:

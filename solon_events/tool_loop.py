@@ -9,13 +9,16 @@ A TOOL_RESULT's ``attrs`` say which tool ran (``tool_name``), how long it took
 its text is the error the model reads). A tool that asks for a
 :class:`~solon_events.tools.ToolContext` reports progress as STATUS events
 (``sub_type="tool_progress"``, ``attrs`` ``tool_name``, ``progress``, ``total``; ``text`` the
-message) delivered while it runs, before its TOOL_RESULT.
+message) delivered while it runs, before its TOOL_RESULT. Each tool runs in the response's
+context (contextvars; a sync tool in the executor too), wrapped by the context's
+:func:`~solon_events.tools.scope.around_tool` (telemetry's tool span).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -34,6 +37,7 @@ from .sse import Frame
 from .stream_reader import downstream_error
 from .tools import Tool, ToolContext, ToolSet
 from .tools.context import ToolProgress
+from .tools.scope import around_tool
 
 __all__ = ["ResponseRun", "StepPlan", "ToolErrorPolicy"]
 
@@ -288,10 +292,13 @@ class ResponseRun:
         context = ToolContext(call, relay)
         started = time.perf_counter()
         try:
-            if tool.is_async:
-                value = await tool.ainvoke(call.arguments, context)
-            else:
-                value = await loop.run_in_executor(None, tool.invoke, call.arguments, context)
+            with around_tool(call):
+                if tool.is_async:
+                    value = await tool.ainvoke(call.arguments, context)
+                else:  # in the executor, in this context (as asyncio.to_thread runs it)
+                    value = await loop.run_in_executor(
+                        None, contextvars.copy_context().run, tool.invoke, call.arguments, context
+                    )
             text, failed = tool.format_result(value), False
         except ToolCallError as exc:
             if plan.tool_errors == "raise":

@@ -1,10 +1,7 @@
 """OpenTelemetry (solon_events.telemetry) against the embedded provider over real HTTP.
 
-The SDK's in-memory exporters stand in for a backend: the global tracer provider sends
-every finished span to an InMemorySpanExporter, the global meter provider is read by an
-InMemoryMetricReader with delta temporality (each read holds only the points recorded
-since the previous read). Global providers can be set once per process, so one pair serves
-the module; each test starts by draining both.
+Spans and metric points go to the in-memory exporter and reader of tests/otel_global.py
+(the process's global providers), drained before each test.
 """
 
 from __future__ import annotations
@@ -18,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import Histogram, MeterProvider
-from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from otel_global import EXPORTER, READER, install
 from reactivex import operators as ops
 
 from solon_events import ChatEventType, ChatModel, replay, tool
@@ -40,22 +37,12 @@ from solon_events.telemetry import CAPTURE_CONTENT_ENV, error_type, instrument
 
 T = ChatEventType
 ROOT = Path(__file__).resolve().parent.parent
-EXPORTER = InMemorySpanExporter()
-READER = InMemoryMetricReader(preferred_temporality={Histogram: AggregationTemporality.DELTA})
-_installed: list[bool] = []
 
 
 @pytest.fixture(autouse=True)
 def telemetry() -> Iterator[None]:
     """The global providers (installed once), drained before each test."""
-    if not _installed:
-        tracer_provider = TracerProvider()
-        tracer_provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
-        trace.set_tracer_provider(tracer_provider)
-        metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
-        _installed.append(True)
-    EXPORTER.clear()
-    READER.get_metrics_data()
+    install()
     yield
 
 

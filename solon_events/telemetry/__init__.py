@@ -17,6 +17,14 @@ or a distribution) and sets the global tracer and meter providers, or passes its
   steps), ``gen_ai.response.time_to_first_chunk`` and ``solon_events.response.id``;
 - a child span ``execute_tool {name}`` (kind INTERNAL) per tool run by the tool loop, with
   ``gen_ai.tool.name``, ``gen_ai.tool.call.id`` and ``gen_ai.tool.type``;
+- the chat span is the current span wherever the response runs code on its user's behalf:
+  the subscriber's callbacks (``stream()`` delivers on the model's I/O thread), the request
+  itself (an instrumented HTTP client's spans) and the tools, each of which runs with its
+  own ``execute_tool`` span current (a sync tool in the executor too), so spans made there
+  are children of the response's. ``astream()`` makes it current while it reads, parses and
+  runs tools, but not in the consumer's loop body, which keeps the consumer's own context
+  (a span left current across a ``yield`` would stay current in the consumer's task after
+  it leaves the loop early);
 - the histograms ``gen_ai.client.operation.duration`` (s),
   ``gen_ai.client.operation.time_to_first_chunk`` (s) and ``gen_ai.client.token.usage``
   (``{token}``, one point per ``gen_ai.token.type``: ``input``, ``output``).
@@ -39,8 +47,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import reactivex
 from reactivex import Observable, abc
@@ -49,6 +57,7 @@ from reactivex.disposable import Disposable
 from .._version import __version__
 from ..core.stages import Sink
 from ..events import ChatEvent
+from ..results import ToolCall
 from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
 
 __all__ = [
@@ -114,6 +123,8 @@ _HISTOGRAMS = {
 
 def _instruments(tracer_provider: Any, meter_provider: Any) -> Instruments:
     trace, metrics = _otel()
+    from opentelemetry import context
+
     tracer = trace.get_tracer("solon_events", __version__, tracer_provider=tracer_provider)
     meter = metrics.get_meter("solon_events", __version__, meter_provider=meter_provider)
     histograms = {
@@ -128,6 +139,9 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> Instruments:
         status=trace.Status,
         status_code=trace.StatusCode,
         set_span_in_context=trace.set_span_in_context,
+        attach=context.attach,
+        detach=context.detach,
+        get_current_span=trace.get_current_span,
         **histograms,
     )
 
@@ -196,9 +210,10 @@ class Instrument:
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             stage = self.stage(observer)
-            subscription = source.subscribe(
-                stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
-            )
+            with stage.current():  # what the subscription schedules inherits the span
+                subscription = source.subscribe(
+                    stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
+                )
 
             def dispose() -> None:
                 stage.cancel()
@@ -211,7 +226,8 @@ class Instrument:
 
 class RecordingStage:
     """Records every event it passes on into ``down`` (a span started when it is made);
-    :meth:`cancel` before the end records a cancellation."""
+    :meth:`cancel` before the end records a cancellation. ``down`` sees every event with
+    the chat span current."""
 
     __slots__ = ("_down", "_recorder")
 
@@ -222,27 +238,66 @@ class RecordingStage:
     def on_next(self, event: ChatEvent) -> None:
         """Record ``event``, pass it on."""
         _safely(self._recorder.see, event)
-        self._down.on_next(event)
+        if self._recorder.is_current():
+            self._down.on_next(event)
+        else:
+            with self.current():
+                self._down.on_next(event)
 
     def on_error(self, error: Exception) -> None:
         """Record the failure, pass it on."""
         _safely(self._recorder.end, error)
-        self._down.on_error(error)
+        with self.current():
+            self._down.on_error(error)
 
     def on_completed(self) -> None:
         """Record the end, pass it on."""
         _safely(self._recorder.end, None)
-        self._down.on_completed()
+        with self.current():
+            self._down.on_completed()
 
     def cancel(self) -> None:
         """The response was left before its end (nothing after its end)."""
         _safely(self._recorder.cancel)
 
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        """The chat span current in this context while the block runs (and every tool the
+        tool loop runs in it recorded as its child); nothing is left current after it,
+        whatever it raises."""
+        recorder = self._recorder
+        tokens = _safely(recorder.attach, self._run_tool)
+        try:
+            yield
+        finally:
+            if tokens is not None:
+                _safely(recorder.detach, tokens)
 
-def _safely(record: Callable[..., None], *args: Any) -> None:
-    """Telemetry never breaks the stream it watches: a failure to record is logged."""
+    @contextlib.contextmanager
+    def _run_tool(self, call: ToolCall) -> Iterator[None]:
+        """Around a tool's run: its ``execute_tool`` span, current."""
+        recorder = self._recorder
+        token = _safely(recorder.start_tool, call)
+        failed = False
+        try:
+            yield
+        except Exception:
+            failed = True
+            raise
+        finally:
+            if token is not None:
+                _safely(recorder.leave_tool, call, token, failed)
+
+
+_T = TypeVar("_T")
+
+
+def _safely(record: Callable[..., _T], *args: Any) -> _T | None:
+    """Telemetry never breaks the stream it watches: a failure to record is logged (and
+    gives None)."""
     try:
-        record(*args)
+        return record(*args)
     except Exception:
         with contextlib.suppress(Exception):
             _log.exception("solon_events.telemetry could not record an event")
+        return None

@@ -5,9 +5,15 @@ then: the request is issued at subscription) and ends the span exactly once: at
 RESPONSE_END (status unset), at the failure (status ERROR, ``error.type``) or at disposal
 (cancelled: ``solon_events.response.cancelled`` true, status unset, no metrics).
 
-Tools run one after another between a step's last model event and its TOOL_RESULTs; each
-TOOL_RESULT carries how long its tool ran, so the ``execute_tool`` spans are laid end to
-end from the step's last model event, each as long as its tool ran.
+The chat span is made current (:meth:`ResponseRecorder.attach`) around the code that runs
+on the response's behalf: its subscription (whose context the I/O loop's task inherits),
+the delivery of each event, an ``astream()``'s reads. A tool run by the tool loop in that
+context gets a live ``execute_tool`` span (:meth:`ResponseRecorder.start_tool`), current
+while the tool runs and ended at its TOOL_RESULT. A TOOL_RESULT of a tool no span was
+started for (a replayed or hand-built stream) is recorded after the fact: tools run one
+after another between a step's last model event and their TOOL_RESULTs, and each
+TOOL_RESULT carries how long its tool ran, so those spans are laid end to end from the
+step's last model event, each as long as its tool ran.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from contextvars import Token
 from typing import Any
 
 import attrs
 
 from ..events import EVENT_TYPES, ChatEvent
-from ..results import ChatResponse, Usage
+from ..results import ChatResponse, ToolCall, Usage
+from ..tools.scope import ToolScope, tool_scope
 from .content import input_messages, output_messages, to_json
 
 __all__ = ["Instruments", "RecorderSettings", "ResponseRecorder", "error_type"]
@@ -114,6 +122,9 @@ class Instruments:
     status: Any
     status_code: Any
     set_span_in_context: Any
+    attach: Any
+    detach: Any
+    get_current_span: Any
 
 
 @attrs.frozen(kw_only=True)
@@ -195,6 +206,44 @@ class ResponseRecorder:
         self._response_id: str | None = None
         self._model_event_ns = time.time_ns()  # when the last non-tool event arrived
         self._tool_cursor_ns: int | None = None  # where the next tool span starts
+        self._context = instruments.set_span_in_context(self._span)
+        self._live_tools: dict[tuple[str | None, int, str], tuple[Any, int]] = {}
+        """Tool spans started and not yet ended, by call: (span, start in ns)."""
+
+    def is_current(self) -> bool:
+        """Whether the chat span is the current span here."""
+        return self._on.get_current_span() is self._span
+
+    def attach(self, scope: ToolScope) -> tuple[object, Token[ToolScope | None]]:
+        """Make the chat span current in this context, and ``scope`` the tool scope (see
+        :mod:`solon_events.tools.scope`); :meth:`detach` the tokens in the same context."""
+        return self._on.attach(self._context), tool_scope.set(scope)
+
+    def detach(self, tokens: tuple[object, Token[ToolScope | None]]) -> None:
+        """Undo :meth:`attach`."""
+        otel, scope = tokens
+        tool_scope.reset(scope)
+        self._on.detach(otel)
+
+    def start_tool(self, call: ToolCall) -> object:
+        """Start the ``execute_tool`` span of ``call`` and make it current in this context;
+        returns the token for :meth:`leave_tool`."""
+        on = self._on
+        start = time.time_ns()
+        span = self._start_tool_span(call.name or "tool", call.id, call, start)
+        with self._lock:
+            self._live_tools[_tool_key(call)] = (span, start)
+        return on.attach(on.set_span_in_context(span))
+
+    def leave_tool(self, call: ToolCall, token: object, failed: bool) -> None:
+        """The tool of ``call`` returned (or raised, ``failed``): its span is no longer
+        current here; it ends at the call's TOOL_RESULT (or with the response)."""
+        self._on.detach(token)
+        if failed:
+            with self._lock:
+                live = self._live_tools.get(_tool_key(call))
+            if live is not None:
+                self._set_tool_failed(live[0])
 
     def see(self, event: ChatEvent) -> None:
         """Take in one event of the stream (before it is delivered)."""
@@ -220,41 +269,65 @@ class ResponseRecorder:
             self._response = event.response or self._response
             self._usage = event.usage or self._usage
 
-    def _tool_span(self, event: ChatEvent) -> None:
-        call = event.tool_call
-        name = event.attr("tool_name") or (call.name if call is not None else "") or "tool"
-        duration = event.attr("duration")
-        start = self._tool_cursor_ns if self._tool_cursor_ns is not None else self._model_event_ns
-        now = time.time_ns()
-        if isinstance(duration, (int, float)) and duration >= 0:
-            end = min(now, start + int(duration * 1e9))
-        else:
-            end = now
-        self._tool_cursor_ns = end
+    def _start_tool_span(
+        self, name: str, call_id: str | None, call: ToolCall | None, start: int
+    ) -> Any:
+        """A child span ``execute_tool {name}`` of the chat span, started at ``start``."""
         attributes: dict[str, Any] = {
             OPERATION: "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.tool.type": "function",
         }
-        if event.tool_call_id:
-            attributes["gen_ai.tool.call.id"] = event.tool_call_id
-        if self._settings.capture_content:
-            if call is not None:
-                attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
-            if event.text is not None and not event.attr("is_error"):
-                attributes["gen_ai.tool.call.result"] = event.text
+        if call_id:
+            attributes["gen_ai.tool.call.id"] = call_id
+        if self._settings.capture_content and call is not None:
+            attributes["gen_ai.tool.call.arguments"] = to_json(call.arguments)
         on = self._on
-        span = on.tracer.start_span(
+        return on.tracer.start_span(
             f"execute_tool {name}",
-            context=on.set_span_in_context(self._span),
+            context=self._context,
             kind=on.span_kind.INTERNAL,
             attributes=attributes,
             start_time=start,
         )
+
+    def _set_tool_failed(self, span: Any) -> None:
+        on = self._on
+        span.set_attribute(ERROR_TYPE, "_OTHER")
+        span.set_status(on.status(on.status_code.ERROR, "the tool failed"))
+
+    def _tool_span(self, event: ChatEvent) -> None:
+        call = event.tool_call
+        with self._lock:
+            live = self._live_tools.pop(_tool_key(call), None) if call is not None else None
+        name = event.attr("tool_name") or (call.name if call is not None else "") or "tool"
+        duration = event.attr("duration")
+        if live is not None:
+            span, start = live
+        else:
+            start = (
+                self._tool_cursor_ns if self._tool_cursor_ns is not None else self._model_event_ns
+            )
+        now = time.time_ns()
+        if isinstance(duration, (int, float)) and duration >= 0:
+            end = min(now, start + int(duration * 1e9))
+        else:
+            end = now
+        if live is None:
+            self._tool_cursor_ns = end
+            span = self._start_tool_span(name, event.tool_call_id, call, start)
+        if self._settings.capture_content and event.text is not None and not event.attr("is_error"):
+            span.set_attribute("gen_ai.tool.call.result", event.text)
         if event.attr("is_error"):
-            span.set_attribute(ERROR_TYPE, "_OTHER")
-            span.set_status(on.status(on.status_code.ERROR, "the tool failed"))
+            self._set_tool_failed(span)
         span.end(end_time=end)
+
+    def _end_tools(self) -> None:
+        """End the tool spans whose TOOL_RESULT never came (the response ended first)."""
+        with self._lock:
+            live, self._live_tools = self._live_tools, {}
+        for span, _ in live.values():
+            span.end()
 
     def end(self, error: BaseException | None) -> None:
         """End the response: completed (``error`` None) or failed; once only."""
@@ -286,6 +359,7 @@ class ResponseRecorder:
             span.set_attribute(ERROR_TYPE, kind)
             span.set_status(on.status(on.status_code.ERROR, str(error)))
         on.duration.record(duration, metric_attributes)
+        self._end_tools()
         span.end()
 
     def _outcome_attributes(self, response: ChatResponse | None) -> dict[str, Any]:
@@ -319,4 +393,9 @@ class ResponseRecorder:
         attributes[CANCELLED] = True
         self._span.set_attributes(attributes)
         self._span.add_event("cancelled")
+        self._end_tools()
         self._span.end()
+
+
+def _tool_key(call: ToolCall) -> tuple[str | None, int, str]:
+    return (call.id, call.index, call.name)
