@@ -7,15 +7,15 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import botocore.session
 import orjson
 import pytest
-from botocore.eventstream import EventStream, EventStreamError
-from botocore.parsers import EventStreamJSONParser
+from botocore.eventstream import EventStreamError
+from botocore_stream import botocore_events
 from dialect_runs import feed
 from reactivex import operators as ops
 
@@ -244,14 +244,14 @@ def test_unknown_events_and_deltas_are_raw() -> None:
     frames = [
         start(),
         {"somethingNew": {"x": 1}},
-        delta(0, image={"source": {"bytes": "AAAA"}}),
-        {"contentBlockStart": {"contentBlockIndex": 1, "start": {"image": {"format": "png"}}}},
+        delta(0, hologram={"source": {"bytes": "AAAA"}}),
+        {"contentBlockStart": {"contentBlockIndex": 1, "start": {"video": {"format": "mp4"}}}},
         stop("end_turn"),
     ]
     events, stage = run(frames)
     assert [e.raw_type for e in of(events, T.RAW)] == [
         "somethingNew",
-        "contentBlockDelta:image",
+        "contentBlockDelta:hologram",
         "contentBlockStart",
     ]
     assert stage.finished
@@ -285,27 +285,6 @@ def test_a_recorded_tool_loop_is_two_steps() -> None:
 
 
 # ---------------------------------------------------------------- done when: botocore agrees
-
-
-class _RawStream:
-    def __init__(self, body: bytes, size: int) -> None:
-        self._body = body
-        self._size = size
-
-    def stream(self) -> Iterator[bytes]:
-        for at in range(0, len(self._body), self._size):
-            yield self._body[at : at + self._size]
-
-    def close(self) -> None:
-        pass
-
-
-def botocore_events(body: bytes, chunk: int = 97) -> Iterator[dict[str, Any]]:
-    """ConverseStream events as boto3 hands them to its callers, from the same bytes."""
-    model = botocore.session.get_session().get_service_model("bedrock-runtime")
-    shape = model.operation_model("ConverseStream").output_shape.members["stream"]
-    parser = EventStreamJSONParser()  # the one botocore's rest-json client uses
-    return iter(EventStream(_RawStream(body, chunk), shape, parser, "ConverseStream"))
 
 
 def botocore_answer(body: bytes) -> dict[str, Any]:

@@ -8,6 +8,7 @@ a :class:`~.turns.Script` (encoded by the route's wire format), or a :class:`Rep
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -20,12 +21,14 @@ from .encoders.base import RequestView, ToolDecl
 from .turns import (
     Cut,
     Finish,
+    ImagePart,
     KeepAlive,
     Part,
     Pause,
     Ping,
     RawBytes,
     Script,
+    ServerToolPart,
     StreamError,
     Text,
     Thinking,
@@ -206,6 +209,25 @@ def _think(view: RequestView, args: Sequence[str]) -> Script:
     parts: list[Part] = [Thinking(chunk) for chunk in _chunks(thought, 5)]
     parts += [Text(chunk) for chunk in _chunks(answer, 8)]
     return Script([*parts, Finish("stop")], TurnUsage(prompt=14, completion=48, thinking=16))
+
+
+TINY_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+"""The image of the ``media`` scenario: a 1x1 PNG."""
+
+
+def _media(view: RequestView, args: Sequence[str]) -> Script:
+    search = ServerToolPart(
+        "web_search", ('{"query": ', '"Paris weather"}'), "Paris: 18°C and sunny"
+    )
+    parts: list[Part] = [
+        search,
+        Text("Here is Paris today: "),
+        ImagePart(TINY_PNG, "png", pieces=3),
+        Text("18°C and sunny."),
+    ]
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=30, completion=20))
 
 
 def _tool_call(tool: ToolDecl) -> ToolCallPart:
@@ -392,6 +414,11 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "weather": (_weather, "thinking, then a call of the first declared tool; then the answer"),
     "echo": (_echo, "the last user message, word by word"),
     "think": (_think, "thinking, then an answer (no tool)"),
+    "media": (
+        _media,
+        "a server tool's web search and its result, text, an image in 3 pieces, more text "
+        "(wires without server tools or images send only the text)",
+    ),
     "slow": (_slow, "slow:<n>:<interval> - n text deltas, one every interval seconds"),
     "gate": (_gate, "one delta, then waits for DevServer.open_gate()"),
     "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),

@@ -1,8 +1,9 @@
 """The abstract turn: what a scripted model says, before any provider's wire format.
 
-A :class:`Script` is a list of parts (thinking, text, tool calls, a finish or an in-stream
-error) interleaved with control parts (:class:`Pause`, :class:`WaitGate`) and the turn's
-:class:`TurnUsage`. Each dialect's encoder turns the content parts into its own frames.
+A :class:`Script` is a list of parts (thinking, text, tool calls, server tools and their
+results, images, a finish or an in-stream error) interleaved with control parts
+(:class:`Pause`, :class:`WaitGate`) and the turn's :class:`TurnUsage`. Each dialect's
+encoder turns the content parts into its own frames.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ __all__ = [
     "Cut",
     "KeepAlive",
     "Finish",
+    "ImagePart",
     "Part",
     "Pause",
     "Ping",
     "RawBytes",
     "Script",
+    "ServerToolPart",
     "StreamError",
     "Text",
     "Thinking",
@@ -71,6 +74,29 @@ class ToolCallPart:
         """The arguments as a dict."""
         parsed = orjson.loads(self.arguments_json or "{}")
         return parsed if isinstance(parsed, dict) else {}
+
+
+@attrs.frozen
+class ServerToolPart:
+    """A tool the provider runs itself (a web search, say): its call, the JSON input
+    streamed as ``fragments``, then its ``result`` text (``is_error`` when it failed).
+    Only wires that have server tools send it (Bedrock); the others send nothing."""
+
+    name: str
+    fragments: tuple[str, ...]
+    result: str
+    is_error: bool = False
+
+
+@attrs.frozen
+class ImagePart:
+    """An image the model makes: its bytes ``data`` in ``format`` (``png``, ``jpeg``,
+    ``gif``, ``webp``), streamed in ``pieces`` deltas. Only wires that stream images send it
+    (Bedrock); the others send nothing."""
+
+    data: bytes
+    format: str = "png"
+    pieces: int = 1
 
 
 @attrs.frozen
@@ -123,7 +149,7 @@ class Cut:
     """The connection is dropped here, without the body's proper end."""
 
 
-Content = Thinking | Text | ToolCallPart | Finish | StreamError
+Content = Thinking | Text | ToolCallPart | ServerToolPart | ImagePart | Finish | StreamError
 """The parts an encoder turns into frames."""
 
 Control = Pause | WaitGate | KeepAlive | Ping | RawBytes | Cut

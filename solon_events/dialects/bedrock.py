@@ -7,13 +7,28 @@ What the frames mean:
 - ``messageStart``: a new response; one after a ``messageStop`` (a recorded tool loop)
   starts the next step.
 - ``contentBlockStart`` with ``start.toolUse`` (``toolUseId``, ``name``) opens a tool call
-  (TOOL_CALL_START, the call's position in the step as ``index``); other starts are RAW.
+  (TOOL_CALL_START, the call's position in the step as ``index``); one whose ``type`` is
+  ``server_tool_use`` (a tool Bedrock runs itself) opens SERVER_TOOL_START instead, whose
+  ``sub_type`` is the tool's name and whose ``toolUse.input`` deltas are
+  SERVER_TOOL_ARGS_DELTA: the tool loop never runs it. ``start.toolResult`` (``toolUseId``,
+  ``type``, ``status``) opens that server tool's result, whose ``toolResult`` deltas (a list
+  of ``text`` / ``json`` items) are gathered until the block stops: then one
+  SERVER_TOOL_RESULT (the call's ``tool_call_id`` and ``sub_type``, its ``tool_call`` with
+  the complete input, ``text`` the result's text items, ``attrs["is_error"]`` for
+  ``status`` ``error``, ``raw`` the whole result block with its ``content`` items).
+  ``start.image`` (``format``) opens an image: each ``image`` delta's ``source.bytes``
+  (base64) is a MEDIA_PARTIAL holding that piece, and the block's stop a MEDIA_DONE whose
+  ``ImageBlock`` holds the whole image (or the ``source.s3Location`` URI as ``url``; an
+  ``error`` delta's message is ``attrs["error"]``, with no block if no image came).
+  Other starts are RAW.
 - ``contentBlockDelta``: ``text`` -> TEXT_DELTA, ``toolUse.input`` -> TOOL_CALL_ARGS_DELTA,
   ``reasoningContent.text`` -> THINKING_DELTA, ``.signature`` -> THINKING_SIGNATURE,
-  ``.redactedContent`` (base64) -> THINKING_REDACTED, ``citation`` -> CITATION. Text and
-  reasoning blocks open at their first delta (Bedrock sends no start for them) with the
-  ``contentBlockIndex`` as ``index``; anything else is RAW.
-- ``contentBlockStop`` closes the block (TEXT_END, THINKING_END, TOOL_CALL_END).
+  ``.redactedContent`` (base64) -> THINKING_REDACTED, ``citation`` -> CITATION,
+  ``toolResult`` and ``image`` as above. Text and reasoning blocks open at their first
+  delta (Bedrock sends no start for them) with the ``contentBlockIndex`` as ``index``;
+  anything else is RAW.
+- ``contentBlockStop`` closes the block (TEXT_END, THINKING_END, TOOL_CALL_END,
+  SERVER_TOOL_RESULT, MEDIA_DONE).
 - ``messageStop``: the completion signal with ``stopReason`` as the finish reason (``end_turn``,
   ``tool_use``, ``max_tokens``, ``stop_sequence``, ...); ``guardrail_intervened`` and
   ``content_filtered`` also send CONTENT_FILTER.
@@ -34,6 +49,7 @@ chain (``pip install 'solon-events[bedrock]'``), see :mod:`solon_events.dialects
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,14 +60,17 @@ from ..eventstream import EventStreamFrameDecoder
 from ..messages import ChatRequest
 from ..results import (
     Citation,
+    ImageBlock,
+    ToolCall,
     Usage,
     new_citation,
+    new_tool_call,
 )
 from . import aws_auth
 from .base import ChatDialect
 from .bedrock_request import converse_stream_request, converse_stream_url
 from .context import ChatStreamContext
-from .reading import expect_object, make_usage
+from .reading import expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
 
 __all__ = ["BedrockDialect", "converse_stream_url"]
@@ -61,10 +80,27 @@ _STATE_KEY = "bedrock"
 _FILTER_REASONS = frozenset({"guardrail_intervened", "content_filtered"})
 
 
-class _Stream:
-    """The dialect's state for one step: open text/reasoning blocks, tool calls, the stop."""
+class _Block:
+    """An open server tool call, server tool result or image: what its deltas gathered."""
 
-    __slots__ = ("blocks", "started", "stopped", "tools")
+    __slots__ = ("fields", "id", "kind", "name", "parts")
+
+    def __init__(self, kind: str, id: str | None = None, name: str = "") -> None:
+        self.kind = kind
+        """``"server"``, ``"result"`` or ``"image"``."""
+        self.id = id
+        self.name = name
+        self.fields: dict[str, Any] = {}
+        """The start's fields (a result's ``type`` and ``status``, an image's ``format``),
+        and an image's ``url`` and ``error``."""
+        self.parts: list[Any] = []
+        """Input fragments, result items or image bytes, in order."""
+
+
+class _Stream:
+    """The dialect's state for one step: open blocks, tool calls, the stop."""
+
+    __slots__ = ("blocks", "others", "server_calls", "started", "stopped", "tools")
 
     def __init__(self) -> None:
         self.started = False
@@ -73,6 +109,10 @@ class _Stream:
         self.blocks: dict[int, str] = {}
         """Open text and reasoning blocks by ``contentBlockIndex``: ``"text"`` or
         ``"thinking"``; tool calls are the assembler's."""
+        self.others: dict[int, _Block] = {}
+        """Open server tool calls, server tool results and images by ``contentBlockIndex``."""
+        self.server_calls: dict[str | None, ToolCall] = {}
+        """Server tool calls whose input is complete, by ``toolUseId``."""
         self.tools = ToolCallAssembler()
 
 
@@ -153,20 +193,70 @@ def _on_block_start(
     ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
 ) -> None:
     index = _index(payload.get("contentBlockIndex"))
-    tool_use = _mapping(payload.get("start")).get("toolUse")
-    if not isinstance(tool_use, dict):
-        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="contentBlockStart", raw=frame)
+    start = _mapping(payload.get("start"))
+    for key, value in start.items():
+        opener = _BLOCK_STARTS.get(key)
+        if opener is not None and isinstance(value, dict):
+            _close(ctx, stream, index)
+            opener(ctx, stream, index, value, frame)
+            return
+    ctx.send(EVENT_TYPES.RAW, index=index, raw_type="contentBlockStart", raw=frame)
+
+
+def _start_tool_use(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    tool_use: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    tool_id = _opt_str(tool_use.get("toolUseId"))
+    name = _opt_str(tool_use.get("name")) or ""
+    if tool_use.get("type") != "server_tool_use":
+        stream.tools.start(ctx, index, id=tool_id, name=name, raw=frame)
         return
-    _close(ctx, stream, index)
-    tool_id = tool_use.get("toolUseId")
-    name = tool_use.get("name")
-    stream.tools.start(
-        ctx,
-        index,
-        id=tool_id if isinstance(tool_id, str) else None,
-        name=name if isinstance(name, str) else "",
+    stream.others[index] = _Block("server", tool_id, name)
+    ctx.send(
+        EVENT_TYPES.SERVER_TOOL_START,
+        index=index,
+        tool_call_id=tool_id,
+        sub_type=name or None,
+        tool_call=new_tool_call(tool_id, name, {}, "", index),
         raw=frame,
     )
+
+
+def _start_tool_result(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    result: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    block = stream.others[index] = _Block("result", _opt_str(result.get("toolUseId")))
+    block.fields.update(result)
+
+
+def _start_image(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    image: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    stream.others[index] = block = _Block("image")
+    block.fields["format"] = image.get("format")
+
+
+_BlockStart = Callable[
+    [ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], None
+]
+
+_BLOCK_STARTS: dict[str, _BlockStart] = {
+    "toolUse": _start_tool_use,
+    "toolResult": _start_tool_result,
+    "image": _start_image,
+}
 
 
 def _on_block_delta(
@@ -261,8 +351,61 @@ def _tool_delta(
     ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
 ) -> None:
     fragment = _mapping(value).get("input")
-    if isinstance(fragment, str) and fragment:
+    if not isinstance(fragment, str) or not fragment:
+        return
+    block = stream.others.get(index)
+    if block is None or block.kind != "server":
         stream.tools.delta(ctx, index, fragment, raw=frame)
+        return
+    block.parts.append(fragment)
+    ctx.send(
+        EVENT_TYPES.SERVER_TOOL_ARGS_DELTA,
+        index=index,
+        tool_call_id=block.id,
+        sub_type=block.name or None,
+        text=fragment,
+        raw=frame,
+    )
+
+
+def _open_other(stream: _Stream, index: int, kind: str) -> _Block:
+    """The open block of ``kind`` at ``index`` (one opened here if its start never came)."""
+    block = stream.others.get(index)
+    if block is None or block.kind != kind:
+        block = stream.others[index] = _Block(kind)
+    return block
+
+
+def _tool_result_delta(
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+) -> None:
+    if isinstance(value, list):
+        block = _open_other(stream, index, "result")
+        block.parts.extend(item for item in value if isinstance(item, dict))
+
+
+def _image_delta(
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+) -> None:
+    image = _mapping(value)
+    block = _open_other(stream, index, "image")
+    source = _mapping(image.get("source"))
+    data = source.get("bytes")
+    if isinstance(data, str) and data:
+        block.parts.append(base64.b64decode(data, validate=True))
+        mime_type = image_mime(block.fields.get("format"))
+        ctx.send(
+            EVENT_TYPES.MEDIA_PARTIAL,
+            index=index,
+            block=ImageBlock(data=data, mime_type=mime_type),
+            raw=frame,
+        )
+    uri = _mapping(source.get("s3Location")).get("uri")
+    if isinstance(uri, str) and uri:
+        block.fields["url"] = uri
+    message = _mapping(image.get("error")).get("message")
+    if isinstance(message, str):
+        block.fields["error"] = message
 
 
 def _reasoning_delta(
@@ -297,6 +440,8 @@ _DELTA_HANDLERS: dict[str, _DeltaHandler] = {
     "toolUse": _tool_delta,
     "reasoningContent": _reasoning_delta,
     "citation": _citation_delta,
+    "toolResult": _tool_result_delta,
+    "image": _image_delta,
 }
 
 
@@ -311,13 +456,60 @@ def _close(
         ctx.send(EVENT_TYPES.THINKING_END, index=index, raw=frame)
     elif index in stream.tools:
         stream.tools.end(ctx, index, raw=frame)
+    elif index in stream.others:
+        _finish_other(ctx, stream, index, stream.others.pop(index), frame)
     else:
         return False
     return True
 
 
+def _finish_other(
+    ctx: ChatStreamContext,
+    stream: _Stream,
+    index: int,
+    block: _Block,
+    frame: Mapping[str, Any] | None,
+) -> None:
+    """What a server tool call, a server tool result or an image sends when it stops."""
+    if block.kind == "server":
+        text = "".join(block.parts)
+        stream.server_calls[block.id] = new_tool_call(block.id, block.name, None, text, index)
+    elif block.kind == "result":
+        call = stream.server_calls.get(block.id)
+        kind = _opt_str(block.fields.get("type"))
+        texts = [item["text"] for item in block.parts if isinstance(item.get("text"), str)]
+        ctx.send(
+            EVENT_TYPES.SERVER_TOOL_RESULT,
+            index=index,
+            tool_call_id=block.id,
+            sub_type=(call.name or None) if call is not None else kind,
+            raw_type=kind or "toolResult",
+            tool_call=call,
+            text="".join(texts) if texts else None,
+            attrs={"is_error": block.fields.get("status") == "error"},
+            raw={**block.fields, "content": block.parts},
+        )
+    else:
+        ctx.send(EVENT_TYPES.MEDIA_DONE, index=index, **_image(block), raw=frame)
+
+
+def _image(block: _Block) -> dict[str, Any]:
+    """A stopped image's MEDIA_DONE fields: its ``block`` (None when no image came) and
+    the ``attrs`` that tell an error."""
+    fields = block.fields
+    url = fields.get("url")
+    data = base64.b64encode(b"".join(block.parts)).decode() if block.parts else None
+    image = None
+    if data is not None or url is not None:
+        image = ImageBlock(url=url, data=data, mime_type=image_mime(fields.get("format")))
+    error = fields.get("error")
+    return {"block": image, "attrs": {"error": error} if error is not None else {}}
+
+
 def _close_all(ctx: ChatStreamContext, stream: _Stream) -> None:
     for index in list(stream.blocks):
+        _close(ctx, stream, index)
+    for index in list(stream.others):
         _close(ctx, stream, index)
     stream.tools.end_all(ctx)
 

@@ -61,7 +61,7 @@ from ..results import (
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .openai_responses_request import responses_request
-from .reading import expect_object, make_usage
+from .reading import expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
 
 __all__ = ["OpenAIResponsesDialect"]
@@ -995,8 +995,8 @@ def _finish_server_tool(
         )
     image = item.get("result")
     if sub_type == "image_generation" and isinstance(image, str) and image:
-        fmt = item.get("output_format")
-        block = ImageBlock(data=image, mime_type=_mime(fmt, step_state.formats.get(key)), id=key)
+        mime_type = image_mime(item.get("output_format"), step_state.formats.get(key))
+        block = ImageBlock(data=image, mime_type=mime_type, id=key)
         ctx.send(
             EVENT_TYPES.MEDIA_DONE,
             item_id=key,
@@ -1074,7 +1074,7 @@ def _on_partial_image(ctx: ChatStreamContext, step_state: _StepState, frame: _Fr
         step_state.formats[key] = fmt
     ctx.send(
         EVENT_TYPES.MEDIA_PARTIAL,
-        block=ImageBlock(data=data, mime_type=_mime(fmt, step_state.formats.get(key)), id=key),
+        block=ImageBlock(data=data, mime_type=image_mime(fmt, step_state.formats.get(key)), id=key),
         item_id=key,
         index=_index(frame.get("output_index")),
         sub_type="image_generation",
@@ -1204,11 +1204,6 @@ def _catch_up(step_state: _StepState, key: tuple[str, str, int], full: Any) -> s
         return ""
     step_state.sent[key] = len(full)
     return full[sent:]
-
-
-def _mime(fmt: Any, known: str | None = None) -> str:
-    chosen = fmt if isinstance(fmt, str) and fmt else known or "png"
-    return chosen if "/" in chosen else f"image/{chosen}"
 
 
 def _index(value: Any) -> int:

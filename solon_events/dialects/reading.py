@@ -1,4 +1,5 @@
-"""What every dialect's parsing shares: plain JSON values, a provider's error message, usage."""
+"""What every dialect's parsing shares: plain JSON values, a provider's error message, usage,
+an image format's mime type."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from ..errors import ChatProtocolError
 from ..results import Usage, new_usage
 
-__all__ = ["expect_object", "make_usage", "plain_json", "provider_error_message"]
+__all__ = ["expect_object", "image_mime", "make_usage", "plain_json", "provider_error_message"]
 
 
 def expect_object(frame: Any) -> dict[str, Any]:
@@ -39,6 +40,13 @@ def provider_error_message(body: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def image_mime(fmt: Any, known: str | None = None) -> str:
+    """The mime type of an image format a provider names (``"png"``, ``"jpeg"``, or a
+    mime type already): ``fmt``, else ``known``, else PNG."""
+    chosen = fmt if isinstance(fmt, str) and fmt else known or "png"
+    return chosen if "/" in chosen else f"image/{chosen}"
 
 
 def plain_json(value: Any) -> Any:

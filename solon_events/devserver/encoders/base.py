@@ -11,7 +11,16 @@ from typing import Any, ClassVar, Literal
 import attrs
 import orjson
 
-from ..turns import Content, Finish, Text, Thinking, ToolCallPart, TurnUsage
+from ..turns import (
+    Content,
+    Finish,
+    ImagePart,
+    ServerToolPart,
+    Text,
+    Thinking,
+    ToolCallPart,
+    TurnUsage,
+)
 
 __all__ = [
     "ErrorInfo",
@@ -179,8 +188,9 @@ class Wire:
     One instance encodes one response: :meth:`encode` takes the abstract parts in order
     and returns the frames to send. Subclasses set :attr:`framing` and implement
     :meth:`read_request` and :meth:`error_body`, plus the hooks they need: ``open``,
-    ``start_block``, ``end_block``, ``thinking``, ``text``, ``tool_call``, ``finish`` and
-    ``error``. A *block* is a run of parts of one kind (thinking, text, one tool call).
+    ``start_block``, ``end_block``, ``thinking``, ``text``, ``tool_call``, ``server_tool``,
+    ``image``, ``finish`` and ``error``. A *block* is a run of parts of one kind (thinking,
+    text, one tool call); a server tool or an image makes its own blocks.
     """
 
     framing: ClassVar[Framing] = "sse"
@@ -251,6 +261,10 @@ class Wire:
             frames += self.text(part.text)
         elif isinstance(part, ToolCallPart):
             frames += self.tool_call(part)
+        elif isinstance(part, ServerToolPart):
+            frames += self.server_tool(part)
+        elif isinstance(part, ImagePart):
+            frames += self.image(part)
         elif isinstance(part, Finish):
             frames += self.finish(part.reason)
         else:
@@ -281,6 +295,16 @@ class Wire:
         """Frames of one tool call (its block is open)."""
         raise NotImplementedError
 
+    def server_tool(self, part: ServerToolPart) -> list[Frame]:
+        """Frames of a server tool's call and result, as whole blocks of their own
+        (none on wires without server tools)."""
+        return []
+
+    def image(self, part: ImagePart) -> list[Frame]:
+        """Frames of an image, as a whole block of its own (none on wires that stream no
+        images)."""
+        return []
+
     def finish(self, reason: str) -> list[Frame]:
         """Frames of the completion signal, with usage."""
         raise NotImplementedError
@@ -297,4 +321,6 @@ def _kind(part: Content) -> str:
         return "text"
     if isinstance(part, ToolCallPart):
         return "tool"
+    if isinstance(part, (ServerToolPart, ImagePart)):
+        return "media"
     return "finish" if isinstance(part, Finish) else "error"

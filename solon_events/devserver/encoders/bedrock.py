@@ -1,8 +1,9 @@
 """Amazon Bedrock ``ConverseStream``: AWS event-stream messages, one per event.
 
 Each frame is ``{"<event type>": payload}`` (``messageStart``, ``contentBlockStart`` for a
-tool call, ``contentBlockDelta``, ``contentBlockStop``, ``messageStop``, ``metadata``); one
-whose type ends in ``Exception`` goes out as an exception message.
+tool call, a server tool's call and result, an image, ``contentBlockDelta``,
+``contentBlockStop``, ``messageStop``, ``metadata``); one whose type ends in ``Exception``
+goes out as an exception message.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...eventstream import CONTENT_TYPE, encode_message, event_message, exception_message
-from ..turns import Content, ToolCallPart, TurnUsage
+from ..turns import Content, ImagePart, ServerToolPart, ToolCallPart, TurnUsage
 from .base import Frame, RequestView, ToolDecl, Wire, content_text, error_info, random_id
 
 __all__ = ["BedrockWire"]
@@ -120,14 +121,7 @@ class BedrockWire(Wire):
             return []
         assert isinstance(part, ToolCallPart)
         tool_use = {"toolUseId": random_id("tooluse_", 22), "name": part.name}
-        return [
-            {
-                "contentBlockStart": {
-                    "contentBlockIndex": self._index,
-                    "start": {"toolUse": tool_use},
-                }
-            }
-        ]
+        return [self._start({"toolUse": tool_use})]
 
     def end_block(self, kind: str) -> list[Frame]:
         """A reasoning block's signature, then ``contentBlockStop``."""
@@ -152,6 +146,37 @@ class BedrockWire(Wire):
     def tool_call(self, call: ToolCallPart) -> list[Frame]:
         """One ``toolUse.input`` delta per fragment."""
         return [self._delta({"toolUse": {"input": fragment}}) for fragment in call.fragments]
+
+    def server_tool(self, part: ServerToolPart) -> list[Frame]:
+        """A ``toolUse`` block of ``type`` ``server_tool_use`` (its input in ``toolUse``
+        deltas), then a ``toolResult`` block answering it (its text in one delta)."""
+        tool_id = random_id("tooluse_", 22)
+        self._index += 1
+        tool_use = {"toolUseId": tool_id, "name": part.name, "type": "server_tool_use"}
+        frames = [self._start({"toolUse": tool_use})]
+        frames += [self._delta({"toolUse": {"input": fragment}}) for fragment in part.fragments]
+        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        self._index += 1
+        status = "error" if part.is_error else "success"
+        result = {"toolUseId": tool_id, "type": part.name, "status": status}
+        frames.append(self._start({"toolResult": result}))
+        frames.append(self._delta({"toolResult": [{"text": part.result}]}))
+        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        return frames
+
+    def image(self, part: ImagePart) -> list[Frame]:
+        """An ``image`` block: its ``format``, then ``pieces`` deltas of base64 bytes."""
+        self._index += 1
+        frames = [self._start({"image": {"format": part.format}})]
+        size = -(-len(part.data) // max(1, part.pieces))
+        for at in range(0, len(part.data), max(1, size)):
+            piece = base64.b64encode(part.data[at : at + size]).decode()
+            frames.append(self._delta({"image": {"source": {"bytes": piece}}}))
+        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        return frames
+
+    def _start(self, start: Mapping[str, Any]) -> Frame:
+        return {"contentBlockStart": {"contentBlockIndex": self._index, "start": start}}
 
     def finish(self, reason: str) -> list[Frame]:
         """``messageStop`` with the stop reason, then ``metadata`` (usage, latency)."""
