@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_dialect_openai_responses import rewritten_stream
+from responses_frames import rewritten_stream
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, replay
 
