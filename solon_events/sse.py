@@ -13,7 +13,10 @@ at the end; the transport's stream reader uses it) and :func:`iter_frames` (a wh
 an iterable of chunks, fed to a StreamDecoder; :func:`~solon_events.replay` and the CLI use
 it). Both run the same :class:`SSEDecoder` or :class:`JSONLinesDecoder`. A reader of each
 frame's data alone (the parse stage reads nothing else) asks for ``data_only``: each frame is
-then its data (a str), and no Frame is built for it (:func:`iter_frame_data`).
+then its data (a str), and no Frame is built for it (:func:`iter_frame_data`). The decoders
+are generic in what they return: ``StreamDecoder()`` is a ``StreamDecoder[Frame]`` and
+``StreamDecoder(data_only=True)`` a ``StreamDecoder[str]`` (the same for :class:`SSEDecoder`
+and :class:`JSONLinesDecoder`), so a type checker sees which one ``feed`` and ``close`` give.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
-from typing import Any, Literal, NamedTuple
+from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
 
 from .errors import ChatProtocolError
 
@@ -79,6 +82,11 @@ class Frame(NamedTuple):
         return self.data.strip() == "[DONE]"
 
 
+_F = TypeVar("_F", bound="Frame | str")
+"""What a decoder's ``feed`` and ``close`` return a list of: :class:`Frame`, or with
+``data_only`` the data alone (``str``; ``Frame | str`` when ``data_only`` is a plain bool)."""
+
+
 def _too_large(what: str, limit: int) -> ChatProtocolError:
     return ChatProtocolError(
         f"{what} exceeds the {_format_size(limit)} limit (max_frame_size={limit} bytes)"
@@ -121,7 +129,7 @@ def _make_frames(
     return map(_tuple_new, _FRAME_TYPES, zip(data, event, ids, _NONES))
 
 
-class _LineDecoder:
+class _LineDecoder(Generic[_F]):
     """Splits bytes into complete lines; subclasses turn lines into frames.
 
     Subclasses implement ``_frames(block)``, where ``block`` holds complete lines, each ended
@@ -143,7 +151,7 @@ class _LineDecoder:
         self._at_start = True
         self._failure: ChatProtocolError | None = None
 
-    def feed(self, chunk: bytes) -> list[Frame]:
+    def feed(self, chunk: bytes) -> list[_F]:
         """Decode the next chunk of the stream; returns the frames it completed (their data
         alone with ``data_only``).
 
@@ -159,7 +167,7 @@ class _LineDecoder:
         self.frames_decoded += len(frames)
         return frames
 
-    def close(self) -> list[Frame]:
+    def close(self) -> list[_F]:
         """End the stream: decode a last line without line end and flush a pending frame."""
         if self._failure is not None:
             raise self._failure
@@ -239,7 +247,7 @@ class _LineDecoder:
                 raise _too_large(self._line_name, self.max_frame_size)
 
 
-class SSEDecoder(_LineDecoder):
+class SSEDecoder(_LineDecoder[_F]):
     """Incremental decoder of a ``text/event-stream`` body, following the WHATWG rules.
 
     Fields ``data`` (several lines are joined with LF), ``event``, ``id`` and ``retry``
@@ -252,6 +260,18 @@ class SSEDecoder(_LineDecoder):
 
     _line_name = "SSE line"
 
+    @overload
+    def __init__(
+        self: SSEDecoder[Frame], max_frame_size: int = ..., *, data_only: Literal[False] = ...
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: SSEDecoder[str], max_frame_size: int = ..., *, data_only: Literal[True]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: SSEDecoder[Frame | str], max_frame_size: int = ..., *, data_only: bool
+    ) -> None: ...
     def __init__(
         self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, data_only: bool = False
     ) -> None:
@@ -263,7 +283,7 @@ class SSEDecoder(_LineDecoder):
         self._event: str | None = None
         self._retry: int | None = None
 
-    def feed(self, chunk: bytes) -> list[Any]:
+    def feed(self, chunk: bytes) -> list[_F]:
         """Decode the next chunk of the stream; returns the frames it completed.
 
         A chunk that is one whole ``data: X`` event, with nothing held or open before it, is
@@ -438,11 +458,28 @@ def _simple_events(
     return True
 
 
-class JSONLinesDecoder(_LineDecoder):
+class JSONLinesDecoder(_LineDecoder[_F]):
     """Incremental decoder of JSON lines (NDJSON): each non-blank line is one :class:`Frame`.
 
     The JSON itself is not parsed here; ``Frame.data`` is the line without its line end.
     """
+
+    @overload
+    def __init__(
+        self: JSONLinesDecoder[Frame], max_frame_size: int = ..., *, data_only: Literal[False] = ...
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: JSONLinesDecoder[str], max_frame_size: int = ..., *, data_only: Literal[True]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: JSONLinesDecoder[Frame | str], max_frame_size: int = ..., *, data_only: bool
+    ) -> None: ...
+    def __init__(
+        self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *, data_only: bool = False
+    ) -> None:
+        super().__init__(max_frame_size, data_only=data_only)
 
     def _frames(self, block: bytes) -> list[Any]:
         return _json_lines(block, self.data_only)
@@ -461,7 +498,7 @@ def _json_lines(block: bytes, data_only: bool) -> list[Any]:
     return list(_make_frames(lines, _NONES, None, data_only))
 
 
-class StreamDecoder:
+class StreamDecoder(Generic[_F]):
     """Decodes SSE or JSON lines, sniffing which from the first bytes when ``format="auto"``.
 
     A first line (after a BOM and blank space) starting with ``data``, ``event``, ``id`` or
@@ -471,6 +508,30 @@ class StreamDecoder:
     With ``data_only``, each frame is its data alone (a str) instead of a :class:`Frame`.
     """
 
+    @overload
+    def __init__(
+        self: StreamDecoder[Frame],
+        max_frame_size: int = ...,
+        format: StreamFormat = ...,
+        *,
+        data_only: Literal[False] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: StreamDecoder[str],
+        max_frame_size: int = ...,
+        format: StreamFormat = ...,
+        *,
+        data_only: Literal[True],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: StreamDecoder[Frame | str],
+        max_frame_size: int = ...,
+        format: StreamFormat = ...,
+        *,
+        data_only: bool,
+    ) -> None: ...
     def __init__(
         self,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
@@ -481,7 +542,7 @@ class StreamDecoder:
         if format not in ("auto", "sse", "jsonl"):
             raise ValueError(f"format must be 'auto', 'sse' or 'jsonl', got {format!r}")
         self.max_frame_size = _check_limit(max_frame_size)
-        self._decoder: SSEDecoder | JSONLinesDecoder | None = None
+        self._decoder: _LineDecoder[Any] | None = None
         self._head = bytearray()
         self._scanned = 0
         self._data_only = data_only
@@ -500,7 +561,7 @@ class StreamDecoder:
         """How many frames this decoder has returned so far."""
         return 0 if self._decoder is None else self._decoder.frames_decoded
 
-    def feed(self, chunk: bytes) -> list[Frame]:
+    def feed(self, chunk: bytes) -> list[_F]:
         """Decode the next chunk of the stream; returns the frames it completed (their data
         alone with ``data_only``)."""
         if self._decoder is not None:
@@ -513,7 +574,7 @@ class StreamDecoder:
         self._head += chunk
         return self._start(final=False)
 
-    def close(self) -> list[Frame]:
+    def close(self) -> list[_F]:
         """End the stream and flush what is pending; a body of blank space yields nothing."""
         if self._decoder is None:
             frames = self._start(final=True)
@@ -565,7 +626,7 @@ class StreamDecoder:
         return start + 1 if head[start : start + 1] in (b"\n", b"\r") else start
 
 
-def _make_decoder(fmt: str, max_frame_size: int, data_only: bool) -> SSEDecoder | JSONLinesDecoder:
+def _make_decoder(fmt: str, max_frame_size: int, data_only: bool) -> _LineDecoder[Any]:
     kind = SSEDecoder if fmt == "sse" else JSONLinesDecoder
     return kind(max_frame_size, data_only=data_only)
 
