@@ -292,7 +292,7 @@ class ResponseRun:
         context = ToolContext(call, relay)
         started = time.perf_counter()
         try:
-            with around_tool(call):
+            with around_tool(call, self):
                 if tool.is_async:
                     value = await tool.ainvoke(call.arguments, context)
                 else:  # in the executor, in this context (as asyncio.to_thread runs it)

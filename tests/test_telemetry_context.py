@@ -203,3 +203,46 @@ def test_the_operator_makes_its_span_current_for_any_subscriber() -> None:
     [chat] = EXPORTER.get_finished_spans()
     assert parents and set(parents) == {chat.context.span_id}
     assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+@pytest.mark.parametrize("inner_telemetry", [False, True])
+def test_a_model_asked_inside_a_tool_records_its_tools_in_its_own_response_only(
+    server: RunningServer, make_model: Callable[..., ChatModel], inner_telemetry: bool
+) -> None:
+    inner_model = make_model(server, "weather", telemetry=inner_telemetry)
+
+    @tool
+    def inner(city: str) -> str:
+        """The inner model's tool.
+
+        Args:
+            city: The city.
+        """
+        traced("in the inner tool")
+        return "sunny"
+
+    @tool
+    def ask_b(city: str) -> str:
+        """Asks another model (an agent as a tool).
+
+        Args:
+            city: The city.
+        """
+        return inner_model.prompt(f"Weather in {city}?").tools(inner).call().text
+
+    make_model(server, "weather", telemetry=True).prompt("Weather?").tools(ask_b).call()
+    found = spans()
+    outer = found["execute_tool ask_b"]
+    inner_parent = found["in the inner tool"].parent
+    if not inner_telemetry:  # the inner model's tool runs under the outer tool's span
+        assert sorted(name for name in found if name.startswith("execute_tool")) == [
+            "execute_tool ask_b"
+        ]
+        assert parent_of(found["in the inner tool"]) == outer.context.span_id
+        return
+    # The inner model's response is a child of the outer tool's span, its tool its own.
+    chats = [s for s in EXPORTER.get_finished_spans() if s.name == "chat weather"]
+    [inner_chat] = [s for s in chats if parent_of(s) == outer.context.span_id]
+    inner_run = found["execute_tool inner"]
+    assert parent_of(inner_run) == inner_chat.context.span_id
+    assert inner_parent is not None and inner_parent.span_id == inner_run.context.span_id

@@ -24,7 +24,8 @@ or a distribution) and sets the global tracer and meter providers, or passes its
   are children of the response's. ``astream()`` makes it current while it reads, parses and
   runs tools, but not in the consumer's loop body, which keeps the consumer's own context
   (a span left current across a ``yield`` would stay current in the consumer's task after
-  it leaves the loop early);
+  it leaves the loop early). A model asked inside a tool (an agent as a tool) is a child of
+  that tool's span, and records its own tools in its own response;
 - the histograms ``gen_ai.client.operation.duration`` (s),
   ``gen_ai.client.operation.time_to_first_chunk`` (s) and ``gen_ai.client.token.usage``
   (``{token}``, one point per ``gen_ai.token.type``: ``input``, ``output``).
@@ -58,6 +59,7 @@ from .._version import __version__
 from ..core.stages import Sink
 from ..events import ChatEvent
 from ..results import ToolCall
+from ..tools.scope import ToolScope
 from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
 
 __all__ = [
@@ -229,11 +231,12 @@ class RecordingStage:
     :meth:`cancel` before the end records a cancellation. ``down`` sees every event with
     the chat span current."""
 
-    __slots__ = ("_down", "_recorder")
+    __slots__ = ("_down", "_recorder", "_tool_scope")
 
     def __init__(self, recorder: ResponseRecorder, down: Sink) -> None:
         self._recorder = recorder
         self._down = down
+        self._tool_scope = ToolScope(self._run_tool)
 
     def on_next(self, event: ChatEvent) -> None:
         """Record ``event``, pass it on."""
@@ -266,7 +269,7 @@ class RecordingStage:
         tool loop runs in it recorded as its child); nothing is left current after it,
         whatever it raises."""
         recorder = self._recorder
-        tokens = _safely(recorder.attach, self._run_tool)
+        tokens = _safely(recorder.attach, self._tool_scope)
         try:
             yield
         finally:
