@@ -18,11 +18,13 @@ frames), as a user's would.
 Figures: wall time, time to the first text (p50/p99 over the streams), the client's CPU
 time and CPU per frame (against ``replay()`` of the same bytes in this process), peak RSS.
 
-Our added latency, from a frame's arrival on the socket to its event in the subscriber, is
-measured on its own run (one stream, a frame every millisecond so that each arrives alone):
-the frame decoder the response reader uses (``solon_events.dialects.base``) is wrapped to
-note when each chunk was read off the socket, and each text delta's event is timed against
-its frame's arrival.
+The added latency, from a frame's arrival on the socket to its event in the subscriber, is
+measured on runs of its own (one stream of 2,000 frames, one every millisecond so that each
+arrives alone): aiohttp's protocol (``ResponseHandler.data_received``, called with the bytes
+each socket read gave, on either loop) is wrapped to note when each frame's bytes came off
+the socket, and each text delta is timed from there to its event in the subscriber (for
+bare aiohttp reads: to the chunk in the reading task, the floor of any client on aiohttp).
+The first 200 frames are a warm-up, left out; the percentiles are over the other 1,800.
 """
 
 from __future__ import annotations
@@ -88,30 +90,50 @@ def _percentile(values: list[float], q: float) -> float:
 # -- inside a client process -----------------------------------------------------------------
 
 
+LATENCY_FRAMES = 2_000
+LATENCY_WARMUP = 200
+"""The latency runs' frames (500 with ``quick``), and how many of the first are left out as
+a warm-up."""
+_TEXT = re.compile(rb'"content":"(\d+) "')
+
+
 class _ArrivalProbe:
-    """Wraps the ``StreamDecoder`` the response reader uses (a dialect's default
-    ``frame_decoder``): the time each delta frame's chunk was read off the socket, by the
-    frame's text (``"<i> "`` in the ``slow`` scenario)."""
+    """When each frame's bytes came off the socket, and when its text delta reached the
+    subscriber (the wall clock and the thread's CPU clock: one thread does both): aiohttp's
+    client protocol is wrapped to note the time of every read (the bytes are searched for
+    the frames' texts only after the run)."""
 
-    def __init__(self) -> None:
-        from solon_events.dialects import base as reader
+    def __init__(self, frames: int) -> None:
+        from aiohttp.client_proto import ResponseHandler
 
-        self.arrivals: dict[str, float] = {}
-        arrivals = self.arrivals
-        original = reader.StreamDecoder
-        content = re.compile(r'"content":"(\d+ )"')
+        self.frames = frames
+        self.reads: list[tuple[float, float, bytes]] = []
+        self.seen: dict[int, tuple[float, float]] = {}
+        reads = self.reads
+        original = ResponseHandler.data_received
 
-        class Probe(original):  # type: ignore[misc,valid-type]
-            def feed(self, chunk: Any) -> Any:
-                now = time.perf_counter()
-                frames = super().feed(chunk)
-                for frame in frames:
-                    found = content.search(getattr(frame, "data", "") or "")
-                    if found:
-                        arrivals[found.group(1)] = now
-                return frames
+        def data_received(protocol: Any, data: bytes) -> None:
+            reads.append((time.perf_counter(), time.thread_time(), data))
+            original(protocol, data)
 
-        reader.StreamDecoder = Probe  # type: ignore[misc]
+        ResponseHandler.data_received = data_received  # type: ignore[method-assign]
+
+    def delivered(self, at: float, number: int) -> None:
+        """The subscriber had frame ``number``'s text delta at ``at``."""
+        self.seen[number] = (at, time.thread_time())
+
+    def latencies(self) -> list[tuple[float, float]]:
+        """Seconds from socket to subscriber, wall and thread CPU time, of each frame after
+        the warm-up."""
+        arrived: dict[int, tuple[float, float]] = {}
+        for at, cpu, data in self.reads:
+            for number in _TEXT.findall(data):
+                arrived.setdefault(int(number), (at, cpu))
+        return [
+            (self.seen[n][0] - arrived[n][0], self.seen[n][1] - arrived[n][1])
+            for n in range(LATENCY_WARMUP, self.frames)
+            if n in self.seen and n in arrived
+        ]
 
 
 def _model(url: str, frames: int, interval: float, streams: int, kind: str = "") -> Any:
@@ -132,7 +154,7 @@ def _io_thread_cpu(model: Any) -> float:
     return float(model._io.run(thread_time()))  # the model's private I/O thread
 
 
-async def _astream(model: Any, latencies: list[float], probe: _ArrivalProbe | None) -> dict:
+async def _astream(model: Any, probe: _ArrivalProbe | None) -> dict:
     from solon_events import ChatEventType
 
     start = time.perf_counter()
@@ -145,11 +167,11 @@ async def _astream(model: Any, latencies: list[float], probe: _ArrivalProbe | No
                 first = now - start
             count += 1
             if probe is not None:
-                latencies.append(now - probe.arrivals[event.text])
+                probe.delivered(now, int(event.text))
     return {"ttfe": first, "frames": count}
 
 
-def _stream(model: Any, latencies: list[float], probe: _ArrivalProbe | None) -> Any:
+def _stream(model: Any, probe: _ArrivalProbe | None) -> Any:
     from solon_events import ChatEventType
 
     start = time.perf_counter()
@@ -163,7 +185,7 @@ def _stream(model: Any, latencies: list[float], probe: _ArrivalProbe | None) -> 
                 result["ttfe"] = now - start
             result["frames"] += 1
             if probe is not None:
-                latencies.append(now - probe.arrivals[event.text])
+                probe.delivered(now, int(event.text))
 
     def on_error(error: Exception) -> None:
         result["error"] = repr(error)
@@ -190,7 +212,9 @@ async def _openai(client: Any, frames: int, interval: float) -> dict:
     return {"ttfe": first, "frames": count}
 
 
-async def _bare(session: Any, url: str, frames: int, interval: float) -> dict:
+async def _bare(
+    session: Any, url: str, frames: int, interval: float, probe: _ArrivalProbe | None
+) -> dict:
     body = {"model": f"slow:{frames}:{interval:g}", "stream": True,
             "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
     start = time.perf_counter()
@@ -198,17 +222,20 @@ async def _bare(session: Any, url: str, frames: int, interval: float) -> dict:
     count = 0
     async with session.post(f"{url}/v1/chat/completions", json=body) as response:
         async for chunk in response.content.iter_any():
+            now = time.perf_counter()
             if first is None:
-                first = time.perf_counter() - start
+                first = now - start
             count += chunk.count(b"\n\n")
+            if probe is not None:
+                for number in _TEXT.findall(chunk):
+                    probe.delivered(now, int(number))
     # the first frame, the finish, the usage and [DONE] carry no text
     return {"ttfe": first, "frames": max(count - 4, 0)}
 
 
 async def _run_client(kind: str, url: str, streams: int, frames: int, interval: float) -> dict:
-    latencies: list[float] = []
     io_cpu = None
-    probe = _ArrivalProbe() if interval and kind != "AsyncOpenAI" else None
+    probe = _ArrivalProbe(frames) if interval and kind != "AsyncOpenAI" else None
     base = kind.removesuffix(UVLOOP)
     if kind == "AsyncOpenAI":  # imports before the clocks start
         import httpx
@@ -231,16 +258,16 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
         connector = aiohttp.TCPConnector(limit=streams)
         async with aiohttp.ClientSession(connector=connector) as session:
             results = await asyncio.gather(
-                *(_bare(session, url, frames, interval) for _ in range(streams))
+                *(_bare(session, url, frames, interval, probe) for _ in range(streams))
             )
     elif base == "astream":
         model = _model(url, frames, interval, streams)
-        results = await asyncio.gather(*(_astream(model, latencies, probe) for _ in range(streams)))
+        results = await asyncio.gather(*(_astream(model, probe) for _ in range(streams)))
         io_cpu = _io_thread_cpu(model) if model._io.started else None  # astream: never used
         model.close()
     else:
         model = _model(url, frames, interval, streams, kind)
-        pending = [_stream(model, latencies, probe) for _ in range(streams)]
+        pending = [_stream(model, probe) for _ in range(streams)]
         for _result, done in pending:
             await asyncio.get_running_loop().run_in_executor(None, done.wait)
         results = [result for result, _done in pending]
@@ -251,6 +278,10 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
     received = sum(r["frames"] for r in results)
     errors = [r["error"] for r in results if "error" in r]
     firsts = [r["ttfe"] for r in results if r["ttfe"] is not None]
+    latencies = probe.latencies() if probe is not None else []
+    walls = [wall for wall, _cpu in latencies]
+    p99 = _percentile(walls, 0.99)
+    slowest = [(wall, cpu) for wall, cpu in latencies if wall >= p99]
     return {
         "kind": kind,
         "streams": streams,
@@ -264,8 +295,14 @@ async def _run_client(kind: str, url: str, streams: int, frames: int, interval: 
         "cpu_us_per_frame": cpu * 1e6 / max(received, 1),
         "io_thread_us_per_frame": io_cpu * 1e6 / max(received, 1) if io_cpu else None,
         "peak_rss_mib": _peak_rss_mib(),
-        "latency_p50_us": _percentile(latencies, 0.5) * 1e6 if latencies else None,
-        "latency_p99_us": _percentile(latencies, 0.99) * 1e6 if latencies else None,
+        "latency_frames": len(latencies),
+        "latency_p50_us": _percentile(walls, 0.5) * 1e6 if walls else None,
+        "latency_p99_us": p99 * 1e6 if walls else None,
+        # thread CPU time over wall time across the slowest 1 %: ~1 when they ran all along
+        # (no wait, no preemption the kernel saw), the same code running slower
+        "latency_slowest_cpu_share": (
+            sum(cpu for _, cpu in slowest) / sum(wall for wall, _ in slowest) if slowest else None
+        ),
     }
 
 
@@ -313,7 +350,7 @@ async def _profiled(url: str, streams: int, frames: int) -> dict[str, float]:
 
     model._io.run(switch(True))
     caller_profile.enable()
-    results = await asyncio.gather(*(_astream(model, [], None) for _ in range(streams)))
+    results = await asyncio.gather(*(_astream(model, None) for _ in range(streams)))
     caller_profile.disable()
     model._io.run(switch(False))
     model.close()
@@ -329,7 +366,12 @@ async def _profiled(url: str, streams: int, frames: int) -> dict[str, float]:
 
 def client_main(argv: list[str]) -> None:
     """``python -m benchmarks.bench_e2e KIND URL STREAMS FRAMES INTERVAL``: one client run,
-    its figures printed as one JSON line (KIND ``profile``: where astream's time goes)."""
+    its figures printed as one JSON line (KIND ``profile``: where astream's time goes).
+    ``python -m benchmarks.bench_e2e latency [--quick]``: the latency runs alone, printed."""
+    if argv[:1] == ["latency"]:
+        with devserver() as url:
+            _print_latency(measure_latency(url, quick="--quick" in argv))
+        return
     kind, url, streams, frames, interval = argv
     if kind == "profile":
         figures = asyncio.run(_profiled(url, int(streams), int(frames)))
@@ -395,13 +437,12 @@ def measure(quick: bool = False) -> dict[str, Any]:
     concurrent = (100, 200) if quick else (1_000, 200)
     runs: list[dict[str, Any]] = []
     kinds = _kinds()
-    ours = [kind for kind in kinds if kind.removesuffix(UVLOOP) in KINDS[:2]]
     with devserver() as url:
         replay_cost = replay_us_per_frame(url, 2_000)
         for streams, frames in ((1, 2_000), concurrent):
             for kind in kinds:
                 runs.append(run_client(kind, url, streams, frames))
-        latency = [run_client(kind, url, 1, 500 if quick else 2_000, 0.001) for kind in ours]
+        latency = measure_latency(url, quick)
         profile = run_client("profile", url, *concurrent)
     return {
         "replay_us_per_frame": replay_cost,
@@ -409,6 +450,14 @@ def measure(quick: bool = False) -> dict[str, Any]:
         "latency": latency,
         "profile": profile,
     }
+
+
+def measure_latency(url: str, quick: bool = False) -> list[dict[str, Any]]:
+    """The latency runs against the provider at ``url``: bare aiohttp reads, then ours."""
+    count = 500 if quick else LATENCY_FRAMES
+    kinds = [kind for kind in _kinds() if kind.removesuffix(UVLOOP) in KINDS[:3]]
+    kinds.sort(key=lambda kind: kind.removesuffix(UVLOOP) != "aiohttp")
+    return [run_client(kind, url, 1, count, 0.001) for kind in kinds]
 
 
 def _print_above_floor(runs: list[dict[str, Any]], replay_cost: float) -> None:
@@ -434,6 +483,39 @@ def _print_above_floor(runs: list[dict[str, Any]], replay_cost: float) -> None:
         )
 
 
+def _print_latency(runs: list[dict[str, Any]]) -> None:
+    """Socket read -> subscriber per client kind, and ours above bare aiohttp's on the same
+    loop kind."""
+    print(
+        f"latency, socket read -> subscriber (target p99 < {LATENCY_TARGET_US:g} us), one "
+        f"stream, frames 1 ms apart, the first {LATENCY_WARMUP} left out as a warm-up:"
+    )
+    floors = {
+        run["kind"].endswith(UVLOOP): run
+        for run in runs
+        if run["kind"].removesuffix(UVLOOP) == "aiohttp" and run.get("latency_p50_us")
+    }
+    for run in runs:
+        kind = run["kind"]
+        if "error" in run or run.get("latency_p50_us") is None:
+            print(f"  {kind:<11} failed: {run.get('error')}")
+            continue
+        where = {"aiohttp": "bare aiohttp reads (the floor)", "stream": "on_next (I/O thread)"}
+        label = where.get(kind.removesuffix(UVLOOP), "astream()")
+        label += " on uvloop" if kind.endswith(UVLOOP) else ""
+        floor = floors.get(kind.endswith(UVLOOP))
+        above = ""
+        if floor is not None and floor is not run:
+            p50 = run["latency_p50_us"] - floor["latency_p50_us"]
+            p99 = run["latency_p99_us"] - floor["latency_p99_us"]
+            above = f"  above the floor: p50 {p50:+6.1f} p99 {p99:+6.1f}"
+        print(
+            f"  {label:<42} p50 {run['latency_p50_us']:>6.1f} us  p99 "
+            f"{run['latency_p99_us']:>6.1f} us  ({run['latency_frames']:,} frames; CPU/wall of "
+            f"the slowest 1 %: {run['latency_slowest_cpu_share']:.2f}){above}"
+        )
+
+
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the end-to-end tables; return their figures."""
     figures = measure(quick)
@@ -456,17 +538,7 @@ def main(quick: bool = False) -> dict[str, Any]:
             + (f"  ({len(run['errors'])}+ failed: {run['errors'][0]})" if run["errors"] else "")
         )
     _print_above_floor(figures["runs"], replay_cost)
-    print(f"added latency, socket read -> subscriber (target p99 < {LATENCY_TARGET_US:g} us):")
-    for run in figures["latency"]:
-        if "error" in run or run["latency_p99_us"] is None:
-            print(f"  {run['kind']:<11} failed: {run.get('error')}")
-            continue
-        where = "on_next (I/O thread)" if run["kind"].startswith("stream") else "astream()"
-        where += " on uvloop" if run["kind"].endswith(UVLOOP) else ""
-        print(
-            f"  {where:<32} p50 {run['latency_p50_us']:>7.1f} us   p99 "
-            f"{run['latency_p99_us']:>7.1f} us   ({run['received']:,} frames, 1 ms apart)"
-        )
+    _print_latency(figures["latency"])
     profile = figures["profile"]
     if "error" in profile:
         print(f"profile failed: {profile['error']}")
