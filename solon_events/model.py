@@ -503,7 +503,7 @@ class ChatPrompt:
     _auto_tool_call: bool = True
     _partial_arguments: bool = False
     # Sees every raw frame received, in order (solon_events.recording.record sets it).
-    _frame_tap: Callable[[Frame | bytes], Any] | None = None
+    _frame_tap: Callable[[Frame | str | bytes], Any] | None = None
     _client_tools: tuple[ToolSpec, ...] = ()
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
@@ -564,10 +564,10 @@ class ChatPrompt:
 
     def _read(self, http: HttpRequest, emit: Emit, paced: bool) -> AsyncGenerator[None, None]:
         tap = self._frame_tap
-        if tap is None:
-            return self._model._reader.read(http, emit, paced)
+        if tap is None:  # the parse stage reads each frame's data alone: no Frame needed
+            return self._model._reader.read(http, emit, paced, data_only=True)
 
-        def tapped(item: Frame | bytes | ChatEvent) -> None:
+        def tapped(item: Frame | str | bytes | ChatEvent) -> None:
             if not isinstance(item, ChatEvent):  # not a retry's STATUS event
                 tap(item)
             emit(item)

@@ -374,7 +374,7 @@ class _Log:
     def _now(self) -> float:
         return time.monotonic() - self.started
 
-    def frame(self, frame: Frame | bytes) -> None:
+    def frame(self, frame: Frame | str | bytes) -> None:
         with self._lock:
             self.lines.append(frame_line(self._now(), frame))
             self.frame_count += 1

@@ -50,7 +50,7 @@ else:  # aiohttp depends on async-timeout before 3.11
 
 __all__ = ["StreamReader", "TimeBudgets", "downstream_error"]
 
-Emit = Callable[[Frame | bytes | ChatEvent], None]
+Emit = Callable[[Frame | str | bytes | ChatEvent], None]
 
 _ERROR_BODY_LIMIT = 64 * 1024
 _MARKUP_START_LIMIT = 400
@@ -233,7 +233,7 @@ class StreamReader:
         self.redactor = redactor or Redactor()
         self.closed = False
 
-    def frames(self, request: HttpRequest) -> Observable[Frame | bytes | ChatEvent]:
+    def frames(self, request: HttpRequest) -> Observable[Frame | str | bytes | ChatEvent]:
         """A cold observable of the frames of ``request``'s response, delivered on the I/O
         loop as they are decoded (a retry's STATUS event before the first one).
 
@@ -243,7 +243,7 @@ class StreamReader:
         """
 
         def subscribe(
-            observer: abc.ObserverBase[Frame | bytes | ChatEvent],
+            observer: abc.ObserverBase[Frame | str | bytes | ChatEvent],
             scheduler: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             if self.closed:
@@ -251,7 +251,7 @@ class StreamReader:
                 return Disposable()
             disposed = False
 
-            def emit(item: Frame | bytes | ChatEvent) -> None:
+            def emit(item: Frame | str | bytes | ChatEvent) -> None:
                 if not disposed:
                     observer.on_next(item)
 
@@ -313,12 +313,13 @@ class StreamReader:
         )
 
     async def read(
-        self, request: HttpRequest, emit: Emit, paced: bool = True
+        self, request: HttpRequest, emit: Emit, paced: bool = True, *, data_only: bool = False
     ) -> AsyncGenerator[None, None]:
         """Send ``request`` (retrying as the policy says) and ``emit`` each frame decoded,
         on the running loop. ``paced``: yield after each chunk of the body that gave
         frames (a retry's STATUS event counts as one), so that an iterating caller can
-        hand them on; else yield nothing (``emit`` hands them on itself).
+        hand them on; else yield nothing (``emit`` hands them on itself). ``data_only``:
+        ``emit`` needs each frame's data alone (see :meth:`ChatDialect.frame_decoder`).
 
         An exception raised by ``emit`` comes out wrapped (see :func:`downstream_error`);
         closing the iterator early closes the connection.
@@ -332,7 +333,7 @@ class StreamReader:
         while True:
             clock = _FrameClock(loop, self.budgets, total_deadline)
             try:
-                attempt = self._attempt(request, emit, clock, paced)
+                attempt = self._attempt(request, emit, clock, paced, data_only)
                 async with contextlib.aclosing(attempt) as chunks:
                     async for _ in chunks:
                         yield
@@ -369,7 +370,7 @@ class StreamReader:
         )
 
     @staticmethod
-    def _emit(emit: Emit, items: Sequence[Frame | bytes | ChatEvent]) -> None:
+    def _emit(emit: Emit, items: Sequence[Frame | str | bytes | ChatEvent]) -> None:
         try:
             for item in items:
                 emit(item)
@@ -377,13 +378,13 @@ class StreamReader:
             raise _Downstream(exc) from exc
 
     async def _attempt(
-        self, request: HttpRequest, emit: Emit, clock: _FrameClock, paced: bool
+        self, request: HttpRequest, emit: Emit, clock: _FrameClock, paced: bool, data_only: bool
     ) -> AsyncGenerator[None, None]:
         response = await self._within(self._send(request), clock, request)
         watchdog = _Watchdog(asyncio.get_running_loop(), clock)
         try:
             await self._check_head(response, request, clock)
-            decoder = self.dialect.frame_decoder(self.max_frame_size)
+            decoder = self.dialect.frame_decoder(self.max_frame_size, data_only=data_only)
             chunks = response.__aiter__()
             while True:
                 watchdog.enter()

@@ -33,8 +33,7 @@ from .errors import ChatError, ToolCallError
 from .events import EVENT_TYPES, ChatEvent
 from .messages import ChatRequest, Message, ToolMessage
 from .results import ChatResponse, ToolCall
-from .sse import Frame
-from .stream_reader import downstream_error
+from .stream_reader import Emit, downstream_error
 from .tools import Tool, ToolContext, ToolSet
 from .tools.context import ToolProgress
 from .tools.scope import around_tool
@@ -46,7 +45,6 @@ ToolErrorPolicy = Literal["raise", "return"]
 """What a raising tool does: fail the response ("raise") or send the error text back."""
 
 
-Emit = Callable[[Frame | bytes | ChatEvent], None]
 Read = Callable[[HttpRequest, Emit, bool], AsyncGenerator[None, None]]
 """``read(request, emit, paced)``: send ``request``, ``emit`` each frame of its body (a
 retry's STATUS event too) on the running loop, yielding after each batch when ``paced`` (as

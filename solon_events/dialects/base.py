@@ -35,10 +35,10 @@ __all__ = [
 class FrameDecoder(Protocol):
     """What decodes a response body into frames, sans-I/O: bytes in at any split."""
 
-    def feed(self, chunk: bytes) -> Sequence[Frame | bytes]:
+    def feed(self, chunk: bytes) -> Sequence[Frame | str | bytes]:
         """The frames the next chunk completed."""
 
-    def close(self) -> Sequence[Frame | bytes]:
+    def close(self) -> Sequence[Frame | str | bytes]:
         """The frames pending at the end of the body; raises on a body cut short."""
 
 
@@ -79,10 +79,15 @@ class ChatDialect:
         dialect implements (or it overrides :meth:`build_request` itself)."""
         raise NotImplementedError
 
-    def frame_decoder(self, max_frame_size: int) -> FrameDecoder:
+    def frame_decoder(self, max_frame_size: int, *, data_only: bool = False) -> FrameDecoder:
         """The decoder of a response body into frames: SSE or JSON lines (sniffed) by
-        default; a provider with another framing (Bedrock's AWS event stream) says so here."""
-        return StreamDecoder(max_frame_size=max_frame_size)
+        default; a provider with another framing (Bedrock's AWS event stream) says so here.
+
+        ``data_only``: the reader needs each frame's data alone (the parse stage reads
+        nothing else), so the decoder may give a str instead of a :class:`Frame` (the
+        default decoder then builds no Frame); False when something also reads the SSE
+        fields (a recording notes each frame's ``event``)."""
+        return StreamDecoder(max_frame_size=max_frame_size, data_only=data_only)
 
     def secrets(self, *, api_key: str | None = None, api_url: str | None = None) -> list[str]:
         """Secrets the requests will carry besides ``api_key`` and the model's headers (none

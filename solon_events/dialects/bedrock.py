@@ -121,8 +121,11 @@ class BedrockDialect(ChatDialect):
 
     name = "bedrock"
 
-    def frame_decoder(self, max_frame_size: int) -> EventStreamFrameDecoder:
-        """The body is an AWS event stream: one frame per message."""
+    def frame_decoder(
+        self, max_frame_size: int, *, data_only: bool = False
+    ) -> EventStreamFrameDecoder:
+        """The body is an AWS event stream: one frame per message (its payload's bytes,
+        with or without ``data_only``)."""
         return EventStreamFrameDecoder(max_frame_size)
 
     def secrets(self, *, api_key: str | None = None, api_url: str | None = None) -> list[str]:
