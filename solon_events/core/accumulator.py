@@ -22,7 +22,6 @@ __all__ = ["ChatAccumulator"]
 
 _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
 _THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
-_USAGE = EVENT_TYPES.USAGE
 
 
 class _CallParts:
@@ -123,11 +122,6 @@ class ChatAccumulator:
         if kind is _THINKING_DELTA:
             if event.text:
                 self._thinking.append(event.text)
-            return
-        if kind is _USAGE:  # a snapshot in every frame of some providers (Gemini)
-            usage = event.usage
-            if usage is not None:
-                self.usage = usage
             return
         handler = _HANDLERS.get(kind)
         if handler is not None:
@@ -292,6 +286,7 @@ _HANDLERS: dict[ChatEventType, Callable[[ChatAccumulator, ChatEvent], None]] = {
     EVENT_TYPES.CITATION: ChatAccumulator._on_citation,
     EVENT_TYPES.SEARCH_RESULT: ChatAccumulator._on_search_result,
     EVENT_TYPES.MEDIA_DONE: ChatAccumulator._on_media,
+    EVENT_TYPES.USAGE: ChatAccumulator._on_usage,
     EVENT_TYPES.ERROR: ChatAccumulator._on_error,
     EVENT_TYPES.THINKING_SIGNATURE: ChatAccumulator._on_signature,
     EVENT_TYPES.THINKING_REDACTED: ChatAccumulator._on_redacted,
@@ -299,5 +294,4 @@ _HANDLERS: dict[ChatEventType, Callable[[ChatAccumulator, ChatEvent], None]] = {
     EVENT_TYPES.SERVER_TOOL_START: ChatAccumulator._on_server_tool,
     EVENT_TYPES.STEP_END: ChatAccumulator._on_usage,
 }
-"""What each event type folds into (types not listed fold nothing; the deltas and USAGE are
-folded in :meth:`ChatAccumulator.add` itself)."""
+"""What each event type folds into (types not listed fold nothing)."""

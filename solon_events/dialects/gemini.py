@@ -82,8 +82,6 @@ FILTER_REASONS = frozenset(
 """The ``finishReason`` values that mean the API withheld content (CONTENT_FILTER)."""
 
 _STATE_KEY = "gemini"
-_USAGE_KEY = "gemini.usage"
-"""Where ``ctx.state`` holds the step's last ``usageMetadata`` sent as USAGE."""
 _ONE_PART_FRAME = frozenset(
     {"candidates", "usageMetadata", "modelVersion", "responseId", "createTime"}
 )
@@ -140,7 +138,7 @@ class GeminiDialect(ChatDialect):
                         _identify(ctx, response_id, model)
                     ctx.send(_TEXT_DELTA, text=text, raw=part)
                     if usage is not None:
-                        _usage(ctx, usage, frame)
+                        _usage(ctx, _state(ctx), usage, frame)
                     return
             if _one_part(ctx, frame, candidate, part, response_id, model):
                 return
@@ -185,7 +183,7 @@ def _response(ctx: ChatStreamContext, frame: Any) -> None:
     usage = frame.get("usageMetadata")
     if isinstance(usage, dict):
         known = True
-        _usage(ctx, usage, frame)
+        _usage(ctx, state, usage, frame)
     if finish is None and blocked and not candidates:
         finish = blocked
     if finish is not None:
@@ -222,7 +220,7 @@ def _one_part(
     reason = _finish_reason(ctx, state, candidate) if "finishReason" in candidate else None
     usage = frame.get("usageMetadata")
     if type(usage) is dict:
-        _usage(ctx, usage, frame)
+        _usage(ctx, state, usage, frame)
     if reason is not None:
         state.close_call(ctx)
         ctx.finish(reason)
@@ -240,7 +238,7 @@ def _identify(ctx: ChatStreamContext, response_id: Any, model: Any) -> None:
 class _State:
     """What the dialect remembers across one step's frames."""
 
-    __slots__ = ("args", "calls", "code_ids", "count", "open_call", "seen")
+    __slots__ = ("args", "calls", "code_ids", "count", "open_call", "seen", "usage")
 
     def __init__(self) -> None:
         self.calls = ToolCallAssembler()
@@ -248,6 +246,7 @@ class _State:
         self.open_call: int | None = None  # position of the streamed call still open
         self.args: JsonPathAssembler | None = None
         self.seen: set[tuple[Any, ...]] = set()  # sources and filters already sent
+        self.usage: Mapping[str, Any] | None = None
         self.code_ids: list[str] = []  # code executions started, to pair their results
 
     def next_position(self) -> int:
@@ -587,19 +586,18 @@ def _usage_of(usage: Mapping[str, Any], source: Any) -> Usage | None:
     )
 
 
-def _usage(ctx: ChatStreamContext, usage: Mapping[str, Any], frame: Any) -> None:
-    """USAGE when the payload holds counts and differs from the step's last one sent.
+def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any], frame: Any) -> None:
+    """USAGE when the payload holds counts and differs from the last one sent.
 
     Of the frame the parse stage decoded, the event's ``raw`` and its usage's ``source``
     hold the ``usageMetadata`` as part of the frame's text, decoded when read.
     """
-    state = ctx.state
-    if usage == state.get(_USAGE_KEY):
+    if usage == state.usage:
         return
     held = held_member(ctx.frame_text, "usageMetadata") if frame is ctx.frame else usage
     built = _usage_of(usage, held)
     if built is not None:
-        state[_USAGE_KEY] = usage
+        state.usage = usage
         ctx.send(_USAGE, usage=built, raw=held)
 
 
