@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import re
 import sys
 from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
@@ -227,6 +228,7 @@ class StreamReader:
         self.transport = transport
         self.io = io
         self.dialect = dialect
+        self._decoder_takes_data_only = _takes_data_only(dialect)
         self.budgets = budgets or TimeBudgets()
         self.max_frame_size = max_frame_size
         self.retry_policy = retry_policy or RetryPolicy()
@@ -384,7 +386,11 @@ class StreamReader:
         watchdog = _Watchdog(asyncio.get_running_loop(), clock)
         try:
             await self._check_head(response, request, clock)
-            decoder = self.dialect.frame_decoder(self.max_frame_size, data_only=data_only)
+            decoder = (
+                self.dialect.frame_decoder(self.max_frame_size, data_only=True)
+                if data_only and self._decoder_takes_data_only
+                else self.dialect.frame_decoder(self.max_frame_size)
+            )
             chunks = response.__aiter__()
             while True:
                 watchdog.enter()
@@ -555,3 +561,11 @@ def _nesting_within(value: Any, limit: int) -> bool:
 def _snippet(body: bytes, limit: int = 200) -> str:
     text = re.sub(r"\s+", " ", body.decode("utf-8", "replace")).strip()
     return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def _takes_data_only(dialect: ChatDialect) -> bool:
+    """Whether ``dialect.frame_decoder`` takes ``data_only`` (one written before it was
+    added, ``frame_decoder(self, max_frame_size)``, gives whole frames, which ``emit``
+    reads as well)."""
+    parameters = inspect.signature(dialect.frame_decoder).parameters.values()
+    return any(p.name == "data_only" or p.kind is p.VAR_KEYWORD for p in parameters)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
+from reactivex import operators as ops
 
 from solon_events import ChatModel
 from solon_events.devserver import DevServer, RunningServer
@@ -95,3 +96,25 @@ def test_a_recording_still_notes_each_frames_event(server: RunningServer, tmp_pa
     events = [line.get("event") for line in frames if "json" in line or "data" in line]
     assert events and all(events), events  # every Anthropic frame is a named SSE event
     assert events[0] == "message_start"
+
+
+class _Older(AnthropicDialect):
+    """A dialect written before ``data_only``: ``frame_decoder(max_frame_size)`` alone."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def frame_decoder(self, max_frame_size: int) -> Any:  # type: ignore[override]
+        self.asked += 1
+        return super().frame_decoder(max_frame_size)
+
+
+def test_a_dialect_whose_frame_decoder_takes_no_data_only_still_streams(
+    server: RunningServer,
+) -> None:
+    dialect = _Older()
+    with ChatModel(server.url + "/v1/messages", "hello", dialect=dialect) as model:
+        events = list(model.prompt("hi").stream().pipe(ops.to_list()).run())
+        assert model.prompt("hi").call().text
+    assert dialect.asked == 2
+    assert "".join(e.text or "" for e in events if e.type.name == "TEXT_DELTA")
