@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import orjson
 import pytest
+from decoding import decode_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recorded import CORPUS, needs_corpus
@@ -54,17 +55,6 @@ OLLAMA_NDJSON = (
     b'{"model":"llama3.2","message":{"role":"assistant","content":""},"done":true,'
     b'"done_reason":"stop","prompt_eval_count":26,"eval_count":2}\n'
 )
-
-
-def decode_all(
-    decoder: SSEDecoder | JSONLinesDecoder | StreamDecoder, chunks: Iterable[bytes]
-) -> list[Frame]:
-    """Feed every chunk, then close; all frames in order."""
-    frames: list[Frame] = []
-    for chunk in chunks:
-        frames.extend(decoder.feed(chunk))
-    frames.extend(decoder.close())
-    return frames
 
 
 def sse(*chunks: bytes) -> list[Frame]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import itertools
 
+from decoding import decode_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sse import decode_all
 
 from solon_events.sse import (
     Frame,
