@@ -129,7 +129,7 @@ class BedrockWire(Wire):
         if kind == "thinking":
             signature = base64.b64encode(secrets.token_bytes(48)).decode()
             frames.append(self._delta({"reasoningContent": {"signature": signature}}))
-        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        frames.append(self._stop())
         return frames
 
     def _delta(self, delta: Mapping[str, Any]) -> Frame:
@@ -155,28 +155,31 @@ class BedrockWire(Wire):
         tool_use = {"toolUseId": tool_id, "name": part.name, "type": "server_tool_use"}
         frames = [self._start({"toolUse": tool_use})]
         frames += [self._delta({"toolUse": {"input": fragment}}) for fragment in part.fragments]
-        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        frames.append(self._stop())
         self._index += 1
         status = "error" if part.is_error else "success"
         result = {"toolUseId": tool_id, "type": part.name, "status": status}
         frames.append(self._start({"toolResult": result}))
         frames.append(self._delta({"toolResult": [{"text": part.result}]}))
-        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        frames.append(self._stop())
         return frames
 
     def image(self, part: ImagePart) -> list[Frame]:
         """An ``image`` block: its ``format``, then ``pieces`` deltas of base64 bytes."""
         self._index += 1
         frames = [self._start({"image": {"format": part.format}})]
-        size = -(-len(part.data) // max(1, part.pieces))
-        for at in range(0, len(part.data), max(1, size)):
+        size = max(1, -(-len(part.data) // max(1, part.pieces)))  # bytes a piece, rounded up
+        for at in range(0, len(part.data), size):
             piece = base64.b64encode(part.data[at : at + size]).decode()
             frames.append(self._delta({"image": {"source": {"bytes": piece}}}))
-        frames.append({"contentBlockStop": {"contentBlockIndex": self._index}})
+        frames.append(self._stop())
         return frames
 
     def _start(self, start: Mapping[str, Any]) -> Frame:
         return {"contentBlockStart": {"contentBlockIndex": self._index, "start": start}}
+
+    def _stop(self) -> Frame:
+        return {"contentBlockStop": {"contentBlockIndex": self._index}}
 
     def finish(self, reason: str) -> list[Frame]:
         """``messageStop`` with the stop reason, then ``metadata`` (usage, latency)."""
