@@ -119,8 +119,10 @@ class AiohttpTransport:
     ``stream()`` and ``call()``, the caller's own loop for ``astream()`` and ``acall()``),
     made on first use in that loop.
 
-    :meth:`aclose` closes them all (each on its own loop); a loop's pool is also closed
-    when the loop shuts down its async generators, as ``asyncio.run()`` does at its end.
+    :meth:`aclose` closes them all (each on its own loop); a loop's pool is also closed,
+    and forgotten, when the loop shuts down its async generators, as ``asyncio.run()`` does
+    at its end (a loop closed without that is forgotten when the next pool is made), so
+    that the transport keeps no ended loop alive.
     """
 
     def __init__(self, *, connection_limit: int = 100) -> None:
@@ -146,11 +148,20 @@ class AiohttpTransport:
             timeout=aiohttp.ClientTimeout(total=None),
             auto_decompress=True,
         )
-        pool = _Pool(session)
+        pool = _Pool(session, lambda: self._forget(loop))
         await pool.start()
         with self._lock:
+            for ended in [other for other in self._pools if other.is_closed()]:
+                del self._pools[ended]
             self._pools[loop] = pool
         return session
+
+    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        """``loop``'s pool was closed: the transport no longer holds it (nor the loop)."""
+        with self._lock:
+            pool = self._pools.get(loop)
+            if pool is not None and pool.session.closed:
+                del self._pools[loop]
 
     async def send(self, request: HttpRequest) -> HttpResponse:
         """POST ``request``; the response once its status line and headers are in."""
@@ -218,13 +229,18 @@ async def pools_closed() -> None:
         await asyncio.wait(closing)
 
 
-async def _closing(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+async def _closing(
+    session: aiohttp.ClientSession, closed: Callable[[], None]
+) -> AsyncGenerator[None, None]:
     """Suspended until closed: by :meth:`_Pool.close`, or by the loop when it shuts its
-    async generators down; then closes ``session``, on its loop."""
+    async generators down; then closes ``session``, on its loop, and calls ``closed``."""
     try:
         yield
     finally:
-        await session.close()
+        try:
+            await session.close()
+        finally:
+            closed()
 
 
 class _Pool:
@@ -232,9 +248,9 @@ class _Pool:
 
     _closing_tasks: ClassVar[set[asyncio.Future[None]]] = set()
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    def __init__(self, session: aiohttp.ClientSession, closed: Callable[[], None]) -> None:
         self.session = session
-        self._closer = _closing(session)
+        self._closer = _closing(session, closed)
         self._closed: asyncio.Future[None] | None = None
 
     async def start(self) -> None:

@@ -4,8 +4,10 @@ any of them (the tool loop run from recorded bytes, with no server)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -231,4 +233,45 @@ def test_connection_limit_is_the_pool_size() -> None:
         assert outcomes == ["done", "done"] and len(server.requests) == 2
     finally:
         model.close()
+        server.close()
+
+
+def test_an_ended_loop_is_not_kept_alive_by_its_pool() -> None:
+    """Each ``asyncio.run(acall())`` makes a pool on its own loop; once the loop has ended,
+    neither the pool nor the loop is kept (#29.12: every closed loop stayed alive, with its
+    aiohttp session, in the transport's pools)."""
+    server = DevServer.run_in_thread()
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+    try:
+        with ChatModel(server.url + "/v1/chat/completions", "echo") as model:
+
+            async def ask() -> str:
+                loops.append(weakref.ref(asyncio.get_running_loop()))
+                return (await model.prompt("hello there").acall()).text
+
+            answers = [asyncio.run(ask()) for _ in range(20)]
+            assert answers == ["hello there"] * 20
+            gc.collect()
+            assert [ref() for ref in loops] == [None] * 20
+            assert isinstance(model.transport, AiohttpTransport)
+            assert not model.transport._pools
+    finally:
+        server.close()
+
+
+def test_a_loop_closed_without_shutting_its_generators_down_is_forgotten() -> None:
+    """A loop closed by hand (no ``shutdown_asyncgens()``) is dropped when the next pool
+    is made."""
+    server = DevServer.run_in_thread()
+    try:
+        with ChatModel(server.url + "/v1/chat/completions", "echo") as model:
+            loop = asyncio.new_event_loop()
+            assert loop.run_until_complete(model.prompt("by hand").acall()).text == "by hand"
+            loop.close()
+            gone = weakref.ref(loop)
+            del loop
+            assert asyncio.run(model.prompt("next").acall()).text == "next"
+            gc.collect()
+            assert gone() is None
+    finally:
         server.close()
