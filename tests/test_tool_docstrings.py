@@ -1,16 +1,13 @@
-"""Tests of solon_events.tools.docstrings: descriptions read by docstring-parser, and without it."""
+"""Tests of solon_events.tools.docstrings: descriptions read by docstring-parser."""
 
 from __future__ import annotations
 
-import sys
-import warnings
 from typing import Any
 
 import pytest
 
 from solon_events.tools import Tool, tool
-from solon_events.tools import docstrings as docstrings_module
-from solon_events.tools.docstrings import INSTALL_HINT, parse_docstring
+from solon_events.tools.docstrings import parse_docstring
 
 
 def props(t: Tool[..., Any]) -> dict[str, Any]:
@@ -170,89 +167,3 @@ def test_star_names_and_blank_lines_in_descriptions() -> None:
 def test_a_docstring_the_library_cannot_read_keeps_its_text() -> None:
     doc = "Odd.\n\n    :param: nothing named\n"
     assert parse_docstring(doc).description.startswith("Odd.")
-
-
-# --------------------------------------------------------------------------- without the library
-
-
-@pytest.fixture
-def without_docstring_parser(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``import docstring_parser`` fails, as when the tools extra is not installed."""
-    monkeypatch.setitem(sys.modules, "docstring_parser", None)
-    monkeypatch.setattr(docstrings_module, "_warned", False)
-
-
-@pytest.mark.usefixtures("without_docstring_parser")
-def test_without_the_library_the_description_is_the_summary() -> None:
-    def weather(city: str, days: int = 1) -> str:
-        """Get the weather forecast.
-
-        Uses the national service.
-
-        Args:
-            city: The city.
-        """
-        return ""
-
-    with pytest.warns(UserWarning) as caught:
-        t = tool(weather)
-    assert t.description == "Get the weather forecast."
-    assert "description" not in props(t)["city"]
-    assert props(t)["city"] == {"type": "string"}
-    assert len(caught) == 1
-    message = str(caught[0].message)
-    assert INSTALL_HINT in message and "docstring-parser" in message
-    assert caught[0].filename == __file__
-
-
-@pytest.mark.usefixtures("without_docstring_parser")
-@pytest.mark.parametrize(
-    "doc",
-    [
-        "Add.\n\n    :param a: first\n",
-        "Add.\n\n    Parameters\n    ----------\n    a : int\n        first\n",
-        "Add.\n    Args:\n        a: first\n",
-    ],
-    ids=["rest", "numpy", "google-without-blank-line"],
-)
-def test_without_the_library_every_style_warns_once(doc: str) -> None:
-    def add(a: int) -> int:
-        return a
-
-    add.__doc__ = doc
-    with pytest.warns(UserWarning, match="solon-events\\[tools\\]"):
-        first = tool(add)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        second = tool(add)
-    assert first.description == second.description == "Add."
-    assert (
-        first.parameters
-        == second.parameters
-        == {
-            "type": "object",
-            "properties": {"a": {"type": "integer"}},
-            "required": ["a"],
-            "additionalProperties": False,
-        }
-    )
-
-
-@pytest.mark.usefixtures("without_docstring_parser")
-def test_without_the_library_a_docstring_with_no_parameter_section_does_not_warn() -> None:
-    def add(a: int) -> int:
-        """Add one.
-
-        The sum is exact.
-        """
-        return a
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert tool(add).description == "Add one."
-
-
-@pytest.mark.usefixtures("without_docstring_parser")
-def test_without_the_library_a_docstring_that_starts_with_a_section_has_no_description() -> None:
-    with pytest.warns(UserWarning):
-        assert parse_docstring("\n    Args:\n        a: the a\n") == ("", {})

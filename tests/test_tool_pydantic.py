@@ -14,7 +14,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from solon_events.errors import ToolCallError
 from solon_events.tools import Tool, format_result, tool
-from solon_events.tools.docstrings import INSTALL_HINT
+from solon_events.tools.pydantic_schema import INSTALL_HINT
 
 
 class Unit(enum.Enum):

@@ -16,10 +16,12 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from .docstrings import INSTALL_HINT
 from .shape import BadValue, Shape, Unsupported, inline_refs
 
-__all__ = ["is_field_info", "pydantic_shape", "wants_pydantic"]
+__all__ = ["INSTALL_HINT", "is_field_info", "pydantic_shape", "wants_pydantic"]
+
+INSTALL_HINT = "pip install 'solon-events[tools]'"
+"""What to run for pydantic types as tool parameters."""
 
 _PYDANTIC_MODULES = ("pydantic", "annotated_types")
 
