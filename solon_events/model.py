@@ -34,7 +34,7 @@ from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
 from .loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
 from .messages import ChatRequest, Message, ToolSpec, to_messages
-from .redaction import Redactor
+from .redaction import Redactor, redact_url
 from .results import ChatResponse
 from .retry import RetryPolicy
 from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
@@ -83,8 +83,9 @@ class ChatModel:
     use it as a context manager) when done: streams still in flight then end with a
     ChatError saying the model was closed. A model never closed is closed when it is
     garbage collected or when the interpreter exits. No secret it knows (the API key, the
-    values of auth-like headers, key-like query values of ``api_url``) appears in a repr,
-    an error or an event.
+    values of auth-like headers, the user info and secret-like query values of
+    ``api_url``), nor an encoded form of one, appears in a repr, an error or an event; a URL
+    is shown with its user info and every query value masked.
     """
 
     def __init__(
@@ -118,8 +119,7 @@ class ChatModel:
             ),
         )
         if not isinstance(api_url, str) or not api_url.startswith(("http://", "https://")):
-            shown = redactor.text(api_url) if isinstance(api_url, str) else api_url
-            raise ValueError(f"api_url must be an http(s) URL, got {shown!r}")
+            raise ValueError(f"api_url must be an http(s) URL, got {_shown_url(api_url)}")
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty string")
         if max_steps < 1:
@@ -176,7 +176,8 @@ class ChatModel:
     def __repr__(self) -> str:
         key = "set" if self._api_key else "none"
         return (
-            f"ChatModel(api_url={self._redactor.text(self.api_url)!r}, model={self.model!r}, "
+            f"ChatModel(api_url={self._redactor.text(redact_url(self.api_url))!r}, "
+            f"model={self.model!r}, "
             f"dialect={self.dialect.name!r}, api_key=<{key}>)"
         )
 
@@ -234,6 +235,14 @@ class ChatModel:
     async def __aexit__(self, *_: object) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
         await pools_closed()  # this loop's connections (astream, acall) are closed too
+
+
+def _shown_url(api_url: object) -> str:
+    """A wrong ``api_url`` as its error shows it: a URL masked (user info, query values),
+    anything else by its type alone (it may be a key passed in the wrong place)."""
+    if isinstance(api_url, str) and "://" in api_url:
+        return repr(redact_url(api_url))
+    return f"a {type(api_url).__name__} that is no URL (not shown: it may be a secret)"
 
 
 _SHUTDOWN_TIMEOUT = 10.0

@@ -1,11 +1,26 @@
 """The one place secrets are taken out of the text the library produces (sans-I/O).
 
 A :class:`Redactor` is fed every secret a model knows (its API key, the values of its
-auth-like headers and the bare token inside ``"Bearer X"``, the key-like query values and
-the password of its ``api_url``) and replaces each with ``***`` wherever it appears: in an
-error's message, ``args`` and ``provider_error``, in reprs, in a retry's cause. Any run of
-eight or more characters of a secret is masked too: a secret cut short by a snippet
-(``'sk-live-0123...'``) shows no more of itself than a whole one.
+auth-like headers and the bare token inside ``"Bearer X"``, the user info of its ``api_url``
+and the values of its query parameters whose name says key, token, secret, password, auth,
+signature, code, credential or session) and replaces each with ``***`` wherever it appears:
+in an error's message, ``args``, notes and ``provider_error`` (and those of every exception
+of its cause and context chain), in reprs, in a retry's cause, in telemetry and in
+recordings. It masks more than the secret as given:
+
+- any run of 8 or more of its characters: a secret cut short by a snippet
+  (``'sk-live-0123...'``) shows no more of itself than a whole one;
+- its encoded forms, computed once when the redactor is made: base64 and base64url (also
+  inside a longer encoded text such as a Basic credential), %-encoding, JSON escapes and
+  ``\\uXXXX`` escapes; and any of them with its ASCII letters in another case (an error
+  message that lowercases what it quotes).
+
+A value shorter than :data:`MIN_SECRET_LENGTH` (8) characters is never masked: it is too
+short to be a credential worth the name, and masking it would mangle the text it occurs in
+(an ``api_key="1"`` would turn ``127.0.0.1`` into ``***27.0.0.***``).
+
+:func:`redact_url` is how a URL is shown in any text: its user info and the value of every
+query parameter masked, whatever the parameter's name.
 """
 
 from __future__ import annotations
@@ -13,68 +28,94 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urlunsplit
+
+import orjson
 
 from .errors import ChatError, ChatHttpError
 
-__all__ = ["MASK", "Redactor", "redact_url"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "Redactor", "redact_url"]
 
 _E = TypeVar("_E", bound=BaseException)
 
 MASK = "***"
 """What a secret is replaced with."""
 
+MIN_SECRET_LENGTH = 8
+"""The length under which a value is not masked (too short to be a credential; masking it
+would mangle ordinary text)."""
+
 _AUTH_LIKE_HEADER = re.compile(
     r"auth|key|token|secret|password|passwd|credential|signature|cookie|session", re.I
 )
-_KEY_LIKE_PARAMS = frozenset(
-    {
-        "key",
-        "api_key",
-        "apikey",
-        "api-key",
-        "token",
-        "access_token",
-        "auth",
-        "secret",
-        "password",
-        "sig",
-        "signature",
-    }
-)
-# The shortest run of a secret's characters that is masked where it stands alone.
-_FRAGMENT = 8
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|code|credential|session", re.I)
+# How many characters of each form of a secret make a masked run: 8 of the secret itself
+# (also %-encoded or JSON-escaped), 10 of base64 (60 bits: 7.5 characters' worth), 48 of
+# \uXXXX escapes (8 characters).
+_RUN = MIN_SECRET_LENGTH
+_BASE64_RUN = 10
+_UNICODE_ESCAPE_RUN = 6 * MIN_SECRET_LENGTH
 # How deep :meth:`Redactor.value` follows nested containers (deeper ones are replaced).
 _MAX_DEPTH = 64
+# ASCII letters to lower case, every other character kept (the text keeps its length, so
+# that what is found in the lowered copy is masked at the same place in the text).
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def redact_url(url: str) -> str:
-    """``url`` without its query string, fragment and user info, for messages."""
+    """``url`` as any text the library produces shows it: its user info and the value of
+    every query parameter masked (the parameters' names kept), its fragment left out.
+
+    >>> redact_url("https://user:pw@example.com/v1?api-version=2024-10-21&key=abc#top")
+    'https://***@example.com/v1?api-version=***&key=***'
+    """
     try:
         parts = urlsplit(url)
-        netloc = parts.hostname or ""
-        if parts.port:
-            netloc = f"{netloc}:{parts.port}"
+        host = parts.hostname or ""
+        port = parts.port
     except ValueError:  # not a URL: nothing of it is shown
         return "<an invalid URL>"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc = f"{netloc}:{port}"
+    if "@" in parts.netloc:
+        netloc = f"{MASK}@{netloc}"
+    query = "&".join(_masked_parameter(pair) for pair in parts.query.split("&") if pair)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _masked_parameter(pair: str) -> str:
+    name, equals, _value = pair.partition("=")
+    return f"{name}={MASK}" if equals else MASK
 
 
 class Redactor:
-    """Replaces every secret it was given with :data:`MASK` in text, values and errors."""
+    """Replaces every secret it was given (and its encoded forms, and any run of 8 of their
+    characters) with :data:`MASK` in text, values and errors. Values shorter than
+    :data:`MIN_SECRET_LENGTH` are ignored."""
 
-    __slots__ = ("_fragments", "_secrets")
+    __slots__ = ("_runs", "_secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        found = {secret for secret in secrets if secret and secret.strip()}
+        found = {
+            secret
+            for secret in secrets
+            if isinstance(secret, str) and len(secret.strip()) >= MIN_SECRET_LENGTH
+        }
         # Longest first, so a secret that contains another is masked whole.
         self._secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))
-        self._fragments = frozenset(
-            secret[i : i + _FRAGMENT]
-            for secret in self._secrets
-            for i in range(len(secret) - _FRAGMENT + 1)
+        runs: dict[int, set[str]] = {}
+        for secret in self._secrets:
+            for form, size in _forms(secret):
+                lowered = form.translate(_ASCII_LOWER)
+                runs.setdefault(size, set()).update(
+                    lowered[i : i + size] for i in range(len(lowered) - size + 1)
+                )
+        # (run length, every run of that length of every form, in lower case)
+        self._runs: tuple[tuple[int, frozenset[str]], ...] = tuple(
+            (size, frozenset(found_runs)) for size, found_runs in sorted(runs.items())
         )
 
     @classmethod
@@ -87,8 +128,8 @@ class Redactor:
         extra: Iterable[str] = (),
     ) -> Redactor:
         """A redactor of every secret in a model's settings: ``api_key``, the values of
-        auth-like ``headers`` (and the token after an auth scheme), the key-like query
-        values and the password of ``api_url``, and the ``extra`` secrets its dialect
+        auth-like ``headers`` (and the token after an auth scheme), the user info and the
+        secret-like query values of ``api_url``, and the ``extra`` secrets its dialect
         names (e.g. the AWS credentials Bedrock signs with)."""
         secrets: list[str] = [api_key or "", *extra]
         for name, value in (headers or {}).items():
@@ -110,28 +151,37 @@ class Redactor:
         return bool(self._secrets)
 
     def text(self, text: str) -> str:
-        """``text`` with every secret, and every run of 8 or more of its characters, masked."""
+        """``text`` with every secret, every encoded form of one, and every run of their
+        characters (8 of a secret, 10 of its base64, 48 of its ``\\u`` escapes), in any
+        letter case, masked."""
         if not self._secrets or not text:
             return text
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
-        return self._mask_fragments(text) if self._fragments else text
+        return self._mask_runs(text)
 
-    def _mask_fragments(self, text: str) -> str:
-        fragments, size = self._fragments, _FRAGMENT
-        covered_until = -1
-        spans: list[list[int]] = []
-        for start in range(len(text) - size + 1):
-            if text[start : start + size] in fragments:
-                if spans and start <= covered_until:
-                    spans[-1][1] = start + size
-                else:
-                    spans.append([start, start + size])
-                covered_until = start + size
-        for start, end in reversed(spans):
-            text = text[:start] + MASK + text[end:]
-        return text
+    def _mask_runs(self, text: str) -> str:
+        lowered = text.translate(_ASCII_LOWER)
+        spans: list[tuple[int, int]] = []
+        for size, runs in self._runs:
+            spans.extend(
+                (start, start + size)
+                for start in range(len(lowered) - size + 1)
+                if lowered[start : start + size] in runs
+            )
+        if not spans:
+            return text
+        spans.sort()
+        pieces: list[str] = []
+        shown_from = 0  # where the text not yet masked starts
+        masked_until = -1
+        for start, end in spans:
+            if start > masked_until:  # a new masked span (apart from the previous one)
+                pieces += [text[shown_from:start], MASK]
+            masked_until = shown_from = max(masked_until, end)
+        pieces.append(text[shown_from:])
+        return "".join(pieces)
 
     def value(self, value: Any, _depth: int = 0) -> Any:
         """A JSON-like ``value`` with every string (keys included) redacted; containers
@@ -153,15 +203,37 @@ class Redactor:
         return value
 
     def error(self, error: _E) -> _E:
-        """``error`` itself, every text it carries redacted in place.
+        """``error`` itself, every text it carries redacted in place, and so every exception
+        of its chain (causes and contexts, each once however the chain loops).
 
         For a ChatError: its message, ``args``, ``provider_error`` and the message, URL and
-        headers of an HTTP error. For any exception: its string ``args``. A cause or
-        context whose text still shows a secret is dropped from the chain.
+        headers of an HTTP error. For any exception: its string ``args`` and notes. An
+        exception of the chain whose text still shows a secret (a ``__str__`` of its own)
+        is cut from the chain, with what is behind it.
         """
         if not self._secrets:
             return error
+        self._redact_in_place(error)
+        seen = {id(error)}
+        pending: list[BaseException] = [error]
+        while pending:
+            current = pending.pop()
+            for linked in _linked(current):
+                if id(linked) in seen:
+                    continue
+                seen.add(id(linked))
+                self._redact_in_place(linked)
+                if self._shows_a_secret(linked):
+                    _unlink(current, linked)
+                else:
+                    pending.append(linked)
+        return error
+
+    def _redact_in_place(self, error: BaseException) -> None:
         error.args = tuple(self.text(a) if isinstance(a, str) else a for a in error.args)
+        notes = getattr(error, "__notes__", None)
+        if isinstance(notes, list):
+            notes[:] = [self.text(n) if isinstance(n, str) else n for n in notes]
         if isinstance(error, ChatError):
             error.message = self.text(error.message)
             if error.provider_error:
@@ -172,18 +244,60 @@ class Redactor:
             if error.url:
                 error.url = self.text(error.url)
             error.headers = {name: self.text(v) for name, v in error.headers.items()}
-        for linked in (error.__cause__, error.__context__):
-            if linked is not None and self._shows_a_secret(linked):
-                error.__cause__ = None
-                error.__suppress_context__ = True
-        return error
 
     def _shows_a_secret(self, error: BaseException) -> bool:
         try:
-            shown = f"{error!s} {error!r} {error.__cause__!r} {error.__context__!r}"
+            shown = f"{error!s} {error!r} {getattr(error, '__notes__', '')!r}"
         except Exception:  # a broken __str__ shows nothing, but proves nothing either
             return True
         return self.text(shown) != shown
+
+
+def _linked(error: BaseException) -> list[BaseException]:
+    """The exceptions ``error`` links to: its cause, its context and, for an exception
+    group, its members."""
+    linked = [e for e in (error.__cause__, error.__context__) if e is not None]
+    members = getattr(error, "exceptions", None)
+    if isinstance(members, tuple):
+        linked += [e for e in members if isinstance(e, BaseException)]
+    return linked
+
+
+def _unlink(error: BaseException, linked: BaseException) -> None:
+    """Cut ``linked`` (the cause or the context of ``error``) from the chain; a group's
+    member, which cannot be taken out, stays with its text redacted."""
+    suppress = error.__suppress_context__
+    if error.__cause__ is linked:
+        error.__cause__ = None
+        error.__suppress_context__ = suppress
+    if error.__context__ is linked:
+        error.__context__ = None
+
+
+def _forms(secret: str) -> Iterator[tuple[str, int]]:
+    """Each form ``secret`` may be written in, with the length of the runs of it masked."""
+    yield secret, _RUN
+    escaped = orjson.dumps(secret).decode()[1:-1]
+    written = {
+        quote(secret, safe=""),
+        quote(secret, safe="/"),
+        quote_plus(secret, safe=""),
+        escaped,
+        escaped.replace("/", "\\/"),
+    }
+    for form in written - {secret}:
+        yield form, _RUN
+    units = secret.encode("utf-16-be")
+    yield (
+        "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)),
+        _UNICODE_ESCAPE_RUN,
+    )
+    raw = secret.encode("utf-8")
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for offset in range(3):  # where the secret starts in a group of 3 bytes
+            encoded = encode(bytes(offset) + raw).decode("ascii")
+            # only the characters made of the secret's bits alone
+            yield encoded[-(-8 * offset // 6) : 8 * (offset + len(raw)) // 6], _BASE64_RUN
 
 
 def _header_secrets(value: str) -> list[str]:
@@ -208,20 +322,21 @@ def _basic_credentials(token: str) -> list[str]:
 
 
 def _url_secrets(url: str) -> list[str]:
-    """The key-like query values and the user-info password of ``url``, raw and decoded."""
+    """The user info and the secret-like query values of ``url``, raw and decoded."""
     try:
         parts = urlsplit(url)
-        password = parts.password
+        user, password = parts.username, parts.password
     except ValueError:
         return []
     found: list[str] = []
-    if password:
-        found.extend((password, unquote(password)))
+    for part in (user, password):
+        if part:
+            found.extend((part, unquote(part)))
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if name.lower() in _KEY_LIKE_PARAMS:
+        if _SECRET_PARAM.search(name):
             found.append(value)
     for pair in parts.query.split("&"):  # the raw (still percent-encoded) form too
         name, _, value = pair.partition("=")
-        if unquote(name).lower() in _KEY_LIKE_PARAMS and value:
+        if value and _SECRET_PARAM.search(unquote(name)):
             found.append(value)
     return found

@@ -4,10 +4,13 @@ anywhere in any failing body, in any dialect, never shows."""
 
 from __future__ import annotations
 
+import base64
 import logging
+import socket
 import traceback
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import orjson
 import pytest
@@ -17,6 +20,7 @@ from outcomes import Outcome, outcome_of
 from recorded import DIALECTS, ENDPOINTS, WIRES, body_of, text_body
 
 from solon_events import (
+    ChatConnectionError,
     ChatError,
     ChatEventType,
     ChatHttpError,
@@ -26,6 +30,9 @@ from solon_events import (
 )
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.turns import Finish, RawBytes, Script, StreamError, Text, TurnUsage
+from solon_events.dialects.base import ChatRequest
+from solon_events.dialects.request import Endpoint
+from solon_events.messages import UserMessage
 from solon_events.redaction import MASK, Redactor, redact_url
 from solon_events.transport import RecordedResponse, ReplayTransport
 
@@ -124,14 +131,192 @@ def test_errors_are_redacted_in_place_and_causes_showing_a_secret_are_dropped() 
     assert redactor.error(innocent).__cause__ is not None
 
 
-def test_redact_url_drops_query_and_userinfo() -> None:
+def test_redact_url_masks_userinfo_and_every_query_value() -> None:
     assert redact_url("https://user:pw@api.example.com:8443/v1/x?key=abc#frag") == (
-        "https://api.example.com:8443/v1/x"
+        f"https://{MASK}@api.example.com:8443/v1/x?key={MASK}"
     )
     assert redact_url("http://127.0.0.1/v1beta/models/m:streamGenerateContent?alt=sse&key=k") == (
-        "http://127.0.0.1/v1beta/models/m:streamGenerateContent"
+        f"http://127.0.0.1/v1beta/models/m:streamGenerateContent?alt={MASK}&key={MASK}"
     )
+    assert redact_url("http://[::1]:8000/v1?sk-bare-token-0123") == f"http://[::1]:8000/v1?{MASK}"
     assert redact_url("http://[::1") == "<an invalid URL>"
+
+
+# --- #29: the chain, api_url, short keys, encoded forms
+
+URL_SECRETS = {
+    "userinfo": "pa55word-of-the-user",
+    "api_key": "AK-0123456789abcdef",
+    "key": "K2-0123456789abcdef",
+    "code": "C3-0123",  # short: masked in the URL all the same
+    "subscription-key": "S4-0123456789abcdef",
+    "client_secret": "CS5-0123456789abcdef",
+    "session": "whatever-it-is-0123",
+}
+URL_WITH_SECRETS = (
+    f"https://azure-user:{URL_SECRETS['userinfo']}@example.com/v1/chat/completions?"
+    + "&".join(f"{name}={value}" for name, value in URL_SECRETS.items() if name != "userinfo")
+    + "&api-version=2024-10-21"
+)
+URL_SHOWN = (
+    f"https://{MASK}@example.com/v1/chat/completions?api_key={MASK}&key={MASK}&code={MASK}"
+    f"&subscription-key={MASK}&client_secret={MASK}&session={MASK}&api-version={MASK}"
+)
+
+
+def assert_no_url_secret(text: str) -> None:
+    for value in [*URL_SECRETS.values(), "azure-user", "2024-10-21"]:
+        assert value not in text, text
+
+
+def test_a_secret_in_api_url_never_shows_in_a_repr_or_the_bad_scheme_error() -> None:
+    with ChatModel(URL_WITH_SECRETS, "m", transport=ReplayTransport()) as model:
+        assert f"api_url={URL_SHOWN!r}" in repr(model)
+        assert_no_url_secret(repr(model))
+        assert_no_url_secret(repr(model.prompt("hi")))
+        request = model.build_http_request(
+            ChatRequest(model="m", messages=[UserMessage(text="hi")])
+        )
+        assert repr(request).startswith(f"HttpRequest(url={URL_SHOWN!r}")
+    endpoint = Endpoint(URL_WITH_SECRETS, api_key=SECRET)
+    assert repr(endpoint) == f"Endpoint(url={URL_SHOWN!r})"
+    with pytest.raises(ValueError) as raised:
+        ChatModel("ftp" + URL_WITH_SECRETS[5:], "m")
+    assert URL_SHOWN[5:] in str(raised.value) and "ftp://" in str(raised.value)
+    assert_no_url_secret(str(raised.value))
+
+
+def test_a_key_passed_as_api_url_is_not_shown() -> None:
+    with pytest.raises(ValueError, match="must be an http") as raised:
+        ChatModel(SECRET, "m", api_key="http://127.0.0.1:8000/v1/chat/completions")
+    assert_no_secret([str(raised.value), repr(raised.value)])
+
+
+def test_secret_query_values_of_api_url_are_masked_wherever_echoed() -> None:
+    redactor = Redactor.for_request(api_url=URL_WITH_SECRETS)
+    for name, value in URL_SECRETS.items():
+        if len(value) >= 8:
+            assert redactor.text(f"echo: {value}.") == f"echo: {MASK}.", name
+    # A value whose name says nothing secret is masked in the URL, not everywhere.
+    assert redactor.text("api-version 2024-10-21") == "api-version 2024-10-21"
+
+
+def test_a_secret_deep_in_the_exception_chain_never_prints() -> None:
+    redactor = Redactor([SECRET])
+    try:
+        try:
+            try:
+                try:
+                    raise KeyError(f"the third cause quotes {SECRET}")
+                except KeyError as third:
+                    raise OSError(5, "the second cause") from third
+            except OSError as second:
+                second.add_note(f"a note quoting {SECRET}")
+                raise ValueError("the first cause") from second
+        except ValueError:
+            raise ChatError(f"the error ({SECRET})")  # noqa: B904 (its context is the chain)
+    except ChatError as raised:
+        error = raised
+    assert redactor.error(error) is error
+    shown = "".join(traceback.format_exception(error))
+    assert_no_secret([shown])
+    # What shows no secret stays in the chain, redacted where it quoted one.
+    assert "the first cause" in shown and "the second cause" in shown
+    assert f"the third cause quotes {MASK}" in shown and f"a note quoting {MASK}" in shown
+
+
+class _Shows(Exception):
+    """An exception whose text is not its args (it cannot be redacted in place)."""
+
+    def __str__(self) -> str:
+        return f"shown: {SECRET}"
+
+
+def test_a_chain_that_loops_or_cannot_be_redacted_is_cut() -> None:
+    redactor = Redactor([SECRET])
+    top, middle, bottom = ChatError("top"), ValueError("middle"), _Shows()
+    top.__cause__ = middle
+    middle.__context__ = bottom
+    bottom.__context__ = top  # a loop back to the start
+    middle.__cause__ = middle  # and one onto itself
+    assert redactor.error(top) is top
+    shown = "".join(traceback.format_exception(top))
+    assert_no_secret([shown])
+    assert "middle" in shown and middle.__context__ is None  # the unredactable link is cut
+
+
+def test_a_key_shorter_than_eight_characters_mangles_no_text() -> None:
+    text = "request to http://127.0.0.1:8000/v1/chat/completions failed: 1 of 1 tries"
+    for short in ("1", "127", "abc1234", "0.0.1"):
+        redactor = Redactor.for_request(
+            api_key=short, headers={"x-api-key": short}, api_url=f"http://u:{short}@h/?key={short}"
+        )
+        assert redactor.text(text) == text and not redactor
+    assert Redactor(["8-chars!"]).text("say 8-chars! twice: 8-CHARS!") == (
+        f"say {MASK} twice: {MASK}"
+    )
+
+
+def test_a_trivial_key_leaves_the_error_of_a_refused_connection_readable() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    with (
+        ChatModel(url, "m", api_key="1", max_retries=0) as model,
+        pytest.raises(ChatConnectionError) as raised,
+    ):
+        model.prompt("hi").call()
+    assert f"request to {url} failed" in str(raised.value)
+    assert MASK not in str(raised.value)
+
+
+# The AWS documentation's example secret key: it has "/", which %-encoding changes.
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def _encoded_forms(secret: str) -> dict[str, str]:
+    raw = secret.encode()
+    return {
+        "base64": base64.b64encode(raw).decode(),
+        "base64 of user:secret": base64.b64encode(b"user:" + raw).decode(),
+        "base64 of a JSON body": base64.b64encode(orjson.dumps({"k": secret})).decode(),
+        "base64url": base64.urlsafe_b64encode(b"x" + raw).decode().rstrip("="),
+        "%-encoded": quote(secret, safe=""),
+        "%-encoded, lower-case hex": quote(secret, safe="").replace("%2F", "%2f"),
+        "%-encoded twice over (form)": quote_plus(secret),
+        "\\u escapes": "".join(f"\\u{ord(c):04x}" for c in secret),
+        "\\u escapes, upper-case hex": "".join(f"\\u{ord(c):04X}" for c in secret),
+        "JSON with escaped slashes": secret.replace("/", "\\/"),
+        "lower case": secret.lower(),
+        "upper case": secret.upper(),
+        "swapped case": secret.swapcase(),
+    }
+
+
+@pytest.mark.parametrize("secret", [SECRET, AWS_SECRET])
+@pytest.mark.parametrize("form", list(_encoded_forms(SECRET)))
+def test_an_encoded_form_of_a_secret_is_masked(secret: str, form: str) -> None:
+    encoded = _encoded_forms(secret)[form]
+    redactor = Redactor([secret])
+    shown = redactor.text(f"the provider said: <{encoded}>.")
+    assert shown.startswith("the provider said: <") and shown.endswith(">.")
+    assert MASK in shown and encoded not in shown
+    left = shown.removeprefix("the provider said: <").removesuffix(">.").split(MASK)
+    # What is left of the encoded form is too short to tell anything (a few characters at
+    # the ends that base64 mixes with its neighbours).
+    assert all(len(piece) <= 8 for piece in left), shown
+
+
+def test_an_encoded_key_echoed_by_the_provider_never_shows() -> None:
+    encoded = base64.b64encode(f"user:{SECRET}".encode()).decode()
+    body = orjson.dumps({"error": {"message": f"bad credentials: Basic {encoded}"}})
+    transport = ReplayTransport(RecordedResponse(body, status=401))
+    with ChatModel(RECORDED_URL["openai"], "m", api_key=SECRET, transport=transport) as model:
+        outcome = run(model)
+    assert isinstance(outcome.error, ChatHttpError)
+    texts = produced_texts(model, outcome)
+    assert not any(encoded[8:20] in text for text in texts)
 
 
 # --- every leak of the issue, over HTTP

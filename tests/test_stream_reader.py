@@ -372,7 +372,7 @@ async def test_connection_refused_is_a_connection_error(transport: StreamReader)
         port = sock.getsockname()[1]
     got = await fetch(transport, f"http://user:pw@127.0.0.1:{port}/v1/x?key={SECRET}")
     assert isinstance(got.error, ChatConnectionError)
-    assert f"http://127.0.0.1:{port}/v1/x" in str(got.error)
+    assert f"http://***@127.0.0.1:{port}/v1/x?key=***" in str(got.error)
     assert SECRET not in str(got.error) and "pw" not in str(got.error)
 
 

@@ -8,15 +8,18 @@ from typing import Any
 import attrs
 import orjson
 
+from ..redaction import redact_url
+
 __all__ = ["Endpoint", "HttpRequest", "bearer", "request_headers"]
 
 
 @attrs.frozen
 class Endpoint:
     """Where a request goes and as whom: the ``url`` posted to, the ``api_key`` and extra
-    ``headers`` (which replace a dialect's own of the same name)."""
+    ``headers`` (which replace a dialect's own of the same name). Its repr shows the URL
+    masked and neither the key nor the headers."""
 
-    url: str
+    url: str = attrs.field(repr=lambda url: repr(redact_url(url)))
     api_key: str | None = attrs.field(default=None, repr=False)
     headers: Mapping[str, str] | None = attrs.field(default=None, repr=False)
 
@@ -25,7 +28,8 @@ class Endpoint:
 class HttpRequest:
     """What to POST: ``url``, ``headers`` and a JSON ``body``.
 
-    The repr hides header values, so an API key never reaches a log line.
+    The repr hides header values and masks the URL's user info and query values (see
+    :func:`~solon_events.redaction.redact_url`), so an API key never reaches a log line.
     """
 
     url: str
@@ -37,7 +41,10 @@ class HttpRequest:
         return orjson.dumps(self.body)
 
     def __repr__(self) -> str:
-        return f"HttpRequest(url={self.url!r}, headers=<{len(self.headers)} hidden>, body=...)"
+        return (
+            f"HttpRequest(url={redact_url(self.url)!r}, "
+            f"headers=<{len(self.headers)} hidden>, body=...)"
+        )
 
 
 def request_headers(
