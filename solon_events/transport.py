@@ -7,7 +7,8 @@ send(request)`` that returns an :class:`HttpResponse` (and, optionally, an ``asy
 aclose()`` the model calls when it is closed), as httpx's clients take a transport:
 
 - :class:`AiohttpTransport` (the default): an aiohttp connection pool per event loop that
-  sends (the model's private I/O loop, the callers' own loops);
+  sends (the model's private I/O loop, the callers' own loops); it follows a redirect
+  within the request's origin only, so that its credentials never reach another host;
 - :class:`ReplayTransport`: answers from recorded bytes, with no network (for tests, demos
   and notebooks).
 """
@@ -30,18 +31,21 @@ from collections.abc import (
 )
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 import attrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from .dialects.base import HttpRequest
-from .errors import ChatError
+from .errors import ChatError, ChatHttpError
+from .redaction import redact_url
 
 __all__ = [
     "AiohttpTransport",
     "ChatTransport",
     "HttpResponse",
+    "MAX_REDIRECTS",
     "RecordedResponse",
     "ReplayTransport",
 ]
@@ -164,11 +168,37 @@ class AiohttpTransport:
                 del self._pools[loop]
 
     async def send(self, request: HttpRequest) -> HttpResponse:
-        """POST ``request``; the response once its status line and headers are in."""
+        """POST ``request``; the response once its status line and headers are in.
+
+        A redirect within ``request``'s origin (scheme, host and port) is followed with the
+        same headers, up to :data:`MAX_REDIRECTS` times; a redirect to another origin is
+        never followed (its credentials would go with it): it fails with a
+        :class:`~solon_events.ChatHttpError` of the redirect's status that says where the
+        provider tried to send the request (its user info and query values masked).
+        """
         client = await self._client()
-        response = await client.post(
-            request.url, data=request.body_bytes(), headers=dict(request.headers)
-        )
+        method, url = "POST", request.url
+        body: bytes | None = request.body_bytes()
+        headers = dict(request.headers)
+        redirects = 0
+        while True:
+            response = await client.request(
+                method, url, data=body, headers=headers, allow_redirects=False
+            )
+            location = response.headers.get("Location") if response.status in _REDIRECTS else None
+            if location is None:
+                break
+            response.release()
+            target = _redirect_target(url, location)
+            if target is None or _origin(target) != _origin(request.url):
+                raise _redirect_error(request, response, target, "another origin; not followed")
+            redirects += 1
+            if redirects > MAX_REDIRECTS:
+                raise _redirect_error(request, response, target, "too many redirects")
+            # As aiohttp (and browsers) do: a 303, or a POST answered 301 or 302, becomes a GET.
+            if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+                method, body = "GET", None
+            url = target
 
         def close() -> None:
             # A body read to its end gives its connection back to the pool; any other
@@ -218,6 +248,46 @@ class AiohttpTransport:
             for k, _pool in taken:
                 del self._pools[k]
         return taken
+
+
+MAX_REDIRECTS = 10
+"""How many redirects within a request's origin :class:`AiohttpTransport` follows."""
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """``url``'s origin: its scheme, host and port (the scheme's default when not given)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def _redirect_target(url: str, location: str) -> str | None:
+    """Where a redirect from ``url`` to ``location`` goes (None: no http(s) URL)."""
+    try:
+        target = urljoin(url, location)
+        _origin(target)  # a bad port raises here
+    except ValueError:
+        return None
+    return target if target.startswith(("http://", "https://")) else None
+
+
+def _redirect_error(
+    request: HttpRequest, response: aiohttp.ClientResponse, target: str | None, why: str
+) -> ChatHttpError:
+    shown = redact_url(target) if target is not None else "<an invalid URL>"
+    headers = {name: value for name, value in response.headers.items()}
+    headers.pop("Location", None)
+    headers["Location"] = shown
+    return ChatHttpError(
+        response.status,
+        f"the provider redirected the request to {shown}, {why} (credentials go to "
+        "api_url's origin only: set api_url to that address if you trust it)",
+        url=redact_url(request.url),
+        headers=headers,
+    )
 
 
 async def pools_closed() -> None:
