@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -611,6 +612,46 @@ def test_the_model_never_shows_the_aws_credentials(monkeypatch: pytest.MonkeyPat
             assert "IQoJ" not in repr(http)
     finally:
         aws_auth._session.cache_clear()
+
+
+def test_signing_logs_no_credential_at_debug_level(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """botocore logs its canonical request (each signed header's value, the session token
+    included) and the signature at DEBUG: none of it may reach a log line (#29.4)."""
+    token = "IQoJb3JpZ2luX2VjEXAMPLETOKEN0123456789"
+    aws_auth._session.cache_clear()
+    monkeypatch.setenv("AWS_SESSION_TOKEN", token)
+    caplog.set_level(logging.DEBUG)  # the root logger: every logger's records, captured
+    try:
+        with ChatModel(URL, MODEL, dialect="bedrock") as model:
+            http = model.build_http_request(
+                ChatRequest(model=MODEL, messages=[UserMessage(text="hi")])
+            )
+    finally:
+        aws_auth._session.cache_clear()
+    assert http.headers["X-Amz-Security-Token"] == token
+    assert "x-amz-security-token" in http.headers["Authorization"]  # signed all the same
+    signature = http.headers["Authorization"].rsplit("Signature=", 1)[1]
+    logged = "\n".join(f"{record.name} {record.getMessage()}" for record in caplog.records)
+    assert "botocore" in logged  # botocore did log at DEBUG (its credential lookup)
+    for secret in (token, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", signature):
+        assert secret not in logged
+
+
+def test_the_signers_silence_is_its_own(caplog: pytest.LogCaptureFixture) -> None:
+    """Signing silences botocore's signer for its own signature only: the same logger still
+    logs for anyone else (another thread's boto3 client, a test's own signer)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    caplog.set_level(logging.DEBUG)
+    aws_auth.sign(URL + "/model/m/converse-stream", b"{}", {})
+    assert not [r for r in caplog.records if r.name == "botocore.auth"]
+    signer = SigV4Auth(Credentials("AKIDEXAMPLE", "not-ours-0123456789"), "bedrock", "us-west-2")
+    signer.add_auth(AWSRequest(method="POST", url=URL, data=b"{}"))
+    assert [r for r in caplog.records if r.name == "botocore.auth"]
 
 
 # ---------------------------------------------------------------- over real HTTP

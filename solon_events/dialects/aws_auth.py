@@ -10,9 +10,12 @@ chain (``AWS_REGION``, the profile), else ``us-east-1``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,6 +34,34 @@ _MISSING = (
     "signing Bedrock requests with AWS credentials needs botocore: "
     "pip install 'solon-events[bedrock]' (or pass api_key=<a Bedrock API key>)"
 )
+
+
+class _WhileSigning(logging.Filter):
+    """Drops the records of the thread that is signing (see :func:`_unlogged`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.signing = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.signing, "active", False)
+
+
+_SIGNER_LOGGER = "botocore.auth"
+_silencer = _WhileSigning()
+
+
+@contextlib.contextmanager
+def _unlogged() -> Iterator[None]:
+    """botocore's signer logs nothing from this thread while the block runs."""
+    logger = logging.getLogger(_SIGNER_LOGGER)
+    if _silencer not in logger.filters:
+        logger.addFilter(_silencer)
+    _silencer.signing.active = True
+    try:
+        yield
+    finally:
+        _silencer.signing.active = False
 
 
 @functools.lru_cache(maxsize=1)
@@ -79,12 +110,15 @@ def region_of(url: str) -> str:
 def sign(url: str, body: bytes, headers: Mapping[str, str]) -> dict[str, str]:
     """``headers`` with the SigV4 headers for a POST of ``body`` to ``url`` added
     (``Authorization``, ``X-Amz-Date`` and, for temporary credentials,
-    ``X-Amz-Security-Token``). Auth-like headers are sent unsigned."""
+    ``X-Amz-Security-Token``). Auth-like headers are sent unsigned; botocore's signer logs
+    nothing while it signs."""
     frozen = _frozen_credentials()  # fails with the pip advice when botocore is missing
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
 
     signed = {name: value for name, value in headers.items() if not _UNSIGNED.search(name)}
     request = AWSRequest(method="POST", url=url, data=body, headers=signed)
-    SigV4Auth(frozen, SIGNING_NAME, region_of(url)).add_auth(request)
+    signer = SigV4Auth(frozen, SIGNING_NAME, region_of(url))
+    with _unlogged():
+        signer.add_auth(request)
     return {**headers, **{name: str(value) for name, value in request.headers.items()}}
