@@ -208,6 +208,7 @@ class ChatModel:
             "server_port": url.port or (443 if url.scheme == "https" else 80),
             "input_messages": messages,
             "options": options,
+            "redactor": self._redactor,
             **(self._telemetry or {}),
         }
 

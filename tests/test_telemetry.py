@@ -34,6 +34,7 @@ from solon_events.errors import (
     ProviderError,
 )
 from solon_events.telemetry import CAPTURE_CONTENT_ENV, error_type, instrument
+from solon_events.transport import ReplayTransport
 
 T = ChatEventType
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,6 +298,51 @@ def test_content_is_recorded_only_when_asked(
     run = dict(found["execute_tool get_weather"].attributes or {})
     assert json.loads(run["gen_ai.tool.call.arguments"]) == {"city": "Paris"}
     assert run["gen_ai.tool.call.result"] == "sunny, 21 C in Paris"
+
+
+SECRET = "sk-live-0123456789abcdefXYZ"
+
+
+def _echoing_body(secret: str) -> bytes:
+    """An OpenAI stream whose provider-controlled fields (model, id) and answer quote the
+    key: as a hostile or broken provider might."""
+    chunks = [
+        {
+            "id": f"chatcmpl-{secret}",
+            "model": f"gpt-4o ({secret})",
+            "choices": [{"index": 0, "delta": {"content": f"Your key is {secret}"}}],
+        },
+        {
+            "id": f"chatcmpl-{secret}",
+            "model": f"gpt-4o ({secret})",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        },
+    ]
+    frames = [b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in chunks]
+    return b"".join(frames) + b"data: [DONE]\n\n"
+
+
+def test_provider_controlled_attributes_never_show_the_key() -> None:
+    """gen_ai.response.model and gen_ai.response.id come from the provider: they pass the
+    model's redactor, as the captured content does (#29.11)."""
+    transport = ReplayTransport(_echoing_body(SECRET))
+    with ChatModel(
+        "http://recorded.invalid/v1/chat/completions",
+        "gpt-4o",
+        api_key=SECRET,
+        transport=transport,
+        telemetry={"capture_content": True},
+    ) as model:
+        answer = model.prompt("hello").call()
+    assert SECRET in answer.text  # the answer itself is the user's: left as it came
+    [chat] = EXPORTER.get_finished_spans()
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.response.model"] == "gpt-4o (***)"
+    assert attributes["gen_ai.response.id"] == "chatcmpl-***"
+    assert "Your key is ***" in attributes["gen_ai.output.messages"]
+    recorded = json.dumps([*points().values(), all_attribute_text()], default=str)
+    assert "gpt-4o (***)" in recorded
+    assert SECRET not in recorded and SECRET[:12] not in recorded
 
 
 def test_the_environment_variable_opts_in(

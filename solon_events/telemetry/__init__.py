@@ -37,6 +37,11 @@ subscription (or ``take(n)``) before the end is a cancellation: the span ends wi
 ``solon_events.response.cancelled`` true, an event ``cancelled`` and no error status, and
 no metric point is recorded.
 
+Given the model's :class:`~solon_events.redaction.Redactor` (``ChatModel(...,
+telemetry=True)`` passes its own), every text attribute and the error status pass it: the
+provider controls some of them (``gen_ai.response.model``, ``gen_ai.response.id``, the
+answer, a tool's arguments, its error code), and a key it echoes there is masked.
+
 No prompt, answer or tool text is recorded unless ``capture_content=True`` (or the
 environment variable ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``): then the
 chat span has ``gen_ai.input.messages`` and ``gen_ai.output.messages``, and each tool span
@@ -58,6 +63,7 @@ from reactivex.disposable import Disposable
 from .._version import __version__
 from ..core.stages import Sink
 from ..events import ChatEvent
+from ..redaction import Redactor
 from ..results import ToolCall
 from ..tools.scope import ToolScope
 from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
@@ -163,6 +169,7 @@ def instrument(
     options: Mapping[str, Any] | None = None,
     tracer_provider: Any = None,
     meter_provider: Any = None,
+    redactor: Redactor | None = None,
 ) -> Instrument:
     """Record each subscription of an event stream as a GenAI ``chat`` span with metrics.
 
@@ -174,7 +181,9 @@ def instrument(
     go to the global tracer and meter providers unless ``tracer_provider`` /
     ``meter_provider`` are given. ``capture_content`` (default: the
     ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` environment variable) records
-    the conversation, the answer and the tools' arguments and results.
+    the conversation, the answer and the tools' arguments and results. ``redactor`` masks
+    the secrets it knows in every text recorded (``ChatModel(..., telemetry=True)`` passes
+    the model's).
 
     >>> from solon_events import replay
     >>> from solon_events.telemetry import instrument
@@ -190,6 +199,7 @@ def instrument(
         capture_content=_capture_from_env() if capture_content is None else bool(capture_content),
         input_messages=tuple(input_messages),
         options=dict(options or {}),
+        redactor=redactor or Redactor(),
     )
     return Instrument(instruments, settings)
 

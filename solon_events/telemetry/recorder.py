@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from ..events import EVENT_TYPES, ChatEvent
+from ..redaction import Redactor
 from ..results import ChatResponse, ToolCall, Usage
 from ..tools.scope import ToolScope, tool_scope
 from .content import input_messages, output_messages, to_json
@@ -138,6 +139,19 @@ class RecorderSettings:
     capture_content: bool = False
     input_messages: tuple[Any, ...] = ()
     options: Mapping[str, Any] = attrs.field(factory=dict)
+    redactor: Redactor = attrs.field(factory=Redactor)
+
+    def redacted(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        """``attributes`` with every secret the redactor knows masked in their text (the
+        provider controls some: the response's model and id, the answer, a tool's
+        arguments)."""
+        redactor = self.redactor
+        if not redactor:
+            return attributes
+        return {
+            key: redactor.value(value) if isinstance(value, (str, list, tuple)) else value
+            for key, value in attributes.items()
+        }
 
     def common_attributes(self) -> dict[str, Any]:
         """The attributes every span and metric point of a response shares."""
@@ -168,7 +182,7 @@ class RecorderSettings:
                 attributes[key] = value
         if self.capture_content and self.input_messages:
             attributes["gen_ai.input.messages"] = to_json(input_messages(self.input_messages))
-        return attributes
+        return self.redacted(attributes)
 
 
 def _usage_attributes(usage: Usage) -> dict[str, int]:
@@ -287,7 +301,7 @@ class ResponseRecorder:
             f"execute_tool {name}",
             context=self._context,
             kind=on.span_kind.INTERNAL,
-            attributes=attributes,
+            attributes=self._settings.redacted(attributes),
             start_time=start,
         )
 
@@ -317,7 +331,7 @@ class ResponseRecorder:
             self._tool_cursor_ns = end
             span = self._start_tool_span(name, event.tool_call_id, call, start)
         if self._settings.capture_content and event.text is not None and not event.attr("is_error"):
-            span.set_attribute("gen_ai.tool.call.result", event.text)
+            span.set_attribute("gen_ai.tool.call.result", self._settings.redactor.text(event.text))
         if event.attr("is_error"):
             self._set_tool_failed(span)
         span.end(end_time=end)
@@ -340,7 +354,7 @@ class ResponseRecorder:
         metric_attributes = dict(self._common)
         response = self._response
         if response is not None and response.model:
-            metric_attributes[RESPONSE_MODEL] = response.model
+            metric_attributes[RESPONSE_MODEL] = self._settings.redactor.text(response.model)
         span.set_attributes(self._outcome_attributes(response))
         on = self._on
         if self._first_chunk is not None:
@@ -354,10 +368,11 @@ class ResponseRecorder:
                 usage.completion_tokens, {**metric_attributes, "gen_ai.token.type": "output"}
             )
         if error is not None:
-            kind = error_type(error)
+            redactor = self._settings.redactor
+            kind = redactor.text(error_type(error))
             metric_attributes[ERROR_TYPE] = kind
             span.set_attribute(ERROR_TYPE, kind)
-            span.set_status(on.status(on.status_code.ERROR, str(error)))
+            span.set_status(on.status(on.status_code.ERROR, redactor.text(str(error))))
         on.duration.record(duration, metric_attributes)
         self._end_tools()
         span.end()
@@ -381,7 +396,7 @@ class ResponseRecorder:
             attributes["gen_ai.response.finish_reasons"] = [response.finish_reason]
         if self._settings.capture_content:
             attributes["gen_ai.output.messages"] = to_json(output_messages(response))
-        return attributes
+        return self._settings.redacted(attributes)
 
     def cancel(self) -> None:
         """The subscriber disposed before the end: a cancellation, not an error."""
