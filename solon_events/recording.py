@@ -11,6 +11,9 @@ recorded; each later line has ``"t"``, the seconds since the first request was s
     {"t": 0.0036, "step": 1}
     ...
 
+:func:`record` writes no secret the model knows: a frame or tool result that quotes one
+(an error frame echoing the key) is written with it masked as ``***``.
+
 A ``step`` line marks a provider request being sent (a tool loop makes one per step); the
 lines after it are that request's frames, as the provider sent them: a payload that is a
 JSON object or array under ``"json"`` (readable, and equal to what was received once
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 
     from .dialects.base import ChatDialect
     from .model import ChatPrompt
+    from .redaction import Redactor
     from .results import ChatResponse
 
 __all__ = [
@@ -410,7 +414,8 @@ def record(
     ``on_event`` sees each event the prompt's filter delivers, as it arrives (on the
     model's I/O thread); ``header`` adds fields to the recording's header, or replaces them (the
     command line adds the prompt). When the response fails, what was received is written all the
-    same, then its error is raised.
+    same, then its error is raised. Every secret the model knows (its key, auth headers, the
+    secrets of its URL) is masked in what is written.
     """
     from .filters import ChatEventFilter
     from .model import _outcome
@@ -447,5 +452,19 @@ def record(
         "solon_events": __version__,
         **(header or {}),
     }
-    write_recording(out, log.lines, **fields)
+    redactor = model._redactor
+    lines = [_redacted(redactor, line) for line in log.lines]
+    write_recording(out, lines, **_redacted(redactor, fields))
     return _outcome(outcome)
+
+
+def _redacted(redactor: Redactor, line: dict[str, Any]) -> dict[str, Any]:
+    """``line`` with the secrets ``redactor`` knows masked in its text: an error frame that
+    quotes the key is recorded with ``***`` (a line that shows none is left as it is)."""
+    if not redactor:
+        return line
+    shown = orjson.dumps(line).decode()
+    if redactor.text(shown) == shown:
+        return line
+    redacted: dict[str, Any] = redactor.value(line)
+    return redacted

@@ -147,6 +147,24 @@ def test_the_api_key_is_not_recorded(server: RunningServer, tmp_path: Path) -> N
     assert secret not in out.read_text()
 
 
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_an_echoed_key_is_not_recorded(server: RunningServer, tmp_path: Path, dialect: str) -> None:
+    """The provider quotes the key in an error frame (#29.16): the recording keeps the frame,
+    the key masked, and replays to the same (masked) failure."""
+    out = tmp_path / "echo.jsonl"
+    secret = "sk-recording-SECRET-0123456789"
+    url = server.url + ROUTES[dialect]
+    model = ChatModel(url, "echo-key:frame", dialect=dialect, api_key=secret)
+    with model, pytest.raises(ProviderError) as live:
+        record(model.prompt("hi"), out)
+    written = out.read_bytes()
+    assert secret.encode() not in written and b"sk-recording" not in written
+    assert b"Incorrect API key provided: ***" in written
+    errors: list[Exception] = []
+    replay(out, dialect="auto").subscribe(on_error=errors.append)
+    assert [str(e) for e in errors] == [str(live.value)]
+
+
 def test_frames_round_trip_through_the_file(tmp_path: Path) -> None:
     out = tmp_path / "hand.jsonl"
     lines = [
