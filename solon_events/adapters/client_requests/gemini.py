@@ -1,0 +1,286 @@
+"""A Gemini ``generateContent`` / ``streamGenerateContent`` request read: the inverse of
+:func:`~solon_events.dialects.gemini_request.generate_content_request`.
+
+``systemInstruction`` becomes a system message; ``contents`` hold user turns (``text``,
+``inlineData``, ``fileData`` parts, and ``functionResponse`` parts, each a
+:class:`~solon_events.ToolMessage`: ``response.result`` or ``response.output`` as its
+content, ``response.error`` as a failed one, any other response as JSON) and model turns
+(``text``, ``thought`` parts as thinking, ``functionCall`` parts; a ``thoughtSignature``
+kept in ``metadata["thinking_signature"]``). ``functionDeclarations`` are the client's
+tools, their OpenAPI-style schemas (``"type": "OBJECT"``, ``nullable``) turned into JSON
+schemas (``parametersJsonSchema`` is taken as it is); built-in tools (``googleSearch``,
+``codeExecution``, ...) are refused. Options from ``generationConfig``:
+``temperature``, ``topP``, ``topK``, ``maxOutputTokens``, ``stopSequences``, ``seed``,
+the penalties, ``thinkingConfig`` (``thinkingBudget``, ``includeThoughts``,
+``thinkingLevel``), and ``toolConfig.functionCallingConfig``. The model and whether it
+streams come from the URL (``models/{model}:streamGenerateContent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...dialects.gemini_request import SKIP_SIGNATURE
+from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from .options import GenerationOptions
+from .request import (
+    ClientRequest,
+    body_object,
+    each,
+    field_of,
+    integer,
+    json_text,
+    number,
+    optional,
+    paired,
+    stop_sequences,
+    tool_spec,
+    unknown_fields,
+)
+
+__all__ = ["json_schema", "read_generate_content"]
+
+_KNOWN = frozenset({"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"})
+_CONFIG_KNOWN = frozenset(
+    {
+        "temperature",
+        "topP",
+        "topK",
+        "maxOutputTokens",
+        "stopSequences",
+        "seed",
+        "presencePenalty",
+        "frequencyPenalty",
+        "thinkingConfig",
+        "candidateCount",
+    }
+)
+
+
+def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -> ClientRequest:
+    """The :class:`ClientRequest` of a ``generateContent`` body; ``model`` and ``stream``
+    come from the URL the client posted to."""
+    body = body_object(body)
+    contents = each(body, "contents", _content, required=True)
+    messages: list[Message] = []
+    system = optional(body, "systemInstruction", Mapping, "")
+    if system is not None:
+        parts = field_of(system.get("parts") or [], list, "systemInstruction.parts")
+        text = "".join(_part_text(p, f"systemInstruction.parts[{i}]") for i, p in enumerate(parts))
+        if text:
+            messages.append(SystemMessage(text=text))
+    for content in contents:
+        messages.extend(content)
+    tools = [spec for entry in each(body, "tools", _tools) for spec in entry]
+    config = optional(body, "generationConfig", Mapping, "") or {}
+    if (integer(config, "candidateCount", "generationConfig") or 1) != 1:
+        raise ValueError("generationConfig.candidateCount must be 1")
+    ignored = unknown_fields(body, _KNOWN) + tuple(
+        f"generationConfig.{name}" for name in unknown_fields(config, _CONFIG_KNOWN)
+    )
+    return ClientRequest(
+        format="gemini",
+        model=model.removeprefix("models/"),
+        messages=paired(messages),
+        tools=tuple(tools),
+        options=_options(config, optional(body, "toolConfig", Mapping, "")),
+        stream=stream,
+        ignored=ignored,
+    )
+
+
+def _options(config: Mapping[str, Any], tool_config: Mapping[str, Any] | None) -> GenerationOptions:
+    where = "generationConfig"
+    thinking = optional(config, "thinkingConfig", Mapping, where)
+    reasoning = budget = effort = None
+    if thinking is not None:
+        budget = integer(thinking, "thinkingBudget", f"{where}.thinkingConfig")
+        level = optional(thinking, "thinkingLevel", str, f"{where}.thinkingConfig")
+        effort = level.lower() if level else None
+        include = optional(thinking, "includeThoughts", bool, f"{where}.thinkingConfig")
+        reasoning = (
+            bool(include) and budget != 0
+            if include is not None
+            else (None if budget is None else budget != 0)
+        )
+        if budget is not None and budget < 0:  # -1: dynamic thinking, the model's choice
+            budget = None
+    tool_choice = tool_name = None
+    calling = (tool_config or {}).get("functionCallingConfig")
+    if calling is not None:
+        calling = field_of(calling, Mapping, "toolConfig.functionCallingConfig")
+        modes = {"AUTO": "auto", "ANY": "required", "VALIDATED": "auto", "NONE": "none"}
+        mode = str(calling.get("mode") or "AUTO").upper()
+        if mode not in modes:
+            raise ValueError(f"toolConfig.functionCallingConfig.mode {mode!r} is not known")
+        tool_choice = modes[mode]
+        allowed = calling.get("allowedFunctionNames") or []
+        if mode == "ANY" and isinstance(allowed, list) and len(allowed) == 1:
+            tool_name = field_of(
+                allowed[0], str, "toolConfig.functionCallingConfig.allowedFunctionNames[0]"
+            )
+    return GenerationOptions(
+        temperature=number(config, "temperature", where),
+        top_p=number(config, "topP", where),
+        top_k=integer(config, "topK", where),
+        max_tokens=integer(config, "maxOutputTokens", where),
+        stop=stop_sequences(config.get("stopSequences"), f"{where}.stopSequences"),
+        seed=integer(config, "seed", where),
+        presence_penalty=number(config, "presencePenalty", where),
+        frequency_penalty=number(config, "frequencyPenalty", where),
+        reasoning=reasoning,
+        reasoning_effort=effort,
+        reasoning_budget=budget,
+        tool_choice=tool_choice,
+        tool_name=tool_name,
+    )
+
+
+def _tools(value: Any, where: str) -> list[ToolSpec]:
+    entry = field_of(value, Mapping, where)
+    others = sorted(set(entry) - {"functionDeclarations"})
+    if others:
+        raise ValueError(
+            f"{where} declares built-in tools ({', '.join(others)}): the gateway passes the "
+            "client's function declarations only"
+        )
+    declarations = field_of(
+        entry.get("functionDeclarations") or [], list, f"{where}.functionDeclarations"
+    )
+    specs = []
+    for i, item in enumerate(declarations):
+        at = f"{where}.functionDeclarations[{i}]"
+        declaration = field_of(item, Mapping, at)
+        schema = declaration.get("parametersJsonSchema")
+        if schema is None and declaration.get("parameters") is not None:
+            schema = json_schema(field_of(declaration["parameters"], Mapping, f"{at}.parameters"))
+        specs.append(tool_spec(declaration.get("name"), declaration.get("description"), schema, at))
+    return specs
+
+
+def json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A Gemini (OpenAPI 3.0 subset) schema as a JSON schema: type names in lower case,
+    ``nullable: true`` as a ``"null"`` type, the same for nested schemas."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            out["type"] = value.lower()
+        elif key == "nullable":
+            continue
+        elif key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
+            out[key] = {name: _nested(item) for name, item in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+            out[key] = json_schema(value)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
+            out[key] = [_nested(item) for item in value]
+        elif key == "propertyOrdering":
+            continue
+        else:
+            out[key] = value
+    if schema.get("nullable") is True and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def _nested(value: Any) -> Any:
+    return json_schema(value) if isinstance(value, Mapping) else value
+
+
+def _content(value: Any, where: str) -> list[Message]:
+    content = field_of(value, Mapping, where)
+    role = content.get("role") or "user"
+    parts = [
+        field_of(p, Mapping, f"{where}.parts[{i}]")
+        for i, p in enumerate(field_of(content.get("parts") or [], list, f"{where}.parts"))
+    ]
+    if role == "model":
+        return [_model(parts, f"{where}.parts")]
+    if role != "user":
+        raise ValueError(f"{where}.role must be user or model, not {role!r}")
+    messages: list[Message] = []
+    text: list[str] = []
+    media: list[ImageBlock | FileBlock] = []
+    for i, part in enumerate(parts):
+        at = f"{where}.parts[{i}]"
+        if "functionResponse" in part:
+            messages.append(
+                _result(field_of(part["functionResponse"], Mapping, f"{at}.functionResponse"), at)
+            )
+        elif "inlineData" in part or "fileData" in part:
+            media.append(_media(part, at))
+        else:
+            text.append(_part_text(part, at))
+    if text or media or not messages:
+        messages.append(UserMessage(text="".join(text), blocks=media))
+    return messages
+
+
+def _part_text(part: Any, where: str) -> str:
+    part = field_of(part, Mapping, where)
+    if "text" not in part:
+        kinds = ", ".join(sorted(k for k in part if k not in ("thought", "thoughtSignature")))
+        raise ValueError(f"{where} ({kinds or 'empty'}) cannot be passed on")
+    return field_of(part.get("text"), str, f"{where}.text")
+
+
+def _media(part: Mapping[str, Any], where: str) -> ImageBlock | FileBlock:
+    if "inlineData" in part:
+        inline = field_of(part["inlineData"], Mapping, f"{where}.inlineData")
+        mime = optional(inline, "mimeType", str, f"{where}.inlineData") or ""
+        data = field_of(inline.get("data"), str, f"{where}.inlineData.data")
+        kind = ImageBlock if mime.startswith("image/") else FileBlock
+        return kind(data=data, mime_type=mime or None)
+    file = field_of(part["fileData"], Mapping, f"{where}.fileData")
+    mime = optional(file, "mimeType", str, f"{where}.fileData") or ""
+    uri = field_of(file.get("fileUri"), str, f"{where}.fileData.fileUri")
+    kind = ImageBlock if mime.startswith("image/") else FileBlock
+    return kind(url=uri, mime_type=mime or None)
+
+
+def _result(response: Mapping[str, Any], where: str) -> ToolMessage:
+    name = field_of(response.get("name"), str, f"{where}.functionResponse.name")
+    value = response.get("response")
+    failed = False
+    if isinstance(value, Mapping) and len(value) == 1:
+        key, inner = next(iter(value.items()))
+        if key in ("result", "output", "error"):
+            value, failed = inner, key == "error"
+    return ToolMessage(
+        tool_call_id=optional(response, "id", str, f"{where}.functionResponse"),
+        name=name,
+        content=json_text(value if value is not None else ""),
+        is_error=failed,
+    )
+
+
+def _model(parts: list[Mapping[str, Any]], where: str) -> AssistantMessage:
+    text: list[str] = []
+    thinking: list[str] = []
+    calls: list[ToolCall] = []
+    signature = None
+    for i, part in enumerate(parts):
+        at = f"{where}[{i}]"
+        signature = optional(part, "thoughtSignature", str, at) or signature
+        if "functionCall" in part:
+            call = field_of(part["functionCall"], Mapping, f"{at}.functionCall")
+            arguments = optional(call, "args", Mapping, f"{at}.functionCall") or {}
+            calls.append(
+                ToolCall(
+                    id=optional(call, "id", str, f"{at}.functionCall"),
+                    name=field_of(call.get("name"), str, f"{at}.functionCall.name"),
+                    arguments=dict(arguments),
+                )
+            )
+        elif part.get("thought"):
+            thinking.append(_part_text(part, at) if "text" in part else "")
+        elif "text" in part:
+            text.append(_part_text(part, at))
+        elif "inlineData" not in part and "fileData" not in part:
+            _part_text(part, at)  # says what cannot be passed on
+    # the placeholder for an unknown signature is no signature (the builder adds it back)
+    metadata = {"thinking_signature": signature} if signature not in (None, SKIP_SIGNATURE) else {}
+    return AssistantMessage(
+        text="".join(text), thinking="".join(thinking), tool_calls=calls, metadata=metadata
+    )

@@ -1,0 +1,214 @@
+"""A Responses API request (``POST /v1/responses``) read: the inverse of
+:func:`~solon_events.dialects.openai_responses_request.responses_request`.
+
+``instructions`` and ``system``/``developer`` messages become system messages; ``input``
+(a string, or items) holds user messages (``input_text``, ``input_image``,
+``input_file`` parts), assistant messages (``output_text``), ``reasoning`` items (their
+summary text, as the next assistant turn's thinking), ``function_call`` items (joined to
+the assistant turn before them) and ``function_call_output`` items. Function tools are
+the client's; built-in tools (``web_search``, ``file_search``, ...) cannot be passed on
+and are refused, and so is ``previous_response_id`` (the gateway keeps no conversation:
+send it whole, with ``store: false``). Options: ``temperature``, ``top_p``,
+``max_output_tokens``, ``reasoning.effort``, ``tool_choice``, ``parallel_tool_calls``;
+``stream``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ...results import AssistantMessage, FileBlock, ImageBlock
+from .openai_chat import tool_choice
+from .options import GenerationOptions
+from .request import (
+    ClientRequest,
+    body_object,
+    each,
+    effort_fields,
+    field_of,
+    file_block,
+    image_block,
+    integer,
+    json_text,
+    number,
+    optional,
+    paired,
+    texts,
+    tool_call,
+    tool_spec,
+    unknown_fields,
+)
+
+__all__ = ["read_responses"]
+
+_KNOWN = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "top_p",
+        "max_output_tokens",
+        "reasoning",
+        "stream",
+        "store",
+    }
+)
+_TEXT_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text")
+
+
+def read_responses(body: Any) -> ClientRequest:
+    """The :class:`ClientRequest` of a Responses API body."""
+    body = body_object(body)
+    if body.get("previous_response_id") is not None:
+        raise ValueError(
+            "previous_response_id cannot be used here: the gateway keeps no conversation; "
+            "send the whole conversation as input"
+        )
+    messages: list[Message] = []
+    instructions = optional(body, "instructions", str, "")
+    if instructions:
+        messages.append(SystemMessage(text=instructions))
+    given = body.get("input")
+    if isinstance(given, str):
+        messages.append(UserMessage(text=given))
+    else:
+        items = field_of(given, list, "input")
+        messages.extend(_conversation(items))
+    if not any(isinstance(m, (UserMessage, ToolMessage)) for m in messages):
+        raise ValueError("input must hold a user message or a function call's output")
+    tools = tuple(each(body, "tools", _tool))
+    return ClientRequest(
+        format="openai-responses",
+        model=optional(body, "model", str, "") or "",
+        messages=paired(messages),
+        tools=tools,
+        options=_options(body),
+        stream=bool(optional(body, "stream", bool, "")),
+        ignored=unknown_fields(body, _KNOWN),
+    )
+
+
+def _options(body: Mapping[str, Any]) -> GenerationOptions:
+    reasoning = optional(body, "reasoning", Mapping, "")
+    choice, name = tool_choice(body.get("tool_choice"), nested=False)
+    return GenerationOptions(
+        temperature=number(body, "temperature"),
+        top_p=number(body, "top_p"),
+        max_tokens=integer(body, "max_output_tokens"),
+        tool_choice=choice,
+        tool_name=name,
+        parallel_tool_calls=optional(body, "parallel_tool_calls", bool, ""),
+        **effort_fields(optional(reasoning, "effort", str, "reasoning") if reasoning else None),
+    )
+
+
+def _tool(value: Any, where: str) -> ToolSpec:
+    tool = field_of(value, Mapping, where)
+    if tool.get("type") != "function":
+        raise ValueError(
+            f"{where} is a built-in tool ({tool.get('type')}): the gateway passes the client's "
+            "function tools only"
+        )
+    return tool_spec(tool.get("name"), tool.get("description"), tool.get("parameters"), where)
+
+
+def _conversation(items: list[Any]) -> list[Message]:
+    """The messages of the input items: an assistant turn gathers the reasoning, text and
+    function calls that follow one another."""
+    out: list[Message] = []
+    turn: AssistantMessage | None = None  # the assistant turn being gathered
+
+    def close_turn() -> None:
+        nonlocal turn
+        if turn is not None:
+            out.append(turn)
+            turn = None
+
+    for i, value in enumerate(items):
+        where = f"input[{i}]"
+        item = field_of(value, Mapping, where)
+        kind = item.get("type", "message")
+        role = item.get("role")
+        if (kind == "message" and role == "assistant") or kind in ("reasoning", "function_call"):
+            turn = _gather(turn or AssistantMessage(), item, kind, where)
+            continue
+        close_turn()
+        if kind == "function_call_output":
+            out.append(
+                ToolMessage(
+                    tool_call_id=field_of(item.get("call_id"), str, f"{where}.call_id"),
+                    name="",
+                    content=_output_text(item.get("output"), f"{where}.output"),
+                )
+            )
+        elif kind == "message" and role in ("system", "developer"):
+            out.append(SystemMessage(text=_text(item.get("content"), f"{where}.content")))
+        elif kind == "message" and role == "user":
+            out.append(_user(item.get("content"), f"{where}.content"))
+        else:
+            raise ValueError(f"{where} ({kind}, role {role!r}) cannot be passed on")
+    close_turn()
+    return out
+
+
+def _gather(
+    turn: AssistantMessage, item: Mapping[str, Any], kind: str, where: str
+) -> AssistantMessage:
+    if kind == "reasoning":
+        summary = optional(item, "summary", list, where) or []
+        return attrs.evolve(
+            turn, thinking=turn.thinking + texts(summary, f"{where}.summary", _TEXT_PARTS)
+        )
+    if kind == "function_call":
+        name = field_of(item.get("name"), str, f"{where}.name")
+        call = tool_call(optional(item, "call_id", str, where), name, item.get("arguments"), where)
+        return attrs.evolve(turn, tool_calls=(*turn.tool_calls, call))
+    return attrs.evolve(turn, text=turn.text + _text(item.get("content"), f"{where}.content"))
+
+
+def _text(content: Any, where: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return texts(field_of(content, list, where), where, _TEXT_PARTS)
+
+
+def _output_text(output: Any, where: str) -> str:
+    if isinstance(output, list):
+        return texts(output, where, _TEXT_PARTS)
+    return json_text(output if output is not None else "")
+
+
+def _user(content: Any, where: str) -> UserMessage:
+    if content is None or isinstance(content, str):
+        return UserMessage(text=content or "")
+    parts = field_of(content, list, where)
+    blocks: list[ImageBlock | FileBlock] = []
+    for i, part in enumerate(parts):
+        part = field_of(part, Mapping, f"{where}[{i}]")
+        kind, at = part.get("type"), f"{where}[{i}]"
+        if kind == "input_image":
+            if part.get("file_id"):
+                raise ValueError(f"{at}.file_id cannot be passed on: send the image's URL or data")
+            blocks.append(image_block(field_of(part.get("image_url"), str, f"{at}.image_url")))
+        elif kind == "input_file":
+            blocks.append(_file(part, at))
+        elif kind not in _TEXT_PARTS:
+            raise ValueError(f"{at}.type {kind!r} cannot be passed on")
+    return UserMessage(text=texts(parts, where, _TEXT_PARTS), blocks=blocks)
+
+
+def _file(part: Mapping[str, Any], where: str) -> FileBlock:
+    name = optional(part, "filename", str, where)
+    if part.get("file_id"):
+        return FileBlock(file_id=field_of(part.get("file_id"), str, f"{where}.file_id"), name=name)
+    if part.get("file_url"):
+        return FileBlock(url=field_of(part.get("file_url"), str, f"{where}.file_url"), name=name)
+    return file_block(field_of(part.get("file_data"), str, f"{where}.file_data"), name=name)

@@ -1,0 +1,692 @@
+"""The gateway's request side: provider SDK request bodies read into our terms.
+
+Each client format's reader is the inverse of the same dialect's request builder: a
+conversation (with tools and options) built by ``dialects/*_request.py`` and read back by
+``read_client_request`` is the same conversation (property-based, for every format),
+modulo what the format cannot carry. Then the shapes the SDKs send that our builders do
+not (content parts, Gemini's OpenAPI schemas, Ollama's name-only tool results, ...), the
+options written for each upstream dialect, and what bad bodies are told.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solon_events import (
+    AssistantMessage,
+    ChatRequest,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from solon_events.adapters.client_requests import (
+    CLIENT_FORMATS,
+    UNSUPPORTED,
+    GenerationOptions,
+    read_client_request,
+)
+from solon_events.dialects import get_dialect
+from solon_events.dialects.anthropic_request import DEFAULT_MAX_TOKENS
+from solon_events.results import ImageBlock
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PNG = base64.b64encode(
+    base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+    )
+).decode()
+URLS = {
+    "openai": "http://127.0.0.1:9/v1/chat/completions",
+    "openai-responses": "http://127.0.0.1:9/v1/responses",
+    "anthropic": "http://127.0.0.1:9/v1/messages",
+    "gemini": "http://127.0.0.1:9/v1beta",
+    "ollama": "http://127.0.0.1:9/api/chat",
+}
+
+# Strategies: conversations each format's builder can write.
+
+words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+names = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
+values = st.one_of(st.integers(-5, 5), words, st.booleans(), st.none())
+arguments = st.dictionaries(names, values, max_size=3)
+
+
+@st.composite
+def conversations(draw: Any, format: str) -> tuple[Any, ...]:
+    messages: list[Any] = []
+    if draw(st.booleans()):
+        messages.append(SystemMessage(text=draw(words)))
+    for turn in range(draw(st.integers(1, 3))):
+        blocks = [ImageBlock(data=PNG, mime_type="image/png")] if draw(st.booleans()) else []
+        messages.append(UserMessage(text=draw(words), blocks=blocks))
+        if turn == 0 and not draw(st.booleans()):
+            continue
+        calls = [
+            ToolCall(id=f"c{turn}{n}", name=draw(names), arguments=draw(arguments))
+            for n in range(draw(st.integers(0, 2)))
+        ]
+        text = draw(words) if not calls or draw(st.booleans()) else ""
+        thinking = draw(words) if format == "ollama" and draw(st.booleans()) else ""
+        messages.append(AssistantMessage(text=text, thinking=thinking, tool_calls=calls))
+        for call in calls:
+            failed = format in ("anthropic", "gemini") and draw(st.booleans())
+            messages.append(
+                ToolMessage(
+                    tool_call_id=call.id, name=call.name, content=draw(words), is_error=failed
+                )
+            )
+        if calls and draw(st.booleans()):
+            messages.append(AssistantMessage(text=draw(words)))
+    return tuple(messages)
+
+
+tools = st.lists(
+    st.builds(
+        lambda name, description, props: ToolSpec(
+            name=name,
+            description=description,
+            parameters={
+                "type": "object",
+                "properties": {p: {"type": "string"} for p in props},
+                "required": sorted(props),
+            },
+        ),
+        names,
+        words,
+        st.sets(names, min_size=1, max_size=3),
+    ),
+    max_size=2,
+    unique_by=lambda spec: spec.name,
+)
+
+
+@st.composite
+def options(draw: Any, format: str) -> GenerationOptions:
+    """Options the format carries, in combinations it carries back as they were."""
+    maybe = lambda strategy: draw(st.none() | strategy)  # noqa: E731
+    fraction = st.floats(0, 1, allow_nan=False).map(lambda x: round(x, 3))
+    fields: dict[str, Any] = {"temperature": maybe(fraction), "top_p": maybe(fraction)}
+    fields["max_tokens"] = maybe(st.integers(2048, 100_000))
+    choice = draw(st.sampled_from([None, "auto", "none", "required", "named"]))
+    if choice == "named":
+        fields.update(tool_choice="required", tool_name=draw(names))
+    else:
+        fields["tool_choice"] = choice
+    if format != "openai-responses":
+        fields["stop"] = draw(st.lists(words, max_size=2))
+    if format in ("anthropic", "gemini", "ollama"):
+        fields["top_k"] = maybe(st.integers(1, 100))
+    if format in ("openai", "gemini", "ollama"):
+        fields["seed"] = maybe(st.integers(0, 2**31))
+        fields["presence_penalty"] = maybe(fraction)
+        fields["frequency_penalty"] = maybe(fraction)
+    if format in ("openai", "openai-responses"):
+        fields["parallel_tool_calls"] = maybe(st.booleans())
+        if draw(st.booleans()):
+            fields.update(reasoning=True, reasoning_effort=draw(st.sampled_from(["low", "high"])))
+    elif format == "anthropic":
+        if choice != "none" and draw(st.booleans()):
+            fields["parallel_tool_calls"] = False
+            fields["tool_choice"] = fields["tool_choice"] or "auto"
+        if draw(st.booleans()):
+            budget = draw(st.integers(1024, 2047))
+            fields.update(reasoning=True, reasoning_budget=budget)
+    elif format == "gemini":
+        if draw(st.booleans()):
+            fields.update(reasoning=True, reasoning_budget=draw(st.integers(1, 8000)))
+        elif draw(st.booleans()):
+            fields.update(reasoning=False, reasoning_budget=0)
+    elif format == "ollama":
+        fields.pop("tool_choice"), fields.pop("tool_name", None)
+        think = draw(st.sampled_from([None, True, False, "low", "high"]))
+        if isinstance(think, str):
+            fields.update(reasoning=True, reasoning_effort=think)
+        elif think is not None:
+            fields["reasoning"] = think
+    return GenerationOptions(**fields)
+
+
+def built_body(format: str, request: ChatRequest) -> dict[str, Any]:
+    http = get_dialect(format).build_request(request, api_url=URLS[format], api_key=None)
+    return dict(http.body)
+
+
+def comparable(message: Any, format: str) -> Any:
+    """What of a message the format carries: Ollama has no call ids."""
+    if isinstance(message, AssistantMessage):
+        calls = tuple(
+            (None if format == "ollama" else c.id, c.name, dict(c.arguments))
+            for c in message.tool_calls
+        )
+        thinking = message.thinking if format == "ollama" else ""
+        return ("assistant", message.text, thinking, calls)
+    if isinstance(message, ToolMessage):
+        call_id = None if format == "ollama" else message.tool_call_id
+        return ("tool", call_id, message.name, message.content, message.is_error)
+    return message
+
+
+def expected_options(given: GenerationOptions, format: str) -> GenerationOptions:
+    if format == "anthropic" and given.max_tokens is None:
+        return attrs.evolve(given, max_tokens=DEFAULT_MAX_TOKENS)
+    return given
+
+
+@pytest.mark.parametrize("format", CLIENT_FORMATS)
+def test_what_a_dialect_builds_reads_back_the_same(format: str) -> None:
+    @SETTINGS
+    @given(conversations(format), tools, options(format))
+    def round_trip(
+        messages: tuple[Any, ...], specs: list[ToolSpec], given: GenerationOptions
+    ) -> None:
+        request = ChatRequest(
+            model="m", messages=messages, tools=specs, options=given.for_dialect(format)
+        )
+        body = built_body(format, request)
+        read = read_client_request(format, body, model="m", stream=True)
+        assert [comparable(m, format) for m in read.messages] == [
+            comparable(m, format) for m in messages
+        ]
+        assert [(t.name, t.description, dict(t.parameters)) for t in read.tools] == [
+            (t.name, t.description, dict(t.parameters)) for t in specs
+        ]
+        assert read.options == expected_options(given, format)
+        assert read.stream is True
+        assert read.ignored == ()
+        assert read.model == "m"
+
+    round_trip()
+
+
+def test_every_format_has_a_reader() -> None:
+    assert set(CLIENT_FORMATS) == {"openai", "openai-responses", "anthropic", "gemini", "ollama"}
+    with pytest.raises(ValueError, match="unknown client format 'cohere'"):
+        read_client_request("cohere", {})
+
+
+# What the SDKs send that our builders do not.
+
+
+def test_chat_completions_content_parts_roles_and_options() -> None:
+    read = read_client_request(
+        "openai",
+        {
+            "model": "gpt-x",
+            "messages": [
+                {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "What is this?"},
+                        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+                        {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "reasoning_content": "Look closer.",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "zoom", "arguments": '{"x": 1}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "ok"}]},
+            ],
+            "tool_choice": {"type": "function", "function": {"name": "zoom"}},
+            "max_tokens": 50,
+            "stop": "END",
+            "reasoning_effort": "high",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "logprobs": True,
+            "user": "u-1",
+        },
+    )
+    assert read.model == "gpt-x" and read.stream and read.include_usage
+    assert read.messages == (
+        SystemMessage(text="Be brief."),
+        UserMessage(
+            text="What is this?",
+            blocks=[
+                ImageBlock(data=PNG, mime_type="image/png"),
+                ImageBlock(url="https://x.test/a.png"),
+            ],
+        ),
+        AssistantMessage(
+            thinking="Look closer.",
+            tool_calls=[ToolCall(id="c1", name="zoom", arguments_str='{"x": 1}')],
+        ),
+        ToolMessage(tool_call_id="c1", name="zoom", content="ok"),
+    )
+    assert read.options == GenerationOptions(
+        max_tokens=50,
+        stop=("END",),
+        reasoning=True,
+        reasoning_effort="high",
+        tool_choice="required",
+        tool_name="zoom",
+    )
+    assert read.ignored == ("logprobs", "user")
+
+
+def test_anthropic_blocks_tool_results_thinking_and_signatures() -> None:
+    read = read_client_request(
+        "anthropic",
+        {
+            "model": "claude-x",
+            "max_tokens": 8000,
+            "system": [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}],
+            "messages": [
+                {"role": "user", "content": "Weather?"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "Call it.", "signature": "sig-1"},
+                        {"type": "redacted_thinking", "data": "opaque"},
+                        {"type": "tool_use", "id": "tu_1", "name": "w", "input": {"city": "Paris"}},
+                        {"type": "tool_use", "id": "tu_2", "name": "w", "input": {"city": "Nice"}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "tu_1", "content": "18°C"},
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "tu_2",
+                            "content": [{"type": "text", "text": "down"}],
+                            "is_error": True,
+                        },
+                        {
+                            "type": "text",
+                            "text": "And tomorrow?",
+                            "cache_control": {"type": "ephemeral"},
+                        },
+                    ],
+                },
+            ],
+            "thinking": {"type": "enabled", "budget_tokens": 2000},
+            "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
+            "metadata": {"user_id": "u"},
+        },
+    )
+    system, _user, assistant, result_1, result_2, again = read.messages
+    assert system == SystemMessage(text="One.\n\nTwo.")
+    assert assistant.thinking == "Call it."
+    assert dict(assistant.metadata) == {
+        "thinking_signature": "sig-1",
+        "redacted_thinking": ["opaque"],
+    }
+    assert [c.arguments for c in assistant.tool_calls] == [{"city": "Paris"}, {"city": "Nice"}]
+    assert result_1 == ToolMessage(tool_call_id="tu_1", name="w", content="18°C")
+    assert result_2 == ToolMessage(tool_call_id="tu_2", name="w", content="down", is_error=True)
+    assert again == UserMessage(text="And tomorrow?")
+    assert read.options == GenerationOptions(
+        max_tokens=8000,
+        reasoning=True,
+        reasoning_budget=2000,
+        tool_choice="required",
+        parallel_tool_calls=False,
+    )
+    assert read.ignored == ("metadata",)
+
+
+def test_responses_items_gather_into_turns() -> None:
+    read = read_client_request(
+        "openai-responses",
+        {
+            "model": "gpt-x",
+            "instructions": "Be brief.",
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+                {
+                    "type": "reasoning",
+                    "id": "rs_1",
+                    "summary": [{"type": "summary_text", "text": "Call it."}],
+                },
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": "w",
+                    "arguments": '{"city":"Paris"}',
+                    "status": "completed",
+                },
+                {"type": "function_call_output", "call_id": "call_1", "output": "18°C"},
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": "It is 18°C.", "annotations": []}],
+                },
+                {"role": "user", "content": "Thanks"},
+            ],
+            "reasoning": {"effort": "medium", "summary": "auto"},
+            "max_output_tokens": 300,
+            "store": False,
+        },
+    )
+    assert read.messages == (
+        SystemMessage(text="Be brief."),
+        UserMessage(text="Weather?"),
+        AssistantMessage(
+            thinking="Call it.",
+            tool_calls=[ToolCall(id="call_1", name="w", arguments_str='{"city":"Paris"}')],
+        ),
+        ToolMessage(tool_call_id="call_1", name="w", content="18°C"),
+        AssistantMessage(text="It is 18°C."),
+        UserMessage(text="Thanks"),
+    )
+    assert read.options == GenerationOptions(
+        max_tokens=300, reasoning=True, reasoning_effort="medium"
+    )
+    assert not read.stream
+
+
+def test_gemini_openapi_schemas_ids_made_up_and_the_signature_kept() -> None:
+    read = read_client_request(
+        "gemini",
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "Weather?"}]},
+                {
+                    "role": "model",
+                    "parts": [
+                        {"text": "Call it.", "thought": True},
+                        {
+                            "functionCall": {"name": "w", "args": {"city": "Paris"}},
+                            "thoughtSignature": "c2ln",
+                        },
+                        {"functionCall": {"name": "w", "args": {"city": "Nice"}}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "parts": [
+                        {"functionResponse": {"name": "w", "response": {"result": "18°C"}}},
+                        {"functionResponse": {"name": "w", "response": {"error": "down"}}},
+                    ],
+                },
+            ],
+            "systemInstruction": {"parts": [{"text": "Be brief."}]},
+            "tools": [
+                {
+                    "functionDeclarations": [
+                        {
+                            "name": "w",
+                            "description": "Weather",
+                            "parameters": {
+                                "type": "OBJECT",
+                                "properties": {
+                                    "city": {"type": "STRING", "nullable": True},
+                                    "days": {"type": "ARRAY", "items": {"type": "INTEGER"}},
+                                },
+                                "required": ["city"],
+                                "propertyOrdering": ["city", "days"],
+                            },
+                        }
+                    ]
+                }
+            ],
+            "generationConfig": {
+                "maxOutputTokens": 100,
+                "thinkingConfig": {"thinkingBudget": -1, "includeThoughts": True},
+                "responseMimeType": "text/plain",
+            },
+            "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["w"]}},
+        },
+        model="models/gemini-x",
+        stream=True,
+    )
+    assert read.model == "gemini-x" and read.stream
+    _system, _user, assistant, first, second = read.messages
+    assert assistant.thinking == "Call it."
+    assert assistant.metadata["thinking_signature"] == "c2ln"
+    assert [c.id for c in assistant.tool_calls] == ["call_2_0", "call_2_1"]
+    assert (first.tool_call_id, first.content, first.is_error) == ("call_2_0", "18°C", False)
+    assert (second.tool_call_id, second.content, second.is_error) == ("call_2_1", "down", True)
+    assert dict(read.tools[0].parameters) == {
+        "type": "object",
+        "properties": {
+            "city": {"type": ["string", "null"]},
+            "days": {"type": "array", "items": {"type": "integer"}},
+        },
+        "required": ["city"],
+    }
+    assert read.options == GenerationOptions(
+        max_tokens=100, reasoning=True, tool_choice="required", tool_name="w"
+    )
+    assert read.ignored == ("generationConfig.responseMimeType",)
+
+
+def test_ollama_streams_by_default_and_pairs_results_by_name() -> None:
+    read = read_client_request(
+        "ollama",
+        {
+            "model": "qwen3",
+            "messages": [
+                {"role": "user", "content": "Weather?", "images": [PNG]},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "thinking": "Both.",
+                    "tool_calls": [
+                        {"function": {"name": "w", "arguments": {"city": "Paris"}}},
+                        {"function": {"name": "w", "arguments": {"city": "Nice"}}},
+                    ],
+                },
+                {"role": "tool", "content": "18°C", "tool_name": "w"},
+                {"role": "tool", "content": "20°C", "tool_name": "w"},
+            ],
+            "think": "high",
+            "options": {"num_predict": 64, "temperature": 0.2, "num_ctx": 8192},
+            "keep_alive": "5m",
+        },
+    )
+    assert read.stream
+    user, assistant, first, second = read.messages
+    assert user.blocks == (ImageBlock(data=PNG, mime_type="image/png"),)
+    assert [c.id for c in assistant.tool_calls] == ["call_1_0", "call_1_1"]
+    assert [(m.tool_call_id, m.content) for m in (first, second)] == [
+        ("call_1_0", "18°C"),
+        ("call_1_1", "20°C"),
+    ]
+    assert read.options == GenerationOptions(
+        max_tokens=64, temperature=0.2, reasoning=True, reasoning_effort="high"
+    )
+    assert read.ignored == ("keep_alive", "options.num_ctx")
+    assert not read_client_request(
+        "ollama", {"messages": [{"role": "user"}], "stream": False}
+    ).stream
+
+
+# What bad bodies are told: the field that is wrong.
+
+
+@pytest.mark.parametrize(
+    ("format", "body", "message"),
+    [
+        ("openai", [], "the request body must be a JSON object, not an array"),
+        ("openai", {"messages": []}, "messages must not be empty"),
+        ("openai", {"messages": "hi"}, "messages must be an array, not a string"),
+        ("openai", {"messages": [{"role": "robot"}]}, r"messages\[0\].role must be"),
+        ("openai", {"messages": [{"role": "user"}], "n": 2}, "n must be 1"),
+        (
+            "openai",
+            {"messages": [{"role": "user"}], "temperature": "hot"},
+            "temperature must be a number",
+        ),
+        (
+            "openai",
+            {"messages": [{"role": "user"}], "tools": [{"type": "custom", "custom": {}}]},
+            r"tools\[0\].type must be function",
+        ),
+        (
+            "openai-responses",
+            {"input": "hi", "previous_response_id": "resp_1"},
+            "previous_response_id cannot be used here",
+        ),
+        (
+            "openai-responses",
+            {"input": "hi", "tools": [{"type": "web_search"}]},
+            r"tools\[0\] is a built-in tool \(web_search\)",
+        ),
+        (
+            "anthropic",
+            {
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+            },
+            r"tools\[0\] is a server tool",
+        ),
+        (
+            "anthropic",
+            {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
+            r"messages\[0\].content\[0\].tool_use_id must be a string",
+        ),
+        (
+            "gemini",
+            {
+                "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                "tools": [{"googleSearch": {}}],
+            },
+            "built-in tools",
+        ),
+        (
+            "gemini",
+            {"contents": [{"role": "user", "parts": [{"executableCode": {}}]}]},
+            r"contents\[0\].parts\[0\] \(executableCode\) cannot be passed on",
+        ),
+        (
+            "ollama",
+            {"messages": [{"role": "user", "content": 3}]},
+            r"messages\[0\].content must be a string",
+        ),
+    ],
+)
+def test_a_bad_body_is_told_what_is_wrong(format: str, body: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        read_client_request(format, body)
+
+
+# The options as each upstream dialect takes them.
+
+
+def test_reasoning_is_asked_of_each_upstream_in_its_own_terms() -> None:
+    effort = GenerationOptions(reasoning=True, reasoning_effort="high", max_tokens=4000)
+    assert effort.for_dialect("openai") == {
+        "max_completion_tokens": 4000,
+        "reasoning_effort": "high",
+    }
+    assert effort.for_dialect("openai-responses") == {
+        "max_output_tokens": 4000,
+        "reasoning": {"effort": "high", "summary": "auto"},
+    }
+    # Anthropic's budget stays under max_tokens, as the API demands
+    assert effort.for_dialect("anthropic")["thinking"] == {"type": "enabled", "budget_tokens": 3999}
+    assert effort.for_dialect("gemini")["thinking_config"] == {
+        "include_thoughts": True,
+        "thinking_budget": 16384,
+    }
+    assert effort.for_dialect("ollama")["think"] == "high"
+    budget = GenerationOptions(reasoning=True, reasoning_budget=2000)
+    assert budget.for_dialect("openai")["reasoning_effort"] == "medium"
+    assert budget.for_dialect("anthropic")["thinking"] == {"type": "enabled", "budget_tokens": 2000}
+    small = GenerationOptions(reasoning=True, max_tokens=500)
+    assert "thinking" not in small.for_dialect("anthropic")  # no room for the smallest budget
+    off = GenerationOptions(reasoning=False, reasoning_budget=0)
+    assert off.for_dialect("gemini")["thinking_config"] == {"thinking_budget": 0}
+    assert off.for_dialect("ollama")["think"] is False
+    assert off.for_dialect("openai") == {}
+
+
+def test_tool_choice_and_the_rest_in_each_dialects_names() -> None:
+    options = GenerationOptions(
+        tool_choice="required",
+        tool_name="w",
+        parallel_tool_calls=False,
+        stop=("X",),
+        seed=7,
+        top_k=5,
+    )
+    assert options.for_dialect("openai") == {
+        "tool_choice": {"type": "function", "function": {"name": "w"}},
+        "parallel_tool_calls": False,
+        "stop": ["X"],
+        "seed": 7,
+    }
+    assert options.for_dialect("anthropic") == {
+        "tool_choice": {"type": "tool", "name": "w", "disable_parallel_tool_use": True},
+        "stop_sequences": ["X"],
+        "top_k": 5,
+    }
+    assert options.for_dialect("gemini") == {
+        "tool_config": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["w"]}},
+        "stop": ["X"],
+        "seed": 7,
+        "top_k": 5,
+    }
+    assert options.for_dialect("bedrock") == {"tool_choice": {"tool": {"name": "w"}}, "stop": ["X"]}
+    assert options.for_dialect("ollama") == {"stop": ["X"], "seed": 7, "top_k": 5}
+    assert options.for_dialect("some-other") == {"stop": ["X"], "seed": 7}
+
+
+@pytest.mark.parametrize("upstream", ["gemini", "bedrock", "ollama"])
+def test_the_upstream_request_carries_the_options_where_its_api_wants_them(upstream: str) -> None:
+    options = GenerationOptions(
+        max_tokens=100, temperature=0.5, reasoning=True, reasoning_budget=2048
+    )
+    request = ChatRequest(
+        model="m", messages=[UserMessage(text="hi")], options=options.for_dialect(upstream)
+    )
+    api_url = {"bedrock": "http://127.0.0.1:9", **URLS}[upstream]
+    body = get_dialect(upstream).build_request(request, api_url=api_url, api_key="k").body
+    if upstream == "gemini":
+        assert body["generationConfig"] == {
+            "maxOutputTokens": 100,
+            "temperature": 0.5,
+            "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 2048},
+        }
+    elif upstream == "bedrock":
+        assert body["inferenceConfig"] == {"maxTokens": 100, "temperature": 0.5}
+        assert "thinking" not in body.get("additionalModelRequestFields", {})  # no room in 100
+    else:
+        assert body["options"] == {"num_predict": 100, "temperature": 0.5}
+        assert body["think"] is True
+
+
+SAMPLES: dict[str, Any] = {
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "top_k": 5,
+    "max_tokens": 100,
+    "stop": ("X",),
+    "seed": 7,
+    "presence_penalty": 0.1,
+    "frequency_penalty": 0.2,
+    "reasoning": True,
+    "tool_choice": "auto",
+    "tool_name": "w",
+    "parallel_tool_calls": False,
+}
+
+
+@pytest.mark.parametrize("upstream", sorted(UNSUPPORTED))
+def test_unsupported_lists_exactly_what_an_upstream_drops(upstream: str) -> None:
+    for field, value in SAMPLES.items():
+        written = GenerationOptions(**{field: value}).for_dialect(upstream)
+        if field in UNSUPPORTED[upstream]:
+            assert written == {}, field
+        elif field != "tool_name":  # a name alone forces nothing
+            assert written, field
