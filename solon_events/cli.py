@@ -49,6 +49,8 @@ KEY_VARIABLES = {
     "gemini": "GEMINI_API_KEY",
     "ollama": "OLLAMA_API_KEY",
     "bedrock": "AWS_BEARER_TOKEN_BEDROCK",
+    "cohere": "CO_API_KEY",
+    "google-interactions": "GEMINI_API_KEY",
 }
 
 

@@ -9,8 +9,12 @@ and STEP_END are left out; the stage itself tells what the dialect recorded besi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+import pytest
+from hypothesis import strategies as st
 
 from solon_events import ChatEvent, ChatEventType, ChatProtocolError
 from solon_events.core.parsing import ParseStage
@@ -103,3 +107,48 @@ def outcome(events: list[Any], stage: ParseStage) -> tuple[Any, ...]:
         stage.finish_reason,
         None if failure is None else (type(failure), str(failure)),
     )
+
+
+Run = Callable[[Iterable[Any]], tuple[list[Any], ParseStage]]
+"""A way to feed frames: ``feed`` with a dialect, or with one of its functions."""
+
+ODD_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=5), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+"""Small odd JSON values, to put where a dialect reads a frame."""
+
+
+@st.composite
+def odd_frames(
+    draw: st.DrawFn,
+    streams: Sequence[list[Any]],
+    places: Sequence[tuple[str, ...]],
+    names: Sequence[Any],
+) -> list[Any]:
+    """One of ``streams`` with a few frames changed: at one of ``places`` (a path of keys),
+    an odd value or one of ``names`` (the values a fast path looks for)."""
+    frames = json.loads(json.dumps(draw(st.sampled_from(streams))))
+    for _ in range(draw(st.integers(1, 3))):
+        target = frames[draw(st.integers(0, len(frames) - 1))]
+        path = draw(st.sampled_from(places))
+        for key in path[:-1]:
+            target = target.get(key) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            target[path[-1]] = draw(ODD_VALUES | st.sampled_from(names))
+    return frames
+
+
+def assert_same_outcome(fast: Run, general: Run, frames: list[Any]) -> None:
+    """``frames`` fed both ways give the same :func:`outcome`, or fail alike."""
+    try:
+        seen = outcome(*fast(frames))
+    except ChatProtocolError as exc:
+        with pytest.raises(ChatProtocolError) as general_exc:
+            general(frames)
+        assert str(general_exc.value) == str(exc)
+        return
+    assert seen == outcome(*general(frames))

@@ -43,7 +43,7 @@ def test_every_named_dialect_loads() -> None:
 
 def test_unknown_dialect_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"'openai'.*'ollama'"):
-        get_dialect("cohere")
+        get_dialect("no-such-dialect")
 
 
 def test_http_request_repr_hides_headers() -> None:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recorded import CORPUS, CORPUS_DIALECTS, DIALECTS, body_of, text_body, weather_bodies
+from sdk_oracles import RECORDING_DIALECTS, recording_paths
 
 from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, replay
 from solon_events.devserver.scenarios import ERROR_FRAME_MESSAGE
@@ -31,21 +32,29 @@ FUZZ = settings(
 
 
 def seeds(dialect: str) -> list[bytes]:
-    """Whole, valid bodies of ``dialect``: text, a tool call with thinking, an error frame,
-    and the corpus's recordings of it."""
-    error = Script([Text("Partial"), StreamError(ERROR_FRAME_MESSAGE)], TurnUsage(10, 2))
-    bodies = [
-        text_body(dialect, "Hel", "lo"),
-        *weather_bodies(dialect, "18C"),
-        body_of(dialect, error),
-    ]
+    """Whole, valid bodies of ``dialect``: text, a tool call with thinking, an error frame
+    (each as the embedded provider sends it, for a dialect it speaks), and the recordings of
+    it (the shared corpus's, the public ones in tests/recordings)."""
+    bodies = []
+    if dialect in DIALECTS:
+        error = Script([Text("Partial"), StreamError(ERROR_FRAME_MESSAGE)], TurnUsage(10, 2))
+        bodies += [
+            text_body(dialect, "Hel", "lo"),
+            *weather_bodies(dialect, "18C"),
+            body_of(dialect, error),
+        ]
     folder = CORPUS / CORPUS_FOLDERS.get(dialect, "-")
     if folder.is_dir():
         bodies += [path.read_bytes() for path in sorted(folder.glob("*.jsonl"))]
+    for name, recorded_dialect in RECORDING_DIALECTS.items():
+        if recorded_dialect == dialect:
+            bodies += [path.read_bytes() for path in recording_paths(name)]
     return bodies
 
 
-SEEDS = {dialect: seeds(dialect) for dialect in DIALECTS}
+FUZZED = (*DIALECTS, *(d for d in RECORDING_DIALECTS.values() if d not in DIALECTS))
+"""The embedded provider's dialects, and those known only from recordings."""
+SEEDS = {dialect: seeds(dialect) for dialect in FUZZED}
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
     lambda inner: (
@@ -152,7 +161,7 @@ def check(body: bytes, dialect: str) -> None:
 
 # Frame mutations work on SSE / JSON-lines frames; Bedrock's binary framing is fuzzed by the
 # byte damage below and against botocore in tests/test_eventstream.py.
-TEXT_FRAMED = [dialect for dialect in DIALECTS if dialect != "bedrock"]
+TEXT_FRAMED = [dialect for dialect in FUZZED if dialect != "bedrock"]
 
 
 @pytest.mark.parametrize("dialect", TEXT_FRAMED)
@@ -162,7 +171,7 @@ def test_mutated_frames_fail_only_with_chat_error(dialect: str, data: st.DataObj
     check(data.draw(mutated_bodies(dialect)), dialect)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", FUZZED)
 @FUZZ
 @given(data=st.data())
 def test_bytes_cut_or_flipped_anywhere_fail_only_with_chat_error(
@@ -171,7 +180,7 @@ def test_bytes_cut_or_flipped_anywhere_fail_only_with_chat_error(
     check(data.draw(damaged_bytes(dialect)), dialect)
 
 
-@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("dialect", FUZZED)
 def test_the_seeds_themselves_end_as_recorded(dialect: str) -> None:
     for body in SEEDS[dialect]:
         check(body, dialect)

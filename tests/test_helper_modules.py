@@ -35,8 +35,6 @@ def test_a_helper_module_imports_no_test_module(path: Path) -> None:
     assert sorted(name for name in imported(path) if name.startswith("test_")) == []
 
 
-@pytest.mark.parametrize(
-    "path", sorted(TESTS.glob("test_*.py")), ids=lambda path: path.name
-)
+@pytest.mark.parametrize("path", sorted(TESTS.glob("test_*.py")), ids=lambda path: path.name)
 def test_a_test_module_imports_no_other_test_module(path: Path) -> None:
     assert sorted(name for name in imported(path) if name.startswith("test_")) == []

@@ -16,7 +16,9 @@ __all__ = [
     "BedrockDialect",
     "ChatDialect",
     "ChatStreamContext",
+    "CohereDialect",
     "GeminiDialect",
+    "GoogleInteractionsDialect",
     "HttpRequest",
     "OllamaDialect",
     "OpenAIDialect",
@@ -34,6 +36,8 @@ _LAZY = {
     "GeminiDialect": ".gemini",
     "OllamaDialect": ".ollama",
     "BedrockDialect": ".bedrock",
+    "CohereDialect": ".cohere",
+    "GoogleInteractionsDialect": ".google_interactions",
 }
 
 

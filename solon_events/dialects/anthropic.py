@@ -36,24 +36,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
-
-from ..core.tool_calls import ToolCallAssembler
 from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import (
     Citation,
     SearchResult,
-    ToolCall,
     Usage,
     new_citation,
     new_search_result,
-    new_tool_call,
 )
 from .anthropic_request import ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS, messages_request
 from .base import ChatDialect
+from .blocks import NO_DELTAS, Block, OpenBlocks, server_call
 from .context import ChatStreamContext
-from .reading import expect_object, make_usage
+from .reading import dispatch, make_usage
 from .request import Endpoint, HttpRequest
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
@@ -65,39 +61,18 @@ _TOOL_USE_SUFFIX = "_tool_use"
 _TOOL_RESULT_SUFFIX = "_tool_result"
 
 
-class _Block:
-    """An open content block: what kind it is and what it has gathered so far.
-
-    ``deltas`` maps the delta types the block takes to their handlers.
-    """
-
-    __slots__ = ("deltas", "fragments", "id", "input", "kind", "name", "sub_type", "type")
-
-    def __init__(self, kind: str, type: str, id: str | None = None, name: str = "") -> None:
-        self.kind = kind
-        self.deltas = _DELTA_HANDLERS.get(kind, _NO_DELTAS)
-        self.type = type
-        self.id = id
-        self.name = name
-        self.sub_type: str | None = None
-        self.input: Any = None
-        self.fragments: list[str] = []
-
-
-class _Stream:
+class _Stream(OpenBlocks):
     """The dialect's state for one step: the current message and its open blocks."""
 
-    __slots__ = ("blocks", "finished", "message_id", "server_calls", "started", "tools", "usage")
+    __slots__ = ("finished", "message_id", "started", "usage")
 
     def __init__(self) -> None:
+        super().__init__()
         self.started = False
         self.finished = False
         """Whether the message gave its completion signal (a stop reason, message_stop)."""
         self.message_id: Any = None
-        self.blocks: dict[int, _Block] = {}
-        self.tools = ToolCallAssembler()
         self.usage: dict[str, Any] = {}
-        self.server_calls: dict[str | None, tuple[str | None, ToolCall | None]] = {}
 
 
 class AnthropicDialect(ChatDialect):
@@ -143,7 +118,7 @@ class AnthropicDialect(ChatDialect):
         """After the completion signal, close blocks the provider left open."""
         stream = ctx.state.get(_STATE_KEY)
         if stream is not None and stream.finished:
-            _close_all(ctx, stream)
+            stream.close_all(ctx)
 
 
 # ---------------------------------------------------------------- stream events
@@ -151,13 +126,7 @@ class AnthropicDialect(ChatDialect):
 
 def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
     """Any frame: check it, then hand it to its event type's handler."""
-    expect_object(frame)
-    kind = frame.get("type")
-    handler = _EVENT_HANDLERS.get(kind) if isinstance(kind, str) else None
-    if handler is None:
-        ctx.send(EVENT_TYPES.RAW, raw_type=str(kind), raw=frame)
-        return
-    handler(ctx, ctx.state_of(_STATE_KEY, _Stream), frame)
+    dispatch(ctx, frame, "type", _EVENT_HANDLERS, _STATE_KEY, _Stream)
 
 
 def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -167,7 +136,7 @@ def _on_message_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[st
         ctx.send(EVENT_TYPES.RAW, raw_type="message_start:duplicate", raw=frame)
         return
     if stream.started:
-        _close_all(ctx, stream)
+        stream.close_all(ctx)
         stream.server_calls.clear()
     stream.started = True
     stream.message_id = message_id
@@ -203,7 +172,7 @@ def _on_message_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[st
 
 
 def _on_message_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
-    _close_all(ctx, stream)
+    stream.close_all(ctx)
     stream.finished = True
     ctx.finish()
 
@@ -224,7 +193,7 @@ def _on_block_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
         ctx.send(EVENT_TYPES.RAW, raw_type="content_block_start", raw=frame)
         return
     if index in stream.blocks:
-        _close_block(ctx, stream, index, stream.blocks.pop(index))
+        stream.close(ctx, index, stream.blocks.pop(index))
     opener = _BLOCK_OPENERS.get(block_type)
     if opener is None:
         opener = _generic_opener(block_type)
@@ -255,7 +224,7 @@ def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, 
             EVENT_TYPES.RAW, index=index, raw_type=f"content_block_stop:{block.type}", raw=frame
         )
     else:
-        _close_block(ctx, stream, index, block, frame)
+        stream.close(ctx, index, block, frame)
 
 
 _EventHandler = Callable[[ChatStreamContext, _Stream, Mapping[str, Any]], None]
@@ -281,7 +250,7 @@ def _open_text(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
+) -> Block:
     ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
     text = content.get("text")
     if isinstance(text, str) and text:
@@ -300,7 +269,7 @@ def _open_thinking(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
+) -> Block:
     ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
     thinking = content.get("thinking")
     if isinstance(thinking, str) and thinking:
@@ -317,7 +286,7 @@ def _open_redacted_thinking(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
+) -> Block:
     data = content.get("data")
     ctx.send(
         EVENT_TYPES.THINKING_REDACTED,
@@ -334,8 +303,8 @@ def _open_tool_use(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
-    block = _Block("tool", "tool_use", _opt_str(content.get("id")), _str(content.get("name")))
+) -> Block:
+    block = _block("tool", "tool_use", _opt_str(content.get("id")), _str(content.get("name")))
     block.input = content.get("input")
     stream.tools.start(ctx, index, id=block.id, name=block.name, raw=frame)
     return block
@@ -347,9 +316,9 @@ def _open_server_tool_use(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
+) -> Block:
     block_type = _str(content.get("type"))
-    block = _Block("server", block_type, _opt_str(content.get("id")), _str(content.get("name")))
+    block = _block("server", block_type, _opt_str(content.get("id")), _str(content.get("name")))
     block.input = content.get("input")
     attrs: dict[str, Any] = {}
     if block_type == "server_tool_use":
@@ -364,7 +333,7 @@ def _open_server_tool_use(
         index=index,
         tool_call_id=block.id,
         sub_type=block.sub_type,
-        tool_call=_server_call(block, index),
+        tool_call=server_call(block, index),
         attrs=attrs,
         raw=frame,
     )
@@ -377,7 +346,7 @@ def _open_tool_result(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
+) -> Block:
     block_type = _str(content.get("type"))
     call_id = _opt_str(content.get("tool_use_id"))
     sub_type, call = stream.server_calls.get(
@@ -396,7 +365,7 @@ def _open_tool_result(
     items = content.get("content")
     if isinstance(items, list):
         _send_search_results(ctx, index, call_id, sub_type, items)
-    return _Block("result", block_type, call_id)
+    return _block("result", block_type, call_id)
 
 
 def _send_search_results(
@@ -427,13 +396,13 @@ def _open_unknown(
     index: int,
     content: Mapping[str, Any],
     frame: Mapping[str, Any],
-) -> _Block:
+) -> Block:
     block_type = _str(content.get("type"))
     ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"content_block_start:{block_type}", raw=frame)
-    return _Block("raw", block_type)
+    return _block("raw", block_type)
 
 
-_Opener = Callable[[ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], _Block]
+_Opener = Callable[[ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], Block]
 
 _BLOCK_OPENERS: dict[str, _Opener] = {
     "text": _open_text,
@@ -459,7 +428,7 @@ def _generic_opener(block_type: str) -> _Opener:
 def _text_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
-    block: _Block,
+    block: Block,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -472,7 +441,7 @@ def _text_delta(
 def _thinking_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
-    block: _Block,
+    block: Block,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -485,7 +454,7 @@ def _thinking_delta(
 def _signature_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
-    block: _Block,
+    block: Block,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -498,7 +467,7 @@ def _signature_delta(
 def _citations_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
-    block: _Block,
+    block: Block,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -511,7 +480,7 @@ def _citations_delta(
 def _tool_args_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
-    block: _Block,
+    block: Block,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -525,7 +494,7 @@ def _tool_args_delta(
 def _server_args_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
-    block: _Block,
+    block: Block,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -544,7 +513,7 @@ def _server_args_delta(
 
 
 _DeltaHandler = Callable[
-    [ChatStreamContext, _Stream, _Block, int, Mapping[str, Any], Mapping[str, Any]], None
+    [ChatStreamContext, _Stream, Block, int, Mapping[str, Any], Mapping[str, Any]], None
 ]
 
 _DELTA_HANDLERS: dict[str, dict[str, _DeltaHandler]] = {
@@ -555,57 +524,17 @@ _DELTA_HANDLERS: dict[str, dict[str, _DeltaHandler]] = {
 }
 """The delta handlers of each block kind, by delta type."""
 
-_NO_DELTAS: dict[str, _DeltaHandler] = {}
+
+def _block(kind: str, type: str, id: str | None = None, name: str = "") -> Block:
+    """A new block of ``kind``, taking the deltas of its kind."""
+    return Block(kind, type, id, name, _DELTA_HANDLERS.get(kind, NO_DELTAS))
+
 
 # Text and thinking blocks gather nothing (only tool blocks do): one block of each kind serves
 # them all, which spares building one per block.
-_TEXT_BLOCK = _Block("text", "text")
-_THINKING_BLOCK = _Block("thinking", "thinking")
-_REDACTED_BLOCK = _Block("redacted", "redacted_thinking")
-
-
-# ---------------------------------------------------------------- block closing
-
-
-def _close_block(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    block: _Block,
-    frame: Mapping[str, Any] | None = None,
-) -> None:
-    """Emit what ends ``block`` (at ``index``), which is no longer open."""
-    if block.kind == "text":
-        ctx.send(EVENT_TYPES.TEXT_END, index=index, raw=frame)
-    elif block.kind == "thinking":
-        ctx.send(EVENT_TYPES.THINKING_END, index=index, raw=frame)
-    elif block.kind == "tool":
-        stream.tools.end(ctx, index, arguments_str=_arguments_str(block), raw=frame)
-    elif block.kind == "server":
-        stream.server_calls[block.id] = (block.sub_type, _server_call(block, index))
-
-
-def _close_all(ctx: ChatStreamContext, stream: _Stream) -> None:
-    """Close every block still open, in the order they were opened."""
-    blocks = stream.blocks
-    stream.blocks = {}
-    for index, block in blocks.items():
-        _close_block(ctx, stream, index, block)
-
-
-def _arguments_str(block: _Block) -> str | None:
-    """The tool input as text: the streamed fragments, else the input the block started with."""
-    if block.fragments or not isinstance(block.input, dict) or not block.input:
-        return None
-    return orjson.dumps(dict(block.input)).decode()
-
-
-def _server_call(block: _Block, index: int) -> ToolCall:
-    if block.fragments:
-        text = "".join(block.fragments)
-        return new_tool_call(block.id, block.name, None, text, index)
-    arguments = dict(block.input) if isinstance(block.input, dict) else {}
-    return new_tool_call(block.id, block.name, arguments, "", index)
+_TEXT_BLOCK = _block("text", "text")
+_THINKING_BLOCK = _block("thinking", "thinking")
+_REDACTED_BLOCK = _block("redacted", "redacted_thinking")
 
 
 # ---------------------------------------------------------------- value mapping

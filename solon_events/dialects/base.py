@@ -136,6 +136,8 @@ _DIALECTS: dict[str, str] = {
     "gemini": "solon_events.dialects.gemini:GeminiDialect",
     "ollama": "solon_events.dialects.ollama:OllamaDialect",
     "bedrock": "solon_events.dialects.bedrock:BedrockDialect",
+    "cohere": "solon_events.dialects.cohere:CohereDialect",
+    "google-interactions": "solon_events.dialects.google_interactions:GoogleInteractionsDialect",
 }
 
 
@@ -145,7 +147,10 @@ def dialect_names() -> tuple[str, ...]:
 
 
 def get_dialect(name: str | ChatDialect) -> ChatDialect:
-    """The dialect called ``name`` (a ChatDialect instance is returned as it is).
+    """The dialect called ``name`` (a ChatDialect instance is returned as it is): one of
+    ``"openai"``, ``"openai-responses"``, ``"anthropic"``, ``"gemini"``, ``"ollama"``,
+    ``"bedrock"``, ``"cohere"`` (Cohere's Chat API v2) and ``"google-interactions"``
+    (Google's Interactions API).
 
     Raises ``ValueError`` naming the known dialects for an unknown name.
     """

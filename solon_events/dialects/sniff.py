@@ -5,7 +5,9 @@ Each built-in dialect's frames have a shape no other dialect's have: Anthropic's
 ``type`` starting ``response.``, Chat Completions' a ``choices`` list (or
 ``object: "chat.completion.chunk"``), Gemini's ``candidates`` (or ``usageMetadata``,
 ``promptFeedback``), Ollama's ``message`` or ``done`` beside ``created_at``, Bedrock's a
-single key naming a ConverseStream event (``contentBlockDelta``, ...) or exception. A frame of
+single key naming a ConverseStream event (``contentBlockDelta``, ...) or exception, Cohere's
+a hyphenated ``type`` (``message-start``, ``content-delta``, ...), the Interactions API's an
+``event_type`` starting ``interaction.`` or ``step.`` (or its ``error`` event). A frame of
 no such shape (an error object, ``[DONE]``, a comment) tells nothing, and the next one is
 looked at. :meth:`~solon_events.ChatDialect.claims` is where a dialect says it knows a
 frame; a dialect added outside this package overrides it.
@@ -107,6 +109,36 @@ def _bedrock(frame: Mapping[str, Any]) -> bool:
     return isinstance(value, dict) and (key in _BEDROCK_EVENTS or key.endswith("Exception"))
 
 
+_COHERE_TYPES = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-delta",
+        "tool-call-end",
+        "citation-start",
+        "citation-end",
+        "message-end",
+        "debug",
+    }
+)
+
+
+def _cohere(frame: Mapping[str, Any]) -> bool:
+    kind = frame.get("type")
+    return isinstance(kind, str) and kind in _COHERE_TYPES
+
+
+def _google_interactions(frame: Mapping[str, Any]) -> bool:
+    kind = frame.get("event_type")
+    if kind == "error":
+        return isinstance(frame.get("error"), dict)
+    return isinstance(kind, str) and kind.startswith(("interaction.", "step."))
+
+
 _SHAPES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "anthropic": _anthropic,
     "openai-responses": _openai_responses,
@@ -114,6 +146,8 @@ _SHAPES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "gemini": _gemini,
     "ollama": _ollama,
     "bedrock": _bedrock,
+    "cohere": _cohere,
+    "google-interactions": _google_interactions,
 }
 
 

@@ -92,6 +92,8 @@ PROVIDER_NAMES: Mapping[str, str] = {
     "gemini": "gcp.gemini",
     "ollama": "ollama",
     "bedrock": "aws.bedrock",
+    "cohere": "cohere",
+    "google-interactions": "gcp.gemini",
 }
 """``gen_ai.provider.name`` for each dialect name; any other name is recorded as given."""
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from recorded import CORPUS, CORPUS_ABSENT, corpus_cases
+from stream_invariants import check_invariants, collect
 
-from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, replay
+from solon_events import ChatError, ChatEventType
 
 T = ChatEventType
 
@@ -21,48 +22,11 @@ if not CORPUS.is_dir():
     pytest.skip(CORPUS_ABSENT, allow_module_level=True)
 
 
-def _collect(path: Path, dialect: str) -> tuple[list[ChatEvent], BaseException | None]:
-    events: list[ChatEvent] = []
-    errors: list[BaseException] = []
-    replay(path, dialect=dialect, event_filter=ChatEventFilter.all()).subscribe(
-        events.append, errors.append
-    )
-    return events, errors[0] if errors else None
-
-
-def _check_invariants(events: list[ChatEvent], error: BaseException | None) -> None:
-    types = [e.type for e in events]
-    assert types[0] is T.RESPONSE_START
-    assert types.count(T.RESPONSE_START) == 1
-    terminal = [t for t in types if t.is_terminal]
-    assert len(terminal) == 1 and types[-1] is terminal[0]
-    if error is None:
-        assert types[-1] is T.RESPONSE_END
-    else:
-        assert types[-1] is T.ERROR and events[-1].error is error
-    assert types.count(T.STEP_START) == types.count(T.STEP_END) >= 1
-    response_id = events[0].response_id
-    assert all(e.response_id == response_id for e in events)
-    open_blocks: dict[str, int] = {"TEXT": 0, "THINKING": 0}
-    for e in events:
-        group = e.type.group.name
-        if group in open_blocks:
-            if e.type.phase.name == "START":
-                open_blocks[group] += 1
-            elif e.type.phase.name == "END":
-                open_blocks[group] -= 1
-            elif e.type.is_delta:
-                assert open_blocks[group] > 0, f"{e!r} outside its block"
-            assert not (open_blocks["TEXT"] and open_blocks["THINKING"])
-        if e.type is T.STEP_END:
-            assert open_blocks == {"TEXT": 0, "THINKING": 0}
-
-
 @pytest.mark.parametrize(("path", "dialect"), corpus_cases())
 def test_recording_conforms(path: Path, dialect: str) -> None:
     expected = json.loads(path.with_name(path.stem + ".expected.json").read_text())
-    events, error = _collect(path, dialect)
-    _check_invariants(events, error)
+    events, error = collect(path, dialect)
+    check_invariants(events, error)
     if "text" not in expected:  # no oracle: a well-formed stream is all that is asked
         return
 

@@ -1,0 +1,618 @@
+"""Google's Interactions API dialect (``"google-interactions"``): streamed
+``POST /v1beta/interactions``.
+
+Frames are the JSON payloads of the SSE stream, each with an ``event_type``; the steps of the
+interaction are keyed by their ``index``. What each becomes:
+
+- ``interaction.created`` and ``interaction.status_update`` -> STATUS (``text`` the status,
+  ``raw_type`` the event type). The interaction's ``id`` (when not empty: a stateless
+  interaction, ``store: false``, has none) is ``ctx.provider_response_id``, its ``model``
+  ``ctx.model``.
+- ``step.start`` opens a step by its type: ``model_output`` -> TEXT_START (its first content
+  items, if the step carries them, as for ``step.delta``); ``thought`` -> THINKING_START (a
+  ``signature`` -> THINKING_SIGNATURE, a ``summary`` -> THINKING_DELTA); ``function_call`` ->
+  TOOL_CALL_START (``id``, ``name``; a non-empty ``signature`` -> THINKING_SIGNATURE); a
+  built-in tool's call (``google_search_call``, ``code_execution_call``,
+  ``url_context_call``, ...) -> SERVER_TOOL_START with ``sub_type`` the type without
+  ``_call``; its result step (``*_result``, ``call_id``) sends SERVER_TOOL_RESULT at its
+  delta. Any other step type is RAW.
+- ``step.delta`` by the delta's ``type``: ``text`` -> TEXT_DELTA; ``thought_summary`` ->
+  THINKING_DELTA; ``thought_signature`` -> THINKING_SIGNATURE; ``arguments_delta`` ->
+  TOOL_CALL_ARGS_DELTA; ``text_annotation_delta`` -> one CITATION per annotation (``url`` /
+  ``document_uri``, ``title`` / ``file_name``, ``start_index``, ``end_index``, ``type``);
+  ``image`` -> MEDIA_DONE with an ImageBlock, ``audio`` / ``video`` / ``document`` ->
+  MEDIA_DONE with a FileBlock; a built-in tool's ``*_call`` -> SERVER_TOOL_ARGS_DELTA (the
+  arguments as JSON text), its ``*_result`` -> SERVER_TOOL_RESULT (and a SEARCH_RESULT for
+  each result item with a ``url``). Anything else is RAW.
+- ``step.stop`` closes the step: TEXT_END, THINKING_END, TOOL_CALL_END with the whole call
+  (the streamed ``arguments`` text, else the ``arguments`` the step started with).
+- ``interaction.completed`` closes what is still open, sends USAGE and gives the completion
+  signal with the interaction's ``status`` as the finish reason: ``completed``,
+  ``requires_action`` (the model called client tools: the step's tool calls are the
+  response's), ``incomplete``, ``cancelled``; ``failed`` is a provider failure. The API
+  sends it without ``steps`` (the deltas were the output); one that carries ``steps`` when
+  none was streamed has them read whole, as if streamed. Usage (see
+  :func:`interactions_usage`) counts ``total_*``: thoughts and tool-use prompts included.
+- ``error`` -> a provider failure carrying the API's ``error`` object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from ..events import EVENT_TYPES
+from ..messages import ChatRequest
+from ..results import (
+    Citation,
+    FileBlock,
+    ImageBlock,
+    Usage,
+    new_citation,
+    new_search_result,
+    new_usage,
+)
+from .base import ChatDialect
+from .blocks import Block, OpenBlocks, server_call
+from .context import ChatStreamContext
+from .google_interactions_request import interactions_request, interactions_url
+from .reading import dispatch, token_count
+from .request import Endpoint, HttpRequest
+
+__all__ = ["GoogleInteractionsDialect", "interactions_url", "interactions_usage"]
+
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
+
+_STATE_KEY = "google-interactions"
+_CALL_SUFFIX = "_call"
+_RESULT_SUFFIX = "_result"
+
+
+class _State(OpenBlocks):
+    """The dialect's state for one interaction: its open steps (as blocks) and tool calls."""
+
+    __slots__ = ("streamed",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streamed = False
+        """Whether any step was streamed (a completed interaction's ``steps`` then are not)."""
+
+
+class GoogleInteractionsDialect(ChatDialect):
+    """Google's Interactions API streaming (``POST /v1beta/interactions``, ``stream: true``)."""
+
+    name = "google-interactions"
+
+    def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
+        """The ``/interactions`` request
+        (:func:`~solon_events.dialects.google_interactions_request.interactions_request`)."""
+        return interactions_request(request, endpoint)
+
+    def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
+        """Translate one Interactions stream event into events on ``ctx``."""
+        # Most frames are a text delta: plain lookups reach its text (a missing key or a
+        # non-object raises on the way, and the general code decides).
+        text = index = None
+        try:
+            if frame["event_type"] == "step.delta":
+                delta = frame["delta"]
+                if delta["type"] == "text" and len(delta) == 2:
+                    text = delta["text"]
+                    index = frame["index"]
+        except (KeyError, TypeError):
+            pass
+        if type(text) is str and type(index) is int:
+            if text:
+                ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
+            return
+        _parse_general(ctx, frame)
+
+    def end_of_stream(self, ctx: ChatStreamContext) -> None:
+        """Close the steps the provider left open."""
+        state = ctx.state.get(_STATE_KEY)
+        if state is not None:
+            state.close_all(ctx)
+
+
+# ---------------------------------------------------------------- stream events
+
+
+def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
+    """Any frame: check it, then hand it to its event type's handler."""
+    dispatch(ctx, frame, "event_type", _HANDLERS, _STATE_KEY, _State)
+
+
+def _on_created(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    interaction = _mapping(frame.get("interaction"))
+    _identify(ctx, interaction)
+    status = interaction.get("status")
+    ctx.send(EVENT_TYPES.STATUS, text=_opt_str(status), raw_type="interaction.created", raw=frame)
+
+
+def _on_status_update(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    status = frame.get("status")
+    raw_type = "interaction.status_update"
+    ctx.send(EVENT_TYPES.STATUS, text=_opt_str(status), raw_type=raw_type, raw=frame)
+
+
+def _on_step_start(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    index = _index(frame.get("index"))
+    step = frame.get("step")
+    step_type = step.get("type") if isinstance(step, dict) else None
+    if not isinstance(step, dict) or not isinstance(step_type, str):
+        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="step.start", raw=frame)
+        return
+    state.streamed = True
+    _open(ctx, state, index, step, step_type, frame)
+
+
+def _open(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    step_type: str,
+    frame: Mapping[str, Any],
+) -> None:
+    """Open the step ``index`` of type ``step_type`` (closing one open at that index)."""
+    if index in state.blocks:
+        state.close(ctx, index, state.blocks.pop(index))
+    opener = _OPENERS.get(step_type)
+    if opener is None:
+        if step_type.endswith(_CALL_SUFFIX):
+            opener = _open_server_call
+        elif step_type.endswith(_RESULT_SUFFIX):
+            opener = _open_result
+        else:
+            opener = _open_unknown
+    state.blocks[index] = opener(ctx, state, index, step, frame)
+
+
+def _on_step_delta(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    index = _index(frame.get("index"))
+    delta = frame.get("delta")
+    delta_type = delta.get("type") if isinstance(delta, dict) else None
+    handler = _DELTAS.get(delta_type) if isinstance(delta_type, str) else None
+    step = state.blocks.get(index)
+    if not isinstance(delta, dict):
+        pass
+    elif handler is not None:
+        handler(ctx, state, index, delta, frame)
+        return
+    elif step is not None and step.kind == "server":
+        _server_arguments(ctx, step, index, delta, frame)
+        return
+    elif step is not None and step.kind == "result":
+        _server_result(ctx, state, step, index, delta, frame)
+        return
+    ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"step.delta:{delta_type}", raw=frame)
+
+
+def _on_step_stop(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    index = _index(frame.get("index"))
+    step = state.blocks.pop(index, None)
+    if step is None or step.kind == "raw":
+        raw_type = "step.stop" if step is None else f"step.stop:{step.type}"
+        ctx.send(EVENT_TYPES.RAW, index=index, raw_type=raw_type, raw=frame)
+        return
+    state.close(ctx, index, step, frame)
+
+
+def _on_completed(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    interaction = _mapping(frame.get("interaction"))
+    _identify(ctx, interaction)
+    steps = interaction.get("steps")
+    if not state.streamed and isinstance(steps, list):
+        _whole_steps(ctx, state, steps, frame)
+    state.close_all(ctx)
+    usage = interaction.get("usage")
+    if isinstance(usage, dict):
+        ctx.send(EVENT_TYPES.USAGE, usage=interactions_usage(usage), raw=frame)
+    status = interaction.get("status")
+    if status == "failed":
+        error = interaction.get("error")
+        ctx.fail(error if isinstance(error, dict) else "the interaction failed")
+        return
+    ctx.finish(status if isinstance(status, str) and status else None)
+
+
+def _on_error(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
+    error = frame.get("error")
+    ctx.fail(error if isinstance(error, dict) else frame)
+
+
+def _whole_steps(
+    ctx: ChatStreamContext, state: _State, steps: list[Any], frame: Mapping[str, Any]
+) -> None:
+    """Steps a completed interaction carries whole: each opened with its content, then
+    closed (``user_input`` and ``function_result`` steps, the request's echo, are skipped)."""
+    for index, step in enumerate(steps):
+        step_type = step.get("type") if isinstance(step, dict) else None
+        if not isinstance(step, dict) or not isinstance(step_type, str):
+            continue
+        if step_type in ("user_input", "function_result"):
+            continue
+        _open(ctx, state, index, step, step_type, frame)
+        block = state.blocks.pop(index)
+        if block.kind == "result":
+            _server_result(ctx, state, block, index, step, frame)
+        state.close(ctx, index, block, frame)
+
+
+_Handler = Callable[[ChatStreamContext, _State, dict[str, Any]], None]
+
+_HANDLERS: dict[str, _Handler] = {
+    "interaction.created": _on_created,
+    "interaction.status_update": _on_status_update,
+    "step.start": _on_step_start,
+    "step.delta": _on_step_delta,
+    "step.stop": _on_step_stop,
+    "interaction.completed": _on_completed,
+    "error": _on_error,
+}
+
+
+# ---------------------------------------------------------------- step openers
+
+
+def _open_output(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> Block:
+    ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
+    content = step.get("content")
+    for item in content if isinstance(content, list) else ():
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text":
+            _text(ctx, state, index, item, frame)
+        elif kind in _MEDIA_TYPES:
+            _media(ctx, state, index, item, frame)
+    return _OUTPUT_STEP
+
+
+def _open_thought(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> Block:
+    ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
+    summary = step.get("summary")
+    for item in summary if isinstance(summary, list) else ():
+        text = item.get("text") if isinstance(item, dict) else None
+        if isinstance(text, str) and text:
+            ctx.send(EVENT_TYPES.THINKING_DELTA, text=text, index=index, raw=frame)
+    _signature(ctx, index, step.get("signature"), frame)
+    return _THOUGHT_STEP
+
+
+def _open_function_call(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> Block:
+    opened = Block("tool", "function_call", _opt_str(step.get("id")), _str(step.get("name")))
+    opened.input = step.get("arguments")
+    state.tools.start(ctx, index, id=opened.id, name=opened.name, raw=frame)
+    _signature(ctx, index, step.get("signature"), frame, opened.id)
+    return opened
+
+
+def _open_server_call(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> Block:
+    step_type = _str(step.get("type"))
+    opened = Block("server", step_type, _opt_str(step.get("id")), step_type)
+    opened.sub_type = step_type[: -len(_CALL_SUFFIX)]
+    opened.input = step.get("arguments")
+    ctx.send(
+        EVENT_TYPES.SERVER_TOOL_START,
+        index=index,
+        tool_call_id=opened.id,
+        sub_type=opened.sub_type,
+        tool_call=server_call(opened, index),
+        raw=frame,
+    )
+    return opened
+
+
+def _open_result(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> Block:
+    step_type = _str(step.get("type"))
+    opened = Block("result", step_type, _opt_str(step.get("call_id")))
+    opened.sub_type = state.server_calls.get(opened.id, (step_type[: -len(_RESULT_SUFFIX)],))[0]
+    return opened
+
+
+def _open_unknown(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    step: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> Block:
+    step_type = _str(step.get("type"))
+    ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"step.start:{step_type}", raw=frame)
+    return Block("raw", step_type)
+
+
+_Opener = Callable[[ChatStreamContext, _State, int, Mapping[str, Any], Mapping[str, Any]], Block]
+
+_OPENERS: dict[str, _Opener] = {
+    "model_output": _open_output,
+    "thought": _open_thought,
+    "function_call": _open_function_call,
+}
+
+# Text and thought steps gather nothing: one step object of each kind serves them all.
+_OUTPUT_STEP = Block("text", "model_output")
+_THOUGHT_STEP = Block("thinking", "thought")
+
+
+# ---------------------------------------------------------------- deltas
+
+
+def _text(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    text = delta.get("text")
+    if isinstance(text, str) and text:
+        ctx.send(EVENT_TYPES.TEXT_DELTA, text=text, index=index, raw=frame)
+
+
+def _thought_summary(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    content = delta.get("content")
+    text = content.get("text") if isinstance(content, dict) else None
+    if isinstance(text, str) and text:
+        ctx.send(EVENT_TYPES.THINKING_DELTA, text=text, index=index, raw=frame)
+
+
+def _thought_signature(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    _signature(ctx, index, delta.get("signature"), frame)
+
+
+def _arguments_delta(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    fragment = delta.get("arguments")
+    block = state.blocks.get(index)
+    if block is None or block.kind != "tool":
+        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="step.delta:arguments_delta", raw=frame)
+    elif isinstance(fragment, str) and fragment:
+        block.fragments.append(fragment)
+        state.tools.delta(ctx, index, fragment, raw=frame)
+
+
+def _annotations(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    annotations = delta.get("annotations")
+    for annotation in annotations if isinstance(annotations, list) else ():
+        if isinstance(annotation, dict):
+            citation = _citation(annotation)
+            ctx.send(EVENT_TYPES.CITATION, index=index, citation=citation, raw=frame)
+
+
+def _media(
+    ctx: ChatStreamContext,
+    state: _State,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    url = _opt_str(delta.get("uri"))
+    data = _opt_str(delta.get("data"))
+    mime_type = _opt_str(delta.get("mime_type"))
+    block: ImageBlock | FileBlock
+    if delta.get("type") == "image":
+        block = ImageBlock(url=url, data=data, mime_type=mime_type)
+    else:
+        block = FileBlock(url=url, data=data, mime_type=mime_type)
+    ctx.send(EVENT_TYPES.MEDIA_DONE, index=index, block=block, raw=frame)
+
+
+def _server_arguments(
+    ctx: ChatStreamContext,
+    step: Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    arguments = delta.get("arguments")
+    if arguments is None:
+        return
+    step.input = arguments
+    ctx.send(
+        EVENT_TYPES.SERVER_TOOL_ARGS_DELTA,
+        index=index,
+        tool_call_id=step.id,
+        sub_type=step.sub_type,
+        text=orjson.dumps(arguments).decode(),
+        raw=frame,
+    )
+
+
+def _server_result(
+    ctx: ChatStreamContext,
+    state: _State,
+    step: Block,
+    index: int,
+    delta: Mapping[str, Any],
+    frame: Mapping[str, Any],
+) -> None:
+    call = state.server_calls.get(step.id)
+    ctx.send(
+        EVENT_TYPES.SERVER_TOOL_RESULT,
+        index=index,
+        tool_call_id=step.id,
+        sub_type=step.sub_type,
+        raw_type=step.type,
+        tool_call=call[1] if call is not None else None,
+        attrs={"is_error": delta.get("is_error") is True},
+        raw=delta,
+    )
+    result = delta.get("result")
+    for item in result if isinstance(result, list) else ():
+        url = item.get("url") if isinstance(item, dict) else None
+        if isinstance(url, str) and isinstance(item, dict):
+            search_result = new_search_result(
+                url, _opt_str(item.get("title")), None, None, step.type, item
+            )
+            ctx.send(
+                EVENT_TYPES.SEARCH_RESULT,
+                index=index,
+                tool_call_id=step.id,
+                sub_type=step.sub_type,
+                search_result=search_result,
+                raw=item,
+            )
+
+
+_Delta = Callable[[ChatStreamContext, _State, int, Mapping[str, Any], Mapping[str, Any]], None]
+
+_MEDIA_TYPES = frozenset({"image", "audio", "video", "document"})
+
+_DELTAS: dict[str, _Delta] = {
+    "text": _text,
+    "thought_summary": _thought_summary,
+    "thought_signature": _thought_signature,
+    "arguments_delta": _arguments_delta,
+    "text_annotation_delta": _annotations,
+    "image": _media,
+    "audio": _media,
+    "video": _media,
+    "document": _media,
+}
+"""The handlers of the delta types any step may carry (a built-in tool's call and result
+deltas are known by the step they belong to)."""
+
+
+# ---------------------------------------------------------------- value mapping
+
+
+def interactions_usage(usage: Mapping[str, Any]) -> Usage:
+    """A :class:`~solon_events.Usage` from an interaction's ``usage``.
+
+    ``prompt_tokens`` = ``total_input_tokens`` (cached ones included) +
+    ``total_tool_use_tokens``; ``completion_tokens`` = ``total_output_tokens`` +
+    ``total_thought_tokens``; ``thinking_tokens`` = ``total_thought_tokens``;
+    ``cache_read_input_tokens`` = ``total_cached_tokens``; ``total_tokens`` =
+    ``total_tokens``; ``source`` = ``usage`` as given. A missing count counts 0.
+    """
+    prompt = token_count(usage.get("total_input_tokens")) + token_count(
+        usage.get("total_tool_use_tokens")
+    )
+    thoughts = token_count(usage.get("total_thought_tokens"))
+    completion = token_count(usage.get("total_output_tokens")) + thoughts
+    total = token_count(usage.get("total_tokens"))
+    cached = token_count(usage.get("total_cached_tokens"))
+    return new_usage(
+        prompt, completion, total or prompt + completion, thoughts, 0, cached, None, dict(usage)
+    )
+
+
+def _citation(annotation: Mapping[str, Any]) -> Citation:
+    """A Citation from a text annotation (``url_citation``, ``file_citation``,
+    ``place_citation``)."""
+    return new_citation(
+        _opt_str(annotation.get("url")) or _opt_str(annotation.get("document_uri")),
+        _opt_str(annotation.get("title"))
+        or _opt_str(annotation.get("file_name"))
+        or _opt_str(annotation.get("name")),
+        None,
+        _opt_int(annotation.get("start_index")),
+        _opt_int(annotation.get("end_index")),
+        None,
+        None,
+        _opt_str(annotation.get("type")),
+        annotation,
+    )
+
+
+def _signature(
+    ctx: ChatStreamContext,
+    index: int,
+    signature: Any,
+    frame: Mapping[str, Any],
+    tool_call_id: str | None = None,
+) -> None:
+    if isinstance(signature, str) and signature:
+        ctx.send(
+            EVENT_TYPES.THINKING_SIGNATURE,
+            text=signature,
+            index=index,
+            tool_call_id=tool_call_id,
+            raw=frame,
+        )
+
+
+def _identify(ctx: ChatStreamContext, interaction: Mapping[str, Any]) -> None:
+    """Take the interaction's ``id`` and ``model`` when they are non-empty strings."""
+    interaction_id = interaction.get("id")
+    if isinstance(interaction_id, str) and interaction_id:
+        ctx.provider_response_id = interaction_id
+    model = interaction.get("model")
+    if isinstance(model, str) and model:
+        ctx.model = model
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _index(value: Any) -> int:
+    return value if type(value) is int else -1
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
