@@ -7,6 +7,9 @@ which reads the whole answer:
 - the openai SDK: ``client.chat.completions.stream()`` (``ChatCompletionStreamState``) and
   ``client.responses.stream()`` (the Responses stream state), to the final response;
 - the anthropic SDK: ``client.messages.stream()`` (``accumulate_event``), to the final message;
+- the cohere SDK: ``ClientV2.chat_stream()`` (its typed stream events), the text deltas joined;
+- the google-genai SDK: ``client.interactions.create(stream=True)`` (its typed
+  ``InteractionSSEEvent``\\ s), the text deltas joined;
 - LangChain: ``ChatOpenAI`` / ``ChatAnthropic`` ``.stream()``, the ``AIMessageChunk``\\ s merged
   with ``+``;
 - pydantic-ai: ``Agent.run_stream()`` with ``stream_text(delta=True)``;
@@ -137,6 +140,49 @@ def anthropic_sdk(dialect: str, body: bytes) -> Call | None:
     return messages
 
 
+# -- the cohere and google-genai SDKs ------------------------------------------------------
+
+
+def cohere_sdk(dialect: str, body: bytes) -> Call | None:
+    if dialect != "cohere":
+        return None
+    import cohere
+
+    httpx = _httpx()
+    http = httpx.Client(transport=_transport(body, httpx))
+    client = cohere.ClientV2(api_key="x", base_url=BASE_URL, httpx_client=http)
+
+    def chat() -> Any:
+        parts = []
+        for event in client.chat_stream(model="m", messages=MESSAGES):
+            if event.type == "content-delta" and event.delta.message.content.text:
+                parts.append(event.delta.message.content.text)
+        return "".join(parts)
+
+    return chat
+
+
+def google_genai_sdk(dialect: str, body: bytes) -> Call | None:
+    if dialect != "google-interactions":
+        return None
+    from google import genai
+    from google.genai import types
+
+    httpx = _httpx()
+    http = httpx.Client(transport=_transport(body, httpx))
+    options = types.HttpOptions(base_url=BASE_URL, httpx_client=http)
+    client = genai.Client(api_key="x", http_options=options)
+
+    def interaction() -> Any:
+        parts = []
+        for event in client.interactions.create(model="m", input="hi", stream=True):
+            if event.event_type == "step.delta" and event.delta.type == "text":
+                parts.append(event.delta.text)
+        return "".join(parts)
+
+    return interaction
+
+
 # -- LangChain -----------------------------------------------------------------------------
 
 
@@ -250,6 +296,8 @@ def _on_loop(make: Callable[[], Awaitable[Any]]) -> Call:
 PEERS: dict[str, tuple[str, Callable[[str, bytes], Call | None]]] = {
     "openai SDK": ("openai", openai_sdk),
     "anthropic SDK": ("anthropic", anthropic_sdk),
+    "cohere SDK": ("cohere", cohere_sdk),
+    "google-genai SDK": ("google-genai", google_genai_sdk),
     "LangChain": ("langchain-core", langchain),
     "pydantic-ai": ("pydantic-ai-slim", pydantic_ai),
     "LiteLLM": ("litellm", litellm),

@@ -1,14 +1,15 @@
 """Real recordings stretched to any length, as a provider sends them on the wire.
 
-One corpus recording per dialect (``../shared/corpus``) is cut into three parts: its head
+One recording per dialect (the shared corpus's, ``../shared/corpus``; for Cohere and Google's
+Interactions API a public one of ``tests/recordings``) is cut into three parts: its head
 (the frames before the first text delta), its text-delta frames and its tail (the frames
 after the last one). :func:`stretched` keeps the head and the tail and repeats the
 text-delta frames, in their order, until the stream holds ``frames`` payloads; with no
 delta at all it is the empty response whose cost :mod:`benchmarks.bench_stretched` reports
 per stream.
 
-Bodies are SSE as each provider sends it: ``event:`` lines for Anthropic and OpenAI
-Responses, a final ``data: [DONE]`` for OpenAI Chat Completions.
+Bodies are SSE as each provider sends it: ``event:`` lines for Anthropic, OpenAI Responses,
+Cohere and the Interactions API, a final ``data: [DONE]`` for OpenAI Chat Completions.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import attrs
 import orjson
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+PUBLIC = Path(__file__).resolve().parents[1] / "tests" / "recordings"
+"""The public recordings kept in the repository (see its README for their sources)."""
 
 
 def _openai_delta(p: dict[str, Any]) -> bool:
@@ -54,6 +57,14 @@ def _responses_text(p: dict[str, Any]) -> str:
     return str(p["delta"])
 
 
+def _cohere_delta(p: dict[str, Any]) -> bool:
+    return p.get("type") == "content-delta" and "text" in p["delta"]["message"]["content"]
+
+
+def _interactions_delta(p: dict[str, Any]) -> bool:
+    return p.get("event_type") == "step.delta" and p["delta"].get("type") == "text"
+
+
 @attrs.frozen
 class Recording:
     """A corpus recording of one dialect, split into head, text deltas and tail."""
@@ -64,8 +75,8 @@ class Recording:
     head: tuple[bytes, ...]
     deltas: tuple[bytes, ...]
     tail: tuple[bytes, ...]
-    event_lines: bool
-    """Whether the provider names each SSE event (``event: <type>``)."""
+    event_key: str | None
+    """The payload field the provider names each SSE event by (``event: <name>``), if any."""
     text_of: Callable[[dict[str, Any]], str] | None
     """A delta's text when the tail restates the whole text (see ``_Source.text_of``)."""
     done: bool
@@ -86,8 +97,9 @@ class _Source:
     text_of: Callable[[dict[str, Any]], str] | None = None
     """A delta's text, for a provider whose tail restates the whole text (OpenAI Responses'
     ``*.done`` events and final output); None: the tail restates nothing."""
-    event_lines: bool = False
+    event_key: str | None = None
     done: bool = False
+    root: Path = CORPUS
 
 
 SOURCES = (
@@ -98,10 +110,21 @@ SOURCES = (
         "openai-responses",
         _responses_delta,
         _responses_text,
-        event_lines=True,
+        event_key="type",
     ),
-    _Source("anthropic", "anthropic-text.jsonl", "anthropic", _anthropic_delta, event_lines=True),
+    _Source("anthropic", "anthropic-text.jsonl", "anthropic", _anthropic_delta, event_key="type"),
     _Source("gemini", "google-text.jsonl", "gemini", _gemini_delta),
+    _Source(
+        "cohere", "cohere-text.chunks.txt", "cohere", _cohere_delta, event_key="type", root=PUBLIC
+    ),
+    _Source(
+        "google-interactions",
+        "multi-turn-stateful-turn1.chunks.txt",
+        "google-interactions",
+        _interactions_delta,
+        event_key="event_type",
+        root=PUBLIC,
+    ),
 )
 """The recording each dialect is stretched from."""
 
@@ -113,14 +136,13 @@ def available() -> bool:
 
 @functools.cache
 def recordings() -> tuple[Recording, ...]:
-    """The recording of each dialect of :data:`SOURCES`, split (empty without the corpus)."""
-    if not available():
-        return ()
-    return tuple(_split(source) for source in SOURCES)
+    """The recording of each dialect of :data:`SOURCES`, split (the corpus's only when it is
+    there)."""
+    return tuple(_split(s) for s in SOURCES if s.root != CORPUS or available())
 
 
 def _split(source: _Source) -> Recording:
-    path = CORPUS / source.folder / source.name
+    path = source.root / source.folder / source.name
     payloads = [line for line in path.read_bytes().splitlines() if line.strip()]
     marks = [source.is_delta(orjson.loads(p)) for p in payloads]
     first = marks.index(True)
@@ -131,7 +153,7 @@ def _split(source: _Source) -> Recording:
         head=tuple(payloads[:first]),
         deltas=tuple(p for p, mark in zip(payloads[first : last + 1], marks[first:]) if mark),
         tail=tuple(payloads[last + 1 :]),
-        event_lines=source.event_lines,
+        event_key=source.event_key,
         text_of=source.text_of,
         done=source.done,
     )
@@ -174,8 +196,9 @@ def _replace_text(value: Any, old: str, new: str) -> Any:
 
 def sse_body(recording: Recording, payloads: list[bytes]) -> bytes:
     """``payloads`` as the SSE body the recording's provider sends."""
-    if recording.event_lines:
-        events = [b"event: " + orjson.loads(p)["type"].encode() + b"\ndata: " for p in payloads]
+    key = recording.event_key
+    if key is not None:
+        events = [b"event: " + orjson.loads(p)[key].encode() + b"\ndata: " for p in payloads]
         body = b"".join(e + p + b"\n\n" for e, p in zip(events, payloads))
     else:
         body = b"".join(b"data: " + p + b"\n\n" for p in payloads)

@@ -54,12 +54,15 @@ def test_stretched_replays_one_text_delta_per_added_frame(recording):
     assert len(long) - len(short) == 49
 
 
-def test_event_lines_name_each_payload():
-    recording = next(r for r in recordings.recordings() if r.event_lines)
+@pytest.mark.parametrize(
+    "recording", [r for r in recordings.recordings() if r.event_key], ids=lambda r: r.dialect
+)
+def test_event_lines_name_each_payload(recording):
     body = recordings.empty(recording)
+    key = recording.event_key
     for event in body.split(b"\n\n")[:-1]:
         name, data = event.split(b"\n")
-        assert name == b"event: " + orjson.loads(data[len(b"data: ") :])["type"].encode()
+        assert name == b"event: " + orjson.loads(data[len(b"data: ") :])[key].encode()
 
 
 def test_readme_block_is_replaced_between_its_markers(tmp_path):
