@@ -11,11 +11,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
-__all__ = ["EventLoopThread", "IoLoop", "cancel_other_tasks", "loop_factory"]
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as _timeout
+else:  # aiohttp depends on async-timeout before 3.11
+    from async_timeout import timeout as _timeout
+
+__all__ = [
+    "DeadlinePassed",
+    "EventLoopThread",
+    "IoLoop",
+    "cancel_other_tasks",
+    "loop_factory",
+    "within",
+]
 
 _R = TypeVar("_R")
 
@@ -146,3 +159,26 @@ async def cancel_other_tasks(timeout: float = 5.0) -> None:
         task.cancel()
     if tasks:
         await asyncio.wait(tasks, timeout=timeout)
+
+
+class DeadlinePassed(Exception):
+    """What :func:`within` raises when its own time ran out."""
+
+
+async def within(awaitable: Awaitable[_R], seconds: float) -> _R:
+    """``await awaitable``, cancelled after ``seconds`` (at once when not positive), which
+    then raises :class:`DeadlinePassed`; a TimeoutError of the awaitable's own passes as
+    it is.
+
+    Not ``asyncio.wait_for``: before 3.12 it swallows a cancellation (a disposal) that
+    arrives as the awaited work completes, and the work would go on.
+    """
+    deadline = _timeout(max(seconds, 0.0))
+    try:
+        async with deadline:
+            return await awaitable
+    except asyncio.TimeoutError:
+        expired = deadline.expired  # a method of asyncio.Timeout, a property of async_timeout's
+        if not (expired() if callable(expired) else expired):
+            raise  # not ours: whatever raised it meant something else
+        raise DeadlinePassed from None

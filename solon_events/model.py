@@ -54,11 +54,25 @@ EventFilter = Callable[[ChatEvent], bool]
 class ChatModel:
     """A chat model behind ``api_url``, spoken to in ``dialect``.
 
-    ``timeout`` bounds the wait for the first frame, ``idle_timeout`` the gap between
-    frames and ``total_timeout`` the whole request (seconds; None for no limit): they count
-    decoded frames, never bytes. Before the first frame of a request, connection errors and
+    Time budgets, in seconds (None for no limit), count decoded frames, never bytes:
+
+    - ``timeout``: from a step's request until its first frame, retries and their waits
+      included;
+    - ``idle_timeout``: between two frames;
+    - ``total_timeout``: the whole response, every step's request, its retries and their
+      waits, and the tools run between steps;
+    - ``tool_timeout``: each tool run. A tool that runs longer is cancelled (a sync tool's
+      thread runs on, its result dropped) and fails as a raising tool does: a TOOL_RESULT
+      with ``attrs["is_error"]`` for the model to read under ``tool_errors="return"``,
+      else the response fails with a :class:`~solon_events.ToolCallError`.
+
+    A budget that runs out fails the response with a :class:`~solon_events.ChatTimeoutError`
+    whose ``budget`` names it. Before the first frame of a request, connection errors and
     the statuses 408, 409, 429, 500, 502, 503 and 504 are retried up to ``max_retries``
-    times (each retry a STATUS event with ``sub_type="retry"``).
+    times (each retry a STATUS event with ``sub_type="retry"``), after the wait the
+    provider asked for (``Retry-After``, at most ``max_retry_after`` seconds) or an
+    exponential backoff; a wait that would outlast ``timeout`` or ``total_timeout`` is not
+    made: the request fails with the provider's error (its ``retry_after`` says the wait).
 
     ``transport`` sends the requests (any :class:`~solon_events.transport.ChatTransport`,
     for example a :class:`~solon_events.transport.ReplayTransport` of recorded bytes); by
@@ -103,6 +117,8 @@ class ChatModel:
         tool_errors: ToolErrorPolicy = "raise",
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         max_retries: int = 2,
+        max_retry_after: float = 60.0,
+        tool_timeout: float | None = None,
         transport: ChatTransport | None = None,
         connection_limit: int | None = None,
         telemetry: bool | Mapping[str, Any] = False,
@@ -154,10 +170,13 @@ class ChatModel:
             self._io,
             self.dialect,
             budgets=TimeBudgets(
-                timeout=timeout, idle_timeout=idle_timeout, total_timeout=total_timeout
+                timeout=timeout,
+                idle_timeout=idle_timeout,
+                total_timeout=total_timeout,
+                tool_timeout=tool_timeout,
             ),
             max_frame_size=max_frame_size,
-            retry_policy=RetryPolicy(max_retries=max_retries),
+            retry_policy=RetryPolicy(max_retries=max_retries, max_retry_after=max_retry_after),
             redactor=redactor,
         )
         self._lifecycle = _Lifecycle(self._io, self._reader)
@@ -167,6 +186,12 @@ class ChatModel:
     def max_retries(self) -> int:
         """How many times a request is retried before its first frame."""
         return self._reader.retry_policy.max_retries
+
+    @property
+    def budgets(self) -> TimeBudgets:
+        """The time budgets (``timeout``, ``idle_timeout``, ``total_timeout``,
+        ``tool_timeout``)."""
+        return self._reader.budgets
 
     @property
     def closed(self) -> bool:
@@ -553,6 +578,7 @@ class ChatPrompt:
 
     def _plan(self) -> StepPlan:
         model = self._model
+        budgets = model.budgets
         toolset = ToolSet(self._tools)
         request = ChatRequest(
             model=model.model,
@@ -570,19 +596,24 @@ class ChatPrompt:
             max_steps=model.max_steps,
             tool_errors=model.tool_errors,
             client_tools=frozenset(spec.name for spec in self._client_tools),
+            total_timeout=budgets.total_timeout,
+            tool_timeout=budgets.tool_timeout,
         )
 
-    def _read(self, http: HttpRequest, emit: Emit, paced: bool) -> AsyncGenerator[None, None]:
+    def _read(
+        self, http: HttpRequest, emit: Emit, paced: bool, deadline: float | None
+    ) -> AsyncGenerator[None, None]:
+        reader = self._model._reader
         tap = self._frame_tap
         if tap is None:  # the parse stage reads each frame's data alone: no Frame needed
-            return self._model._reader.read(http, emit, paced, data_only=True)
+            return reader.read(http, emit, paced, data_only=True, deadline=deadline)
 
         def tapped(item: Frame | str | bytes | ChatEvent) -> None:
             if not isinstance(item, ChatEvent):  # not a retry's STATUS event
                 tap(item)
             emit(item)
 
-        return self._model._reader.read(http, tapped, paced)
+        return reader.read(http, tapped, paced, deadline=deadline)
 
     def stream(self) -> Observable[ChatEvent]:
         """A cold Observable of the response's events; each subscription is a new request.

@@ -3,14 +3,17 @@ body into frames, keep the time budgets, classify what goes wrong, retry before 
 frame.
 
 Time budgets count decoded frames, never bytes: ``timeout`` runs from the request until
-its first frame, ``idle_timeout`` from each frame to the next, ``total_timeout`` over the
-whole request (retries and their waits included). Bytes that complete no frame (a partial
-line, an SSE comment, a keep-alive blank line) restart neither; a provider's own ping
-event is a frame. Failures become ChatErrors: :class:`ChatHttpError` (a status of 400 or
-more, with the provider's message or a bounded snippet of the body),
-:class:`ChatProtocolError` (a body that is not an event stream),
-:class:`ChatTimeoutError` (naming the budget and the frames received) and
-:class:`ChatConnectionError` (whatever the transport raised).
+its first frame (retries and their waits included), ``idle_timeout`` from each frame to the
+next, ``total_timeout`` over the whole response (a deadline the caller passes: the tool
+loop's, which covers every step and the tools run between them; by default the request's
+own). A retry whose wait would outlast either is not made: the request fails with what the
+provider said. Bytes that complete no frame (a partial line, an SSE comment, a keep-alive
+blank line) restart neither; a provider's own ping event is a frame.
+
+Failures become ChatErrors: :class:`ChatHttpError` (a status of 400 or more, with the
+provider's message or a bounded snippet of the body), :class:`ChatProtocolError` (a body
+that is not an event stream), :class:`ChatTimeoutError` (naming the budget and the frames
+received) and :class:`ChatConnectionError` (whatever the transport raised).
 """
 
 from __future__ import annotations
@@ -38,16 +41,11 @@ from .errors import (
     ChatTimeoutError,
 )
 from .events import EVENT_TYPES, ChatEvent
-from .loop_thread import EventLoopThread
+from .loop_thread import DeadlinePassed, EventLoopThread, within
 from .redaction import Redactor, redact_url
 from .retry import RetryPolicy, retry_after_seconds
 from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .transport import ChatTransport, HttpResponse
-
-if sys.version_info >= (3, 11):
-    from asyncio import timeout as _deadline
-else:  # aiohttp depends on async-timeout before 3.11
-    from async_timeout import timeout as _deadline
 
 __all__ = ["StreamReader", "TimeBudgets", "downstream_error"]
 
@@ -72,12 +70,14 @@ def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value:
 
 @attrs.frozen(kw_only=True)
 class TimeBudgets:
-    """Seconds until the first frame (``timeout``), between frames (``idle_timeout``) and
-    for the whole request (``total_timeout``); None for no limit."""
+    """Seconds until the first frame (``timeout``), between frames (``idle_timeout``), for
+    the whole response (``total_timeout``) and for each tool run (``tool_timeout``, the
+    tool loop's); None for no limit."""
 
     timeout: float | None = attrs.field(default=60.0, validator=_positive_or_none)
     idle_timeout: float | None = attrs.field(default=60.0, validator=_positive_or_none)
     total_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
+    tool_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
 
 
 class _Downstream(Exception):
@@ -97,10 +97,15 @@ def downstream_error(error: BaseException) -> BaseException:
 class _FrameClock:
     """The deadlines of one attempt: the next frame's (first or idle) and the total one;
     :attr:`deadline` is the nearest of them (loop time, None: no limit), :attr:`budget`
-    its name."""
+    its name. The first frame's and the total deadline are the request's, the same for
+    each of its attempts."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, budgets: TimeBudgets, total_deadline: float | None
+        self,
+        loop: asyncio.AbstractEventLoop,
+        budgets: TimeBudgets,
+        first_deadline: float | None,
+        total_deadline: float | None,
     ) -> None:
         self._loop = loop
         self._budgets = budgets
@@ -109,7 +114,7 @@ class _FrameClock:
         self.bytes = 0
         self.deadline: float | None = None
         self.budget = "timeout"
-        self._set_frame_deadline(self._after(budgets.timeout), "timeout")
+        self._set_frame_deadline(first_deadline, "timeout")
 
     def _after(self, seconds: float | None) -> float | None:
         return None if seconds is None else self._loop.time() + seconds
@@ -130,12 +135,6 @@ class _FrameClock:
         """Seconds left before the nearest deadline, and the name of its budget."""
         deadline = self.deadline
         return (None if deadline is None else deadline - self._loop.time()), self.budget
-
-    def seconds_left(self) -> float | None:
-        """Seconds left of the total budget (None: no limit)."""
-        if self.total_deadline is None:
-            return None
-        return self.total_deadline - self._loop.time()
 
 
 class _Watchdog:
@@ -315,13 +314,22 @@ class StreamReader:
         )
 
     async def read(
-        self, request: HttpRequest, emit: Emit, paced: bool = True, *, data_only: bool = False
+        self,
+        request: HttpRequest,
+        emit: Emit,
+        paced: bool = True,
+        *,
+        data_only: bool = False,
+        deadline: float | None = None,
     ) -> AsyncGenerator[None, None]:
         """Send ``request`` (retrying as the policy says) and ``emit`` each frame decoded,
         on the running loop. ``paced``: yield after each chunk of the body that gave
         frames (a retry's STATUS event counts as one), so that an iterating caller can
         hand them on; else yield nothing (``emit`` hands them on itself). ``data_only``:
         ``emit`` needs each frame's data alone (see :meth:`ChatDialect.frame_decoder`).
+        ``deadline``: when the response's ``total_timeout`` runs out (the running loop's
+        time), for a request that is one step of a response; by default ``total_timeout``
+        from now.
 
         An exception raised by ``emit`` comes out wrapped (see :func:`downstream_error`);
         closing the iterator early closes the connection.
@@ -329,11 +337,14 @@ class StreamReader:
         if self.closed:
             raise self._closed_error(request)
         loop = asyncio.get_running_loop()
-        total = self.budgets.total_timeout
-        total_deadline = None if total is None else loop.time() + total
+        now = loop.time()
+        budgets = self.budgets
+        if deadline is None and budgets.total_timeout is not None:
+            deadline = now + budgets.total_timeout
+        first_frame = None if budgets.timeout is None else now + budgets.timeout
         retries = 0
         while True:
-            clock = _FrameClock(loop, self.budgets, total_deadline)
+            clock = _FrameClock(loop, budgets, first_frame, deadline)
             try:
                 attempt = self._attempt(request, emit, clock, paced, data_only)
                 async with contextlib.aclosing(attempt) as chunks:
@@ -351,12 +362,13 @@ class StreamReader:
             await asyncio.sleep(delay)
 
     def _retry_delay(self, error: ChatError, retries: int, clock: _FrameClock) -> float | None:
-        """The wait before the next try, or None when ``error`` is final."""
+        """The wait before the next try, or None when ``error`` is final (a wait that
+        would outlast ``timeout`` or ``total_timeout`` is not made)."""
         if clock.frames or not self.retry_policy.retries(error, retries):
             return None
         retry_after = error.retry_after if isinstance(error, ChatHttpError) else None
         delay = self.retry_policy.delay(retries + 1, retry_after)
-        left = clock.seconds_left()
+        left, _budget = clock.next_limit()
         return None if left is not None and delay >= left else delay
 
     def _retry_status(self, retry: int, delay: float, cause: ChatError) -> ChatEvent:
@@ -457,15 +469,9 @@ class StreamReader:
         limit, budget = clock.next_limit()
         if limit is None:
             return await awaitable
-        # Not asyncio.wait_for: before 3.12 it swallows a cancellation (disposal) that
-        # arrives as the awaited read completes, and the request would go on.
-        deadline = _deadline(max(limit, 0.0))
         try:
-            async with deadline:
-                return await awaitable
-        except asyncio.TimeoutError:
-            if not _expired(deadline):
-                raise  # not ours: whatever raised it meant something else
+            return await within(awaitable, limit)
+        except DeadlinePassed:
             raise self._timeout(budget, clock, request) from None
 
     def _timeout(self, budget: str, clock: _FrameClock, request: HttpRequest) -> ChatTimeoutError:
@@ -524,11 +530,6 @@ class StreamReader:
             retry_after=retry_after_seconds(response.headers),
             headers=dict(response.headers.items()),
         )
-
-
-def _expired(deadline: Any) -> bool:
-    expired = deadline.expired  # a method of asyncio.Timeout, a property of async_timeout's
-    return bool(expired() if callable(expired) else expired)
 
 
 def _error_payload(body: bytes) -> Any:

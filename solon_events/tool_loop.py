@@ -6,7 +6,12 @@ carries the assistant turn and the tool results back to the model.
 
 A TOOL_RESULT's ``attrs`` say which tool ran (``tool_name``), how long it took
 (``duration``, seconds) and whether it failed (``is_error``: with ``tool_errors="return"``
-its text is the error the model reads). A tool that asks for a
+its text is the error the model reads). A tool that runs longer than ``tool_timeout`` is
+cancelled (a sync one's thread cannot be stopped: it runs on, its result dropped) and fails
+as a raising tool does, with a :class:`~solon_events.errors.ToolCallError` saying so.
+``total_timeout`` covers the whole response: every step's request, its retries and their
+waits, and the tools run between steps; running out while tools run fails the response
+with a :class:`~solon_events.errors.ChatTimeoutError` naming the tool. A tool that asks for a
 :class:`~solon_events.tools.ToolContext` reports progress as STATUS events
 (``sub_type="tool_progress"``, ``attrs`` ``tool_name``, ``progress``, ``total``; ``text`` the
 message) delivered while it runs, before its TOOL_RESULT. Each tool runs in the response's
@@ -21,16 +26,17 @@ import contextlib
 import contextvars
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable
-from typing import Literal
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, Literal
 
 import attrs
 
 from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, HttpRequest
-from .errors import ChatError, ToolCallError
+from .errors import ChatError, ChatTimeoutError, ToolCallError
 from .events import EVENT_TYPES, ChatEvent
+from .loop_thread import DeadlinePassed, within
 from .messages import ChatRequest, Message, ToolMessage
 from .results import ChatResponse, ToolCall
 from .stream_reader import Emit, downstream_error
@@ -45,9 +51,10 @@ ToolErrorPolicy = Literal["raise", "return"]
 """What a raising tool does: fail the response ("raise") or send the error text back."""
 
 
-Read = Callable[[HttpRequest, Emit, bool], AsyncGenerator[None, None]]
-"""``read(request, emit, paced)``: send ``request``, ``emit`` each frame of its body (a
-retry's STATUS event too) on the running loop, yielding after each batch when ``paced`` (as
+Read = Callable[[HttpRequest, Emit, bool, "float | None"], AsyncGenerator[None, None]]
+"""``read(request, emit, paced, deadline)``: send ``request``, ``emit`` each frame of its
+body (a retry's STATUS event too) on the running loop, yielding after each batch when
+``paced``, within the response's ``deadline`` (loop time; None: no limit) (as
 :meth:`~solon_events.stream_reader.StreamReader.read` does)."""
 
 
@@ -65,6 +72,10 @@ class StepPlan:
     tool_errors: ToolErrorPolicy = "raise"
     client_tools: frozenset[str] = frozenset()
     """Tools that run elsewhere: a step calling one ends the response after its own tools."""
+    total_timeout: float | None = None
+    """Seconds for the whole response (every step, retry and tool run); None: no limit."""
+    tool_timeout: float | None = None
+    """Seconds for each tool run; None: no limit."""
 
 
 class _StepEnd:
@@ -129,6 +140,8 @@ class ResponseRun:
         self._held: ChatEvent | None = None
         """A step's STEP_END while its tools run."""
         self._progressed: asyncio.Future[None] | None = None
+        self._running: ToolCall | None = None
+        """The tool call running now."""
         self.ended = False
         """Whether ``head`` has ended, or :meth:`stop` was called."""
 
@@ -138,6 +151,9 @@ class ResponseRun:
         early (or cancelling its task) closes the request's connection and cancels the
         running tools; nothing more is pushed then."""
         plan = self._plan
+        loop = asyncio.get_running_loop()
+        total = plan.total_timeout
+        deadline = None if total is None else loop.time() + total
         messages: list[Message] = list(plan.request.messages)
         step = 0
         while not self.ended:
@@ -153,7 +169,7 @@ class ResponseRun:
             parser.start()
             try:
                 async with contextlib.aclosing(
-                    plan.read(http_request, parser.on_next, self._paced)
+                    plan.read(http_request, parser.on_next, self._paced, deadline)
                 ) as body:
                     async for _ in body:
                         yield
@@ -178,15 +194,23 @@ class ResponseRun:
             running = asyncio.ensure_future(self._call_tools(ours, step))
             try:
                 while not running.done():
-                    self._progressed = asyncio.get_running_loop().create_future()
+                    left = None if deadline is None else deadline - loop.time()
+                    if left is not None and left <= 0:
+                        break
+                    self._progressed = loop.create_future()
                     await asyncio.wait(
-                        (running, self._progressed), return_when=asyncio.FIRST_COMPLETED
+                        (running, self._progressed),
+                        timeout=left,
+                        return_when=asyncio.FIRST_COMPLETED,
                     )
                     yield
             finally:
                 self._progressed = None
                 if not running.done():
                     running.cancel()
+            if not running.done():  # the total budget ran out first
+                self._fail(self._tools_out_of_time(step))
+                return
             try:
                 results = running.result()
             except ChatError as exc:
@@ -232,6 +256,15 @@ class ResponseRun:
                 for result in results
             )
             step += 1
+
+    def _tools_out_of_time(self, step: int) -> ChatTimeoutError:
+        running = self._running
+        what = f"tool {running.name!r}" if running is not None else "the tools"
+        return ChatTimeoutError(
+            f"total_timeout of {self._plan.total_timeout} s ran out for the whole response "
+            f"while {what} ran (step {step})",
+            budget="total_timeout",
+        )
 
     def _complete(self, step_end: ChatEvent) -> None:
         self.ended = True
@@ -289,14 +322,16 @@ class ResponseRun:
         relay = _ProgressRelay(loop, self._deliver, call, step, self._response_id)
         context = ToolContext(call, relay)
         started = time.perf_counter()
+        self._running = call
         try:
             with around_tool(call, self):
                 if tool.is_async:
-                    value = await tool.ainvoke(call.arguments, context)
+                    run = tool.ainvoke(call.arguments, context)
                 else:  # in the executor, in this context (as asyncio.to_thread runs it)
-                    value = await loop.run_in_executor(
+                    run = loop.run_in_executor(
                         None, contextvars.copy_context().run, tool.invoke, call.arguments, context
                     )
+                value = await self._within_tool_timeout(run, call)
             text, failed = tool.format_result(value), False
         except ToolCallError as exc:
             if plan.tool_errors == "raise":
@@ -313,7 +348,22 @@ class ResponseRun:
             text, failed = f"Error: {type(exc).__name__}: {exc}", True
         finally:
             relay.close()
+            self._running = None
         return ToolRun(tool, call, text, failed, time.perf_counter() - started)
+
+    async def _within_tool_timeout(self, run: Awaitable[Any], call: ToolCall) -> Any:
+        """``await run`` (a tool's), cancelled after ``tool_timeout``: a ToolCallError then."""
+        seconds = self._plan.tool_timeout
+        if seconds is None:
+            return await run
+        try:
+            return await within(run, seconds)
+        except DeadlinePassed:
+            raise ToolCallError(
+                f"tool {call.name!r} ran out of its tool_timeout of {seconds} s",
+                tool_name=call.name,
+                tool_call_id=call.id,
+            ) from None
 
 
 @attrs.frozen
