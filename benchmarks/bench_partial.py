@@ -21,6 +21,14 @@ whole buffer on each fragment, which is quadratic: a size whose projected time (
 smaller sizes) exceeds the budget is skipped and its projection printed. A peer that is not
 installed (the ``bench`` extra) is listed as such; one whose final value differs from
 ``json.loads`` is listed with the difference.
+
+A second table (#35) streams one *string* argument (``{"path": ..., "content": "..."}``,
+the content 10 KB to 1 MB of text with escapes and non-ASCII, in 20-byte fragments): a
+snapshot after each fragment copies the open string, which is quadratic, while path
+deltas (``PartialJsonParser(track_deltas=True)`` and ``deltas()``; applied to a
+``JsonDeltaBuilder``; ``ArgumentDeltas`` over the argument delta events, as the live
+views run it) cost each fragment alone. Its last line is the spread of each row's cost
+per KB from 10 KB to 1 MB (the largest over the smallest; 1.0x is perfectly linear).
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from solon_events import ChatEvent, ChatEventType
+from solon_events.core.json_deltas import JsonDeltaBuilder
+from solon_events.core.partial_arguments import ArgumentDeltas
 from solon_events.core.partial_json import PartialJsonParser
 from solon_events.devserver.scenarios import report_arguments
 
@@ -208,9 +219,11 @@ def _kb(size: int) -> str:
     return f"{size / 1e6:g} MB" if size >= 1_000_000 else f"{size / 1e3:g} KB"
 
 
-def table(rows: Sequence[dict[str, Any]], sizes: Sequence[int] = SIZES) -> str:
-    """The rows as two tables (µs per KB, total ms) and the peers' versions and failures."""
-    labels = [label for label, _package, _load in PARSERS]
+def _two_tables(
+    rows: Sequence[dict[str, Any]], labels: Sequence[str], sizes: Sequence[int]
+) -> list[str]:
+    """The rows as two tables, µs per KB and total ms: a line per label, a column per size
+    (a row marked ``missing`` fills its label's line)."""
     width = max(len(label) for label in labels) + 2
     header = f"{'':{width}}" + "".join(f"{_kb(size):>14}" for size in sizes)
     lines = []
@@ -224,6 +237,12 @@ def table(rows: Sequence[dict[str, Any]], sizes: Sequence[int] = SIZES) -> str:
             cells = [mine[i] if i < len(mine) else None for i in range(len(sizes))]
             lines.append(f"{label:{width}}" + "".join(f"{_cell(c, key):>14}" for c in cells))
         lines.append("")
+    return lines
+
+
+def table(rows: Sequence[dict[str, Any]], sizes: Sequence[int] = SIZES) -> str:
+    """The rows as two tables (µs per KB, total ms) and the peers' versions and failures."""
+    lines = _two_tables(rows, [label for label, _package, _load in PARSERS], sizes)
     for row in rows:
         if "error" in row:
             lines.append(f"{row['parser']} failed at {row['bytes']:,} bytes: {row['error']}")
@@ -254,12 +273,136 @@ def _ratios(rows: Sequence[dict[str, Any]]) -> str:
     return "fastest peer / ours (value() each fragment; ~ projected): " + ", ".join(parts)
 
 
-def main(quick: bool = False) -> list[dict[str, Any]]:
-    """Print the partial-arguments tables; return their rows."""
-    print(
-        f"one write_report argument streamed in {FRAGMENT}-byte fragments, the value so far "
-        f"after each; CPU time, the best of up to {ROUNDS} rounds within {ROUND_TIME:g} s"
-    )
-    rows = run(SIZES, QUICK_BUDGET if quick else BUDGET)
-    print(table(rows))
+STRING_SIZES = (10_000, 100_000, 1_000_000)
+"""The string argument's sizes in bytes (its content's text, before JSON escaping)."""
+_LINE = 'Line of notes: a "quoted" word, a tab\t, café ünïcode; '
+"""The content's text, repeated: escapes and non-ASCII, as a file's text has them."""
+
+
+def string_argument(size: int) -> str:
+    """The JSON text of a ``write_file`` argument whose content is ``size`` characters."""
+    content = (_LINE * (size // len(_LINE) + 1))[:size]
+    return json.dumps({"path": "notes/meeting.txt", "content": content})
+
+
+def snapshots(pieces: Sequence[str]) -> Any:
+    """A snapshot (``value()``) after each fragment, as ``partial_arguments()`` takes."""
+    return ours(pieces)
+
+
+def path_deltas(pieces: Sequence[str]) -> Any:
+    """``deltas()`` after each fragment; the value read once at the end."""
+    parser = PartialJsonParser(track_deltas=True)
+    for piece in pieces:
+        parser.feed(piece)
+        parser.deltas()
+    return parser.value()
+
+
+def built_from_deltas(pieces: Sequence[str]) -> Any:
+    """``deltas()`` after each fragment, applied to a ``JsonDeltaBuilder``."""
+    parser = PartialJsonParser(track_deltas=True)
+    builder = JsonDeltaBuilder()
+    for piece in pieces:
+        parser.feed(piece)
+        builder.extend(parser.deltas())
+    return builder.value()
+
+
+def argument_deltas_over_events(pieces: Sequence[str]) -> Any:
+    """``ArgumentDeltas(build=True)`` fed one TOOL_CALL_ARGS_DELTA event per fragment (the
+    events made beforehand), as the live views run it."""
+    return _over_events(_events(pieces))
+
+
+def _events(pieces: Sequence[str]) -> list[ChatEvent]:
+    delta = ChatEventType.TOOL_CALL_ARGS_DELTA
+    return [ChatEvent(ChatEventType.TOOL_CALL_START, index=0, tool_call_id="call_1")] + [
+        ChatEvent(delta, index=0, text=piece) for piece in pieces
+    ]
+
+
+def _over_events(events: Sequence[ChatEvent]) -> Any:
+    follow = ArgumentDeltas(build=True)
+    call = None
+    for event in events:
+        call = follow.feed(event) or call
+    return call.value() if call is not None else None
+
+
+STRING_ROWS: tuple[tuple[str, Parse], ...] = (
+    ("snapshot, value() each fragment", snapshots),
+    ("path deltas, deltas() each fragment", path_deltas),
+    ("path deltas applied (JsonDeltaBuilder)", built_from_deltas),
+    ("ArgumentDeltas over the delta events", argument_deltas_over_events),
+)
+"""The string table's rows: label, and what parses the fragments."""
+
+
+def string_run(sizes: Sequence[int] = STRING_SIZES) -> list[dict[str, Any]]:
+    """Every row of the string table at every size: ``seconds`` and ``us_per_kb`` (of the
+    argument's JSON text)."""
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        text = string_argument(size)
+        pieces = fragments(text)
+        expected = json.loads(text)
+        events = _events(pieces)
+        for label, parse in STRING_ROWS:
+            if parse is argument_deltas_over_events:  # time the views' work, not making events
+                seconds, value = measure(
+                    lambda _pieces, events=events: _over_events(events), pieces
+                )
+            else:
+                seconds, value = measure(parse, pieces)
+            row: dict[str, Any] = {"parser": label, "size": size, "bytes": len(text)}
+            if value != expected:
+                row["error"] = "its final value differs from json.loads"
+            else:
+                row["seconds"] = seconds
+                row["us_per_kb"] = seconds * 1e6 / (len(text) / 1000)
+            rows.append(row)
     return rows
+
+
+def string_table(rows: Sequence[dict[str, Any]], sizes: Sequence[int] = STRING_SIZES) -> str:
+    """The string table: µs per KB and total ms by size, then each row's spread."""
+    labels = [label for label, _parse in STRING_ROWS]
+    lines = _two_tables(rows, labels, sizes)
+    spreads = []
+    for label in labels:
+        per_kb = [row["us_per_kb"] for row in rows if row["parser"] == label and "us_per_kb" in row]
+        if len(per_kb) > 1:
+            spreads.append(f"{label} {max(per_kb) / min(per_kb):.2f}x")
+    lines.append(f"cost per KB, largest / smallest, {_kb(sizes[0])} to {_kb(sizes[-1])}:")
+    lines += [f"  {spread}" for spread in spreads]
+    lines += [f"{row['parser']} failed at {row['bytes']:,} bytes: {row['error']}"
+              for row in rows if "error" in row]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(quick: bool = False, only_strings: bool = False) -> list[dict[str, Any]]:
+    """Print the partial-arguments tables; return their rows."""
+    rows: list[dict[str, Any]] = []
+    if not only_strings:
+        print(
+            f"one write_report argument streamed in {FRAGMENT}-byte fragments, the value so "
+            f"far after each; CPU time, the best of up to {ROUNDS} rounds within "
+            f"{ROUND_TIME:g} s"
+        )
+        rows = run(SIZES, QUICK_BUDGET if quick else BUDGET)
+        print(table(rows))
+        print()
+    print(
+        f"one string argument (a file's content) streamed in {FRAGMENT}-byte fragments: "
+        "snapshots against path deltas; CPU time as above"
+    )
+    strings = string_run(STRING_SIZES[:2] if quick else STRING_SIZES)
+    print(string_table(strings, STRING_SIZES[:2] if quick else STRING_SIZES))
+    return rows + [{"table": "string", **row} for row in strings]
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(quick="--quick" in sys.argv, only_strings="strings" in sys.argv)

@@ -7,7 +7,15 @@ a delivery filter. The documentation (``docs/``) explains the event model.
 """
 
 from ._version import __version__ as __version__
-from .core import ChatAccumulator, ChatEventNormalizer, ChatStreamSession, PartialJsonParser
+from .core import (
+    ArgumentDelta,
+    ChatAccumulator,
+    ChatEventNormalizer,
+    ChatStreamSession,
+    JsonDelta,
+    JsonDeltaBuilder,
+    PartialJsonParser,
+)
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
 from .errors import (
     ChatConnectionError,
@@ -24,6 +32,7 @@ from .messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMes
 from .model import ChatModel, ChatPrompt
 from .operators import (
     aggregate,
+    argument_deltas,
     final_response,
     guard,
     normalize,
@@ -49,6 +58,7 @@ from .results import (
 from .tools import McpTools, Tool, ToolContext, ToolSet, tool
 
 __all__ = [
+    "ArgumentDelta",
     "AssistantMessage",
     "ChatAccumulator",
     "ChatConnectionError",
@@ -72,6 +82,8 @@ __all__ = [
     "Citation",
     "FileBlock",
     "ImageBlock",
+    "JsonDelta",
+    "JsonDeltaBuilder",
     "McpTools",
     "PartialJsonParser",
     "ProviderError",
@@ -88,6 +100,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "aggregate",
+    "argument_deltas",
     "final_response",
     "get_dialect",
     "guard",

@@ -22,7 +22,7 @@ from reactivex import operators as ops
 
 from .core import stages
 from .core.parsing import ParseStage
-from .core.partial_arguments import PartialArgumentsStage
+from .core.partial_arguments import ArgumentDelta, ArgumentDeltas, PartialArgumentsStage
 from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
 from .core.structured import JsonAnswer, Schema
 from .dialects.base import ChatDialect, get_dialect
@@ -32,6 +32,7 @@ from .results import ChatResponse
 
 __all__ = [
     "aggregate",
+    "argument_deltas",
     "final_response",
     "guard",
     "normalize",
@@ -218,6 +219,53 @@ def partial_arguments() -> Operator:
         ).subscribe(print)  # {} {'city': ''} {'city': 'Par'} {'city': 'Paris'} ...
     """
     return _stage_operator(PartialArgumentsStage, keeps_steps=True)
+
+
+def argument_deltas() -> Callable[[Observable[ChatEvent]], Observable[ArgumentDelta]]:
+    """Argument deltas -> what each changed in its call's arguments, path by path.
+
+    Each TOOL_CALL_ARGS_DELTA and SERVER_TOOL_ARGS_DELTA becomes the
+    :class:`~solon_events.ArgumentDelta` values it makes: a member or item that appears
+    (``op`` ``"add"``, its ``value`` complete for a number or literal, as far as it came for
+    a string, empty for an object or array), or text added to a string (``"append"``),
+    each at its ``path`` inside the arguments and naming its call. Where
+    :func:`partial_arguments` snapshots the arguments after each delta (which costs the
+    open containers and an open string every time), these cost the delta alone, so a view
+    of a long argument stays linear; applied in order with a
+    :class:`~solon_events.JsonDeltaBuilder` per call they rebuild the arguments. Other
+    events make nothing; an input that is not JSON (a free-form tool's) makes nothing from
+    where it stops being JSON::
+
+        model.prompt("Write the report").tools(write_report).stream().pipe(
+            argument_deltas()
+        ).subscribe(lambda d: print(d.tool_call_id, d.path, d.op, repr(d.value)))
+        # call_1 () add {}   call_1 ('title',) add 'Quart'   call_1 ('title',) append 'erly'
+    """
+
+    def operator(source: Observable[ChatEvent]) -> Observable[ArgumentDelta]:
+        def subscribe(
+            observer: abc.ObserverBase[ArgumentDelta], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            calls = ArgumentDeltas()
+
+            def on_next(event: ChatEvent) -> None:
+                call = calls.feed(event)
+                if call is None:
+                    return
+                for path, op, value in call.deltas:
+                    observer.on_next(
+                        ArgumentDelta(
+                            path, op, value, call.id, call.name, call.index, event.step, call.server
+                        )
+                    )
+
+            return source.subscribe(
+                on_next, observer.on_error, observer.on_completed, scheduler=scheduler
+            )
+
+        return reactivex.create(subscribe)
+
+    return operator
 
 
 def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Observable[Any]]:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from .core.partial_arguments import with_partial_arguments
+from .core.partial_arguments import ArgumentDeltas, StreamingArguments
 from .events import EVENT_TYPES, ChatEvent
 from .results import ToolCall, Usage
 
@@ -90,7 +90,9 @@ def tool_result_line(event: ChatEvent) -> str:
 
 def arguments_text(arguments: Mapping[str, Any]) -> str:
     """A call's arguments (as parsed so far) as indented JSON, non-ASCII text as it is."""
-    return orjson.dumps(dict(arguments), option=orjson.OPT_INDENT_2).decode()
+    return orjson.dumps(
+        arguments if type(arguments) is dict else dict(arguments), option=orjson.OPT_INDENT_2
+    ).decode()
 
 
 def tool_call_line(call: ToolCall) -> str:
@@ -192,7 +194,10 @@ class LiveRenderer:
 
     On a terminal a tool call's arguments grow in place as they stream (parsed as far as
     they have arrived, indented, the last lines that fit), redrawn at most every
-    ``interval`` seconds; once the call is complete, one line shows it.
+    ``interval`` seconds; once the call is complete, one line shows it. Each argument delta
+    costs its own length (what it changed is applied to the call's arguments, see
+    :class:`~solon_events.core.partial_arguments.ArgumentDeltas`); a redraw costs the
+    arguments, at most once per interval.
 
     A text block whose TEXT_END brings a final text other than what its deltas said (the
     provider rewrote it; ``ChatResponse.text`` is that final text) is followed by that
@@ -213,8 +218,8 @@ class LiveRenderer:
         self._live: Live | None = None  # the growing arguments of the call streaming now
         self._typed: list[str] = []  # what the open text block's deltas typed
         self._drawn_at = 0.0
-        # gives each argument delta the call's arguments parsed so far
-        self._parsed = with_partial_arguments(self._render)
+        # what each argument delta changed, applied to its call's arguments
+        self._arguments = ArgumentDeltas(build=True)
 
     def _switch(self, mode: str | None) -> None:
         self.close()  # the call's growing arguments (transient) make way for what follows
@@ -229,7 +234,7 @@ class LiveRenderer:
             self._live.stop()
             self._live = None
 
-    def _grow(self, call: ToolCall) -> None:
+    def _grow(self, call: StreamingArguments) -> None:
         """Redraw the streaming call's arguments in place (on a terminal, throttled)."""
         if not self.console.is_terminal:
             return
@@ -247,7 +252,8 @@ class LiveRenderer:
         elif now - self._drawn_at < self._interval:
             return
         self._drawn_at = now
-        lines = arguments_text(call.arguments).splitlines()
+        arguments = call.value()
+        lines = arguments_text(arguments if type(arguments) is dict else {}).splitlines()
         room = max(1, self.console.height - 2)
         if len(lines) > room:
             lines = [f"  … {len(lines) - room + 1} lines above", *lines[-room + 1 :]]
@@ -257,9 +263,11 @@ class LiveRenderer:
 
     def __call__(self, event: ChatEvent) -> None:
         """Render one event."""
-        self._parsed(event)
-
-    def _render(self, event: ChatEvent) -> None:
+        call = self._arguments.feed(event)
+        if call is not None:
+            if event.type is EVENT_TYPES.TOOL_CALL_ARGS_DELTA:
+                self._grow(call)
+            return
         t = event.type
         out = self.console
         if t is EVENT_TYPES.THINKING_DELTA and event.text:
@@ -284,8 +292,6 @@ class LiveRenderer:
         elif t is EVENT_TYPES.REFUSAL_DELTA and event.text:
             self._switch("text")
             out.print(Text(event.text, style="red"), end="")
-        elif t is EVENT_TYPES.TOOL_CALL_ARGS_DELTA and event.tool_call is not None:
-            self._grow(event.tool_call)
         elif t is EVENT_TYPES.TOOL_CALL_END and event.tool_call is not None:
             self._switch(None)
             out.print(Text(f"→ tool call {tool_call_line(event.tool_call)}", style="cyan"))

@@ -12,6 +12,7 @@ import orjson
 import pytest
 import reactivex
 from final_texts import BLOCKS, BLOCKS_TEXT, FINAL, STREAMED, rewritten_events
+from partial_values import long_args_frames
 from pydantic import TypeAdapter
 from recorded import corpus_cases
 
@@ -23,6 +24,8 @@ from solon_events import (
     ChatResponse,
     Citation,
     ImageBlock,
+    JsonDelta,
+    JsonDeltaBuilder,
     SearchResult,
     ToolCall,
     ToolCallError,
@@ -251,6 +254,39 @@ def test_vercel_tool_loop_without_provider_ids() -> None:
             "responseId": "resp_1",
         },
     }
+
+
+def rebuilt_inputs(chunks: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    """Each call's input as its ``data-tool-input-delta`` parts rebuild it, beside the input
+    of its ``tool-input-available``; each part right after a ``tool-input-delta`` of its
+    call."""
+    built: dict[str, JsonDeltaBuilder] = {}
+    pairs = []
+    for before, chunk in zip([{}, *chunks], chunks):
+        if chunk["type"] == "data-tool-input-delta":
+            assert chunk["transient"] is True
+            call_id = chunk["data"]["toolCallId"]
+            assert chunk["id"] == call_id
+            assert (before["type"], before["toolCallId"]) == ("tool-input-delta", call_id)
+            builder = built.setdefault(call_id, JsonDeltaBuilder())
+            for delta in chunk["data"]["deltas"]:
+                builder.apply(JsonDelta(tuple(delta["path"]), delta["op"], delta["value"]))
+        elif chunk["type"] == "tool-input-available":
+            pairs.append((built[chunk["toolCallId"]].value(), chunk["input"]))
+    return pairs
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "openai-responses", "gemini"])
+def test_vercel_argument_deltas_rebuild_each_input_and_are_off_by_default(dialect: str) -> None:
+    events = recorded(long_args_frames(dialect), dialect)  # type: ignore[arg-type]
+    chunks = orjson.loads(orjson.dumps(encoded(events, to_vercel(argument_deltas=True))))
+    pairs = rebuilt_inputs(chunks)
+    assert pairs and all(rebuilt == sent for rebuilt, sent in pairs)
+    parts = [c for c in chunks if c["type"] == "data-tool-input-delta"]
+    assert len(parts) >= 20  # the long argument arrives in many deltas, each told
+    plain = vercel_chunks(events)
+    assert [c for c in chunks if c["type"] != "data-tool-input-delta"] == plain
+    assert read_ui_stream(chunks) == read_ui_stream(plain)
 
 
 def test_vercel_sources_files_refusals_and_abort() -> None:

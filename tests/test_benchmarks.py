@@ -139,3 +139,22 @@ def test_partial_arguments_argument_is_the_long_args_report():
     pieces = bench_partial.fragments(text)
     assert "".join(pieces) == text and {len(p) for p in pieces[:-1]} == {bench_partial.FRAGMENT}
     assert bench_partial.ours(pieces) == bench_partial.ours_feed_only(pieces) == json.loads(text)
+
+
+def test_string_argument_table_rows_each_rebuild_the_argument(monkeypatch):
+    from benchmarks import bench_partial
+
+    text = bench_partial.string_argument(5_000)
+    content = json.loads(text)["content"]
+    assert len(content) == 5_000 and not content.isascii() and '\\"' in text
+    pieces = bench_partial.fragments(text)
+    for _label, parse in bench_partial.STRING_ROWS:
+        assert parse(pieces) == json.loads(text)
+    rows = bench_partial.string_run((1_000, 4_000))
+    assert [(row["parser"], row["size"]) for row in rows] == [
+        (label, size) for size in (1_000, 4_000) for label, _parse in bench_partial.STRING_ROWS
+    ]
+    assert all(row["us_per_kb"] > 0 for row in rows)
+    printed = bench_partial.string_table(rows, (1_000, 4_000))
+    assert "cost per KB, largest / smallest, 1 KB to 4 KB:" in printed
+    assert printed.count("x\n") + printed.endswith("x") == len(bench_partial.STRING_ROWS)

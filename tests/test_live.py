@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from final_texts import BLOCKS, BLOCKS_TEXT, FINAL, rewritten_events
-from partial_values import is_prefix, long_args_frames
+from partial_values import argument_snapshots, forbid_snapshots, is_prefix, long_args_frames
 from reactivex import operators as ops
 from rich.console import Console
 
@@ -289,6 +289,39 @@ def test_disposal_shows_the_final_state(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_negative_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="interval"):
         live(interval=-1)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "openai-responses", "gemini"])
+def test_the_notebook_view_builds_arguments_from_path_deltas_not_snapshots(
+    dialect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = replay(long_args_frames(dialect), dialect=dialect).pipe(ops.to_list()).run()
+    expected = iter(argument_snapshots(events))
+    forbid_snapshots(monkeypatch)
+    state = LiveState()
+    compared = 0
+    for event in events:
+        state.add(event)
+        if event.type is T.TOOL_CALL_ARGS_DELTA:
+            snapshot = next(expected)
+            found = re.search(r"<pre class='se-arguments'>(.*?)</pre>", state.html(), re.S)
+            if found:
+                assert json.loads(html_module.unescape(found.group(1))) == snapshot
+                compared += 1
+    assert compared >= 20
+
+
+def test_long_text_is_kept_in_pieces_and_read_whole() -> None:
+    state = LiveState()
+    pieces = [f"piece {n}. " for n in range(1000)]
+    state.add(ChatEvent(T.TEXT_START))
+    for piece in pieces:
+        state.add(ChatEvent(T.TEXT_DELTA, text=piece))
+    (segment,) = state.segments
+    assert len(segment.pieces) == 1000 and segment.length == len("".join(pieces))
+    assert segment.text == "".join(pieces) and segment.pieces == ["".join(pieces)]
+    state.add(ChatEvent(T.TEXT_END, text="rewritten"))
+    assert segment.text == "rewritten" and segment.length == len("rewritten")
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic", "openai-responses", "gemini"])

@@ -14,17 +14,21 @@ from reactivex import operators as ops
 from recorded import corpus_cases
 
 from solon_events import (
+    ArgumentDelta,
     ChatEvent,
     ChatEventFilter,
     ChatEventType,
     ChatModel,
+    JsonDelta,
+    JsonDeltaBuilder,
     ToolCall,
+    argument_deltas,
     partial_arguments,
     replay,
     respond,
 )
 from solon_events.cli import write_report
-from solon_events.core.partial_arguments import PartialArgumentsStage
+from solon_events.core.partial_arguments import ArgumentDeltas, PartialArgumentsStage
 from solon_events.devserver import DevServer
 from solon_events.devserver.app import ROUTES
 from solon_events.devserver.scenarios import REPORT_TOOL, report_arguments
@@ -253,3 +257,100 @@ def test_chat_prompt_switch_against_the_embedded_provider(dialect: str) -> None:
     ((_, deltas),) = calls_in(events).items()
     check_snapshots(deltas, report_arguments(4))
     assert events[-1].type is T.RESPONSE_END
+
+
+# --- path deltas: argument_deltas() and ArgumentDeltas
+
+
+def rebuilt(deltas: list[ArgumentDelta]) -> dict[tuple[int, bool, Any], Any]:
+    """Each call's arguments rebuilt from its deltas, by (step, server tool?, call id)."""
+    builders: dict[tuple[int, bool, Any], JsonDeltaBuilder] = {}
+    for delta in deltas:
+        key = (delta.step, delta.server, delta.tool_call_id)
+        builders.setdefault(key, JsonDeltaBuilder()).apply(delta.delta)
+    return {key: builder.value() for key, builder in builders.items()}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_argument_deltas_rebuild_each_call_in_every_dialect(dialect: str) -> None:
+    frames = long_args_frames(dialect)
+    deltas = replay(frames, dialect=dialect).pipe(argument_deltas(), ops.to_list()).run()
+    (end,) = [e for e in events_of(frames, dialect) if e.type is T.TOOL_CALL_END]
+    assert end.tool_call is not None
+    assert rebuilt(deltas) == {(0, False, end.tool_call.id): report_arguments(3)}
+    assert {(d.name, d.index) for d in deltas} == {(REPORT_TOOL, end.tool_call.index)}
+    assert deltas[0].delta == JsonDelta((), "add", {})
+    if dialect != "ollama":  # a whole call's one delta
+        assert sum(d.op == "append" for d in deltas) > 20
+    text = "".join(e.text or "" for e in events_of(frames, dialect) if e.type in DELTAS)
+    assert sum(len(d.value) for d in deltas if isinstance(d.value, str)) <= len(text)
+
+
+@pytest.mark.parametrize(("path", "dialect"), corpus_cases())
+def test_argument_deltas_agree_with_the_snapshots_on_the_corpus(path: Path, dialect: str) -> None:
+    """Applied in order, the path deltas give after each argument delta exactly the
+    snapshot partial_arguments() gives (JSON inputs; a free-form input's deltas stop)."""
+    events = events_of(path, dialect, may_fail=True, partial_arguments=True)
+    follow = ArgumentDeltas(build=True)
+    compared = 0
+    for event in events:
+        call = follow.feed(event)
+        if call is None:
+            continue
+        value = call.value()
+        snapshot = event.tool_call.arguments  # type: ignore[union-attr]
+        assert (value if call.is_json and type(value) is dict else {}) == snapshot
+        compared += 1
+    assert compared == sum(e.type in DELTAS for e in events)
+
+
+def test_argument_deltas_name_their_calls_and_follow_steps() -> None:
+    events = [
+        _event(T.TOOL_CALL_START, index=0, tool_call=ToolCall(id="a", name="f", index=0)),
+        _event(T.TOOL_CALL_START, index=1, tool_call=ToolCall(id="b", name="g", index=1)),
+        _event(T.TOOL_CALL_ARGS_DELTA, index=1, text='{"x": [1, '),
+        _event(T.TOOL_CALL_ARGS_DELTA, index=0, text='{"y": "h'),
+        _event(T.TOOL_CALL_ARGS_DELTA, text="2]}"),  # no ids: the call started last
+        _event(T.TEXT_DELTA, text="not an argument"),
+        _event(T.SERVER_TOOL_START, item_id="ws", sub_type="web_search"),
+        _event(T.SERVER_TOOL_ARGS_DELTA, item_id="ws", text='{"q": "rx"}'),
+        _event(T.TOOL_CALL_ARGS_DELTA, index=0, text="i"),
+        _event(T.STEP_END),
+        _event(T.TOOL_CALL_ARGS_DELTA, index=0, step=1, text="free text, not JSON"),
+    ]
+    import reactivex
+
+    out = reactivex.from_iterable(events).pipe(argument_deltas(), ops.to_list()).run()
+    assert [(d.tool_call_id, d.name, d.index, d.server, d.path, d.op, d.value) for d in out] == [
+        ("b", "g", 1, False, (), "add", {}),
+        ("b", "g", 1, False, ("x",), "add", []),
+        ("b", "g", 1, False, ("x", 0), "add", 1),
+        ("a", "f", 0, False, (), "add", {}),
+        ("a", "f", 0, False, ("y",), "add", "h"),
+        ("b", "g", 1, False, ("x", 1), "add", 2),
+        (None, "", -1, True, (), "add", {}),
+        (None, "", -1, True, ("q",), "add", "rx"),
+        ("a", "f", 0, False, ("y",), "append", "i"),
+    ]
+    assert out[0] == ArgumentDelta((), "add", {}, "b", "g", 1, 0, False)
+
+
+def test_argument_deltas_of_an_input_that_stops_being_json() -> None:
+    follow = ArgumentDeltas(build=True)
+    first = follow.feed(_event(T.TOOL_CALL_ARGS_DELTA, index=0, text='{"a": 1, "b": "x'))
+    assert first is not None and first.value() == {"a": 1, "b": "x"}
+    later = follow.feed(_event(T.TOOL_CALL_ARGS_DELTA, index=0, text='y"} trailing words'))
+    assert later is first and [tuple(d) for d in later.deltas] == [(("b",), "append", "y")]
+    assert follow.feed(_event(T.TOOL_CALL_ARGS_DELTA, index=0, text="more")).deltas == []  # type: ignore[union-attr]
+    assert first.value() == {"a": 1, "b": "xy"} and not first.is_json
+    with pytest.raises(ValueError, match="build=True"):
+        ArgumentDeltas().feed(_event(T.TOOL_CALL_ARGS_DELTA, index=0, text="{")).value()  # type: ignore[union-attr]
+
+
+def test_argument_deltas_against_the_embedded_provider() -> None:
+    with DevServer.run_in_thread() as server:
+        url = server.url + "/v1/messages"
+        with ChatModel(url, "long-args", dialect="anthropic") as model:
+            prompt = model.prompt("Write the report").tools(write_report)
+            deltas = prompt.stream().pipe(argument_deltas(), ops.to_list()).run()
+    assert list(rebuilt(deltas).values()) == [report_arguments(4)]

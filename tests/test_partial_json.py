@@ -11,48 +11,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from partial_values import is_prefix
+from partial_values import documents, is_prefix, splits
 
 from solon_events import PartialJsonParser
 from solon_events.core.partial_json import PartialJsonError
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-# JSON values as json.loads makes them: finite floats, any unicode (escaped or not).
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(10**30), max_value=10**30)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-values = st.recursive(
-    scalars,
-    lambda inner: (
-        st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6)
-    ),
-    max_leaves=40,
-)
-
-
-@st.composite
-def documents(draw: st.DrawFn) -> str:
-    """The text of a JSON document, in one of the layouts encoders produce."""
-    value = draw(values)
-    return json.dumps(
-        value,
-        ensure_ascii=draw(st.booleans()),
-        indent=draw(st.sampled_from([None, 0, 2, "\t"])),
-        separators=draw(st.sampled_from([None, (",", ":"), (" , ", " : ")])),
-    )
-
-
-@st.composite
-def splits(draw: st.DrawFn, text: str) -> list[str]:
-    """``text`` cut into fragments at arbitrary places (empty fragments included)."""
-    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=max(1, len(text)))))
-    edges = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in itertools.pairwise(edges)]
 
 
 def parse_in(fragments: list[str]) -> tuple[PartialJsonParser, list[Any]]:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from final_texts import BLOCKS, FINAL, STREAMED, rewritten_events
-from partial_values import is_prefix, long_args_frames
+from partial_values import argument_snapshots, forbid_snapshots, is_prefix, long_args_frames
 from rich.console import Console
 
 from solon_events import replay
@@ -135,6 +135,20 @@ def test_a_long_argument_grows_in_place_on_a_terminal(dialect: str) -> None:
     line = next(line for line in printed.splitlines() if line.startswith("→ tool call"))
     assert line.startswith('→ tool call write_report({"title":')
     assert re.search(r"… 1,[0-9]{3} characters\)$", line), line
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "gemini"])
+def test_the_growing_arguments_are_built_from_path_deltas_not_snapshots(
+    dialect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each redraw shows what partial_arguments() would (redrawing after every delta here),
+    while no snapshot of the arguments is ever taken."""
+    expected = argument_snapshots(long_args_events(dialect))
+    forbid_snapshots(monkeypatch)
+    console, out = terminal()
+    drawn = successive_renders(LiveRenderer(console, interval=0), out, dialect)
+    shown = [json.loads(text.lstrip("\n").split("\n", 1)[1]) for text in drawn]
+    assert shown == [value if value else {} for value in expected]
 
 
 def test_the_growing_arguments_are_redrawn_at_most_once_per_interval() -> None:

@@ -15,14 +15,25 @@ from typing import Any
 
 import orjson
 import pytest
+import reactivex
+from aiohttp import web
 from final_texts import FINAL, STREAMED, rewritten_frames
+from partial_values import long_args_frames
+from reactivex import operators as ops
 from redis_server import redis_url  # noqa: F401  (a fixture)
 from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
 
-from solon_events import ChatEventFilter, ChatModel, ChatResponse
-from solon_events.adapters.vercel import ui_text
+from solon_events import ChatEventFilter, ChatModel, ChatResponse, replay
+from solon_events.adapters.vercel import (
+    VERCEL_DONE,
+    VERCEL_HEADERS,
+    to_vercel,
+    ui_text,
+    vercel_sse,
+)
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer, RunningServer
+from solon_events.devserver.scenarios import report_arguments
 from solon_events.serve import create_app
 
 QUESTION = "What is the weather in Paris?"
@@ -338,3 +349,33 @@ def test_the_chat_page_in_chromium_shows_the_final_text_that_rewrote_the_deltas(
     assert result["errors"] == [] and result["console"] == []
     assert result["status"] == "done"
     assert result["texts"] == [FINAL]
+
+
+def test_the_ai_package_takes_the_argument_delta_parts() -> None:
+    """VercelEncoder(argument_deltas=True)'s transient data-tool-input-delta parts pass the
+    ai package's chunk schema, and its message is the same as without them."""
+    node_or_skip()
+    events = replay(long_args_frames("openai"), dialect="openai").pipe(ops.to_list()).run()
+    chunks = (
+        reactivex.from_iterable(events).pipe(to_vercel(argument_deltas=True), ops.to_list()).run()
+    )
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers=VERCEL_HEADERS)
+        await response.prepare(request)
+        for chunk in chunks:
+            await response.write(vercel_sse(chunk))
+        await response.write(VERCEL_DONE)
+        return response
+
+    app = web.Application()
+    app.router.add_post("/api/chat", chat)
+    ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Write the report"}]}]
+    with serving_in_thread(app) as url:
+        result = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(ui).decode())
+    assert result["error"] is None
+    sent = [chunk["type"] for chunk in chunks]
+    assert result["chunks"] == sent and sent.count("data-tool-input-delta") >= 20
+    (tool,) = [p for p in result["message"]["parts"] if p["type"].startswith("tool-")]
+    assert tool["input"] == report_arguments(3)
+    assert not any(p["type"] == "data-tool-input-delta" for p in result["message"]["parts"])

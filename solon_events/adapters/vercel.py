@@ -49,6 +49,15 @@ message's text part (``part.providerMetadata.solon.final_text``), a UI shows it 
 ``part.text`` (:func:`ui_text`; the gateway's chat page does), and
 :func:`~solon_events.adapters.inputs.messages_from_vercel` reads it back as the turn's text.
 
+With ``argument_deltas=True`` each ``tool-input-delta`` is followed by a transient
+``data-tool-input-delta`` part (``data``: ``toolCallId`` and ``deltas``, a list of
+``{"path", "op", "value"}``: what the delta changed in the call's input, see
+:func:`~solon_events.operators.argument_deltas`). The protocol's reader parses the whole
+input text again on each ``tool-input-delta``, a cost that grows with the input; a UI that
+applies these instead (in ``onData``; ``op`` ``"add"`` sets ``value`` at ``path``,
+``"append"`` adds text to the string there) keeps a long input growing at the cost of each
+delta alone.
+
 Usage is message metadata: ``{"usage": {...}}`` (our :class:`~solon_events.Usage` fields)
 after each step and at ``finish``. Other events (other STATUS, HEARTBEAT, USAGE, RAW, CUSTOM,
 THINKING_SIGNATURE, THINKING_REDACTED, MEDIA_PARTIAL) send nothing.
@@ -62,6 +71,8 @@ from typing import Any
 import orjson
 from reactivex import Observable
 
+from ..core.partial_arguments import ArgumentDeltas
+from ..core.partial_json import JsonDelta
 from ..errors import ToolCallError
 from ..events import EVENT_TYPES, ChatEvent
 from ..results import FileBlock, ImageBlock, ToolCall, Usage
@@ -169,11 +180,14 @@ class VercelEncoder:
 
     ``message_id`` is the assistant message's id in the ``start`` chunk (default: the
     response id). After a terminal chunk (``finish``, ``error``, ``abort``) nothing more
-    is sent; :attr:`finished` tells whether one was sent.
+    is sent; :attr:`finished` tells whether one was sent. ``argument_deltas=True`` follows
+    each ``tool-input-delta`` with a transient ``data-tool-input-delta`` part: what it
+    changed in the call's input, path by path.
     """
 
-    def __init__(self, message_id: str | None = None) -> None:
+    def __init__(self, message_id: str | None = None, *, argument_deltas: bool = False) -> None:
         self._message_id = message_id
+        self._arguments = ArgumentDeltas() if argument_deltas else None
         self._ids = BlockIds("ui")
         self._usage: Usage | None = None
         self._refusal = ""
@@ -213,7 +227,12 @@ class VercelEncoder:
         if self.finished:
             return []
         handler = self._handlers.get(event.type)
-        return handler(event) if handler is not None else []
+        chunks = handler(event) if handler is not None else []
+        if self._arguments is not None:
+            call = self._arguments.feed(event)
+            if call is not None and call.deltas and chunks:
+                chunks.append(_deltas_chunk(chunks[-1]["toolCallId"], call.deltas))
+        return chunks
 
     def fail(self, error: BaseException | None, text: str | None = None) -> list[Chunk]:
         """The chunks that end a failed response: a failed tool call's ``tool-output-error``
@@ -421,16 +440,25 @@ class VercelEncoder:
         return [chunk]
 
 
+def _deltas_chunk(call_id: str, deltas: list[JsonDelta]) -> Chunk:
+    """The transient part that tells what a ``tool-input-delta`` changed in the input."""
+    data = {
+        "toolCallId": call_id,
+        "deltas": [{"path": list(path), "op": op, "value": value} for path, op, value in deltas],
+    }
+    return {"type": "data-tool-input-delta", "id": call_id, "data": data, "transient": True}
+
+
 def to_vercel(
-    message_id: str | None = None,
+    message_id: str | None = None, *, argument_deltas: bool = False
 ) -> Callable[[Observable[ChatEvent]], Observable[Chunk]]:
     """A pipeable operator: ChatEvents -> UI message stream chunks (JSON objects).
 
     A failure upstream (after its ERROR event) ends the chunks with ``error`` and is
     then passed on; frame each chunk with :func:`vercel_sse` and end the body with
-    :data:`VERCEL_DONE`::
+    :data:`VERCEL_DONE`. ``argument_deltas`` as in :class:`VercelEncoder`::
 
         model.prompt("Hi").stream().pipe(to_vercel()).subscribe(
             lambda chunk: print(vercel_sse(chunk).decode(), end=""))
     """
-    return translating(lambda: VercelEncoder(message_id))
+    return translating(lambda: VercelEncoder(message_id, argument_deltas=argument_deltas))

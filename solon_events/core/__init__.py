@@ -2,8 +2,18 @@
 incremental JSON."""
 
 from .accumulator import ChatAccumulator
+from .json_deltas import JsonDeltaBuilder
 from .normalizer import ChatEventNormalizer
-from .partial_json import PartialJsonParser
+from .partial_arguments import ArgumentDelta
+from .partial_json import JsonDelta, PartialJsonParser
 from .session import ChatStreamSession
 
-__all__ = ["ChatAccumulator", "ChatEventNormalizer", "ChatStreamSession", "PartialJsonParser"]
+__all__ = [
+    "ArgumentDelta",
+    "ChatAccumulator",
+    "ChatEventNormalizer",
+    "ChatStreamSession",
+    "JsonDelta",
+    "JsonDeltaBuilder",
+    "PartialJsonParser",
+]

@@ -16,6 +16,13 @@ Snapshots share structure: a finished value is built once and every later snapsh
 the same object, so a snapshot costs the containers still open (and an open string), not
 the whole document. Nothing handed out is ever changed by a later fragment: treat the
 values as read-only, since later snapshots share them.
+
+A snapshot still costs the width of the containers still open and the length of an open
+string, after each fragment: a long string read that way costs quadratic time in all. A
+parser made with ``track_deltas=True`` also records what each fragment changed, as
+:class:`JsonDelta` values (a new member or item, text added to an open string), which
+:meth:`~PartialJsonParser.deltas` hands out at a cost that grows with the fragment only;
+:class:`~solon_events.core.json_deltas.JsonDeltaBuilder` applies them.
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from json import decoder
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
-__all__ = ["PartialJsonError", "PartialJsonParser"]
+__all__ = ["ADD", "APPEND", "JsonDelta", "PartialJsonError", "PartialJsonParser"]
 
 # What the parser expects next.
 _VALUE = 0  # a value (the document's, a member's after ':', an item after ',')
@@ -64,6 +71,54 @@ _LITERALS: dict[str, tuple[str, Any]] = {
 _NUMBER_START = frozenset("-0123456789")
 _NOTHING: Any = object()
 
+ADD = "add"
+"""The :attr:`JsonDelta.op` of a value that appears: a new member of an object (or a new
+value of a member already there: a duplicate key, which :func:`json.loads` lets win), a
+new item of an array (its index is the array's length), or the document's value (the
+empty path)."""
+APPEND = "append"
+"""The :attr:`JsonDelta.op` of text added to the end of the string at the path."""
+
+JsonPath = tuple[str | int, ...]
+"""Where a value is in a document: its member names (str) and array indexes (int), outermost
+first; ``()`` is the document itself."""
+
+
+class JsonDelta(NamedTuple):
+    """What one fragment changed in a document's value: ``(path, op, value)``.
+
+    ``op`` is :data:`ADD` (``value`` appears at ``path``: a complete number, ``true``,
+    ``false`` or ``null``, a string as far as it has arrived, or an empty ``{}`` or ``[]``
+    that later deltas fill) or :data:`APPEND` (``value``, a str, is added to the end of the
+    string at ``path``). Applied in order from nothing, the deltas rebuild the document's
+    value (:class:`~solon_events.core.json_deltas.JsonDeltaBuilder` does), equal after
+    every fragment to :meth:`PartialJsonParser.value`.
+
+    >>> parser = PartialJsonParser(track_deltas=True)
+    >>> parser.feed('{"city": "Par')
+    >>> for delta in parser.deltas():
+    ...     print(delta)
+    JsonDelta(path=(), op='add', value={})
+    JsonDelta(path=('city',), op='add', value='Par')
+    >>> parser.feed('is", "days": [3')
+    >>> for path, op, value in parser.deltas():
+    ...     print(path, op, repr(value))
+    ('city',) append 'is'
+    ('days',) add []
+    >>> parser.feed(", 4]}")
+    >>> parser.deltas()
+    [JsonDelta(path=('days', 0), op='add', value=3), JsonDelta(path=('days', 1), op='add', value=4)]
+    """
+
+    path: JsonPath
+    """Where the change is."""
+    op: str
+    """:data:`ADD` or :data:`APPEND`."""
+    value: Any
+    """The value that appears (``ADD``; an empty container is a fresh one each time), or the
+    text added (``APPEND``)."""
+
+
 _EXPECTED = {
     _VALUE: "a value",
     _FIRST_VALUE: "a value or ']'",
@@ -101,12 +156,18 @@ class PartialJsonParser:
     snapshot costs only what is still open. Invalid JSON raises :class:`PartialJsonError`
     (a ``ValueError``) naming the offset; the value before it stays readable, and every
     later :meth:`feed` raises the same error until :meth:`reset`.
+
+    With ``track_deltas=True`` the parser also records what each fragment changes, as
+    :class:`JsonDelta` values that :meth:`deltas` hands out: a view that applies them
+    costs the fragment, where a snapshot costs what is still open.
     """
 
-    __slots__ = ("_consumed", "_error", "_number", "_number_at", "_parts", "_pending", "_root",
-                 "_snapshot", "_snapshot_version", "_stack", "_state", "_version")  # fmt: skip
+    __slots__ = ("_consumed", "_deltas", "_error", "_fresh_string", "_number", "_number_at",
+                 "_parts", "_pending", "_root", "_snapshot", "_snapshot_version", "_stack",
+                 "_state", "_string_path", "_track_deltas", "_version")  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, *, track_deltas: bool = False) -> None:
+        self._track_deltas = track_deltas
         self.reset()
 
     def reset(self) -> None:
@@ -123,6 +184,26 @@ class PartialJsonParser:
         self._version = 0  # counts changes that show in value()
         self._snapshot: Any = None
         self._snapshot_version = 0
+        # with track_deltas: the changes not handed out yet, where the open string value is,
+        # and whether its ADD is the last change recorded (its first text goes into it)
+        self._deltas: list[JsonDelta] | None = [] if self._track_deltas else None
+        self._string_path: JsonPath = ()
+        self._fresh_string = False
+
+    def deltas(self) -> list[JsonDelta]:
+        """What changed since the last call (since the start, the first time), in order.
+
+        Needs a parser made with ``track_deltas=True`` (a ``ValueError`` otherwise). A
+        change shows here when it shows in :meth:`value`: a member once its value has
+        started (a number or a literal once complete), a string's text as it arrives.
+        """
+        deltas = self._deltas
+        if deltas is None:
+            raise ValueError(
+                "deltas() needs a parser made with PartialJsonParser(track_deltas=True)"
+            )
+        self._deltas = []
+        return deltas
 
     @property
     def complete(self) -> bool:
@@ -201,6 +282,8 @@ class PartialJsonParser:
             self._number = []
             self._state = _END
             self._version += 1
+            if self._deltas is not None:
+                self._deltas.append(JsonDelta((), ADD, self._root))
         if self._state != _END:
             self._error = PartialJsonError(
                 "the document is incomplete", self._consumed + len(self._pending)
@@ -218,6 +301,8 @@ class PartialJsonParser:
         n = len(text)
         pos = 0
         changes = 0
+        record = self._deltas  # None unless tracking deltas
+        shown = False  # whether the string value completed below was recorded when it opened
         try:
             while pos < n:
                 if state >= _STRING:  # more of a string or a number cut by the last fragment
@@ -230,8 +315,10 @@ class PartialJsonParser:
                         self._number = []
                         pos = end
                     else:
-                        pos, done = self._string(text, pos, base)
+                        pos, done, chunk = self._string(text, pos, base)
                         changes += 1
+                        if record is not None and chunk and state == _STRING:
+                            self._record_text(record, chunk)
                         if not done:
                             break
                         value = "".join(self._parts)
@@ -240,6 +327,7 @@ class PartialJsonParser:
                             stack[-1][1] = value
                             state = _COLON
                             continue
+                        shown = True
                 else:
                     c = text[pos]
                     if c in _WHITESPACE:
@@ -262,7 +350,14 @@ class PartialJsonParser:
                     elif c == '"' and state <= _FIRST_KEY:  # a string value or a key
                         end = _STRING_BODY(text, pos + 1).end()
                         if end == n or text[end] != '"':  # cut, or more than plain content
-                            state = _STRING if state <= _FIRST_VALUE else _KEY_STRING
+                            if state <= _FIRST_VALUE:
+                                state = _STRING
+                                if record is not None:
+                                    self._string_path = path = self._child_path()
+                                    record.append(JsonDelta(path, ADD, ""))
+                                    self._fresh_string = True
+                            else:
+                                state = _KEY_STRING
                             pos += 1
                             changes += 1
                             continue
@@ -296,7 +391,12 @@ class PartialJsonParser:
                             value = _number_value(text[pos:end], base + pos)
                             pos = end
                         elif c == "{" or c == "[":
-                            stack.append([{} if c == "{" else [], None])
+                            if record is None:
+                                stack.append([{} if c == "{" else [], None])
+                            else:  # each open container knows its path
+                                path = self._child_path()
+                                record.append(JsonDelta(path, ADD, {} if c == "{" else []))
+                                stack.append([{} if c == "{" else [], None, path])
                             state = _FIRST_KEY if c == "{" else _FIRST_VALUE
                             pos += 1
                             changes += 1
@@ -324,6 +424,11 @@ class PartialJsonParser:
                         raise _unexpected(c, base + pos, _EXPECTED[state])
                 # a value is complete: it joins its container, or it is the document
                 changes += 1
+                if record is not None:  # a container or an open string was recorded at its start
+                    if shown:
+                        shown = False
+                    elif type(value) is not dict and type(value) is not list:
+                        record.append(JsonDelta(self._child_path(), ADD, value))
                 if stack:
                     frame = stack[-1]
                     container = frame[0]
@@ -337,13 +442,31 @@ class PartialJsonParser:
                     state = _END
         finally:
             self._state = state
+            self._fresh_string = False
             if changes:
                 self._version += 1
         return n - len(self._pending)
 
-    def _string(self, text: str, pos: int, base: int) -> tuple[int, bool]:
+    def _child_path(self) -> JsonPath:
+        """The path of the value that starts or completes now (tracking deltas)."""
+        stack = self._stack
+        if not stack:
+            return ()
+        container, key, path = stack[-1]
+        return (*path, key if type(container) is dict else len(container))
+
+    def _record_text(self, record: list[JsonDelta], chunk: str) -> None:
+        """Record more text of the open string value: in the ADD that opened it when that
+        is the last change recorded (in this same fragment), else as an APPEND."""
+        if self._fresh_string:
+            self._fresh_string = False
+            record[-1] = JsonDelta(self._string_path, ADD, chunk)
+        else:
+            record.append(JsonDelta(self._string_path, APPEND, chunk))
+
+    def _string(self, text: str, pos: int, base: int) -> tuple[int, bool, str]:
         """Read more of the open string from ``pos``: (where reading stopped, whether the
-        string is complete). A cut escape is kept in ``_pending``."""
+        string is complete, the text it added). A cut escape is kept in ``_pending``."""
         n = len(text)
         end = _STRING_BODY(text, pos).end()
         chunk = text[pos:end]
@@ -363,14 +486,14 @@ class PartialJsonParser:
             self._parts.append(chunk)
         if end == n:
             self._pending = text[rest_start:]
-            return n, False
+            return n, False, chunk
         c = text[end]
         if c == '"':
-            return end + 1, True
+            return end + 1, True, chunk
         if c == "\\":
             if _CUT_ESCAPE(text, end):  # cut by the end of the text
                 self._pending = text[rest_start:]
-                return n, False
+                return n, False, chunk
             raise PartialJsonError(f"invalid escape {text[end : end + 2]!r}", base + end)
         raise PartialJsonError(f"control character {c!r} inside a string (escape it)", base + end)
 

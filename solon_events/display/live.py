@@ -8,6 +8,10 @@ how long each took, each step's usage and the total. No widget
 extension is needed. Anywhere else it prints the stream with the terminal renderer of
 ``solon-events stream`` (:class:`solon_events.render.LiveRenderer`). Events pass through
 unchanged.
+
+Folding an event in costs its own size (text is kept in pieces, a tool call's arguments
+grow by what each delta changed); a render costs the response so far, at most once per
+interval.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from ..core.partial_arguments import with_partial_arguments
+from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
 from ..events import EVENT_TYPES, ChatEvent
 from ..render import LONG_ARGUMENTS, arguments_text, tool_progress_line, tool_result_line
 from .html import markdown_html, wrap
@@ -38,18 +42,48 @@ __all__ = ["LiveState", "live"]
 class _Segment:
     """One piece of the response in the order it arrived: a text or thinking block, a tool
     call (with its latest progress report while it runs, its result once known) or a note
-    (a step's usage, an error)."""
+    (a step's usage, an error). Its text is kept in pieces, joined when read."""
 
     kind: str  # "text", "thinking", "refusal", "tool", "note" or "error"
     step: int
-    text: str = ""
+    pieces: list[str] = attrs.Factory(list)
     key: Any = None
     name: str = ""
     result: str | None = None
     progress: str | None = None  # tool_progress_line of the latest report
     outcome: str | None = None  # tool_result_line of the result (with its duration)
     failed: bool = False
-    arguments: Any = None  # a tool call's arguments, parsed as far as they have arrived
+    length: int = attrs.field(init=False, default=0)  # the text's length
+    # a tool call's arguments, parsed as far as they have arrived (while they stream)
+    streaming: StreamingArguments | None = None
+    arguments: Any = None  # a complete call's arguments
+
+    def __attrs_post_init__(self) -> None:
+        self.length = sum(map(len, self.pieces))
+
+    @property
+    def text(self) -> str:
+        """The segment's text (its pieces joined)."""
+        pieces = self.pieces
+        if len(pieces) > 1:
+            pieces[:] = ["".join(pieces)]
+        return pieces[0] if pieces else ""
+
+    @text.setter
+    def text(self, text: str) -> None:
+        self.pieces = [text] if text else []
+        self.length = len(text)
+
+    def add(self, text: str) -> None:
+        """Add ``text`` at the end (at the cost of ``text`` alone)."""
+        self.pieces.append(text)
+        self.length += len(text)
+
+    def shown_arguments(self) -> Any:
+        """The call's arguments as far as known: complete, or rebuilt from their deltas."""
+        if self.arguments is not None:
+            return self.arguments
+        return self.streaming.value() if self.streaming is not None else None
 
 
 class LiveState:
@@ -60,15 +94,15 @@ class LiveState:
         self.done = False
         self.total: str | None = None
         self._typed = 0  # the characters the open text block's deltas added
-        # gives each argument delta the call's arguments parsed so far
-        self._parsed = with_partial_arguments(self._fold)
+        # what each argument delta changed, applied to its call's arguments
+        self._arguments = ArgumentDeltas(build=True)
 
     def _append(self, kind: str, event: ChatEvent, text: str) -> None:
         last = self.segments[-1] if self.segments else None
         if last is not None and last.kind == kind and last.step == event.step:
-            last.text += text
+            last.add(text)
         else:
-            self.segments.append(_Segment(kind, event.step, text))
+            self.segments.append(_Segment(kind, event.step, [text]))
 
     def _tool(self, event: ChatEvent) -> _Segment:
         key = event.tool_call_id or (event.tool_call.id if event.tool_call else None)
@@ -77,15 +111,13 @@ class LiveState:
             if segment.kind == "tool" and segment.key == key:
                 return segment
         name = event.tool_call.name if event.tool_call is not None else "tool"
-        segment = _Segment("tool", event.step, "", key, name)
+        segment = _Segment("tool", event.step, [], key, name)
         self.segments.append(segment)
         return segment
 
     def add(self, event: ChatEvent) -> None:
         """Fold one event in."""
-        self._parsed(event)
-
-    def _fold(self, event: ChatEvent) -> None:
+        call = self._arguments.feed(event)
         t = event.type
         if t is EVENT_TYPES.TEXT_DELTA and event.text:
             self._append("text", event, event.text)
@@ -102,14 +134,14 @@ class LiveState:
             self._tool(event)
         elif t is EVENT_TYPES.TOOL_CALL_ARGS_DELTA and event.text:
             segment = self._tool(event)
-            segment.text += event.text
-            if event.tool_call is not None:
-                segment.arguments = event.tool_call.arguments
+            segment.add(event.text)
+            segment.streaming = call
         elif t is EVENT_TYPES.TOOL_CALL_END and event.tool_call is not None:
             segment = self._tool(event)
             segment.text = event.tool_call.arguments_str
             segment.name = event.tool_call.name
             segment.arguments = event.tool_call.arguments
+            segment.streaming = None
         elif t is EVENT_TYPES.STATUS and event.sub_type == "tool_progress":
             self._tool(event).progress = tool_progress_line(event)
         elif t is EVENT_TYPES.TOOL_RESULT:
@@ -118,7 +150,7 @@ class LiveState:
             segment.outcome = tool_result_line(event)
             segment.failed = bool(event.attrs.get("is_error"))
         elif t is EVENT_TYPES.STEP_END and event.usage is not None:
-            self.segments.append(_Segment("note", event.step, f"step {event.step}: " + _u(event)))
+            self.segments.append(_Segment("note", event.step, [f"step {event.step}: " + _u(event)]))
         elif t is EVENT_TYPES.RESPONSE_END:
             self.done = True
             if event.usage is not None:
@@ -126,7 +158,7 @@ class LiveState:
         elif t is EVENT_TYPES.ERROR:
             self.done = True
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
-            self.segments.append(_Segment("error", event.step, message))
+            self.segments.append(_Segment("error", event.step, [message]))
 
     def _final_text(self, event: ChatEvent) -> None:
         """A block's final text (TEXT_END's, the provider's rewrite of what its deltas
@@ -136,7 +168,8 @@ class LiveState:
             return
         last = self.segments[-1] if self.segments else None
         if typed and last is not None and last.kind == "text":
-            last.text = last.text[: len(last.text) - typed] + event.text
+            text = last.text
+            last.text = text[: len(text) - typed] + event.text
         elif event.text:
             self._append("text", event, event.text)
 
@@ -190,9 +223,10 @@ def _tool_html(segment: _Segment) -> str:
     failed) or, while it runs, its latest progress report."""
     name = escape(segment.name or "tool")
     arguments = ""
-    if segment.arguments and len(segment.text) > LONG_ARGUMENTS:
+    shown = segment.shown_arguments() if segment.length > LONG_ARGUMENTS else None
+    if type(shown) is dict and shown:
         call = f"🔧 <code>{name}</code>"
-        arguments = f"<pre class='se-arguments'>{escape(arguments_text(segment.arguments))}</pre>"
+        arguments = f"<pre class='se-arguments'>{escape(arguments_text(shown))}</pre>"
     else:
         call = f"🔧 <code>{name}({escape(segment.text)})</code>"
     if segment.outcome is not None:
@@ -297,6 +331,8 @@ class NotebookView:
         self._show = show or _ipython_show
         self._handle: DisplayHandle | None = None
         self._throttle = _Throttle(self._render, interval, clock, start_timer)
+        # the throttle's timer renders on its own thread: never while an event is folded in
+        self._folding = threading.Lock()
 
     def start(self) -> None:
         """Show the (empty) view: call it where the output belongs, on the cell's thread."""
@@ -304,15 +340,18 @@ class NotebookView:
             self._handle = self._show(self.state.html())
 
     def _render(self) -> None:
-        html = self.state.html()
+        with self._folding:
+            html = self.state.html()
+            text = self.state.text() if self._handle is not None else ""
         if self._handle is None:
             self._handle = self._show(html)
         else:
-            self._handle.update(_HTML(html, self.state.text()))
+            self._handle.update(_HTML(html, text))
 
     def add(self, event: ChatEvent) -> None:
         """Fold ``event`` in and update the display (throttled)."""
-        self.state.add(event)
+        with self._folding:
+            self.state.add(event)
         self._throttle.changed()
 
     def close(self) -> None:
