@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from wire_messages import read_back
 
-from solon_events import ChatError, ChatEventFilter, ChatEventType, replay
+from solon_events import ChatError, ChatEventType
 from solon_events.devserver.encoders import (
     AnthropicWire,
     GeminiWire,
@@ -80,15 +81,6 @@ def encoded(dialect: str, script: list[Content]) -> bytes:
     """The bytes the embedded provider sends for ``script`` in ``dialect``'s wire format."""
     wire = WIRES[dialect]("test-model", USAGE)
     return b"".join(wire.frame_bytes(frame) for part in script for frame in wire.encode(part))
-
-
-def read_back(dialect: str, body: bytes) -> tuple[list[Any], list[Exception]]:
-    events: list[Any] = []
-    errors: list[Exception] = []
-    replay(body, dialect=dialect, event_filter=ChatEventFilter.all()).subscribe(
-        events.append, errors.append
-    )
-    return events, errors
 
 
 @pytest.mark.parametrize("dialect", list(WIRES))

@@ -1,8 +1,10 @@
-"""ChatEvents for front ends: AG-UI, the Vercel AI SDK's UI message stream, our own JSON.
+"""ChatEvents for front ends and clients: AG-UI, the Vercel AI SDK's UI message stream, our
+own JSON, and every provider's wire format.
 
 ``to_agui()`` and ``to_vercel()`` are pipeable operators from ChatEvents to the
-protocol's events; the encoders behind them are sans-I/O. AG-UI needs the ``agui``
-extra and is imported on first use.
+protocol's events; ``to_wire()`` to a provider's streamed body (:mod:`.provider_formats`).
+The encoders behind them are sans-I/O. AG-UI needs the ``agui`` extra and is imported on
+first use.
 """
 
 from __future__ import annotations
@@ -14,6 +16,14 @@ from reactivex import Observable
 
 from ..events import ChatEvent
 from .native import decode_event, encode_event, event_from_json, event_to_json
+from .provider_formats import (
+    WIRE_FORMATS,
+    WireEncoder,
+    error_body,
+    response_body,
+    to_wire,
+    wire_encoder,
+)
 from .vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, to_vercel, vercel_sse
 
 if TYPE_CHECKING:
@@ -22,14 +32,20 @@ if TYPE_CHECKING:
 __all__ = [
     "VERCEL_DONE",
     "VERCEL_HEADERS",
+    "WIRE_FORMATS",
     "VercelEncoder",
+    "WireEncoder",
     "decode_event",
     "encode_event",
+    "error_body",
     "event_from_json",
     "event_to_json",
+    "response_body",
     "to_agui",
     "to_vercel",
+    "to_wire",
     "vercel_sse",
+    "wire_encoder",
 ]
 
 

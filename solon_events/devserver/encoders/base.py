@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import secrets
-import string
-import time
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import attrs
 import orjson
 
+from ...adapters.provider_formats.base import ErrorInfo, error_info, now, random_id
 from ..turns import (
     Content,
     Finish,
@@ -30,6 +28,7 @@ __all__ = [
     "Wire",
     "content_text",
     "error_info",
+    "now",
     "random_id",
 ]
 
@@ -37,18 +36,6 @@ Frame = Mapping[str, Any] | str
 """One payload of a stream: a JSON object, or a raw data string such as ``[DONE]``."""
 
 Framing = Literal["sse", "sse-event", "sse-crlf", "ndjson", "eventstream"]
-
-_ALNUM = string.ascii_letters + string.digits
-
-
-def random_id(prefix: str, length: int = 24, alphabet: str = _ALNUM) -> str:
-    """``prefix`` followed by ``length`` random characters of ``alphabet``."""
-    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
-
-
-def now() -> int:
-    """The current Unix time in whole seconds."""
-    return int(time.time())
 
 
 @attrs.frozen
@@ -100,86 +87,6 @@ def _item_text(item: Any) -> str:
         return item
     text = item.get("text") if isinstance(item, Mapping) else None
     return text if isinstance(text, str) else ""
-
-
-@attrs.frozen
-class ErrorInfo:
-    """An HTTP error as providers describe it: message and each dialect's type words."""
-
-    message: str
-    openai_type: str
-    openai_code: str | None
-    anthropic_type: str
-    gemini_status: str
-
-
-_ERRORS: dict[int, ErrorInfo] = {
-    400: ErrorInfo(
-        "Invalid request",
-        "invalid_request_error",
-        None,
-        "invalid_request_error",
-        "INVALID_ARGUMENT",
-    ),
-    401: ErrorInfo(
-        "Incorrect API key provided",
-        "invalid_request_error",
-        "invalid_api_key",
-        "authentication_error",
-        "UNAUTHENTICATED",
-    ),
-    403: ErrorInfo(
-        "You are not allowed to use this model",
-        "invalid_request_error",
-        "permission_denied",
-        "permission_error",
-        "PERMISSION_DENIED",
-    ),
-    404: ErrorInfo(
-        "The model does not exist",
-        "invalid_request_error",
-        "model_not_found",
-        "not_found_error",
-        "NOT_FOUND",
-    ),
-    429: ErrorInfo(
-        "Rate limit reached",
-        "requests",
-        "rate_limit_exceeded",
-        "rate_limit_error",
-        "RESOURCE_EXHAUSTED",
-    ),
-    500: ErrorInfo(
-        "The server had an error while processing your request",
-        "server_error",
-        None,
-        "api_error",
-        "INTERNAL",
-    ),
-    503: ErrorInfo(
-        "The service is temporarily unavailable",
-        "server_error",
-        None,
-        "api_error",
-        "UNAVAILABLE",
-    ),
-    529: ErrorInfo("Overloaded", "server_error", None, "overloaded_error", "UNAVAILABLE"),
-}
-
-
-def error_info(status: int, message: str | None = None) -> ErrorInfo:
-    """The description of HTTP ``status``; ``message`` replaces the default message."""
-    info = _ERRORS.get(status)
-    if info is None:
-        client = status < 500
-        info = ErrorInfo(
-            f"HTTP {status}",
-            "invalid_request_error" if client else "server_error",
-            None,
-            "invalid_request_error" if client else "api_error",
-            "FAILED_PRECONDITION" if client else "UNKNOWN",
-        )
-    return attrs.evolve(info, message=message) if message else info
 
 
 class Wire:

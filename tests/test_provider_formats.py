@@ -1,0 +1,225 @@
+"""The wire-format encoders (``solon_events.adapters.provider_formats``), format by format:
+the exact payloads each writes, its non-streaming and error bodies, the registry and the
+Rx operator. The round trip through our own dialects is ``test_wire_round_trip.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+import reactivex as rx
+from serving import sse_json, sse_payloads
+from wire_messages import Call, Message, Said, Thought, encode_all, events_of
+
+from solon_events import ChatEvent, ChatEventType, ChatHttpError, ProviderError
+from solon_events.adapters import (
+    WIRE_FORMATS,
+    WireEncoder,
+    error_body,
+    response_body,
+    to_wire,
+    wire_encoder,
+)
+from solon_events.adapters.provider_formats.base import error_status, finish_kind
+from solon_events.results import AssistantMessage, ChatResponse, ToolCall, Usage
+
+T = ChatEventType
+USAGE = Usage(prompt_tokens=12, completion_tokens=7, thinking_tokens=3, cache_read_input_tokens=4)
+MESSAGE = Message(
+    (
+        Thought(("Let me ", "think."), "sig=="),
+        Said(("Hel", "lo")),
+        Call("call_1", "get_weather", ('{"city": ', '"Paris"}')),
+    ),
+    "tool_calls",
+    USAGE,
+)
+
+
+def test_every_format_is_registered_by_its_dialect_name() -> None:
+    assert set(WIRE_FORMATS) >= {"openai"}
+    for name, encoder in WIRE_FORMATS.items():
+        assert issubclass(encoder, WireEncoder) and encoder.format == name
+        assert wire_encoder(name, model="m").media_type == encoder.media_type
+
+
+def test_an_unknown_format_is_a_value_error_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"'smoke'.*openai"):
+        wire_encoder("smoke", model="m")
+    with pytest.raises(ValueError, match="smoke"):
+        response_body("smoke", ChatResponse(), model="m")
+    with pytest.raises(ValueError, match="smoke"):
+        to_wire("smoke", model="m")
+
+
+@pytest.mark.parametrize(
+    ("reason", "calls", "kind"),
+    [
+        ("end_turn", False, "stop"),
+        ("STOP", True, "tool_calls"),
+        ("stop", True, "tool_calls"),
+        ("MAX_TOKENS", False, "length"),
+        ("max_output_tokens", True, "length"),
+        ("SAFETY", False, "content_filter"),
+        ("guardrail_intervened", False, "content_filter"),
+        ("tool_use", False, "tool_calls"),
+        (None, False, "stop"),
+        ("something new", False, "stop"),
+    ],
+)
+def test_finish_reasons_of_every_format_have_a_kind(
+    reason: str | None, calls: bool, kind: str
+) -> None:
+    assert finish_kind(reason, calls) == kind
+
+
+def test_an_errors_status_comes_from_its_http_status_or_any_formats_words() -> None:
+    assert error_status(ChatHttpError(429, "slow down")) == 429
+    assert error_status(ProviderError("x", provider_error={"type": "overloaded_error"})) == 529
+    assert error_status(ProviderError("x", provider_error={"error": {"code": 503}})) == 503
+    assert error_status(None, {"error": {"status": "RESOURCE_EXHAUSTED"}}) == 429
+    assert error_status(ValueError("x")) == 500
+
+
+# ------------------------------------------------------------------ OpenAI Chat Completions
+
+
+def openai_chunks(body: bytes) -> list[dict[str, Any]]:
+    return sse_json(body)  # type: ignore[no-any-return]
+
+
+def test_openai_chunks_say_role_reasoning_text_tool_call_finish_and_usage() -> None:
+    body = encode_all(wire_encoder("openai", model="gpt-x"), events_of(MESSAGE))
+    assert sse_payloads(body)[-1] == b"[DONE]"
+    chunks = openai_chunks(body)
+    assert {c["id"] for c in chunks} == {chunks[0]["id"]} and chunks[0]["id"].startswith(
+        "chatcmpl-"
+    )
+    assert {c["model"] for c in chunks} == {"gpt-x"}
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert deltas == [
+        {"role": "assistant", "content": "", "refusal": None},
+        {"reasoning_content": "Let me "},
+        {"reasoning_content": "think."},
+        {"content": "Hel"},
+        {"content": "lo"},
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ]
+        },
+        {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]},
+        {},
+    ]
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "tool_calls"
+    usage_chunk = chunks[-1]
+    assert usage_chunk["choices"] == []
+    assert usage_chunk["usage"]["prompt_tokens"] == 12
+    assert usage_chunk["usage"]["completion_tokens"] == 7
+    assert usage_chunk["usage"]["total_tokens"] == 19
+    assert usage_chunk["usage"]["prompt_tokens_details"]["cached_tokens"] == 4
+    assert usage_chunk["usage"]["completion_tokens_details"]["reasoning_tokens"] == 3
+
+
+def test_openai_writes_reasoning_in_the_field_asked_for() -> None:
+    encoder = wire_encoder("openai", model="m", reasoning_field="reasoning")
+    body = encode_all(encoder, [ChatEvent(T.THINKING_DELTA, text="hm")])
+    assert openai_chunks(body)[1]["choices"][0]["delta"] == {"reasoning": "hm"}
+
+
+def test_openai_keeps_ids_of_parallel_calls_apart_by_index() -> None:
+    calls = [ToolCall(id=f"c{i}", name=f"f{i}") for i in range(2)]
+    events = [
+        ChatEvent(T.TOOL_CALL_START, tool_call_id="c0", tool_call=calls[0]),
+        ChatEvent(T.TOOL_CALL_START, tool_call_id="c1", tool_call=calls[1]),
+        ChatEvent(T.TOOL_CALL_ARGS_DELTA, tool_call_id="c1", text='{"b": 2}'),
+        ChatEvent(T.TOOL_CALL_ARGS_DELTA, tool_call_id="c0", text='{"a": 1}'),
+        ChatEvent(T.TOOL_CALL_END, tool_call_id="c0"),
+        ChatEvent(T.TOOL_CALL_END, tool_call_id="c1"),
+    ]
+    chunks = openai_chunks(encode_all(wire_encoder("openai", model="m"), events))
+    written = [
+        (call["index"], call.get("id"), call["function"].get("arguments"))
+        for c in chunks
+        if c["choices"]
+        for call in c["choices"][0]["delta"].get("tool_calls", ())
+    ]
+    assert written == [(0, "c0", ""), (0, None, '{"a": 1}'), (1, "c1", ""), (1, None, '{"b": 2}')]
+
+
+def test_openai_an_error_is_an_error_object_and_no_done() -> None:
+    events = [ChatEvent(T.TEXT_DELTA, text="Part"), ChatEvent(T.ERROR, error=ChatHttpError(429))]
+    body = encode_all(wire_encoder("openai", model="m"), events)
+    assert b"[DONE]" not in body
+    error = openai_chunks(body)[-1]
+    assert error == {
+        "error": {
+            "message": "HTTP 429",
+            "type": "requests",
+            "param": None,
+            "code": "rate_limit_exceeded",
+        }
+    }
+
+
+def test_openai_close_without_response_end_still_finishes() -> None:
+    encoder = wire_encoder("openai", model="m")
+    body = encoder.encode(ChatEvent(T.TEXT_DELTA, text="hi")) + encoder.close()
+    chunks = openai_chunks(body)
+    assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
+    assert encoder.close() == b"data: [DONE]\n\n"  # a second close writes the end again only
+    assert encoder.encode(ChatEvent(T.TEXT_DELTA, text="late")) == b""
+
+
+def test_openai_response_body() -> None:
+    response = ChatResponse(
+        message=AssistantMessage(
+            text="Hi",
+            thinking="hm",
+            tool_calls=[ToolCall(id="c1", name="f", arguments_str='{"a": 1}')],
+        ),
+        usage=USAGE,
+        finish_reason="tool_use",
+    )
+    body = response_body("openai", response, model="gpt-x")
+    assert body["object"] == "chat.completion" and body["model"] == "gpt-x"
+    [choice] = body["choices"]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] == "Hi"
+    assert choice["message"]["reasoning_content"] == "hm"
+    assert choice["message"]["tool_calls"] == [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    ]
+    assert body["usage"]["total_tokens"] == 19
+    assert error_body("openai", 404)["error"]["code"] == "model_not_found"
+
+
+# ------------------------------------------------------------------ the Rx operator
+
+
+def test_to_wire_writes_the_body_and_ends_it_on_completion() -> None:
+    chunks: list[bytes] = []
+    rx.from_iterable(events_of(MESSAGE)).pipe(to_wire("openai", model="m")).subscribe(chunks.append)
+    assert all(chunks) and chunks[-1] == b"data: [DONE]\n\n"
+    assert b"".join(chunks).count(b"get_weather") == 1
+
+
+def test_to_wire_writes_a_failure_upstream_in_the_formats_error_shape() -> None:
+    chunks: list[bytes] = []
+    errors: list[Exception] = []
+    source = rx.concat(
+        rx.from_iterable([ChatEvent(T.TEXT_DELTA, text="Part")]),
+        rx.throw(ProviderError("down", provider_error={"error": {"code": 503}})),
+    )
+    source.pipe(to_wire("openai", model="m")).subscribe(chunks.append, errors.append)
+    assert len(errors) == 1
+    last = orjson.loads(sse_payloads(b"".join(chunks))[-1])
+    assert last["error"]["type"] == "server_error"

@@ -1,0 +1,104 @@
+"""Round trip of the wire-format encoders: a message encoded in format F and read back by
+F's own dialect says what it said, less what F cannot carry (``LOSSES`` in
+``wire_messages.py``, the same list as each encoder's docstring).
+
+Hypothesis draws the messages: text, thinking with signatures or redacted, tool calls with
+their arguments cut anywhere, any finish reason and usage, or a failure in the middle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from wire_messages import (
+    LOSSES,
+    Message,
+    encode_all,
+    events_of,
+    expected,
+    messages,
+    read_back,
+    semantic,
+)
+from wire_server import BodyServer, serving_bodies
+
+from solon_events.adapters import response_body, wire_encoder
+from solon_events.adapters.provider_formats.base import finish_kind, response_finish_kind
+from solon_events.results import ChatResponse
+
+FORMATS = sorted(LOSSES)
+
+
+@pytest.mark.parametrize("format", FORMATS)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(message=messages)
+def test_a_message_encoded_and_read_back_says_the_same(format: str, message: Message) -> None:
+    body = encode_all(wire_encoder(format, model="m"), events_of(message))
+    events, errors = read_back(format, body)
+    assert semantic(events, LOSSES[format]) == expected(message, LOSSES[format])
+    assert len(errors) == (message.failure is not None)
+
+
+# ------------------------------------------------------------------ the official SDKs' readers
+
+
+@pytest.fixture(scope="module")
+def bodies() -> Iterator[BodyServer]:
+    with serving_bodies() as server:
+        yield server
+
+
+HELLO: Any = [{"role": "user", "content": "hi"}]
+
+
+def _finished(message: Message) -> bool:
+    return message.failure is None
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=messages.filter(_finished))
+def test_the_openai_sdk_accumulates_what_was_said(bodies: BodyServer, message: Message) -> None:
+    openai = pytest.importorskip("openai")
+    encoder = wire_encoder("openai", model="gpt-x")
+    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    client = openai.OpenAI(base_url=bodies.url + "/v1", api_key="test", max_retries=0)
+    try:
+        with client.chat.completions.stream(model="gpt-x", messages=HELLO) as stream:
+            completion = stream.get_final_completion()
+    except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError) as stopped:
+        completion = stopped.completion  # the helper raises for these, with what it read
+    response = message.response()
+    assert_openai_completion(completion, response)
+
+    bodies.answer(
+        orjson.dumps(response_body("openai", response, model="gpt-x")), "application/json"
+    )
+    whole = client.chat.completions.create(
+        model="gpt-x", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert_openai_completion(whole, response)
+
+
+def assert_openai_completion(completion: Any, response: ChatResponse) -> None:
+    [choice] = completion.choices
+    assert (choice.message.content or "") == response.text
+    assert (getattr(choice.message, "reasoning_content", None) or "") == response.thinking
+    calls = [
+        (c.id, c.function.name, json.loads(c.function.arguments or "{}"))
+        for c in choice.message.tool_calls or ()
+    ]
+    assert calls == [(c.id, c.name, c.arguments) for c in response.tool_calls]
+    assert finish_kind(choice.finish_reason) == response_finish_kind(response)
+    usage = response.usage
+    assert usage is not None and completion.usage is not None
+    assert completion.usage.prompt_tokens == usage.prompt_tokens
+    assert completion.usage.completion_tokens == usage.completion_tokens
+    assert completion.usage.prompt_tokens_details.cached_tokens == usage.cache_read_input_tokens
+    assert completion.usage.completion_tokens_details.reasoning_tokens == usage.thinking_tokens
