@@ -41,6 +41,7 @@ from .operators import (
     partial_json,
     reduce_response,
     respond,
+    smooth,
     text_deltas,
 )
 from .replay import replay
@@ -111,6 +112,7 @@ __all__ = [
     "reduce_response",
     "replay",
     "respond",
+    "smooth",
     "text_deltas",
     "tool",
 ]

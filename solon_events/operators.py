@@ -29,6 +29,7 @@ from .dialects.base import ChatDialect, get_dialect
 from .events import EVENT_TYPES, ChatEvent
 from .filters import ChatEventFilter
 from .results import ChatResponse
+from .smoothing import smooth
 
 __all__ = [
     "aggregate",
@@ -41,6 +42,7 @@ __all__ = [
     "partial_json",
     "reduce_response",
     "respond",
+    "smooth",
     "text_deltas",
 ]
 
