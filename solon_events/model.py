@@ -58,7 +58,9 @@ class ChatModel:
 
     - ``timeout``: from a step's request until its first frame, retries and their waits
       included;
-    - ``idle_timeout``: between two frames;
+    - ``idle_timeout``: the provider's silence between two frames, from the delivery of a
+      frame's events (the time the subscriber spends on them, in a ``stream()`` callback or
+      between ``astream()``'s iterations, is not counted) to the next frame;
     - ``total_timeout``: the whole response, every step's request, its retries and their
       waits, and the tools run between steps;
     - ``tool_timeout``: each tool run. A tool that runs longer is cancelled (a sync tool's

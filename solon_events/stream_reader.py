@@ -3,8 +3,10 @@ body into frames, keep the time budgets, classify what goes wrong, retry before 
 frame.
 
 Time budgets count decoded frames, never bytes: ``timeout`` runs from the request until
-its first frame (retries and their waits included), ``idle_timeout`` from each frame to the
-next, ``total_timeout`` over the whole response (a deadline the caller passes: the tool
+its first frame (retries and their waits included), ``idle_timeout`` from the delivery of
+each batch of frames to the next frame (the provider's silence: the time the receiver
+spends on the frames, in a ``stream()`` callback or between ``astream()``'s iterations, is
+not counted), ``total_timeout`` over the whole response (a deadline the caller passes: the tool
 loop's, which covers every step and the tools run between them; by default the request's
 own). A retry whose wait would outlast either is not made: the request fails with what the
 provider said. Bytes that complete no frame (a partial line, an SSE comment, a keep-alive
@@ -127,7 +129,7 @@ class _FrameClock:
             self.deadline, self.budget = frame, budget
 
     def frames_decoded(self, count: int) -> None:
-        """``count`` frames were decoded now (from one chunk): the idle budget restarts."""
+        """``count`` frames (of one chunk) were delivered now: the idle budget restarts."""
         self.frames += count
         self._set_frame_deadline(self._after(self._budgets.idle_timeout), "idle_timeout")
 
@@ -143,8 +145,8 @@ class _Watchdog:
     much as parsing a frame): a chunk only moves the clock's deadline; the timer, firing
     before a deadline that has moved on, is set again for it, and firing on time while a
     read waits, cancels the reading task (the read then raises the budget's
-    ChatTimeoutError). Due between reads (while the caller holds an event), it fires when
-    the next read waits, as a timeout set at that read would.
+    ChatTimeoutError). The idle deadline is set once the frames are delivered, so the time
+    the caller holds them is never counted against the provider.
     """
 
     __slots__ = ("_armed_at", "_base", "_clock", "_handle", "_loop", "_task", "fired", "reading")
@@ -420,14 +422,14 @@ class StreamReader:
                 clock.bytes += len(chunk)
                 frames = decoder.feed(chunk)
                 if frames:
-                    clock.frames_decoded(len(frames))
                     self._emit(emit, frames)
                     if paced:
                         yield
+                    clock.frames_decoded(len(frames))  # after the receiver is done with them
             frames = decoder.close()
             if frames:
-                clock.frames_decoded(len(frames))
                 self._emit(emit, frames)
+                clock.frames_decoded(len(frames))
             if not clock.frames:
                 what = f"{clock.bytes} bytes and no frame" if clock.bytes else "an empty body"
                 raise ChatProtocolError(
@@ -477,9 +479,14 @@ class StreamReader:
     def _timeout(self, budget: str, clock: _FrameClock, request: HttpRequest) -> ChatTimeoutError:
         seconds = getattr(self.budgets, budget)
         frames = "1 frame" if clock.frames == 1 else f"{clock.frames} frames"
+        silence = (  # whose time it was: never the receiver's (see _FrameClock.frames_decoded)
+            f": the provider sent nothing for {seconds} s after the last frame was delivered"
+            if budget == "idle_timeout"
+            else ""
+        )
         return ChatTimeoutError(
             f"{budget} of {seconds} s ran out {_WAITING_FOR[budget]} from "
-            f"{redact_url(request.url)} ({frames} and {clock.bytes} bytes received)",
+            f"{redact_url(request.url)}{silence} ({frames} and {clock.bytes} bytes received)",
             budget=budget,
             frames_received=clock.frames,
         )

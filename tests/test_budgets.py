@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 
 import orjson
@@ -21,6 +22,7 @@ from recorded import text_body
 from serving import serving_in_thread
 
 from solon_events import (
+    ChatEvent,
     ChatEventType,
     ChatHttpError,
     ChatModel,
@@ -293,3 +295,66 @@ def test_max_retry_after_caps_the_wait_the_provider_asks_for() -> None:
 def test_max_retry_after_is_checked() -> None:
     with pytest.raises(ValueError, match="max_retry_after"):
         ChatModel(RECORDED, "m", max_retry_after=-1)
+
+
+# --- idle_timeout times the provider's silence, not the subscriber's work (#29.14)
+
+
+def test_a_subscriber_that_blocks_longer_than_idle_timeout_is_not_the_providers_silence(
+    server: RunningServer,
+) -> None:
+    """The provider pauses 0.5 s after its first delta; the subscriber blocks the I/O thread
+    4 s on that delta, against 2 s of idle time. Before #29.14 the idle budget ran from the
+    frame's arrival: the response failed with a ChatTimeoutError blaming the provider."""
+    outcome = Outcome()
+
+    def on_next(event: ChatEvent) -> None:
+        outcome.events.append(event)
+        if event.type is T.TEXT_DELTA and len(outcome.of(T.TEXT_DELTA)) == 1:
+            time.sleep(4.0)
+
+    url = server.url + "/v1/chat/completions"
+    with ChatModel(url, "stall:0.5", idle_timeout=2.0, max_retries=0) as model:
+        model.prompt("hi").stream().subscribe(on_next, outcome.on_error, outcome.on_completed)
+        assert outcome.done.wait(20.0)
+    assert outcome.completed, outcome.error
+    assert outcome.events[-1].response is not None
+    assert outcome.events[-1].response.text == "Stalling and done."
+
+
+def test_an_astream_consumer_that_blocks_its_loop_is_not_the_providers_silence(
+    server: RunningServer,
+) -> None:
+    """The same with astream(): a consumer that blocks the loop 4 s between iterations."""
+
+    async def read(model: ChatModel) -> str:
+        texts = []
+        async for event in model.prompt("hi").astream():
+            if event.type is T.TEXT_DELTA:
+                texts.append(event.text or "")
+                if len(texts) == 1:
+                    time.sleep(4.0)  # blocking the loop on purpose
+        return "".join(texts)
+
+    url = server.url + "/v1/chat/completions"
+    with ChatModel(url, "stall:0.5", idle_timeout=2.0, max_retries=0) as model:
+        assert asyncio.run(read(model)) == "Stalling and done."
+
+
+def test_the_providers_own_silence_still_runs_out_and_says_so(server: RunningServer) -> None:
+    """A provider silent 6 s after its first delta, against 2 s of idle time and a
+    subscriber that holds the delta 0.5 s: the provider's silence, and the error says so."""
+    outcome = Outcome()
+
+    def on_next(event: ChatEvent) -> None:
+        outcome.events.append(event)
+        if event.type is T.TEXT_DELTA:
+            time.sleep(0.5)
+
+    url = server.url + "/v1/chat/completions"
+    with ChatModel(url, "stall:6", idle_timeout=2.0, max_retries=0) as model:
+        model.prompt("hi").stream().subscribe(on_next, outcome.on_error, outcome.on_completed)
+        assert outcome.done.wait(20.0)
+    error = outcome.error
+    assert isinstance(error, ChatTimeoutError) and error.budget == "idle_timeout"
+    assert "the provider sent nothing for 2.0 s after the last frame was delivered" in str(error)
