@@ -56,6 +56,13 @@ from .results import (
     ToolCall,
     Usage,
 )
+from .steps import (
+    StepContext,
+    StepResult,
+    StepSettings,
+    has_tool_call,
+    step_count_is,
+)
 from .tools import McpTools, Tool, ToolContext, ToolSet, tool
 
 __all__ = [
@@ -89,6 +96,9 @@ __all__ = [
     "PartialJsonParser",
     "ProviderError",
     "SearchResult",
+    "StepContext",
+    "StepResult",
+    "StepSettings",
     "SystemMessage",
     "TextBlock",
     "ToolCall",
@@ -105,6 +115,7 @@ __all__ = [
     "final_response",
     "get_dialect",
     "guard",
+    "has_tool_call",
     "normalize",
     "parse",
     "partial_arguments",
@@ -113,6 +124,7 @@ __all__ = [
     "replay",
     "respond",
     "smooth",
+    "step_count_is",
     "text_deltas",
     "tool",
 ]

@@ -38,6 +38,7 @@ from .redaction import Redactor, redact_url
 from .results import ChatResponse
 from .retry import RetryPolicy
 from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
+from .steps import PrepareStep, StopCondition
 from .stream_reader import StreamReader, TimeBudgets
 from .tool_loop import Emit, ResponseRun, StepPlan, ToolErrorPolicy
 from .tools import Tool, ToolSet
@@ -542,6 +543,8 @@ class ChatPrompt:
     # Sees every raw frame received, in order (solon_events.recording.record sets it).
     _frame_tap: Callable[[Frame | str | bytes], Any] | None = None
     _client_tools: tuple[ToolSpec, ...] = ()
+    _stop_when: tuple[StopCondition, ...] = ()
+    _prepare_step: PrepareStep | None = None
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -573,6 +576,25 @@ class ChatPrompt:
         """Whether tool calls are executed and sent back automatically (default True)."""
         return attrs.evolve(self, auto_tool_call=bool(flag))
 
+    def stop_when(self, *conditions: StopCondition) -> ChatPrompt:
+        """End the tool loop as soon as one of ``conditions`` holds over the steps so far
+        (:func:`~solon_events.step_count_is`, :func:`~solon_events.has_tool_call`, or any
+        callable of a tuple of :class:`~solon_events.StepResult`); asked after each step
+        whose tools ran. ``max_steps`` stays the backstop. See :mod:`solon_events.steps`."""
+        for condition in conditions:
+            if not callable(condition):
+                raise TypeError(f"a stop condition is a callable, not {type(condition).__name__}")
+        return attrs.evolve(self, stop_when=self._stop_when + conditions)
+
+    def prepare_step(self, function: PrepareStep | None) -> ChatPrompt:
+        """Call ``function`` before each step (the first included) with a
+        :class:`~solon_events.StepContext`; the :class:`~solon_events.StepSettings` it
+        returns (or None) change that step's model name, tools, messages or options. It runs
+        on the I/O loop between steps: keep it quick, or make it ``async``."""
+        if function is not None and not callable(function):
+            raise TypeError(f"prepare_step takes a callable, not {type(function).__name__}")
+        return attrs.evolve(self, prepare_step=function)
+
     def partial_arguments(self, flag: bool = True) -> ChatPrompt:
         """Whether every tool-call argument delta carries the arguments parsed so far
         (default off; see :func:`~solon_events.operators.partial_arguments`)."""
@@ -600,6 +622,8 @@ class ChatPrompt:
             client_tools=frozenset(spec.name for spec in self._client_tools),
             total_timeout=budgets.total_timeout,
             tool_timeout=budgets.tool_timeout,
+            stop_when=self._stop_when,
+            prepare_step=self._prepare_step,
         )
 
     def _read(

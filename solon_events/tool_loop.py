@@ -17,6 +17,11 @@ with a :class:`~solon_events.errors.ChatTimeoutError` naming the tool. A tool th
 message) delivered while it runs, before its TOOL_RESULT. Each tool runs in the response's
 context (contextvars; a sync tool in the executor too), wrapped by the context's
 :func:`~solon_events.tools.scope.around_tool` (telemetry's tool span).
+
+Before each step, the plan's ``prepare_step`` may change that step's model name, tools,
+messages or options; after each step whose tools ran, the plan's ``stop_when`` conditions
+may end the response there (see :mod:`solon_events.steps`). A hook that raises fails the
+response with a :class:`~solon_events.errors.ChatError` naming it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import inspect
 import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -37,8 +43,9 @@ from .dialects.base import ChatDialect, HttpRequest
 from .errors import ChatError, ChatTimeoutError, ToolCallError
 from .events import EVENT_TYPES, ChatEvent
 from .loop_thread import DeadlinePassed, within
-from .messages import ChatRequest, Message, ToolMessage
+from .messages import ChatRequest, Message, ToolMessage, to_messages
 from .results import ChatResponse, ToolCall
+from .steps import PrepareStep, StepContext, StepResult, StepSettings, StopCondition
 from .stream_reader import Emit, downstream_error
 from .tools import Tool, ToolContext, ToolSet
 from .tools.context import ToolProgress
@@ -76,6 +83,10 @@ class StepPlan:
     """Seconds for the whole response (every step, retry and tool run); None: no limit."""
     tool_timeout: float | None = None
     """Seconds for each tool run; None: no limit."""
+    stop_when: tuple[StopCondition, ...] = ()
+    """Conditions over the steps so far: the first that holds ends the response."""
+    prepare_step: PrepareStep | None = None
+    """Changes each step's model name, tools, messages or options before it is sent."""
 
 
 class _StepEnd:
@@ -155,10 +166,18 @@ class ResponseRun:
         total = plan.total_timeout
         deadline = None if total is None else loop.time() + total
         messages: list[Message] = list(plan.request.messages)
+        finished: list[StepResult] = []
         step = 0
         while not self.ended:
             try:
-                http_request = plan.build(attrs.evolve(plan.request, messages=tuple(messages)))
+                request, toolset = await self._prepare(step, finished, messages)
+            except ChatError as exc:
+                self._fail(exc)
+                return
+            if self.ended:
+                return
+            try:
+                http_request = plan.build(request)
             except Exception as exc:  # a request that cannot even be built
                 self._fail(exc)
                 return
@@ -187,11 +206,11 @@ class ResponseRun:
             response = step_end.response
             calls = response.tool_calls if response is not None else ()
             ours = tuple(c for c in calls if c.name not in plan.client_tools)
-            if not (ours and plan.auto_tool_call and plan.tools):
+            if not (ours and plan.auto_tool_call and toolset):
                 self._complete(step_end)
                 return
             self._held = step_end
-            running = asyncio.ensure_future(self._call_tools(ours, step))
+            running = asyncio.ensure_future(self._call_tools(ours, step, toolset))
             try:
                 while not running.done():
                     left = None if deadline is None else deadline - loop.time()
@@ -218,11 +237,30 @@ class ResponseRun:
                 return
             if self.ended:
                 return
-            self._held = None
             push = self._head.on_next
             rid = self._response_id
             for result in results:
                 push(_tool_result_event(result, step, rid, step_end))
+            tool_messages = tuple(
+                ToolMessage(
+                    tool_call_id=result.call.id,
+                    name=result.call.name,
+                    content=result.text,
+                    is_error=result.failed,
+                )
+                for result in results
+            )
+            finished.append(
+                StepResult(
+                    step=step, response=response or ChatResponse(), tool_results=tool_messages
+                )
+            )
+            try:
+                stop = self._stops(finished)
+            except ChatError as exc:
+                self._fail(exc)
+                return
+            self._held = None
             direct = [result.text for result in results if result.tool.return_direct]
             if direct:
                 push(
@@ -232,7 +270,7 @@ class ResponseRun:
                 )
                 self._complete(_with_text(step_end, "\n".join(direct)))
                 return
-            if len(ours) < len(calls):  # the step also called client tools: the caller's
+            if stop or len(ours) < len(calls):  # a condition held, or client tools: the caller's
                 self._complete(step_end)
                 return
             push(step_end)
@@ -246,16 +284,68 @@ class ResponseRun:
                 return
             assert response is not None and response.message is not None
             messages.append(response.message)
-            messages.extend(
-                ToolMessage(
-                    tool_call_id=result.call.id,
-                    name=result.call.name,
-                    content=result.text,
-                    is_error=result.failed,
-                )
-                for result in results
-            )
+            messages.extend(tool_messages)
             step += 1
+
+    async def _prepare(
+        self, step: int, finished: list[StepResult], messages: list[Message]
+    ) -> tuple[ChatRequest, ToolSet]:
+        """The request of step ``step`` and the tools it runs, as the plan's
+        ``prepare_step`` changes them (a ChatError if it raises or returns something else)."""
+        plan = self._plan
+        request = attrs.evolve(plan.request, messages=tuple(messages))
+        if plan.prepare_step is None:
+            return request, plan.tools
+        context = StepContext(
+            step=step,
+            steps=tuple(finished),
+            messages=request.messages,
+            model=request.model,
+            tools=tuple(plan.tools.values()),
+        )
+        try:
+            settings = plan.prepare_step(context)
+            if inspect.isawaitable(settings):
+                settings = await settings
+            if settings is None:
+                return request, plan.tools
+            if not isinstance(settings, StepSettings):
+                raise TypeError(f"it returned {type(settings).__name__}, not StepSettings or None")
+            toolset = plan.tools
+            changes: dict[str, Any] = {}
+            if settings.tools is not None:
+                toolset = ToolSet(settings.tools)
+                client = tuple(
+                    spec for spec in plan.request.tools if spec.name in plan.client_tools
+                )
+                changes["tools"] = toolset.specs() + client
+            if settings.messages is not None:
+                changes["messages"] = to_messages(settings.messages)
+            if settings.model is not None:
+                if not isinstance(settings.model, str) or not settings.model:
+                    raise TypeError(f"its model must be a model name, not {settings.model!r}")
+                changes["model"] = settings.model
+            if settings.options:
+                changes["options"] = {**request.options, **settings.options}
+            return attrs.evolve(request, **changes), toolset
+        except Exception as exc:
+            raise ChatError(
+                f"prepare_step failed before step {step}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _stops(self, finished: list[StepResult]) -> bool:
+        """Whether a stop condition holds over the steps so far (a ChatError if one raises)."""
+        steps = tuple(finished)
+        for condition in self._plan.stop_when:
+            try:
+                if condition(steps):
+                    return True
+            except Exception as exc:
+                name = getattr(condition, "__qualname__", repr(condition))
+                raise ChatError(
+                    f"the stop condition {name} raised {type(exc).__name__}: {exc}"
+                ) from exc
+        return False
 
     def _tools_out_of_time(self, step: int) -> ChatTimeoutError:
         running = self._running
@@ -303,8 +393,10 @@ class ResponseRun:
         if self._parser is not None:
             self._parser.closed = True
 
-    async def _call_tools(self, calls: tuple[ToolCall, ...], step: int) -> list[ToolRun]:
-        return [await self._call_tool(call, step) for call in calls]
+    async def _call_tools(
+        self, calls: tuple[ToolCall, ...], step: int, tools: ToolSet
+    ) -> list[ToolRun]:
+        return [await self._call_tool(call, step, tools) for call in calls]
 
     def _deliver(self, event: ChatEvent) -> None:
         """A running tool's progress report: pushed at once, and :meth:`steps` yields."""
@@ -315,9 +407,9 @@ class ResponseRun:
         if progressed is not None and not progressed.done():
             progressed.set_result(None)
 
-    async def _call_tool(self, call: ToolCall, step: int) -> ToolRun:
+    async def _call_tool(self, call: ToolCall, step: int, tools: ToolSet) -> ToolRun:
         plan = self._plan
-        tool = plan.tools.get(call.name)
+        tool = tools.get(call.name)
         loop = asyncio.get_running_loop()
         relay = _ProgressRelay(loop, self._deliver, call, step, self._response_id)
         context = ToolContext(call, relay)

@@ -197,6 +197,18 @@ def _weather(view: RequestView, args: Sequence[str]) -> Script:
     )
 
 
+def _agent(view: RequestView, args: Sequence[str]) -> Script:
+    rounds = _int(args, 0, 3)
+    done = (view.attempt - 1) % (rounds + 1)  # a request's view holds the last turn only
+    if done >= rounds or not view.tools:
+        answer = f"Done after {done} tool calls."
+        return Script(
+            [Text(answer), Finish("stop")], TurnUsage(prompt=30 + 10 * done, completion=6)
+        )
+    call = _tool_call(view.tools[done % len(view.tools)])
+    return Script([call, Finish("tool_calls")], TurnUsage(prompt=30 + 10 * done, completion=8))
+
+
 def _think(view: RequestView, args: Sequence[str]) -> Script:
     thought = (
         "The user asks why the sky is blue. Rayleigh scattering: shorter wavelengths scatter more."
@@ -413,6 +425,12 @@ def _echo_key(view: RequestView, args: Sequence[str]) -> Plan:
 SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] = {
     "weather": (_weather, "thinking, then a call of the first declared tool; then the answer"),
     "echo": (_echo, "the last user message, word by word"),
+    "agent": (
+        _agent,
+        "agent:<n>[:<tag>] - n turns that each call a declared tool (the first, the second, "
+        "... in turn), then the answer: the route's requests with this model name counted "
+        "(a tag makes a name of its own)",
+    ),
     "think": (_think, "thinking, then an answer (no tool)"),
     "media": (
         _media,
