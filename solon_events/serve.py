@@ -21,10 +21,15 @@ stop request reaches the replica that runs it over pub/sub.
 
 Safe by default: only the server's own tools run on the server (AG-UI frontend tools go
 back to the client as pending tool calls); an optional bearer token, compared in constant
-time; request bodies capped (413 beyond); JSON bodies only (415 otherwise, so that a
+time; without a token, only requests naming a loopback host (``Host: 127.0.0.1``,
+``localhost`` or ``[::1]``, any port) or one of ``allowed_hosts`` are answered (403
+otherwise: a web page whose name was rebound to 127.0.0.1 cannot reach the gateway);
+request bodies capped (413 beyond); JSON bodies only (415 otherwise, so that a
 foreign web page cannot post without a CORS preflight); CORS closed unless origins are
 listed (a request from an unlisted origin gets 403); a malformed body gets 400 with the
-reason. The model's API key is never part of any response.
+reason. The model's API key is never part of any response. These checks are made in one
+place, :meth:`Gateway._accept` (the host alone for the page and the preflight), for
+every route.
 
 Each response is read with :meth:`ChatPrompt.astream() <solon_events.ChatPrompt.astream>`
 on the server's own loop, in a task of its own; cancelling that task closes the model
@@ -70,6 +75,10 @@ MAX_BODY = 1024 * 1024
 """The default cap on a request body: 1 MiB."""
 MAX_BUFFER = 8 * 1024 * 1024
 """The default cap on encoded events waiting for a slow client: 8 MiB."""
+MAX_DEPTH = 200
+"""How deep a request body may nest arrays and objects: what a provider's request wraps
+around it must stay under the 254 levels that orjson encodes."""
+_ORJSON_DEPTH = 254
 _WATCH_INTERVAL = 0.02
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -87,6 +96,8 @@ _PAGE_HEADERS = {
 }
 _Options = ParamSpec("_Options")
 _CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+"""The host names a gateway without a token answers (besides ``allowed_hosts``)."""
 _CORS_EXPOSED_HEADERS = "x-response-id, x-vercel-ai-ui-message-stream"
 
 
@@ -256,6 +267,27 @@ class _HttpError(Exception):
         self.headers = dict(headers or {})
 
 
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether JSON ``value`` nests arrays and objects more than ``limit`` levels deep
+    (``[1]`` is one level): orjson encodes 254 levels and no more, so ``value`` inside
+    ``254 - limit`` arrays encodes if and only if it does not (at orjson's speed)."""
+    for _level in range(_ORJSON_DEPTH - limit):
+        value = [value]
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return True
+    return False
+
+
+def _host_name(host: str) -> str:
+    """The name of a ``Host`` header's value, lowercased, without its port."""
+    host = host.strip().lower()
+    if host.startswith("["):  # an IPv6 address: [::1]:8000
+        return host.partition("]")[0] + "]"
+    return host.partition(":")[0].rstrip(".")
+
+
 async def _disconnected(request: web.BaseRequest) -> None:
     """Return once the client's connection is closed (polled: aiohttp has no callback)."""
     while True:
@@ -274,7 +306,10 @@ class Gateway:
     request but the page's needs ``Authorization: Bearer <token>``. ``max_body`` caps
     request bodies (bytes); ``max_buffer`` caps what waits for a slow client (bytes).
     ``cors_origins``: the origins (``"https://app.example"``) allowed to call from a
-    browser; none by default.
+    browser; none by default. ``allowed_hosts``: host names (``"chat.example"``, any port)
+    answered besides the loopback ones; without a token, a request whose ``Host`` names
+    any other host gets 403 (a DNS-rebinding page speaks to 127.0.0.1 under its own
+    name); with a token, every host is answered unless some are listed.
 
     ``redis`` (a URL or a :class:`~solon_events.redis_log.RedisStreamLog`; the ``redis``
     extra) makes every response resumable: its encoded events go to a Redis stream, each
@@ -294,6 +329,7 @@ class Gateway:
         max_body: int = MAX_BODY,
         max_buffer: int = MAX_BUFFER,
         cors_origins: Iterable[str] = (),
+        allowed_hosts: Iterable[str] = (),
         redis: str | RedisStreamLog | None = None,
         on_disconnect: Literal["continue", "cancel"] | None = None,
     ) -> None:
@@ -311,6 +347,7 @@ class Gateway:
         self.max_body = max_body
         self.max_buffer = max_buffer
         self.cors_origins = frozenset(o.rstrip("/") for o in cors_origins)
+        self.allowed_hosts = frozenset(h.lower().rstrip(".") for h in allowed_hosts)
         if isinstance(redis, str):
             from .redis_log import RedisStreamLog
 
@@ -421,6 +458,10 @@ class Gateway:
 
     async def page(self, request: web.Request) -> web.Response:
         """``GET``: the chat page (one self-contained HTML file using ``POST /api/chat``)."""
+        try:
+            self._check_host(request)
+        except _HttpError as exc:
+            return self._error(request, exc)
         html = resources.files("solon_events").joinpath("static/chat.html").read_bytes()
         return web.Response(
             body=html, content_type="text/html", charset="utf-8", headers=_PAGE_HEADERS
@@ -428,6 +469,10 @@ class Gateway:
 
     async def preflight(self, request: web.Request) -> web.Response:
         """``OPTIONS``: the CORS preflight (403 for an origin that is not listed)."""
+        try:
+            self._check_host(request)
+        except _HttpError as exc:
+            return self._error(request, exc)
         origin = request.headers.get("Origin")
         if origin is None or origin.rstrip("/") not in self.cors_origins:
             return web.Response(status=403, text="cross-origin requests are not allowed here")
@@ -453,6 +498,19 @@ class Gateway:
             "Vary": "Origin",
         }
 
+    def _check_host(self, request: web.BaseRequest) -> None:
+        host = request.headers.get("Host")
+        if host is None or (self._token is not None and not self.allowed_hosts):
+            return  # no Host: not a browser's request
+        name = _host_name(host)
+        if name not in LOOPBACK_HOSTS and name not in self.allowed_hosts:
+            served = "the listed hosts" if self._token else "loopback names and the listed hosts"
+            raise _HttpError(
+                403,
+                f"the host {host!r} is not served here: only {served} are "
+                "(Gateway(allowed_hosts=...), solon-events serve --allow-host)",
+            )
+
     def _check_origin(self, request: web.BaseRequest) -> None:
         origin = request.headers.get("Origin")
         if origin is None:  # not a browser's cross-site request
@@ -473,10 +531,15 @@ class Gateway:
                 401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"}
             )
 
-    async def _accept(self, request: web.BaseRequest) -> Any:
-        """The request's JSON body, after the origin, token, type and size checks."""
+    def _check(self, request: web.BaseRequest) -> None:
+        """The checks of every request but the page's: host, origin, token."""
+        self._check_host(request)
         self._check_origin(request)
         self._check_token(request)
+
+    async def _accept(self, request: web.BaseRequest) -> Any:
+        """The request's JSON body, after the host, origin, token, type and size checks."""
+        self._check(request)
         if request.content_type != "application/json":
             raise _HttpError(
                 415, f"the body must be application/json, not {request.content_type or 'untyped'}"
@@ -490,9 +553,16 @@ class Gateway:
             if len(body) > self.max_body:
                 raise too_large
         try:
-            return orjson.loads(body)
+            value = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise _HttpError(400, f"the request body is not valid JSON: {exc}") from None
+        if _nests_deeper(value, MAX_DEPTH):
+            raise _HttpError(
+                400,
+                f"the request body nests arrays and objects more than {MAX_DEPTH} levels "
+                "deep: the gateway cannot encode it into a model request",
+            )
+        return value
 
     def _error(self, request: web.BaseRequest, error: _HttpError) -> web.Response:
         return web.json_response(
@@ -569,8 +639,7 @@ class Gateway:
         """``GET ?resume=<response id>`` with ``Last-Event-ID`` or ``&after=<id>``."""
         from .resume import send_entries
 
-        self._check_origin(request)
-        self._check_token(request)
+        self._check(request)
         response_id = request.query.get("resume")
         if not response_id:
             raise _HttpError(400, "a GET here resumes a response: ?resume=<response id>")

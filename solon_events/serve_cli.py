@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import os
 import signal
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from .model import ChatModel
 
@@ -63,6 +65,14 @@ def add_serve_parser(commands: Any) -> None:
         help="an origin allowed to call from a browser (repeatable; default: none)",
     )
     parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name requests may name besides 127.0.0.1, localhost and [::1] "
+        "(repeatable; without a token, requests naming any other host get 403)",
+    )
+    parser.add_argument(
         "--redis",
         metavar="URL",
         help="redis://HOST:PORT/DB: keep every response in Redis Streams, resumable on any "
@@ -84,6 +94,15 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
     if args.token_env and not token:
         raise CommandError(f"the environment variable {args.token_env} is empty", 2)
+    if token is None and not _is_loopback(args.host):
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            Text.assemble(
+                ("solon-events: warning: ", "bold yellow"),
+                f"serving on {args.host} without a token: anyone who can reach it can use "
+                "the model (set --token or --token-env); only requests naming 127.0.0.1, "
+                "localhost, [::1] or an --allow-host name are answered",
+            )
+        )
     server = None
     tools: list[Any] = []
     if args.url is None:
@@ -112,6 +131,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
                 tools=tools,
                 token=token,
                 cors_origins=args.cors_origin,
+                allowed_hosts=args.allow_host,
                 redis=args.redis,
                 on_disconnect=args.on_disconnect,
             )
@@ -122,3 +142,13 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         if server is not None:
             server.close()
     return 0
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address to listen on) is reachable from this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

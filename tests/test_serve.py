@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import inspect
+import json
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
@@ -193,13 +194,23 @@ def test_create_app_takes_the_gateways_options_as_they_are_written_there(models:
         "max_body": 1234,
         "max_buffer": 5678,
         "cors_origins": ["http://app.example/"],
+        "allowed_hosts": ["chat.example"],
         "on_disconnect": "cancel",
     }
     model = models()
     app = create_app(model, **options)
     gateway, alike = app[GATEWAY], Gateway(model, **options)
     assert gateway.model is model and app._client_max_size == 1234
-    seen = ("tools", "max_body", "max_buffer", "cors_origins", "on_disconnect", "_token", "log")
+    seen = (
+        "tools",
+        "max_body",
+        "max_buffer",
+        "cors_origins",
+        "allowed_hosts",
+        "on_disconnect",
+        "_token",
+        "log",
+    )
     assert {name: getattr(gateway, name) for name in seen} == {
         name: getattr(alike, name) for name in seen
     }
@@ -343,6 +354,61 @@ async def test_a_malformed_body_gets_400_with_the_reason(
     assert status == 400
     assert reason in payload, payload
     assert provider.requests == []
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "18°C"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _with_tool_output(output: Any) -> dict[str, Any]:
+    """A useChat body whose earlier turn holds a tool output (echoed back by the client)."""
+    body = vercel_body()
+    body["messages"][:0] = [
+        {"id": "u0", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]},
+        {
+            "id": "a0",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-get_weather",
+                    "toolCallId": "c0",
+                    "state": "output-available",
+                    "input": {"city": "Paris"},
+                    "output": output,
+                }
+            ],
+        },
+    ]
+    return body
+
+
+async def test_a_body_nested_too_deep_to_encode_gets_400(models: Any, provider: DevServer) -> None:
+    """A tool output nested 255 levels deep parses (orjson reads 1024) but cannot be
+    encoded again (orjson writes 254): it was a 500; every such body is a 400 naming the
+    problem, on every route, before any model request."""
+    deep_events = {"messages": [{"role": "user", "content": _nested(300)}]}
+    deep_agui = agui_body()
+    deep_agui["forwardedProps"] = {"x": _nested(255)}
+    async with serving(create_app(models("echo"), tools=[get_weather])) as url:
+        for path, body in (
+            ("/api/chat", _with_tool_output(_nested(255))),
+            ("/api/chat", _with_tool_output({"a": _nested(600)})),
+            ("/events", deep_events),
+            ("/agui", deep_agui),
+            ("/stop", {"response_id": _nested(250)}),
+        ):
+            status, _headers, reply = await post(
+                url + path, json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            )
+            assert status == 400, (path, status, reply[:300])
+            assert "levels deep" in orjson.loads(reply)["error"]
+        assert provider.requests == []
+        status, _headers, reply = await post(url + "/api/chat", _with_tool_output(_nested(150)))
+    assert status == 200 and sse_json(reply)[-1]["type"] == "finish"
+    assert provider.requests[0].body["messages"][2]["content"].startswith("[[[")
 
 
 async def test_the_api_key_never_reaches_a_client(models: Any, provider: DevServer) -> None:
@@ -518,7 +584,7 @@ async def test_a_client_that_does_not_read_is_not_buffered_without_bound(
         reader, writer = await asyncio.open_connection(sock=sock)
         payload = orjson.dumps(events_body())
         writer.write(
-            b"POST /events HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /events HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(payload)}\r\n\r\n".encode()
             + payload
         )

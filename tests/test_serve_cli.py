@@ -1,8 +1,10 @@
 """``solon-events serve``: the address on the first line, loopback by default, the
-embedded provider when no ``--url`` is given, a clean stop on SIGTERM."""
+embedded provider when no ``--url`` is given, a clean stop on SIGTERM; without a token,
+only loopback host names (DNS rebinding), and a warning when it listens beyond loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -11,15 +13,17 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from serving import sse_json
 
 
-@pytest.fixture
-def serve_process() -> Iterator[subprocess.Popen[str]]:
+@contextlib.contextmanager
+def serve(*options: str) -> Iterator[subprocess.Popen[str]]:
+    """``solon-events serve --port 0 OPTIONS`` in its own process."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", "--token", "t0k3n"],
+        [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -31,6 +35,12 @@ def serve_process() -> Iterator[subprocess.Popen[str]]:
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=10)
+
+
+@pytest.fixture
+def serve_process() -> Iterator[subprocess.Popen[str]]:
+    with serve("--token", "t0k3n") as process:
+        yield process
 
 
 def _listening_addresses(port: int) -> set[str]:
@@ -82,3 +92,110 @@ def test_serve_without_the_token_is_refused(serve_process: subprocess.Popen[str]
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 401
+
+
+BODIES = {
+    "/events": b'{"messages": [{"role": "user", "content": "Hi"}]}',
+    "/api/chat": b'{"messages": [{"id": "m", "role": "user", "parts": [{"type": "text", '
+    b'"text": "Hi"}]}]}',
+    "/agui": b'{"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "user", '
+    b'"content": "Hi"}]}',
+    "/stop": b'{"response_id": "resp_nope"}',
+}
+
+
+def _ask(url: str, path: str, host: str, method: str = "POST") -> tuple[int, bytes]:
+    """A browser's request naming ``host`` (``Host`` and a same-origin ``Origin``)."""
+    request = urllib.request.Request(
+        url + path,
+        data=BODIES.get(path) if method == "POST" else None,
+        method=method,
+        headers={
+            "Host": host,
+            "Origin": f"http://{host}",
+            "Content-Type": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read()
+
+
+def test_without_a_token_a_rebound_host_name_is_refused() -> None:
+    """DNS rebinding: a page at evil.example, whose name now resolves to 127.0.0.1, posts
+    to the gateway same-origin (its Origin matches its Host). Only loopback names are
+    answered without a token."""
+    with serve() as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        port = url.rsplit(":", 1)[1]
+        evil = f"evil.example:{port}"
+        for path in BODIES:
+            status, body = _ask(url, path, evil)
+            assert status == 403, (path, status, body[:200])
+            assert b"evil.example" in body and b"allow-host" in body
+        assert _ask(url, "/", evil, method="GET")[0] == 403
+        assert _ask(url, "/events", evil, method="OPTIONS")[0] == 403
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "LocalHost"):
+            status, body = _ask(url, "/events", host)
+            assert status == 200, (host, status, body[:200])
+            assert sse_json(body)[-1]["type"] == "RESPONSE_END"
+        assert _ask(url, "/", f"localhost:{port}", method="GET")[0] == 200
+
+
+def test_allow_host_names_more_hosts() -> None:
+    with serve("--allow-host", "chat.example") as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        port = url.rsplit(":", 1)[1]
+        status, body = _ask(url, "/events", f"chat.example:{port}")
+        assert status == 200 and sse_json(body)[-1]["type"] == "RESPONSE_END"
+        assert _ask(url, "/events", f"evil.example:{port}")[0] == 403
+        assert _ask(url, "/events", f"127.0.0.1:{port}")[0] == 200
+
+
+def test_with_a_token_any_host_is_answered_unless_hosts_are_listed() -> None:
+    token = {"Authorization": "Bearer t0k3n"}
+    with serve("--token", "t0k3n") as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert _request(url, "evil.example", token) == 200
+    with serve("--token", "t0k3n", "--allow-host", "chat.example") as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert _request(url, "chat.example", token) == 200
+        assert _request(url, "evil.example", token) == 403
+
+
+def _request(url: str, host: str, headers: dict[str, Any]) -> int:
+    request = urllib.request.Request(
+        url + "/events",
+        data=BODIES["/events"],
+        headers={"Host": host, "Content-Type": "application/json", **headers},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_listening_beyond_loopback_without_a_token_warns_on_stderr(host: str) -> None:
+    with serve("--host", host) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith("http://")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+        warning = process.stderr.read()
+        assert "warning" in warning and "without a token" in warning and host in warning
+    for options in (("--host", "0.0.0.0", "--token", "t0k3n"), ("--host", "127.0.0.1")):
+        with serve(*options) as process:
+            assert process.stdout is not None and process.stderr is not None
+            assert process.stdout.readline().startswith("http://")
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=15) == 0
+            assert "warning" not in process.stderr.read()
