@@ -5,7 +5,9 @@
 - ``POST /api/chat``: the Vercel AI SDK's UI message stream v1 (what ``useChat`` posts);
 - ``POST /agui``: AG-UI (body: ``RunAgentInput``; needs the ``agui`` extra);
 - ``POST /events``: our own events as SSE, one JSON object per event (body:
-  ``{"messages": [{"role": ..., "content": ...}]}``);
+  ``{"messages": [{"role": ..., "content": ...}]}``); of an error it sends the type, the
+  message and our own fields, and of the provider's response headers only
+  ``Retry-After``, the request id and the rate limits;
 - ``GET /``: a self-contained chat page that speaks the Vercel protocol;
 - ``POST /stop`` (``{"response_id": ...}``): stop a running response.
 
@@ -17,7 +19,9 @@ every response is written to a Redis stream as it is produced and its clients re
 from there: each SSE event carries its entry id, a ``GET`` of the same path with
 ``?resume=<response id>`` and ``Last-Event-ID`` (or ``&after=<id>``) continues after that
 id on any replica, the response goes on when its client leaves (``on_disconnect``), and a
-stop request reaches the replica that runs it over pub/sub.
+stop request reaches the replica that runs it over pub/sub. When Redis cannot take a
+response's first entry the client gets a 503 saying why (no stream has started); Redis
+failing later ends the stream with the protocol's error event.
 
 Safe by default: only the server's own tools run on the server (AG-UI frontend tools go
 back to the client as pending tool calls); an optional bearer token, compared in constant
@@ -57,7 +61,7 @@ import orjson
 from aiohttp import web
 
 from .adapters.inputs import messages_from_events, messages_from_vercel
-from .adapters.native import encode_event
+from .adapters.native import encode_event, event_to_json
 from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
 from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
@@ -128,7 +132,45 @@ class _NativeEvents:
 
 
 def _native_sse(event: ChatEvent) -> bytes:
-    return b"data: " + encode_event(event) + b"\n\n"
+    if event.error is None:
+        return b"data: " + encode_event(event) + b"\n\n"
+    data = event_to_json(event)
+    data["error"] = _shown_error(data["error"])
+    return b"data: " + orjson.dumps(data) + b"\n\n"
+
+
+_SHOWN_ERROR_FIELDS = frozenset(
+    {
+        "type",
+        "message",
+        "status",
+        "provider_message",
+        "provider_error",
+        "retry_after",
+        "budget",
+        "frames_received",
+        "tool_name",
+        "tool_call_id",
+    }
+)
+_SHOWN_HEADERS = frozenset({"retry-after", "retry-after-ms", "x-request-id", "request-id"})
+_SHOWN_HEADER_PREFIXES = ("x-ratelimit-", "ratelimit-", "anthropic-ratelimit-")
+
+
+def _shown_error(error: Mapping[str, Any]) -> dict[str, Any]:
+    """What a client of the gateway sees of an error: its type, message (redacted by the
+    model) and own fields, and of the provider's response headers (named in lower case)
+    only ``Retry-After``, the request id and the rate limits (not its cookies, account ids
+    or anything else)."""
+    shown = {name: value for name, value in error.items() if name in _SHOWN_ERROR_FIELDS}
+    headers = {
+        name.lower(): value
+        for name, value in (error.get("headers") or {}).items()
+        if name.lower() in _SHOWN_HEADERS or name.lower().startswith(_SHOWN_HEADER_PREFIXES)
+    }
+    if headers:
+        shown["headers"] = headers
+    return shown
 
 
 def _vercel_wire() -> _Wire:
@@ -620,7 +662,12 @@ class Gateway:
             if not await _until(stored.started.wait(), request):
                 return web.Response(status=499)
             key, rid = stored.key, stored.response_id
-            if key is None or stored.failure is not None:  # nothing stored: say why here
+            if key is not None and stored.failure is not None:
+                # Redis failed before it held anything; the response may have ended in the
+                # meantime, its events gone: nothing was sent yet, so say it in the status.
+                unstored = _HttpError(503, f"the response could not be stored: {stored.failure}")
+                return self._error(request, unstored)
+            if key is None:  # the model failed before its first event: say why here
                 closing = [wire.closing] if wire.closing else []
                 failure = [*wire.fail(stored.failure), *closing]
                 response, gone = await self._send(request, wire, rid, _writing(failure))

@@ -1,4 +1,5 @@
-"""Helpers for the gateway tests: a gateway app on a real port, SSE reading, node clients."""
+"""Helpers for the gateway tests: a gateway app on a real port, ``solon-events serve`` in
+its own process, SSE reading, node clients."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +59,29 @@ def serving_in_thread(app: web.Application) -> Iterator[str]:
         with contextlib.suppress(Exception):
             future.result(timeout=5)
         io.close()
+
+
+@contextlib.contextmanager
+def serve_command(*options: str) -> Iterator[subprocess.Popen[str]]:
+    """``solon-events serve --port 0 OPTIONS`` in its own process (its address is the
+    first line of its ``stdout``); terminated, then killed if need be, at the end."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        try:
+            process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
 
 async def _new_event() -> asyncio.Event:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import inspect
 import json
@@ -15,12 +16,14 @@ import aiohttp
 import orjson
 import pytest
 from aiohttp import web
+from redis_server import redis_url  # noqa: F401  (a fixture)
 from serving import SHOW_MAP, sse_json, sse_payloads
 
 from solon_events import ChatModel, tool
 from solon_events.adapters import event_from_json
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer
+from solon_events.redis_log import RedisStreamLog
 from solon_events.serve import GATEWAY, Gateway, create_app, serving
 
 SECRET = "sk-test-0123456789abcdef-SECRET"
@@ -422,6 +425,79 @@ async def test_the_api_key_never_reaches_a_client(models: Any, provider: DevServ
     for _status, headers, body in replies:
         assert SECRET.encode() not in body
         assert SECRET not in repr(headers)
+
+
+LEAKY_HEADERS = {
+    "Set-Cookie": "__cf_bm=cookie-SECRET-value; path=/; HttpOnly",
+    "openai-organization": "org-SECRETORGANIZATION",
+    "openai-project": "proj_SECRETPROJECT",
+    "x-envoy-upstream-service-time": "ENVOY-TIME-4711",
+}
+SHOWN_HEADERS = {
+    "retry-after": "0",
+    "x-request-id": "req_0123456789",
+    "x-ratelimit-remaining-requests": "0",
+    "x-ratelimit-reset-requests": "1s",
+}
+
+
+@contextlib.asynccontextmanager
+async def leaky_provider() -> AsyncIterator[tuple[str, list[int]]]:
+    """A provider answering 429 with its cookies and account ids among the headers."""
+    answered: list[int] = []
+
+    async def chat(request: web.Request) -> web.Response:
+        answered.append(429)
+        body = {"error": {"message": "Rate limit reached", "type": "requests", "code": None}}
+        return web.json_response(body, status=429, headers={**LEAKY_HEADERS, **SHOWN_HEADERS})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    async with serving(app) as url:
+        yield url, answered
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["direct", "redis"])
+async def test_events_show_only_allowed_provider_headers(
+    stored: bool,
+    request: pytest.FixtureRequest,
+) -> None:
+    """``/events`` sent an error's every provider header (cookies, organization and project
+    ids) to the browser, and with Redis kept them there an hour. Now: the status, the
+    message, and Retry-After, the request id and the rate limits, nothing else."""
+    redis = request.getfixturevalue("redis_url") if stored else None
+    async with leaky_provider() as (provider_url, answered):
+        model = ChatModel(provider_url + "/v1/chat/completions", "m", max_retries=0)
+        try:
+            async with serving(create_app(model, redis=redis)) as url:
+                status, headers, body = await post(url + "/events", events_body())
+                if redis:
+                    gateway_log = RedisStreamLog(redis)
+                    key = gateway_log.key("events", headers["x-response-id"])
+                    entries = await gateway_log.client().xrange(key)
+                    await gateway_log.aclose()
+        finally:
+            await asyncio.to_thread(model.close)
+    assert answered == [429] and status == 200
+    error = sse_json(body)[-1]["error"]
+    assert error["type"] == "ChatHttpError" and error["status"] == 429
+    assert "Rate limit reached" in error["message"]
+    assert error["headers"] == SHOWN_HEADERS
+    assert sorted(error) == [
+        "headers",
+        "message",
+        "provider_error",
+        "provider_message",
+        "retry_after",
+        "status",
+        "type",
+    ]  # not the provider's URL
+    stored_bytes = b"".join(v for _id, fields in entries for v in fields.values()) if redis else b""
+    for leaked in (body, stored_bytes):
+        for name, value in LEAKY_HEADERS.items():
+            assert name.encode() not in leaked and value.encode() not in leaked
+    if redis:
+        assert b"x-request-id" in stored_bytes
 
 
 async def test_client_declared_tools_go_back_to_the_client(

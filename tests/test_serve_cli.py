@@ -4,42 +4,21 @@ only loopback host names (DNS rebinding), and a warning when it listens beyond l
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import signal
 import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from serving import sse_json
-
-
-@contextlib.contextmanager
-def serve(*options: str) -> Iterator[subprocess.Popen[str]]:
-    """``solon-events serve --port 0 OPTIONS`` in its own process."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=10)
+from serving import serve_command, sse_json
 
 
 @pytest.fixture
 def serve_process() -> Iterator[subprocess.Popen[str]]:
-    with serve("--token", "t0k3n") as process:
+    with serve_command("--token", "t0k3n") as process:
         yield process
 
 
@@ -127,7 +106,7 @@ def test_without_a_token_a_rebound_host_name_is_refused() -> None:
     """DNS rebinding: a page at evil.example, whose name now resolves to 127.0.0.1, posts
     to the gateway same-origin (its Origin matches its Host). Only loopback names are
     answered without a token."""
-    with serve() as process:
+    with serve_command() as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         port = url.rsplit(":", 1)[1]
@@ -146,7 +125,7 @@ def test_without_a_token_a_rebound_host_name_is_refused() -> None:
 
 
 def test_allow_host_names_more_hosts() -> None:
-    with serve("--allow-host", "chat.example") as process:
+    with serve_command("--allow-host", "chat.example") as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         port = url.rsplit(":", 1)[1]
@@ -158,11 +137,11 @@ def test_allow_host_names_more_hosts() -> None:
 
 def test_with_a_token_any_host_is_answered_unless_hosts_are_listed() -> None:
     token = {"Authorization": "Bearer t0k3n"}
-    with serve("--token", "t0k3n") as process:
+    with serve_command("--token", "t0k3n") as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert _request(url, "evil.example", token) == 200
-    with serve("--token", "t0k3n", "--allow-host", "chat.example") as process:
+    with serve_command("--token", "t0k3n", "--allow-host", "chat.example") as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert _request(url, "chat.example", token) == 200
@@ -185,7 +164,7 @@ def _request(url: str, host: str, headers: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::"])
 def test_listening_beyond_loopback_without_a_token_warns_on_stderr(host: str) -> None:
-    with serve("--host", host) as process:
+    with serve_command("--host", host) as process:
         assert process.stdout is not None and process.stderr is not None
         assert process.stdout.readline().startswith("http://")
         process.send_signal(signal.SIGTERM)
@@ -193,7 +172,7 @@ def test_listening_beyond_loopback_without_a_token_warns_on_stderr(host: str) ->
         warning = process.stderr.read()
         assert "warning" in warning and "without a token" in warning and host in warning
     for options in (("--host", "0.0.0.0", "--token", "t0k3n"), ("--host", "127.0.0.1")):
-        with serve(*options) as process:
+        with serve_command(*options) as process:
             assert process.stdout is not None and process.stderr is not None
             assert process.stdout.readline().startswith("http://")
             process.send_signal(signal.SIGTERM)

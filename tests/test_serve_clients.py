@@ -20,8 +20,8 @@ from aiohttp import web
 from final_texts import FINAL, STREAMED, rewritten_frames
 from partial_values import long_args_frames
 from reactivex import operators as ops
-from redis_server import redis_url  # noqa: F401  (a fixture)
-from serving import SHOW_MAP, node_or_skip, run_node, serving_in_thread
+from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
+from serving import SHOW_MAP, node_or_skip, run_node, serve_command, serving_in_thread
 
 from solon_events import ChatEventFilter, ChatModel, ChatResponse, replay
 from solon_events.adapters.vercel import (
@@ -252,6 +252,27 @@ def test_both_clients_read_resumable_streams_with_their_ids(
     assert text == ["It is 18°C and sunny in Paris right now."]
     assert agui["messages"][-1]["content"] == "It is 18°C and sunny in Paris right now."
     assert vercel["headers"]["x-response-id"].startswith("resp_")
+
+
+def test_both_clients_get_an_error_when_redis_is_down(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """``solon-events serve --redis`` with its Redis stopped, a short answer: each client
+    reports the failure instead of an empty success (on main, the ai package assembled no
+    message and no error, and the AG-UI client a run of no events)."""
+    node_or_skip()
+    redis_server.stop()
+    with serve_command("--redis", redis_server.url, "--model", "echo") as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        ui = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]
+        vercel = run_node("vercel_client.mjs", url + "/api/chat", orjson.dumps(ui).decode())
+        run = {"messages": [{"id": "u1", "role": "user", "content": "Hi"}]}
+        agui = run_node("agui_client.mjs", url + "/agui", orjson.dumps(run).decode())
+    for result in (vercel, agui):
+        assert result["error"] and "could not be stored" in result["error"], result["error"]
+    assert vercel["message"] is None
+    assert [m["role"] for m in agui["messages"]] == ["user"]
 
 
 # A final text that rewrites the deltas (TEXT_END.text), through each real client.

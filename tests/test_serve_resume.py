@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -18,7 +15,7 @@ import aiohttp
 import orjson
 import pytest
 from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
-from serving import sse_events
+from serving import serve_command, sse_events
 
 from solon_events import ChatModel
 from solon_events.cli import get_weather
@@ -204,42 +201,38 @@ async def test_redis_restarted_mid_stream_is_a_clear_error_not_a_hang(
             restarted.close()
 
 
+async def test_redis_down_is_a_503_never_an_empty_success(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """``solon-events serve --redis`` whose Redis is down (stopped), serving a short answer:
+    the answer was over before Redis refused its first entry, and the client got a 200 with
+    an empty stream (``/events``, ``/agui``) or ``data: [DONE]`` alone (``/api/chat``). It
+    gets a 503 saying why, before any stream starts."""
+    redis_server.stop()
+    bodies = {"/events": EVENTS_BODY, "/api/chat": VERCEL_BODY, "/agui": _agui_body()}
+    with replica(redis_server.url, "echo") as url:
+        for path, body in bodies.items():
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(url + path, json=body) as response,
+            ):
+                raw = await response.read()
+            assert response.status == 503, (path, response.status, raw)
+            error = orjson.loads(raw)["error"]
+            assert "could not be stored" in error and "Redis" in error, error
+
+
 # Two gateway processes on one Redis.
 
 
 @contextlib.contextmanager
 def replica(redis: str, model: str) -> Iterator[str]:
     """``solon-events serve --redis`` in its own process (its own embedded provider)."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "solon_events.cli",
-            "serve",
-            "--port",
-            "0",
-            "--redis",
-            redis,
-            "--model",
-            model,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with serve_command("--redis", redis, "--model", model) as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), process.stderr.read() if process.stderr else ""
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
 
 
 @pytest.mark.parametrize(
