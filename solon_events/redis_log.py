@@ -107,6 +107,7 @@ class RedisStreamLog:
         self._clients: dict[asyncio.AbstractEventLoop, Redis] = {}
         self._io: EventLoopThread | None = None
         self._writers: set[StreamWriter] = set()
+        self._tee_failures: list[BaseException] = []
 
     def __repr__(self) -> str:
         return f"RedisStreamLog({_redact(self.url)!r}, prefix={self.prefix!r})"
@@ -281,8 +282,14 @@ class RedisStreamLog:
         await asyncio.gather(*(w.done() for w in mine), return_exceptions=True)
 
     def flush(self) -> None:
-        """Wait until every stream the operators write (:func:`tee_to_redis`) has ended."""
+        """Wait until every stream the operators write (:func:`tee_to_redis`) has ended;
+        raises :class:`StreamLogError` when one of their writes failed since the last
+        flush (each failure is raised once)."""
         self.io.run(self.drain())
+        failures, self._tee_failures = self._tee_failures, []
+        if failures:
+            more = f" (and {len(failures) - 1} more streams failed)" if len(failures) > 1 else ""
+            raise StreamLogError(f"{failures[0]}{more}")
 
     async def aclose(self) -> None:
         """Close the running loop's client."""
@@ -401,8 +408,10 @@ def tee_to_redis(
     passes, under :meth:`RedisStreamLog.key` ``("events", response_id)`` (by default the
     response id of the first event), and then how the stream ended (disposal ends it as
     stopped). Events pass on unchanged and undelayed; the writes happen in order on the
-    log's own loop thread. A write that failed fails the stream, at its next event, with
-    :class:`StreamLogError`.
+    log's own loop thread. The stream ends once its end is written (its completion or
+    error then comes from that thread). A write that failed fails the stream with
+    :class:`StreamLogError`: at its next event, or instead of its completion when no event
+    followed; :meth:`RedisStreamLog.flush` raises it too.
     """
 
     def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
@@ -411,10 +420,12 @@ def tee_to_redis(
         ) -> abc.DisposableBase:
             loop = log.io.loop
             writers: list[StreamWriter] = []
+            ending: list[asyncio.Future[None]] = []
 
             def write(data: bytes, outcome: Outcome | None, rid: str | None) -> None:
                 if not writers:
-                    writers.append(StreamWriter(log, log.key("events", response_id or rid or "")))
+                    key = log.key("events", response_id or rid or "")
+                    writers.append(StreamWriter(log, key, on_failure=log._tee_failures.append))
                 if outcome is None:
                     writers[0].put(data)
                 else:
@@ -429,13 +440,24 @@ def tee_to_redis(
                 loop.call_soon_threadsafe(write, data, None, event.response_id)
                 observer.on_next(event)
 
+            def end(outcome: Outcome, error: Exception | None) -> None:
+                write(b"", outcome, None)
+                ending.append(asyncio.ensure_future(ended(writers[0], error)))
+
+            async def ended(writer: StreamWriter, error: Exception | None) -> None:
+                await writer.done()
+                if error is not None:
+                    observer.on_error(error)
+                elif writer.failure is not None:
+                    observer.on_error(writer.failure)  # type: ignore[arg-type]
+                else:
+                    observer.on_completed()
+
             def on_error(error: Exception) -> None:
-                loop.call_soon_threadsafe(write, b"", "failed", None)
-                observer.on_error(error)
+                loop.call_soon_threadsafe(end, "failed", error)
 
             def on_completed() -> None:
-                loop.call_soon_threadsafe(write, b"", "completed", None)
-                observer.on_completed()
+                loop.call_soon_threadsafe(end, "completed", None)
 
             subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import reactivex
 from reactivex import operators as ops
-from redis_server import redis_url  # noqa: F401  (a fixture)
+from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
 
 from solon_events import ChatEvent, ChatEventFilter, ChatModel, ProviderError, replay
 from solon_events.adapters import event_to_json
@@ -173,3 +173,30 @@ async def test_a_stream_whose_writer_went_away_is_an_error(redis_url: str) -> No
 def replay_events() -> list[ChatEvent]:
     path = RECORDINGS / "text-openai.jsonl"
     return collect(replay(path))[0]
+
+
+def test_a_short_stream_teed_to_an_unreachable_redis_fails_and_so_does_flush(
+    redis_server: RedisServer,  # noqa: F811
+) -> None:
+    """Redis stopped: a stream whose last event passed before any write failed completed
+    as if stored, and flush() returned. Now the stream fails with the StreamLogError (a
+    write that fails after the last event fails the stream's end) and so does flush()."""
+    redis_server.stop()
+    with RedisStreamLog(redis_server.url, prefix="test-down") as log:
+        events, ending = collect(reactivex.from_iterable(replay_events()).pipe(tee_to_redis(log)))
+        assert isinstance(ending, StreamLogError) and "Redis at" in str(ending), ending
+        assert [e.type.name for e in events] == [e.type.name for e in replay_events()]
+        with pytest.raises(StreamLogError, match="Redis at"):
+            log.flush()
+        log.flush()  # each failure is raised once
+
+
+def test_flush_raises_nothing_when_every_write_succeeded(log: RedisStreamLog) -> None:
+    for key in ("ok-1", "ok-2"):
+        events, ending = collect(
+            reactivex.from_iterable(replay_events()).pipe(tee_to_redis(log, key))
+        )
+        assert ending is None
+    log.flush()
+    back, ending = collect(read_from_redis(log, "ok-2"))
+    assert ending is None and len(back) == len(events)
