@@ -38,7 +38,9 @@ class ChatHttpError(ChatError):
     """The provider answered with an HTTP error status (``status``) and its own message.
 
     ``retry_after`` is the wait, in seconds, the provider asked for (``Retry-After`` or
-    ``retry-after-ms``), or None; ``headers`` are the response's headers.
+    ``retry-after-ms``), or None; ``headers`` are the response's headers. ``hint`` is what
+    the library adds after the provider's message (a 404 for a URL of the wrong shape: what
+    the dialect's URLs look like).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class ChatHttpError(ChatError):
         url: str | None = None,
         retry_after: float | None = None,
         headers: Mapping[str, str] | None = None,
+        hint: str | None = None,
     ) -> None:
         self.status = status
         self.provider_message = provider_message
@@ -58,7 +61,8 @@ class ChatHttpError(ChatError):
         self.headers: Mapping[str, str] = dict(headers or {})
         detail = f": {provider_message}" if provider_message else ""
         where = f" from {url}" if url else ""
-        super().__init__(f"HTTP {status}{where}{detail}", provider_error=provider_error)
+        after = f" ({hint})" if hint else ""
+        super().__init__(f"HTTP {status}{where}{detail}{after}", provider_error=provider_error)
 
 
 class ChatTimeoutError(ChatError, TimeoutError):

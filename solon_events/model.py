@@ -30,6 +30,7 @@ from reactivex.disposable import Disposable
 
 from .core import stages
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
+from .dialects.endpoints import dialect_for_url
 from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
 from .loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
@@ -54,6 +55,12 @@ EventFilter = Callable[[ChatEvent], bool]
 
 class ChatModel:
     """A chat model behind ``api_url``, spoken to in ``dialect``.
+
+    ``dialect="auto"`` (the default) is the one ``api_url``'s path names
+    (:func:`~solon_events.dialects.endpoints.dialect_for_url`: ``.../chat/completions``,
+    ``.../v1/responses``, ``.../v1/messages``, ``...:streamGenerateContent`` or
+    ``.../v1beta``, ``.../api/chat``, ``.../converse-stream``), else ``"openai"`` (a
+    compatible server's own path).
 
     Time budgets, in seconds (None for no limit), count decoded frames, never bytes:
 
@@ -110,7 +117,7 @@ class ChatModel:
         api_url: str,
         model: str,
         api_key: str | None = None,
-        dialect: str | ChatDialect = "openai",
+        dialect: str | ChatDialect = "auto",
         headers: Mapping[str, str] | None = None,
         timeout: float | None = 60.0,
         idle_timeout: float | None = 60.0,
@@ -128,6 +135,8 @@ class ChatModel:
         io_loop: IoLoop = "asyncio",
     ) -> None:
         new_loop = loop_factory(io_loop)
+        if dialect == "auto":
+            dialect = (isinstance(api_url, str) and dialect_for_url(api_url)) or "openai"
         chosen = get_dialect(dialect)
         redactor = Redactor.for_request(
             api_key=api_key,

@@ -35,6 +35,7 @@ from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
 from .dialects.base import ChatDialect, HttpRequest
+from .dialects.endpoints import expected_url
 from .errors import (
     ChatConnectionError,
     ChatError,
@@ -529,6 +530,7 @@ class StreamReader:
                 message = None
         if not message or not isinstance(message, str):
             message = _snippet(body) or response.reason or None
+        shape = expected_url(self.dialect.name, where) if response.status == 404 else None
         return ChatHttpError(
             response.status,
             message,
@@ -536,6 +538,7 @@ class StreamReader:
             url=where,
             retry_after=retry_after_seconds(response.headers),
             headers=dict(response.headers.items()),
+            hint=f"a {self.dialect.name} URL is {shape}" if shape else None,
         )
 
 

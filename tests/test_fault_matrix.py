@@ -204,7 +204,8 @@ REPLAY_FAULTS = {
     "only [DONE]": (b"data: [DONE]\n\n", {}, ChatProtocolError, "without a frame but \\[DONE\\]"),
     "anthropic frames read as openai": (
         text_body("anthropic", "Hi"), {"dialect": "openai"}, ChatProtocolError,
-        'truncated\\): looks like anthropic frames: pass dialect="anthropic"',
+        "'openai' dialect read \\d+ frames that are not its own: "
+        'looks like anthropic frames: pass dialect="anthropic"',
     ),
     "openai frames read as gemini": (
         text_body("openai", "Hi"), {"dialect": "gemini"}, ChatProtocolError,

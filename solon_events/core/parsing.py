@@ -243,10 +243,14 @@ class ParseStage:
             what = "a single frame" if self.frame_count == 0 else "a frame but [DONE]"
             self._fail(ChatProtocolError(f"the stream ended without {what}"))
         elif not self.finished:
+            hint = self._hint()  # frames of another dialect never carry this one's signal
             self._fail(
                 ChatProtocolError(
-                    f"the stream ended after {self.frame_count} frames without the "
-                    f"provider's completion signal (truncated){self._hint()}"
+                    f"the {self._dialect.name!r} dialect read {self.frame_count} frames "
+                    f"that are not its own{hint}"
+                    if hint
+                    else f"the stream ended after {self.frame_count} frames without the "
+                    "provider's completion signal (truncated)"
                 )
             )
         elif self._nothing_understood():
