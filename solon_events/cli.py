@@ -9,28 +9,39 @@ nothing is coloured and no line is wrapped.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.text import Text
 
 from ._version import __version__
 from .dialects.base import dialect_names
+from .dialects.endpoints import dialect_for_url
 from .errors import ChatError
-from .events import ChatEvent
+from .events import ChatEvent, ChatEventType
 from .filters import ChatEventFilter
 from .model import ChatModel
 from .render import LiveRenderer, event_line, event_to_json
 from .replay import replay
 from .tools import Tool, ToolContext, tool
 
-__all__ = ["CommandError", "HelpFormatter", "add_dialect_and_key_options", "build_parser", "main"]
+__all__ = [
+    "CommandError",
+    "HelpFormatter",
+    "add_dialect_and_key_options",
+    "build_parser",
+    "main",
+    "provider_dialect",
+    "provider_key",
+]
 
 ROUTES = {
     "openai": "/v1/chat/completions",
@@ -52,6 +63,9 @@ KEY_VARIABLES = {
     "cohere": "CO_API_KEY",
     "google-interactions": "GEMINI_API_KEY",
 }
+KEYED = frozenset({"openai", "openai-responses", "anthropic", "gemini"})
+"""The dialects whose providers want an API key (Ollama's runs locally; Bedrock signs
+requests with AWS credentials when it has no key)."""
 
 
 class CommandError(Exception):
@@ -157,8 +171,7 @@ def demo(dialect: str, console: Console) -> int:
                 server.url + ROUTES[dialect], scenario, api_key=key, dialect=dialect
             ) as model:
                 console.print(f"[bold]user:[/] {prompt}")
-                if _render_live(model, prompt, console, demo_tool):
-                    return 1
+                _render_live(model, prompt, console, demo_tool)
         return 0
     finally:
         server.close()
@@ -167,25 +180,40 @@ def demo(dialect: str, console: Console) -> int:
 def _render_live(
     model: ChatModel, prompt: str, console: Console, demo_tool: Tool[..., Any] | None = None
 ) -> int:
+    """Render the response to ``prompt`` as it streams; its failure is raised, for
+    :func:`main` to print on standard error."""
     request = model.prompt(prompt).event_filter(ChatEventFilter.all())
     if demo_tool is not None:
         request = request.tools(demo_tool)
     render = LiveRenderer(console)
     done = threading.Event()
-    failure: list[BaseException] = []
+    failure: list[Exception] = []
 
     def on_error(error: Exception) -> None:
         failure.append(error)
         done.set()
 
-    subscription = request.stream().subscribe(render, on_error, done.set)
+    subscription = request.stream().subscribe(_without_errors(render), on_error, done.set)
     try:
         done.wait()
     finally:
         subscription.dispose()
         render.close()
     console.print()
-    return 1 if failure else 0
+    if failure:
+        raise failure[0]
+    return 0
+
+
+def _without_errors(render: LiveRenderer) -> Callable[[ChatEvent], None]:
+    """``render`` for every event but ERROR: a command prints its failure as one line on
+    standard error instead."""
+
+    def show(event: ChatEvent) -> None:
+        if event.type is not ChatEventType.ERROR:
+            render(event)
+
+    return show
 
 
 def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Console) -> int:
@@ -313,14 +341,41 @@ def _provider_options(parser: argparse.ArgumentParser) -> None:
 def add_dialect_and_key_options(parser: argparse.ArgumentParser) -> None:
     """``--dialect`` and ``--api-key-env``, as every command that calls a provider has them."""
     parser.add_argument(
-        "--dialect", choices=dialect_names(), default="openai", help="the provider's wire format"
+        "--dialect",
+        choices=("auto", *dialect_names()),
+        default="auto",
+        help="the provider's wire format; auto: the one the URL's path names (/v1/messages: "
+        "anthropic, /v1/responses: openai-responses, :streamGenerateContent or /v1beta: "
+        "gemini, /api/chat: ollama, /converse-stream: bedrock), else openai",
     )
     parser.add_argument(
         "--api-key-env",
         metavar="NAME",
         help="environment variable holding the provider's API key (default: OPENAI_API_KEY, "
-        "ANTHROPIC_API_KEY, GEMINI_API_KEY or OLLAMA_API_KEY by dialect)",
+        "ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_API_KEY or AWS_BEARER_TOKEN_BEDROCK by "
+        "dialect)",
     )
+
+
+def provider_dialect(dialect: str, url: str | None) -> str:
+    """The dialect ``--dialect`` names for ``url``: ``auto`` is the one the URL's path
+    names, else ``openai``."""
+    if dialect != "auto":
+        return dialect
+    return (dialect_for_url(url) if url else None) or "openai"
+
+
+def provider_key(args: argparse.Namespace, url: str) -> tuple[str, str | None]:
+    """The dialect of ``url`` and the API key from the environment variable its dialect
+    reads (or ``--api-key-env``'s); a warning on standard error when that variable is
+    not set and the provider wants a key."""
+    dialect = provider_dialect(args.dialect, url)
+    variable = args.api_key_env or KEY_VARIABLES[dialect]
+    api_key = os.environ.get(variable) or None
+    host = urlsplit(url).hostname
+    if api_key is None and host and (args.api_key_env or (dialect in KEYED and not _local(host))):
+        warning(f"{variable} is not set: the request is sent without an API key")
+    return dialect, api_key
 
 
 def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> int:
@@ -328,12 +383,13 @@ def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> in
     from .recording import read_recording, record
 
     request = model.prompt(prompt).event_filter(ChatEventFilter.all())
-    failed = False
+    failure: ChatError | None = None
     try:
-        record(request, out, on_event=LiveRenderer(console), header={"prompt": prompt})
+        record(
+            request, out, on_event=_without_errors(LiveRenderer(console)), header={"prompt": prompt}
+        )
     except ChatError as exc:
-        console.print(f"[bold red]failed:[/] {exc}")
-        failed = True
+        failure = exc
     console.print()
     recording = read_recording(out)
     console.print(
@@ -341,7 +397,9 @@ def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> in
         highlight=False,
         soft_wrap=True,
     )
-    return 1 if failed else 0
+    if failure is not None:
+        raise failure
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -370,6 +428,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error(exc)
 
 
+def warning(message: str) -> None:
+    """Print ``message`` as one line on standard error: what a command goes on despite."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        Text.assemble(("solon-events: warning: ", "bold yellow"), message)
+    )
+
+
+def _local(host: str) -> bool:
+    """Whether ``host`` is this machine (a local server wants no key)."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def error(exc: BaseException) -> int:
     """Print ``exc`` as one line on standard error; returns the exit status."""
     message = str(exc) if isinstance(exc, (CommandError, ChatError, ValueError)) else None
@@ -391,9 +464,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from .serve_cli import serve
 
         return serve(args, console)
-    variable = args.api_key_env or KEY_VARIABLES[args.dialect]
-    api_key = os.environ.get(variable)
-    with ChatModel(args.url, args.model, api_key=api_key, dialect=args.dialect) as model:
+    dialect, api_key = provider_key(args, args.url)
+    with ChatModel(args.url, args.model, api_key=api_key, dialect=dialect) as model:
         if args.command == "record":
             return record_file(model, args.prompt, args.out, console)
         return _render_live(model, args.prompt, console)

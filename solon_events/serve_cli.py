@@ -88,7 +88,7 @@ def add_serve_parser(commands: Any) -> None:
 
 def serve(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
-    from .cli import KEY_VARIABLES, ROUTES, CommandError, get_weather
+    from .cli import ROUTES, CommandError, get_weather, provider_dialect, provider_key
     from .serve import create_app, run_app
 
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
@@ -109,13 +109,14 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         from .devserver import DevServer
 
         server = DevServer.run_in_thread(pace=0.02)
-        url, name, api_key = server.url + ROUTES[args.dialect], args.model or "weather", None
+        dialect = provider_dialect(args.dialect, None)
+        url, name, api_key = server.url + ROUTES[dialect], args.model or "weather", None
         tools = [get_weather]
     elif not args.model:
         raise CommandError("--model is required with --url", 2)
     else:
-        variable = args.api_key_env or KEY_VARIABLES[args.dialect]
-        url, name, api_key = args.url, args.model, os.environ.get(variable)
+        dialect, api_key = provider_key(args, args.url)
+        url, name = args.url, args.model
 
     async def run(app: Any) -> None:
         stop = asyncio.Event()
@@ -125,7 +126,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         await run_app(app, args.host, args.port, stop=stop)
 
     try:
-        with ChatModel(url, name, api_key=api_key, dialect=args.dialect) as model:
+        with ChatModel(url, name, api_key=api_key, dialect=dialect) as model:
             app = create_app(
                 model,
                 tools=tools,

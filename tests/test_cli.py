@@ -15,6 +15,7 @@ import pytest
 from anthropic_frames import anthropic_text_stream
 from recorded import text_body
 
+from solon_events import cli
 from solon_events.cli import build_parser, main
 from solon_events.devserver import DevServer, RunningServer
 
@@ -240,18 +241,32 @@ def test_replay_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[
 # --------------------------------------------------------------------------- stream
 
 
+@pytest.mark.parametrize(
+    ("variable", "path", "header", "value"),
+    [
+        ("OPENAI_API_KEY", "/v1/chat/completions", "Authorization", f"Bearer {SECRET}"),
+        # no --dialect: the URL's path names Anthropic's, whose variable is read
+        ("ANTHROPIC_API_KEY", "/v1/messages", "x-api-key", SECRET),
+    ],
+)
 def test_stream_reads_the_key_from_the_environment(
-    server: RunningServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    server: RunningServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variable: str,
+    path: str,
+    header: str,
+    value: str,
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv(variable, SECRET)
     before = len(server.requests)
-    url = server.url + "/v1/chat/completions"
+    url = server.url + path
     assert main(["stream", "--url", url, "--model", "echo", "streamed from the CLI"]) == 0
-    out = capsys.readouterr().out
-    assert "streamed from the CLI" in out and "total usage" in out
-    assert SECRET not in out
+    captured = capsys.readouterr()
+    assert "streamed from the CLI" in captured.out and "total usage" in captured.out
+    assert SECRET not in captured.out and captured.err == ""
     (request,) = server.requests[before:]
-    assert request.headers["Authorization"] == f"Bearer {SECRET}"
+    assert request.headers[header] == value
 
 
 def test_stream_with_a_named_key_variable(
@@ -275,8 +290,50 @@ def test_stream_failure_never_prints_the_key(
     url = server.url + "/v1/chat/completions"
     assert main(["stream", "--url", url, "--model", "status:401", "hi"]) == 1
     captured = capsys.readouterr()
-    assert "HTTP 401" in captured.out and "Incorrect API key provided" in captured.out
+    (line,) = captured.err.splitlines()
+    assert line.startswith("solon-events: error: HTTP 401") and "Incorrect API key" in line
     assert SECRET not in captured.out + captured.err
+
+
+@pytest.mark.parametrize("command", ["stream", "record"])
+def test_a_failure_is_one_line_on_stderr_and_nothing_on_stdout_says_it(
+    server: RunningServer, command: str, tmp_path: Path
+) -> None:
+    url = server.url + "/v1/chat/completions"
+    out = ["--out", str(tmp_path / "r.jsonl")] if command == "record" else []
+    done = run_cli(command, "--url", url, "--model", "status:400", *out, "hi")
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"solon-events: error: HTTP 400 from {url}"), done.stderr
+    assert "error" not in done.stdout and "HTTP 400" not in done.stdout, done.stdout
+    if command == "record":
+        assert f"recorded 0 frames in 1 step(s) to {tmp_path / 'r.jsonl'}" in done.stdout
+
+
+def test_a_key_variable_that_is_not_set_is_said(server: RunningServer) -> None:
+    url = server.url + "/v1/chat/completions"
+    done = run_cli("stream", "--url", url, "--model", "echo", "--api-key-env", "NO_SUCH_KEY", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "solon-events: warning: NO_SUCH_KEY is not set: the request is sent without an API key\n"
+    )
+
+
+def test_a_provider_that_wants_a_key_is_said_to_get_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    args = build_parser().parse_args(
+        ["stream", "--url", "https://api.anthropic.com/v1/messages", "--model", "m", "hi"]
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        said: list[str] = []
+        patch.setattr(cli, "warning", said.append)
+        assert cli.provider_key(args, args.url) == ("anthropic", None)
+        assert said == ["ANTHROPIC_API_KEY is not set: the request is sent without an API key"]
+        local = build_parser().parse_args(
+            ["stream", "--url", "http://127.0.0.1:9/v1/messages", "--model", "m", "hi"]
+        )
+        assert cli.provider_key(local, local.url) == ("anthropic", None)
+        assert len(said) == 1  # a server on this machine wants no key
 
 
 def test_stream_has_no_key_flag(capsys: pytest.CaptureFixture[str]) -> None:
