@@ -27,6 +27,7 @@ from .dialects.base import dialect_names
 from .dialects.endpoints import dialect_for_url
 from .errors import ChatError
 from .events import ChatEvent, ChatEventType
+from .extras import MissingExtraError
 from .filters import ChatEventFilter
 from .model import ChatModel
 from .render import LiveRenderer, event_line, event_to_json
@@ -445,7 +446,8 @@ def _local(host: str) -> bool:
 
 def error(exc: BaseException) -> int:
     """Print ``exc`` as one line on standard error; returns the exit status."""
-    message = str(exc) if isinstance(exc, (CommandError, ChatError, ValueError)) else None
+    plain = (CommandError, ChatError, ValueError, MissingExtraError)
+    message = str(exc) if isinstance(exc, plain) else None
     if message is None:
         message = f"{type(exc).__name__}: {exc}"
     Console(stderr=True, highlight=False, soft_wrap=True).print(

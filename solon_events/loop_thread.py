@@ -21,6 +21,8 @@ if sys.version_info >= (3, 11):
 else:  # aiohttp depends on async-timeout before 3.11
     from async_timeout import timeout as _timeout
 
+from .extras import MissingExtraError
+
 __all__ = [
     "DeadlinePassed",
     "EventLoopThread",
@@ -36,8 +38,6 @@ _R = TypeVar("_R")
 IoLoop = Literal["asyncio", "uvloop"]
 """Which event loop an :class:`EventLoopThread` runs: asyncio's own or uvloop's."""
 
-UVLOOP_HINT = "pip install 'solon-events[uvloop]'"
-
 
 def loop_factory(kind: IoLoop) -> Callable[[], asyncio.AbstractEventLoop]:
     """What makes a new loop of ``kind``; uvloop is imported here, on first use (an
@@ -48,8 +48,8 @@ def loop_factory(kind: IoLoop) -> Callable[[], asyncio.AbstractEventLoop]:
         raise ValueError(f"io_loop must be 'asyncio' or 'uvloop', got {kind!r}")
     try:
         import uvloop
-    except ImportError as exc:
-        raise ImportError(f"io_loop='uvloop' needs uvloop: {UVLOOP_HINT}") from exc
+    except ImportError:
+        raise MissingExtraError("io_loop='uvloop'", "uvloop", "uvloop") from None
     return uvloop.new_event_loop
 
 

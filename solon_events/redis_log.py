@@ -31,6 +31,7 @@ from reactivex.disposable import Disposable
 from .adapters.native import decode_event, encode_event
 from .errors import ChatError
 from .events import ChatEvent
+from .extras import MissingExtraError
 from .loop_thread import EventLoopThread
 
 try:
@@ -38,10 +39,8 @@ try:
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import RedisError
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise ImportError(
-        "resumable streams need the redis package: pip install 'solon-events[redis]'"
-    ) from exc
+except ModuleNotFoundError as exc:  # tests/test_extras.py runs it without the extra
+    raise MissingExtraError("resumable streams (Redis)", "redis", "redis") from exc
 
 __all__ = [
     "Entry",

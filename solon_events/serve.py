@@ -3,7 +3,8 @@
 :func:`create_app` returns an aiohttp ``Application`` with
 
 - ``POST /api/chat``: the Vercel AI SDK's UI message stream v1 (what ``useChat`` posts);
-- ``POST /agui``: AG-UI (body: ``RunAgentInput``; needs the ``agui`` extra);
+- ``POST /agui``: AG-UI (body: ``RunAgentInput``; needs the ``agui`` extra, without which
+  it answers 501 with a message naming it);
 - ``POST /events``: our own events as SSE, one JSON object per event (body:
   ``{"messages": [{"role": ..., "content": ...}]}``); of an error it sends the type, the
   message and our own fields, and of the provider's response headers only
@@ -65,6 +66,7 @@ from .adapters.native import encode_event, event_to_json
 from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
 from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
+from .extras import MissingExtraError
 from .model import ChatModel, ChatPrompt
 from .tools import Tool, ToolSet
 
@@ -494,6 +496,8 @@ class Gateway:
             return self._error(request, exc)
         except ValueError as exc:
             return self._error(request, _HttpError(400, str(exc)))
+        except MissingExtraError as exc:  # /agui without the agui extra: say what to install
+            return self._error(request, _HttpError(501, str(exc)))
         if self.log is not None:
             return await self._stream_stored(request, events, wire)
         return await self._stream(request, events, wire)

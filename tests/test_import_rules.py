@@ -32,6 +32,7 @@ PATTERNS = (
     "values.py",
     "filters.py",
     "errors.py",
+    "extras.py",
     "messages.py",
     "redaction.py",
     "retry.py",

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from solon_events.errors import ToolCallError
+from solon_events.extras import install_hint
 from solon_events.tools import Tool, format_result, tool
-from solon_events.tools.pydantic_schema import INSTALL_HINT
 
 
 class Unit(enum.Enum):
@@ -301,4 +301,4 @@ except TypeError as error:
 """
     result = run_python(code)
     assert result.returncode == 0, result.stderr
-    assert "needs pydantic" in result.stdout and INSTALL_HINT in result.stdout
+    assert "needs pydantic" in result.stdout and install_hint("tools") in result.stdout

@@ -57,6 +57,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..extras import MissingExtraError
+
 try:
     from ag_ui.core import (
         BaseEvent,
@@ -84,10 +86,8 @@ try:
         ToolCallStartEvent,
     )
     from ag_ui.encoder import EventEncoder
-except ImportError as exc:  # pragma: no cover - exercised without the extra installed
-    raise ImportError(
-        "AG-UI support needs the ag-ui-protocol package: pip install 'solon-events[agui]'"
-    ) from exc
+except ModuleNotFoundError as exc:  # tests/test_extras.py runs it without the extra
+    raise MissingExtraError("AG-UI", "ag-ui-protocol", "agui") from exc
 from reactivex import Observable
 
 from ..events import EVENT_TYPES, ChatEvent

@@ -7,9 +7,12 @@ Used by :class:`~solon_events.adapters.agui.AguiEncoder` to send a provider's fi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ag_ui.core import MessagesSnapshotEvent
+from ..extras import require
+
+if TYPE_CHECKING:
+    from ag_ui.core import MessagesSnapshotEvent
 
 __all__ = ["AguiTranscript"]
 
@@ -103,4 +106,6 @@ class AguiTranscript:
                     for c in message["toolCalls"]
                 ]
             messages.append(message)
-        return MessagesSnapshotEvent(messages=messages)
+        core = require("ag_ui.core", feature="AG-UI", extra="agui", package="ag-ui-protocol")
+        snapshot: MessagesSnapshotEvent = core.MessagesSnapshotEvent(messages=messages)
+        return snapshot

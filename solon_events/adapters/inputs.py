@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import orjson
 
+from ..extras import require
 from ..messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage, to_messages
 from ..results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .vercel import ui_text
@@ -169,8 +170,8 @@ def run_from_agui(body: Any) -> AguiRun:
     more system message first; reasoning and activity messages are left out; ``tools``
     are the frontend tools.
     """
-    from ag_ui import core as agui
-    from pydantic import ValidationError
+    agui: Any = require("ag_ui.core", feature="AG-UI", extra="agui", package="ag-ui-protocol")
+    from pydantic import ValidationError  # ag-ui-protocol's own dependency
 
     try:
         run = agui.RunAgentInput.model_validate(_object(body))

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from ..events import EVENT_TYPES, ChatEvent
+from ..extras import require
 from .partial_json import PartialJsonParser
 
 __all__ = ["JsonAnswer", "Schema"]
@@ -41,6 +42,8 @@ class JsonAnswer:
             raise TypeError("partial_json() validates against an attrs class or a JSON schema")
         if isinstance(schema, Mapping):
             _jsonschema().validators.validator_for(schema).check_schema(schema)
+        elif schema is not None:
+            _cattrs()  # missing, it fails here, not when the answer ends
         self._schema = schema
         self._parser = PartialJsonParser()
         self._reset()
@@ -147,21 +150,8 @@ def _is_cattrs_error(error: Exception) -> bool:
 
 
 def _jsonschema() -> Any:
-    try:
-        import jsonschema
-    except ImportError:  # pragma: no cover - the extra is installed for the tests
-        raise ImportError(
-            "validating against a JSON schema needs jsonschema: "
-            "pip install 'solon-events[structured]'"
-        ) from None
-    return jsonschema
+    return require("jsonschema", feature="validating against a JSON schema", extra="structured")
 
 
 def _cattrs() -> Any:
-    try:
-        import cattrs
-    except ImportError:  # pragma: no cover - the extra is installed for the tests
-        raise ImportError(
-            "validating against an attrs class needs cattrs: pip install 'solon-events[structured]'"
-        ) from None
-    return cattrs
+    return require("cattrs", feature="validating against an attrs class", extra="structured")

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from ..events import EVENT_TYPES, ChatEvent, ChatEventGroup
+from ..extras import MissingExtraError
 from .html import GROUP_COLOURS
 from .values import timed_events
 
@@ -35,7 +36,6 @@ _LANE_GROUPS = {
     ChatEventGroup.MEDIA: "media",
     ChatEventGroup.SAFETY: "refusal",
 }
-INSTALL_HINT = "pip install 'solon-events[notebook]'"
 
 
 @attrs.define
@@ -127,10 +127,8 @@ def _layout(events: Iterable[Any]) -> _Layout:
 def _figure_class() -> Any:
     try:
         from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ImportError(
-            f"timeline() draws with matplotlib, which is not installed: {INSTALL_HINT}"
-        ) from exc
+    except ImportError:
+        raise MissingExtraError("timeline() (drawing)", "matplotlib", "notebook") from None
     return Figure
 
 

@@ -63,6 +63,7 @@ from reactivex.disposable import Disposable
 from .._version import __version__
 from ..core.stages import Sink
 from ..events import ChatEvent
+from ..extras import MissingExtraError, install_hint
 from ..redaction import Redactor
 from ..results import ToolCall
 from ..tools.scope import ToolScope
@@ -78,7 +79,7 @@ __all__ = [
     "instrument",
 ]
 
-INSTALL_HINT = "pip install 'solon-events[otel]'"
+INSTALL_HINT = install_hint("otel")
 """What to run for telemetry."""
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -109,7 +110,7 @@ def _otel() -> tuple[Any, Any]:
     try:
         from opentelemetry import metrics, trace
     except ImportError:
-        raise ImportError(f"telemetry needs the OpenTelemetry API: {INSTALL_HINT}") from None
+        raise MissingExtraError("telemetry", "the OpenTelemetry API", "otel") from None
     return trace, metrics
 
 

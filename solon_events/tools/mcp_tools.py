@@ -29,15 +29,13 @@ from typing import IO, Any, TextIO
 import orjson
 
 from ..errors import ToolCallError
+from ..extras import MissingExtraError
 from ..loop_thread import EventLoopThread
 from .context import ToolContext
 from .shape import Unsupported, inline_refs
 from .tool import Tool, ToolSet
 
 __all__ = ["McpTool", "McpTools"]
-
-INSTALL_HINT = "pip install 'solon-events[mcp]'"
-"""What to run for MCP support."""
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _Report = Callable[[float, "float | None", "str | None"], None]
@@ -47,7 +45,7 @@ def _import_mcp() -> Any:
     try:
         import mcp
     except ImportError:
-        raise ImportError(f"MCP tools need the official MCP SDK: {INSTALL_HINT}") from None
+        raise MissingExtraError("MCP tools", "the official MCP SDK", "mcp") from None
     return mcp
 
 

@@ -12,16 +12,15 @@ Pydantic is imported only when such a type is met.
 
 from __future__ import annotations
 
+import importlib.util
 import typing
 from collections.abc import Mapping
 from typing import Any
 
+from ..extras import install_hint
 from .shape import BadValue, Shape, Unsupported, inline_refs
 
-__all__ = ["INSTALL_HINT", "is_field_info", "pydantic_shape", "wants_pydantic"]
-
-INSTALL_HINT = "pip install 'solon-events[tools]'"
-"""What to run for pydantic types as tool parameters."""
+__all__ = ["is_field_info", "pydantic_installed", "pydantic_shape", "wants_pydantic"]
 
 _PYDANTIC_MODULES = ("pydantic", "annotated_types")
 
@@ -41,6 +40,11 @@ def wants_pydantic(tp: Any) -> bool:
     return hasattr(tp, "__pydantic_validator__") or module.split(".", 1)[0] == "pydantic"
 
 
+def pydantic_installed() -> bool:
+    """Whether pydantic can be imported (without importing it)."""
+    return importlib.util.find_spec("pydantic") is not None
+
+
 def is_field_info(value: object) -> bool:
     """Whether ``value`` is a ``pydantic.Field(...)`` (used as a parameter's default)."""
     return type(value).__name__ == "FieldInfo" and _from_pydantic(value)
@@ -57,7 +61,7 @@ def pydantic_shape(tp: Any) -> Shape:
     except ImportError:
         name = getattr(tp, "__name__", None) or repr(tp)
         raise Unsupported(
-            f"{name} needs pydantic to be described to a model: {INSTALL_HINT}"
+            f"{name} needs pydantic to be described to a model: {install_hint('tools')}"
         ) from None
     try:
         adapter: Any = pydantic.TypeAdapter(tp)

@@ -27,9 +27,10 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from ..extras import install_hint
 from .context import is_context_annotation
 from .docstrings import class_doc
-from .pydantic_schema import is_field_info, pydantic_shape, wants_pydantic
+from .pydantic_schema import is_field_info, pydantic_installed, pydantic_shape, wants_pydantic
 from .shape import BadValue, Shape, Unsupported, json_type
 
 __all__ = [
@@ -483,10 +484,11 @@ def _compile_container(
         return _dataclass_shape(tp, (*seen, tp))
     if attrs.has(tp):
         return _attrs_shape(tp, (*seen, tp))
+    hint = "" if pydantic_installed() else f"; pydantic is not installed: {install_hint('tools')}"
     raise Unsupported(
         f"{tp.__name__} is not a supported annotation (use str, int, float, bool, an Enum, "
         "Literal, Optional, list, dict, a TypedDict, a dataclass, an attrs class, a pydantic "
-        "model, or Annotated[T, pydantic.Field()] for any other type pydantic validates)"
+        f"model, or Annotated[T, pydantic.Field()] for any other type pydantic validates){hint}"
     )
 
 
