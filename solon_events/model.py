@@ -59,8 +59,8 @@ class ChatModel:
     ``dialect="auto"`` (the default) is the one ``api_url``'s path names
     (:func:`~solon_events.dialects.endpoints.dialect_for_url`: ``.../chat/completions``,
     ``.../v1/responses``, ``.../v1/messages``, ``...:streamGenerateContent`` or
-    ``.../v1beta``, ``.../api/chat``, ``.../converse-stream``), else ``"openai"`` (a
-    compatible server's own path).
+    ``.../v1beta``, ``.../v1beta/interactions``, ``.../v2/chat``, ``.../api/chat``,
+    ``.../converse-stream``), else ``"openai"`` (a compatible server's own path).
 
     Time budgets, in seconds (None for no limit), count decoded frames, never bytes:
 

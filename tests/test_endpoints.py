@@ -35,6 +35,8 @@ def server() -> Iterator[RunningServer]:
         ),
         ("https://generativelanguage.googleapis.com/v1/models/g:generateContent", "gemini"),
         ("http://localhost:11434/api/chat", "ollama"),
+        ("https://api.cohere.com/v2/chat", "cohere"),
+        ("https://generativelanguage.googleapis.com/v1beta/interactions", "google-interactions"),
         ("https://bedrock-runtime.us-east-1.amazonaws.com", "bedrock"),
         ("https://bedrock-runtime.eu-west-3.amazonaws.com/model/m/converse-stream", "bedrock"),
         ("https://api.openai.com/v1", None),  # a base URL names no endpoint
@@ -105,4 +107,6 @@ def test_the_expected_shape_is_told_only_for_a_url_without_it() -> None:
     assert expected_url("gemini", "https://g.example/v1beta/models/m:streamGenerateContent") is None
     assert expected_url("bedrock", "https://b.example/model/m/converse-stream") is None
     assert "converse-stream" in (expected_url("bedrock", "https://b.example/converse") or "")
+    assert expected_url("cohere", "https://api.cohere.com/v2/chat") is None
+    assert "/v2/chat" in (expected_url("cohere", "https://api.cohere.com/v1/chat") or "")
     assert expected_url("a-dialect-of-my-own", "https://x.example/") is None

@@ -2,7 +2,8 @@
 
 A provider's endpoint says its wire format: ``.../chat/completions`` is Chat Completions,
 ``.../responses`` the Responses API, ``.../v1/messages`` Anthropic Messages, a
-``...:streamGenerateContent`` method (or the ``.../v1beta`` base) Gemini, ``.../api/chat``
+``...:streamGenerateContent`` method (or the ``.../v1beta`` base) Gemini,
+``.../v1beta/interactions`` Google's Interactions API, ``.../v2/chat`` Cohere, ``.../api/chat``
 Ollama, ``.../converse-stream`` (or a ``bedrock-runtime`` host) Bedrock.
 :func:`dialect_for_url` is what ``ChatModel(dialect="auto")`` (the default) goes by, before
 any frame is read: the request must be written in the provider's format. A 404 for a URL
@@ -40,6 +41,17 @@ _ENDPOINTS: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {
         re.compile(r"/v1\w*/.+:(?:stream)?[gG]enerateContent$"),
         "the API's base with its version, https://generativelanguage.googleapis.com/v1beta, to "
         "which the model's path is added, or .../v1beta/models/{model}:streamGenerateContent",
+    ),
+    "google-interactions": (
+        re.compile(r"/interactions$"),
+        re.compile(r"/interactions$"),
+        "the API's base with its version, https://generativelanguage.googleapis.com/v1beta, to "
+        "which /interactions is added, or the endpoint itself, ending in /interactions",
+    ),
+    "cohere": (
+        re.compile(r"/v2/chat$"),
+        re.compile(r"/v2/chat$"),
+        "the endpoint itself, ending in /v2/chat: https://api.cohere.com/v2/chat",
     ),
     "ollama": (
         re.compile(r"/api/chat$"),
