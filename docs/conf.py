@@ -1,9 +1,9 @@
 """Sphinx configuration of the solon_events documentation.
 
-Build with ``sphinx-build -W --keep-going -b html docs docs/_build/html`` (the ``docs``
-extra). The API pages under ``docs/api/`` are written at the start of every build from the
-package's ``__all__`` lists (``_ext/api_pages.py``); a public name autodoc did not render is
-a warning, so an error under ``-W``.
+Build with ``.venv/bin/sphinx-build -W --keep-going -b html docs docs/_build/html`` after
+``.venv/bin/pip install -e '.[docs]'``. The API pages under ``docs/api/`` are written at
+the start of every build from the package's ``__all__`` lists (``_ext/api_pages.py``); a
+public name autodoc did not render is a warning, so an error under ``-W``.
 """
 
 from __future__ import annotations

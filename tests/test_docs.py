@@ -62,3 +62,27 @@ def test_every_module_is_documented() -> None:
     assert {"solon_events.redis_log", "solon_events.serve", "solon_events.recording"} <= names
     assert "solon_events._version" not in names
     assert all(module.__doc__ for module in api_pages.public_modules())
+
+
+def test_the_package_page_starts_with_the_way_in_then_the_events(tmp_path: Path) -> None:
+    api_pages.write_pages(tmp_path)
+    page = (tmp_path / "solon_events.rst").read_text()
+    rendered = [
+        line.split("::")[1].strip()
+        for line in page.splitlines()
+        if line.startswith(".. auto") and "automodule" not in line
+    ]
+    names = [name.removeprefix("solon_events.") for name in rendered]
+    assert names[:2] == ["ChatModel", "ChatPrompt"]
+    events = set(importlib.import_module("solon_events.events").__all__)
+    assert set(names[2 : 2 + len(events)]) == events
+    index = (tmp_path / "index.rst").read_text().split(".. toctree::")[1].split()
+    modules = [word for word in index if word.startswith("solon_events")]
+    assert modules[:3] == ["solon_events", "solon_events.model", "solon_events.events"]
+
+
+def test_the_front_page_installs_from_a_checkout_or_a_wheel() -> None:
+    text = (DOCS / "index.rst").read_text()
+    assert "pip install solon-events" not in text  # not published: it would fail
+    assert ".venv/bin/pip install . && .venv/bin/solon-events demo" in text
+    assert "python -m build" in text and "pip install dist/solon_events-*.whl" in text

@@ -5,7 +5,8 @@ nothing else (``pip install -e .``: the core dependencies alone), and each featu
 there in a process of its own: it must fail with the message naming its extra
 (``pip install 'solon-events[x]'``), never a bare ModuleNotFoundError, a traceback or a
 hang; the gateway's ``/agui`` answers 501 with that message; the demo's first screen has
-no warning.
+no warning. Every example of README.rst runs there too, unless its first line says what it
+needs (``# needs: ...``), and then it does not.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from readme_examples import EXAMPLE_ADDRESS, README, Example, examples, prints_exactly, run_example
 
+from solon_events.devserver import DevServer, RunningServer
 from solon_events.extras import install_hint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -309,3 +313,32 @@ def test_the_demo_says_no_warning_without_extras(bare_python: Path) -> None:
     assert done.stderr == ""
     assert done.stdout.startswith("solon-events demo — embedded openai provider at http://")
     assert "It is 18°C and sunny in Paris right now." in done.stdout
+
+
+README_EXAMPLES = [e for e in examples(README.read_text(encoding="utf-8")) if not e.skip_reason]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    with DevServer.run_in_thread() as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    "example", README_EXAMPLES, ids=[f"line{e.line}-{e.section}" for e in README_EXAMPLES]
+)
+def test_a_readme_example_runs_without_extras_unless_it_says_what_it_needs(
+    bare_python: Path, server: RunningServer, example: Example, tmp_path: Path
+) -> None:
+    result = run_example(bare_python, example, tmp_path, {EXAMPLE_ADDRESS: server.url})
+    where = f"README.rst line {example.line} ({example.section})"
+    if example.needs is None:
+        assert result.returncode == 0 and result.stderr == "", (
+            f"{where} needs what the demo's install lacks; say it on its first line "
+            f"('# needs: ...'):\n{result.stderr}"
+        )
+        assert example.output is None or prints_exactly(example.output, result.stdout)
+    else:
+        assert result.returncode != 0, f"{where} runs without {example.needs!r}"
+        missing = ("ModuleNotFoundError", "pip install 'solon-events[")
+        assert any(text in result.stderr for text in missing), result.stderr

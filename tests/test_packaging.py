@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -51,3 +53,51 @@ def test_python_dash_m_is_the_command() -> None:
     assert done.stdout.strip() == f"solon-events {solon_events.__version__}"
     helped = python_dash_m("--help")
     assert helped.returncode == 0 and "replay" in helped.stdout
+
+
+def test_the_wheel_the_docs_build_holds_the_package_and_names_its_extras(tmp_path: Path) -> None:
+    """docs/index.rst: ``python -m build``, then ``pip install dist/solon_events-*.whl``."""
+    root = Path(__file__).resolve().parent.parent
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = tmp_path.glob("solon_events-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(metadata_name).decode()
+    assert {"solon_events/py.typed", "solon_events/static/chat.html"} <= names
+    assert "solon_events/extras.py" in names
+    assert "Requires-Dist: docstring-parser" in metadata  # no warning on the demo's screen
+    for extra in ("tools", "mcp", "agui", "redis", "otel", "notebook", "structured", "bedrock"):
+        assert f"Provides-Extra: {extra}" in metadata
+    # installed from the wheel (its dependencies are this environment's), the demo runs
+    target = tmp_path / "installed"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-t", str(target), str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr
+    code = (
+        "import solon_events.cli as cli; print(cli.__file__); raise SystemExit(cli.main(['demo']))"
+    )
+    demo = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert demo.returncode == 0 and demo.stderr == "", demo.stderr
+    assert demo.stdout.startswith(str(target / "solon_events" / "cli.py"))
+    assert "It is 18°C and sunny in Paris right now." in demo.stdout

@@ -26,6 +26,10 @@ import attrs
 PACKAGE = "solon_events"
 SKIPPED = ("solon_events._version", "solon_events.__main__")
 """Modules with no reference page: the version string and ``python -m``'s entry point."""
+WAY_IN = ("ChatModel", "ChatPrompt")
+"""The names a reader starts from: first on the package's page."""
+LEAD_MODULES = (PACKAGE, f"{PACKAGE}.model", f"{PACKAGE}.events")
+"""The pages listed first in the index: the package, the model, the events."""
 
 
 @attrs.frozen
@@ -127,6 +131,22 @@ def entries(modules: list[ModuleType] | None = None) -> dict[str, list[Entry]]:
     return out
 
 
+def reading_order(module: str, listed: list[Entry]) -> list[Entry]:
+    """``listed`` in the order a reader meets them: on the package's page ChatModel and
+    ChatPrompt (the way in), then the event model (``solon_events.events``), then the rest
+    in ``__all__`` order; any other page as its ``__all__`` lists them."""
+    if module != PACKAGE:
+        return listed
+    events = importlib.import_module(f"{PACKAGE}.events").__all__
+
+    def rank(entry: Entry) -> tuple[int, int]:
+        if entry.name in WAY_IN:
+            return 0, WAY_IN.index(entry.name)
+        return (1 if entry.name in events else 2), 0
+
+    return sorted(listed, key=rank)  # stable: __all__ order within each group
+
+
 def _page(module: str, listed: list[Entry], shadowed: set[str]) -> Iterator[str]:
     title = f"``{module}``"
     yield title
@@ -136,7 +156,7 @@ def _page(module: str, listed: list[Entry], shadowed: set[str]) -> Iterator[str]
     if module in shadowed:
         yield "   :no-index:"  # a function of the same full name is documented
     yield ""
-    for entry in listed:
+    for entry in reading_order(module, listed):
         if entry.target is None:
             directive = {"data": "autodata", "function": "autofunction"}.get(entry.kind)
             directive = directive or ("autoexception" if entry.kind == "exception" else "autoclass")
@@ -170,7 +190,9 @@ def write_pages(out_dir: Path) -> dict[str, list[Entry]]:
         "",
         "Every public name of every module, generated from the docstrings. A name that",
         "several modules export is documented where it is first exported (the package",
-        "``solon_events`` first); the other modules link to it.",
+        "``solon_events`` first); the other modules link to it. The package's page starts",
+        "where a reader does, with :class:`~solon_events.ChatModel` and",
+        ":class:`~solon_events.ChatPrompt`, then the events.",
         "",
         ".. toctree::",
         "   :maxdepth: 1",
@@ -181,7 +203,8 @@ def write_pages(out_dir: Path) -> dict[str, list[Entry]]:
     for module, listed in table.items():
         page = _page(module, listed, shadowed)
         (out_dir / f"{module}.rst").write_text("\n".join(page) + "\n")
-        index.append(f"   {module}")
+    leading = [module for module in LEAD_MODULES if module in table]
+    index += [f"   {module}" for module in [*leading, *(m for m in table if m not in leading)]]
     (out_dir / "index.rst").write_text("\n".join(index) + "\n")
     return table
 
