@@ -23,10 +23,19 @@ import aiohttp
 import orjson
 import pytest
 from anthropic_frames import anthropic_text_stream
+from hypothesis import given
+from hypothesis import strategies as st
 
-from solon_events import replay
+from solon_events import ChatModel, replay, tool
 from solon_events.devserver import DevServer
-from solon_events.devserver.scenarios import ERROR_FRAME_MESSAGE, HTML_BODY, example_arguments
+from solon_events.devserver.scenarios import (
+    DEFAULT_CITY,
+    ERROR_FRAME_MESSAGE,
+    HTML_BODY,
+    JOKE,
+    city_in,
+    example_arguments,
+)
 from solon_events.dialects.base import get_dialect
 from solon_events.errors import ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
@@ -313,6 +322,101 @@ async def test_weather_without_tools_answers_with_text(
     assert "weather in Paris" in response.text
     assert response.tool_calls == ()
     assert response.finish_reason == STOP_FINISH[dialect]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_weather_is_about_the_city_the_user_names(
+    srv: DevServer, session: aiohttp.ClientSession, dialect: str
+) -> None:
+    _, _, data = await fetch(srv, session, request_for(dialect, user="And in Lyon?"))
+    response = final(data, dialect)
+    assert response.thinking == "The user wants the weather in Lyon. I should call get_weather."
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("get_weather", {"city": "Lyon"})
+    ]
+    route = request_for(dialect, user="And in Lyon?", result="12°C and rainy")
+    _, _, data = await fetch(srv, session, route)
+    assert final(data, dialect).text == "It is 12°C and rainy in Lyon right now."
+    route = request_for(dialect, user="Is it cold in New York City?", tools=[])
+    _, _, data = await fetch(srv, session, route)
+    assert "the weather in New York City, but" in final(data, dialect).text
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_weather_tells_a_joke_when_asked_for_one(
+    srv: DevServer, session: aiohttp.ClientSession, dialect: str
+) -> None:
+    _, _, data = await fetch(srv, session, request_for(dialect, user="Tell me a joke"))
+    events, error = parse(data, dialect)
+    assert error is None
+    assert len([e for e in events if e.type is T.TEXT_DELTA]) >= 3  # streamed, not one piece
+    response = final(data, dialect)
+    assert response.text == JOKE
+    assert response.tool_calls == () and response.thinking == ""
+    assert response.finish_reason == STOP_FINISH[dialect]
+
+
+@pytest.mark.parametrize(
+    ("message", "city"),
+    [
+        ("What is the weather in Paris?", "Paris"),
+        ("And in Lyon?", "Lyon"),
+        ("Weather for São Paulo, please", "São Paulo"),
+        ("How about Tokyo?", "Tokyo"),
+        ("I am in Berlin. What about Rome?", "Berlin"),
+        ("Hi", DEFAULT_CITY),
+        ("Weather?", DEFAULT_CITY),
+        ("weather in lyon", DEFAULT_CITY),  # not capitalized: not read as a name
+        ("Hi. Rome?", DEFAULT_CITY),  # a sentence's first word is not taken for a name
+    ],
+)
+def test_the_city_of_a_message(message: str, city: str) -> None:
+    assert city_in(message) == city
+
+
+_NAME = st.from_regex(r"[A-Z][a-z]{1,9}", fullmatch=True)
+
+
+@given(
+    names=st.lists(_NAME, min_size=1, max_size=3),
+    before=st.sampled_from(["And in", "What is the weather in", "Forecast for", "Anything at"]),
+    after=st.sampled_from(["?", "", " today?", ", please.", ". Thanks!"]),
+)
+def test_the_words_after_in_are_the_city(names: list[str], before: str, after: str) -> None:
+    city = " ".join(names)
+    assert city_in(f"{before} {city}{after}") == city
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Lu", "Lt"))))
+def test_a_message_without_capitals_is_about_the_default_city(message: str) -> None:
+    assert city_in(message) == DEFAULT_CITY
+
+
+def test_a_conversation_with_the_default_scenario_follows_the_user() -> None:
+    seen: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        seen.append(city)
+        return "18°C and sunny"
+
+    with (
+        DevServer.run_in_thread() as running,
+        ChatModel(running.url + "/v1/chat/completions", "gpt-4.1-mini") as model,
+    ):
+        messages: list[Any] = [{"role": "user", "content": "What is the weather in Paris?"}]
+        first = model.prompt(messages).tools(get_weather).call()
+        messages += [{"role": "assistant", "content": first.text}]
+        messages += [{"role": "user", "content": "And in Lyon?"}]
+        second = model.prompt(messages).tools(get_weather).call()
+        messages += [{"role": "assistant", "content": second.text}]
+        messages += [{"role": "user", "content": "Tell me a joke"}]
+        third = model.prompt(messages).tools(get_weather).call()
+    assert first.text == "It is 18°C and sunny in Paris right now."
+    assert second.text == "It is 18°C and sunny in Lyon right now."
+    assert seen == ["Paris", "Lyon"]  # the joke called no tool
+    assert third.text == JOKE
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

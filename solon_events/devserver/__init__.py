@@ -11,7 +11,8 @@
   any bearer key or SigV4 signature is accepted).
 
 The request's model name picks the scenario: ``weather`` (the default: thinking, a call of
-the first declared tool, then an answer quoting the tool result), ``echo``,
+the first declared tool, then an answer quoting the tool result, about the city the user's
+last message names, Paris when none; a joke when it asks for one), ``echo``,
 ``think``, ``slow:<n>:<interval>``, ``gate``, ``first-delay:<s>``, ``stall:<s>``,
 ``status:<code>``, ``html``, ``truncate``, ``error-frame`` and ``replay``, and the faults
 (``trickle``, ``comments``, ``endless-line``, ``pings``, ``cut``, ``flaky``, ``drop``,

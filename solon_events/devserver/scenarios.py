@@ -38,6 +38,8 @@ from .turns import (
 )
 
 __all__ = [
+    "DEFAULT_CITY",
+    "JOKE",
     "REPORT_TOOL",
     "SCENARIOS",
     "BodyReply",
@@ -47,6 +49,7 @@ __all__ = [
     "Replay",
     "ScenarioError",
     "StatusReply",
+    "city_in",
     "example_arguments",
     "plan",
     "report_arguments",
@@ -143,8 +146,9 @@ def _fragments(json_text: str) -> tuple[str, ...]:
     return (json_text[:third], json_text[third : 2 * third], json_text[2 * third :])
 
 
-def example_value(schema: Mapping[str, Any]) -> Any:
-    """A plausible value for a JSON schema: ``"Paris"``, 3, 1.5, true, an enum's first value."""
+def example_value(schema: Mapping[str, Any], string: str = "Paris") -> Any:
+    """A plausible value for a JSON schema: ``string`` (``"Paris"``), 3, 1.5, true, an
+    enum's first value."""
     if schema.get("enum"):
         return schema["enum"][0]
     if "const" in schema:
@@ -153,44 +157,85 @@ def example_value(schema: Mapping[str, Any]) -> Any:
         options = [o for o in schema.get(key) or () if isinstance(o, Mapping)]
         options = [o for o in options if str(o.get("type", "")).lower() != "null"] or options
         if options:
-            return example_value(options[0])
+            return example_value(options[0], string)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
     kind = str(kind or ("object" if "properties" in schema else "string")).lower()
     if kind == "object":
-        return example_arguments(schema)
+        return example_arguments(schema, string)
     if kind == "array":
         items = schema.get("items")
-        return [example_value(items)] if isinstance(items, Mapping) else []
-    return _EXAMPLES.get(kind, "Paris")
+        return [example_value(items, string)] if isinstance(items, Mapping) else []
+    return _EXAMPLES.get(kind, string)
 
 
 _EXAMPLES: dict[str, Any] = {"integer": 3, "number": 1.5, "boolean": True, "null": None}
 
 
-def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments holding a value for each required property of an object schema."""
+def example_arguments(schema: Mapping[str, Any], string: str = "Paris") -> dict[str, Any]:
+    """Arguments holding a value for each required property of an object schema (each
+    string ``string``)."""
     properties = schema.get("properties") or {}
     return {
-        name: example_value(properties.get(name) or {})
+        name: example_value(properties.get(name) or {}, string)
         for name in schema.get("required") or ()
         if isinstance(name, str)
     }
 
 
+DEFAULT_CITY = "Paris"
+"""The city of the ``weather`` scenario when the user's message names none."""
+
+JOKE = "Why do programmers prefer dark mode? Because light attracts bugs."
+"""The ``weather`` scenario's answer to a message that asks for a joke."""
+
+_WORD = re.compile(r"[^\W\d_][\w'\u2019-]*|[.!?]")
+_BEFORE_A_PLACE = frozenset({"in", "for", "at", "about"})
+_ASKS_FOR_A_JOKE = re.compile(r"\bjokes?\b", re.IGNORECASE)
+
+
+def city_in(message: str) -> str:
+    """The city a user's message asks about: the capitalized words after "in", "for", "at"
+    or "about" ("And in Lyon?", "the weather for New York"), else the first capitalized
+    word that does not start a sentence ("How about Tokyo?"), else :data:`DEFAULT_CITY`."""
+    words = list(_WORD.finditer(message))
+
+    def name_from(i: int) -> str:  # the capitalized words from i, apart by spaces only
+        names = [words[i]] if i < len(words) and words[i].group()[0].isupper() else []
+        while names and i + 1 < len(words) and words[i + 1].group()[0].isupper():
+            if not message[names[-1].end() : words[i + 1].start()].isspace():
+                break
+            i += 1
+            names.append(words[i])
+        return " ".join(word.group() for word in names)
+
+    for i, word in enumerate(words):
+        if word.group().lower() in _BEFORE_A_PLACE and (name := name_from(i + 1)):
+            return name
+    for i in range(1, len(words)):
+        starts_a_sentence = words[i - 1].group() in ".!?"
+        if not starts_a_sentence and words[i].group() != "I" and (name := name_from(i)):
+            return name
+    return DEFAULT_CITY
+
+
 def _weather(view: RequestView, args: Sequence[str]) -> Script:
+    city = city_in(view.user_text)
     if view.tool_results:
         result = " and ".join(view.tool_results)
-        parts: list[Part] = [Text("It is "), Text(result), Text(" in Paris"), Text(" right now.")]
+        parts: list[Part] = [Text("It is "), Text(result), Text(f" in {city}"), Text(" right now.")]
         return Script([*parts, Finish("stop")], TurnUsage(prompt=80, completion=12))
+    if _ASKS_FOR_A_JOKE.search(view.user_text):
+        parts = [Text(chunk) for chunk in _chunks(JOKE, 4)]
+        return Script([*parts, Finish("stop")], TurnUsage(prompt=40, completion=14))
     if not view.tools:
-        answer = "I would look up the weather in Paris, but I was given no tool for it."
+        answer = f"I would look up the weather in {city}, but I was given no tool for it."
         parts = [Text(chunk) for chunk in _chunks(answer, 4)]
         return Script([*parts, Finish("stop")], TurnUsage(prompt=42, completion=15))
     tool = view.tools[0]
-    thought = f"The user wants the weather in Paris. I should call {tool.name}."
-    call = _tool_call(tool)
+    thought = f"The user wants the weather in {city}. I should call {tool.name}."
+    call = _tool_call(tool, city)
     parts = [Thinking(chunk) for chunk in _chunks(thought, 4)]
     return Script(
         [*parts, call, Finish("tool_calls")], TurnUsage(prompt=42, completion=17, thinking=9)
@@ -242,8 +287,8 @@ def _media(view: RequestView, args: Sequence[str]) -> Script:
     return Script([*parts, Finish("stop")], TurnUsage(prompt=30, completion=20))
 
 
-def _tool_call(tool: ToolDecl) -> ToolCallPart:
-    arguments = orjson.dumps(example_arguments(tool.schema)).decode()
+def _tool_call(tool: ToolDecl, string: str = "Paris") -> ToolCallPart:
+    arguments = orjson.dumps(example_arguments(tool.schema, string)).decode()
     return ToolCallPart(tool.name, _fragments(arguments))
 
 
@@ -423,7 +468,11 @@ def _echo_key(view: RequestView, args: Sequence[str]) -> Plan:
 
 
 SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] = {
-    "weather": (_weather, "thinking, then a call of the first declared tool; then the answer"),
+    "weather": (
+        _weather,
+        "the weather in the city the user's message names (Paris when none): thinking, then "
+        "a call of the first declared tool; then the answer; a joke when asked for one",
+    ),
     "echo": (_echo, "the last user message, word by word"),
     "agent": (
         _agent,
