@@ -38,7 +38,7 @@ MESSAGE = Message(
 
 
 def test_every_format_is_registered_by_its_dialect_name() -> None:
-    assert set(WIRE_FORMATS) >= {"openai"}
+    assert set(WIRE_FORMATS) >= {"openai", "anthropic"}
     for name, encoder in WIRE_FORMATS.items():
         assert issubclass(encoder, WireEncoder) and encoder.format == name
         assert wire_encoder(name, model="m").media_type == encoder.media_type
@@ -223,3 +223,148 @@ def test_to_wire_writes_a_failure_upstream_in_the_formats_error_shape() -> None:
     assert len(errors) == 1
     last = orjson.loads(sse_payloads(b"".join(chunks))[-1])
     assert last["error"]["type"] == "server_error"
+
+
+# ------------------------------------------------------------------ Anthropic Messages
+
+
+def sse_named(body: bytes) -> list[tuple[str, dict[str, Any]]]:
+    """Each SSE event of ``body`` as (its ``event:`` name, its JSON data)."""
+    events = []
+    for block in body.split(b"\n\n"):
+        lines = dict(line.split(b": ", 1) for line in block.split(b"\n") if b": " in line)
+        if b"data" in lines:
+            events.append((lines[b"event"].decode(), orjson.loads(lines[b"data"])))
+    return events
+
+
+def test_anthropic_events_are_named_blocks_indexed_and_usage_whole_at_the_end() -> None:
+    events = [ChatEvent(T.USAGE, usage=USAGE), *events_of(MESSAGE)]
+    named = sse_named(encode_all(wire_encoder("anthropic", model="claude-x"), events))
+    assert all(name == data["type"] for name, data in named)
+    kinds = [
+        (
+            data["type"],
+            data.get("index"),
+            (data.get("delta") or data.get("content_block") or {}).get("type"),
+        )
+        for _, data in named
+    ]
+    assert kinds == [
+        ("message_start", None, None),
+        ("ping", None, None),
+        ("content_block_start", 0, "thinking"),
+        ("content_block_delta", 0, "thinking_delta"),
+        ("content_block_delta", 0, "thinking_delta"),
+        ("content_block_delta", 0, "signature_delta"),
+        ("content_block_stop", 0, None),
+        ("content_block_start", 1, "text"),
+        ("content_block_delta", 1, "text_delta"),
+        ("content_block_delta", 1, "text_delta"),
+        ("content_block_stop", 1, None),
+        ("content_block_start", 2, "tool_use"),
+        ("content_block_delta", 2, "input_json_delta"),
+        ("content_block_delta", 2, "input_json_delta"),
+        ("content_block_stop", 2, None),
+        ("message_delta", None, None),
+        ("message_stop", None, None),
+    ]
+    start = named[0][1]["message"]
+    assert start["model"] == "claude-x" and start["id"].startswith("msg_01")
+    assert start["usage"]["input_tokens"] == 8  # 12 prompt tokens, 4 of them read from cache
+    assert named[11][1]["content_block"] == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "get_weather",
+        "input": {},
+    }
+    delta = named[-2][1]
+    assert delta["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+    assert delta["usage"] == {
+        "input_tokens": 8,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 4,
+        "output_tokens": 7,
+    }
+
+
+def test_anthropic_keeps_its_own_stop_words_and_translates_the_others() -> None:
+    def stop_reason(reason: str, calls: bool = False) -> str:
+        response = ChatResponse(
+            message=AssistantMessage(tool_calls=[ToolCall(name="f")] if calls else []),
+            finish_reason=reason,
+        )
+        body = encode_all(
+            wire_encoder("anthropic", model="m"), [ChatEvent(T.RESPONSE_END, response=response)]
+        )
+        return str(sse_named(body)[-2][1]["delta"]["stop_reason"])
+
+    assert stop_reason("stop_sequence") == "stop_sequence"
+    assert stop_reason("STOP", calls=True) == "tool_use"
+    assert stop_reason("length") == "max_tokens"
+    assert stop_reason("content_filter") == "refusal"
+
+
+def test_anthropic_redacted_thinking_is_a_block_of_its_own_and_errors_are_typed() -> None:
+    events = [
+        ChatEvent(T.THINKING_REDACTED, text="ZW5j"),
+        ChatEvent(T.TEXT_DELTA, text="Hi"),
+        ChatEvent(T.ERROR, error=ProviderError("x", provider_error={"code": 503})),
+    ]
+    named = sse_named(encode_all(wire_encoder("anthropic", model="m"), events))
+    assert named[2][1]["content_block"] == {"type": "redacted_thinking", "data": "ZW5j"}
+    assert named[3][1] == {"type": "content_block_stop", "index": 0}
+    assert named[-1] == (
+        "error",
+        {"type": "error", "error": {"type": "overloaded_error", "message": "x"}},
+    )
+    assert [name for name, _ in named].count("message_stop") == 0
+
+
+def test_anthropic_server_tools_go_through_with_their_result() -> None:
+    result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [{"type": "web_search_result", "url": "https://a.example", "title": "A"}],
+    }
+    call = ToolCall(id="srvtoolu_1", name="web_search")
+    events = [
+        ChatEvent(
+            T.SERVER_TOOL_START, tool_call_id="srvtoolu_1", sub_type="web_search", tool_call=call
+        ),
+        ChatEvent(T.SERVER_TOOL_ARGS_DELTA, tool_call_id="srvtoolu_1", text='{"query": "a"}'),
+        ChatEvent(
+            T.SERVER_TOOL_RESULT,
+            tool_call_id="srvtoolu_1",
+            raw_type="web_search_tool_result",
+            raw=result,
+        ),
+    ]
+    named = sse_named(encode_all(wire_encoder("anthropic", model="m"), events))
+    blocks = [data["content_block"] for _, data in named if data["type"] == "content_block_start"]
+    assert blocks == [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+        result,
+    ]
+
+
+def test_anthropic_response_body() -> None:
+    response = ChatResponse(
+        message=AssistantMessage(
+            text="Hi",
+            thinking="hm",
+            tool_calls=[ToolCall(id="toolu_1", name="f", arguments_str='{"a": 1}')],
+            metadata={"thinking_signature": "sig"},
+        ),
+        usage=USAGE,
+        finish_reason="tool_calls",
+    )
+    body = response_body("anthropic", response, model="claude-x")
+    assert body["content"] == [
+        {"type": "thinking", "thinking": "hm", "signature": "sig"},
+        {"type": "text", "text": "Hi"},
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+    ]
+    assert body["stop_reason"] == "tool_use" and body["model"] == "claude-x"
+    assert body["usage"]["input_tokens"] == 8
+    assert error_body("anthropic", 429)["error"]["type"] == "rate_limit_error"

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from wire_messages import (
     LOSSES,
     Message,
+    Thought,
     encode_all,
     events_of,
     expected,
@@ -102,3 +103,49 @@ def assert_openai_completion(completion: Any, response: ChatResponse) -> None:
     assert completion.usage.completion_tokens == usage.completion_tokens
     assert completion.usage.prompt_tokens_details.cached_tokens == usage.cache_read_input_tokens
     assert completion.usage.completion_tokens_details.reasoning_tokens == usage.thinking_tokens
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=messages.filter(_finished))
+def test_the_anthropic_sdk_accumulates_what_was_said(bodies: BodyServer, message: Message) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    encoder = wire_encoder("anthropic", model="claude-x")
+    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    client = anthropic.Anthropic(base_url=bodies.url, api_key="test", max_retries=0)
+    with client.messages.stream(model="claude-x", max_tokens=100, messages=HELLO) as stream:
+        streamed = stream.get_final_message()
+    response = message.response()
+    assert_anthropic_message(streamed, response, message)
+
+    body = response_body("anthropic", response, model="claude-x")
+    bodies.answer(orjson.dumps(body), "application/json")
+    whole = client.messages.create(model="claude-x", max_tokens=100, messages=HELLO)
+    assert_anthropic_message(whole, response, None)
+
+
+def assert_anthropic_message(message: Any, response: ChatResponse, said: Message | None) -> None:
+    blocks = message.content
+    texts = "".join(b.text for b in blocks if b.type == "text")
+    thinking = "".join(b.thinking for b in blocks if b.type == "thinking")
+    assert (texts, thinking) == (response.text, response.thinking)
+    calls = [(b.id, b.name, b.input) for b in blocks if b.type == "tool_use"]
+    assert calls == [(c.id, c.name, c.arguments) for c in response.tool_calls]
+    redacted = [b.data for b in blocks if b.type == "redacted_thinking"]
+    assert redacted == list(response.message.metadata.get("redacted_thinking", ()))
+    if said is not None:  # streamed: each thinking block keeps its own signature
+        signatures = [b.signature for b in blocks if b.type == "thinking"]
+        expected = [
+            b.signature or "" for b in said.blocks if isinstance(b, Thought) and b.redacted is None
+        ]
+        assert signatures == expected
+    assert finish_kind(message.stop_reason) == response_finish_kind(response)
+    usage = response.usage
+    assert usage is not None
+    assert message.usage.output_tokens == usage.completion_tokens
+    assert message.usage.cache_read_input_tokens == usage.cache_read_input_tokens
+    assert message.usage.cache_creation_input_tokens == usage.cache_creation_input_tokens
+    assert message.usage.input_tokens == (
+        usage.prompt_tokens - usage.cache_read_input_tokens - usage.cache_creation_input_tokens
+    )

@@ -176,6 +176,7 @@ USAGE_FIELDS = (
 
 LOSSES: dict[str, frozenset[str]] = {
     "openai": frozenset({"signature", "redacted", "cache_creation_input_tokens"}),
+    "anthropic": frozenset({"thinking_tokens"}),
 }
 """What each format cannot carry: ``signature`` (thinking signatures), ``redacted``
 (redacted thinking), ``call_ids`` (tool call ids), ``args_deltas`` (arguments come whole,

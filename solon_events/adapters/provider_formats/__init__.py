@@ -6,6 +6,7 @@ Each module writes one format, named as the dialect that reads it:
 format                 what it writes                                   module
 =====================  ===============================================  ==========================
 ``"openai"``           Chat Completions chunks (SSE), ``[DONE]``        :mod:`.openai_chat`
+``"anthropic"``        Messages events (SSE with ``event:`` lines)      :mod:`.anthropic`
 =====================  ===============================================  ==========================
 
 :func:`wire_encoder` makes the sans-I/O encoder of one streamed response
@@ -29,11 +30,13 @@ from reactivex import create as rx_create
 
 from ...events import ChatEvent
 from ...results import ChatResponse
+from .anthropic import AnthropicEncoder
 from .base import WireEncoder
 from .openai_chat import OpenAIChatEncoder
 
 __all__ = [
     "WIRE_FORMATS",
+    "AnthropicEncoder",
     "OpenAIChatEncoder",
     "WireEncoder",
     "error_body",
@@ -43,7 +46,7 @@ __all__ = [
 ]
 
 WIRE_FORMATS: Mapping[str, type[WireEncoder]] = MappingProxyType(
-    {encoder.format: encoder for encoder in (OpenAIChatEncoder,)}
+    {encoder.format: encoder for encoder in (OpenAIChatEncoder, AnthropicEncoder)}
 )
 """Each wire format's encoder class, by the format's (and its dialect's) name."""
 

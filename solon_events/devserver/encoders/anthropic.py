@@ -7,8 +7,9 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ...adapters.provider_formats.anthropic import AnthropicEncoder
 from ..turns import Content, ToolCallPart, TurnUsage
-from .base import Frame, RequestView, ToolDecl, Wire, content_text, error_info, random_id
+from .base import Frame, RequestView, ToolDecl, Wire, content_text, random_id
 
 __all__ = ["AnthropicWire"]
 
@@ -64,12 +65,7 @@ class AnthropicWire(Wire):
     @classmethod
     def error_body(cls, status: int, message: str | None = None) -> dict[str, Any]:
         """``{"type": "error", "error": {"type", "message"}, "request_id"}``."""
-        info = error_info(status, message)
-        return {
-            "type": "error",
-            "error": {"type": info.anthropic_type, "message": info.message},
-            "request_id": random_id("req_011C", 20),
-        }
+        return AnthropicEncoder.error_body(status, message)
 
     def open(self) -> list[Frame]:
         """``message_start`` (input tokens known, one output token) and a ``ping``."""
