@@ -28,6 +28,7 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
+from ._safe_callbacks import failure_of, raised_by
 from .core import stages
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .dialects.endpoints import dialect_for_url
@@ -381,19 +382,15 @@ class _Lifecycle:
                 await asyncio.wait_for(aclose(), _SHUTDOWN_TIMEOUT / 2)
 
 
-async def _drive(run: ResponseRun) -> None:
-    """Run ``run``'s steps to their end (a task on the I/O loop)."""
-    async with contextlib.aclosing(run.steps()) as steps:
-        async for _ in steps:
-            pass
-
-
 class _ResponsePipeline:
     """One subscription of :meth:`ChatPrompt.stream`: a :class:`ResponseRun` as a task on
     the I/O loop, every event through ``respond()`` into the observer.
 
     Every failure passes the model's :class:`~solon_events.redaction.Redactor` before the
-    ERROR event is built from it: the one point where secrets leave the errors.
+    ERROR event is built from it: the one point where secrets leave the errors. However
+    the run ends, the observer gets its end: should the run's own way to end it fail (a
+    callback of the subscriber that raised on the ERROR event, a bug), the pipeline fails
+    the observer itself.
     """
 
     def __init__(
@@ -420,8 +417,43 @@ class _ResponsePipeline:
         """Start the steps (on the I/O loop); RESPONSE_START is emitted at once."""
         if self._ended:
             return
-        run = self._open()
-        self._task = asyncio.get_running_loop().create_task(_drive(run))
+        try:
+            run = self._open()
+        except Exception as error:  # RESPONSE_START's receiver raised
+            self._end_failed(error)
+            return
+        self._task = asyncio.get_running_loop().create_task(self._drive(run))
+
+    async def _drive(self, run: ResponseRun) -> None:
+        """Run ``run``'s steps to their end (a task on the I/O loop); make sure the
+        observer has its end."""
+        try:
+            async with contextlib.aclosing(run.steps()) as steps:
+                async for _ in steps:
+                    pass
+        except Exception as error:
+            self._end_failed(error)
+        else:
+            if not self._ended:
+                self._end_failed(ChatError("the response ended without its end"))
+
+    def _end_failed(self, error: Exception) -> None:
+        """The response's own way to its end raised ``error``: end it here, through the
+        stages if they still can (ERROR event, then ``on_error``), else directly. After the
+        observer's end, ``error`` is its callbacks' (or ours after them): the loop's
+        exception handler reports it."""
+        if self._ended:
+            asyncio.get_running_loop().call_exception_handler(
+                {"message": "a stream() response raised after its end", "exception": error}
+            )
+            return
+        if not raised_by(error, self._observer):
+            error = failure_of(error, "the response")
+        if self._run is not None:
+            with contextlib.suppress(Exception):
+                self._run.fail(error)
+        if not self._ended:
+            self.on_error(self._redactor.error(error))
 
     def _open(self) -> ResponseRun:
         if self._run is None:
@@ -432,6 +464,7 @@ class _ResponsePipeline:
                 self._partial_arguments,
                 self._redactor,
                 paced=False,
+                theirs=lambda error: raised_by(error, self._observer),
             )
         return self._run
 
@@ -476,12 +509,16 @@ def _response_run(
     redactor: Redactor,
     *,
     paced: bool = True,
+    theirs: Callable[[BaseException], bool] = lambda _error: False,
 ) -> ResponseRun:
-    """A response's run into ``down``, through ``respond()`` (RESPONSE_START emitted)."""
+    """A response's run into ``down``, through ``respond()`` (RESPONSE_START emitted);
+    ``theirs`` tells the exceptions the subscriber raised (see :class:`ResponseRun`)."""
     response_id, head = stages.respond_after_parse(
         down, event_filter=event_filter, partial_arguments=partial_arguments
     )
-    return ResponseRun(plan, head, response_id=response_id, redact=redactor.error, paced=paced)
+    return ResponseRun(
+        plan, head, response_id=response_id, redact=redactor.error, paced=paced, theirs=theirs
+    )
 
 
 class _Gathered:
@@ -729,6 +766,7 @@ class ChatPrompt:
         caller = _CallerRun(run, asyncio.get_running_loop())
         lifecycle = model._lifecycle
         events = gathered.events
+        broken: Exception | None = None
         try:
             if not lifecycle.enter(caller):
                 run.fail(ChatError("this ChatModel is closed"))
@@ -750,6 +788,9 @@ class ChatPrompt:
                                 raise
                             caller.uncancel()
                             break
+                        except Exception as error:  # the run's own way to its end failed
+                            broken = error
+                            break
                         finally:
                             caller.waiting = False
                         for event in events:
@@ -757,6 +798,21 @@ class ChatPrompt:
                         events.clear()
                 if caller.aborted:
                     run.fail()
+                elif not gathered.ended:  # make sure the response has its end
+                    failure = failure_of(
+                        broken or ChatError("the response ended without its end"), "the response"
+                    )
+                    with contextlib.suppress(Exception):
+                        run.fail(failure)
+                    if not gathered.ended:
+                        gathered.on_error(model._redactor.error(failure))
+                elif broken is not None:
+                    asyncio.get_running_loop().call_exception_handler(
+                        {
+                            "message": "an astream() response raised after its end",
+                            "exception": broken,
+                        }
+                    )
             for event in events:
                 yield event
             events.clear()

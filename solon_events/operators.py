@@ -8,7 +8,11 @@ checks that it delivers what the three operators chained deliver).
 
 Each operator creates its state when it is subscribed, so one pipeline can be subscribed
 many times, each subscription a fresh response. Disposal stops delivery at once: nothing,
-not even a synthesized closer, is emitted after it.
+not even a synthesized closer, is emitted after it. An operator that fails (an exception
+inside its own code, whichever callback runs it) ends the stream with its subscriber's
+``on_error``, a :class:`~solon_events.ChatError` naming the operator (the exception its
+``__cause__``), never by raising into its source; what the subscriber itself raises from
+its callbacks goes up to the source unchanged, as with RxPY's own operators.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
+from ._safe_callbacks import Callbacks, subscribe_safely
 from .core import stages
 from .core.parsing import ParseStage
 from .core.partial_arguments import ArgumentDelta, ArgumentDeltas, PartialArgumentsStage
@@ -77,34 +82,53 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
         stage.start()
         return stage
 
-    return _stage_operator(make, folds_steps=True)
+    return _stage_operator(make, "parse()", folds_steps=True)
+
+
+def _operator(
+    start: Callable[[abc.ObserverBase[Any]], Callbacks],
+    name: str,
+    observable: Callable[..., Observable[Any]] = reactivex.create,
+) -> Callable[[Observable[Any]], Observable[Any]]:
+    """The operator ``name`` whose callbacks ``start(observer)`` makes, fresh state for
+    each subscription, run safely (see :mod:`solon_events._safe_callbacks`); its
+    observable made by ``observable(subscribe)``."""
+    where = f"the {name} operator"
+
+    def operator(source: Observable[Any]) -> Observable[Any]:
+        def subscribe(
+            observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            return subscribe_safely(
+                source, observer, scheduler, lambda: start(observer), where=where
+            )
+
+        return observable(subscribe)
+
+    return operator
 
 
 def _stage_operator(
     make: Callable[[abc.ObserverBase[ChatEvent]], Sink],
+    name: str,
     *,
     folds_steps: bool = False,
     keeps_steps: bool = False,
 ) -> Operator:
-    """An operator that runs ``make(observer)``, a fresh stage per subscription.
+    """The operator ``name`` that runs ``make(observer)``, a fresh stage per subscription.
 
     Its observable is a :class:`_FoldedSteps` when the stage folds each step into its
     STEP_END (``folds_steps``), or passes on the STEP_ENDs of a source that is one
     (``keeps_steps``).
     """
 
-    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
-        def subscribe(
-            observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            stage = make(observer)
-            return source.subscribe(
-                stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
-            )
+    def start(observer: abc.ObserverBase[ChatEvent]) -> Callbacks:
+        stage = make(observer)
+        return stage.on_next, stage.on_error, stage.on_completed
 
-        if folds_steps or (keeps_steps and isinstance(source, _FoldedSteps)):
-            return _FoldedSteps(subscribe)
-        return reactivex.create(subscribe)
+    def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
+        folded = folds_steps or (keeps_steps and isinstance(source, _FoldedSteps))
+        return _operator(start, name, _FoldedSteps if folded else reactivex.create)(source)
 
     return operator
 
@@ -119,7 +143,7 @@ def normalize() -> Operator:
         reactivex.of(ChatEvent(ChatEventType.TEXT_DELTA, text="Hi")).pipe(normalize())
         # TEXT_START, TEXT_DELTA 'Hi', TEXT_END
     """
-    return _stage_operator(NormalizeStage, keeps_steps=True)
+    return _stage_operator(NormalizeStage, "normalize()", keeps_steps=True)
 
 
 def aggregate(*, response_id: str | None = None, fold_steps: bool | None = None) -> Operator:
@@ -152,7 +176,7 @@ def aggregate(*, response_id: str | None = None, fold_steps: bool | None = None)
             stage.start()
             return stage
 
-        return _stage_operator(make)(source)
+        return _stage_operator(make, "aggregate()")(source)
 
     return operator
 
@@ -169,7 +193,7 @@ def guard(event_filter: Callable[[ChatEvent], bool] | None = None) -> Operator:
         # RESPONSE_START, STEP_START, the TEXT_DELTAs, STEP_END, RESPONSE_END
     """
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
-    return _stage_operator(lambda observer: GuardStage(observer, event_filter))
+    return _stage_operator(lambda observer: GuardStage(observer, event_filter), "guard()")
 
 
 def respond(
@@ -199,7 +223,8 @@ def respond(
             event_filter=event_filter,
             fold_steps=False,
             partial_arguments=partial_arguments,
-        )
+        ),
+        "respond()",
     )
 
 
@@ -220,7 +245,7 @@ def partial_arguments() -> Operator:
             ops.map(lambda e: e.tool_call.arguments),
         ).subscribe(print)  # {} {'city': ''} {'city': 'Par'} {'city': 'Paris'} ...
     """
-    return _stage_operator(PartialArgumentsStage, keeps_steps=True)
+    return _stage_operator(PartialArgumentsStage, "partial_arguments()", keeps_steps=True)
 
 
 def argument_deltas() -> Callable[[Observable[ChatEvent]], Observable[ArgumentDelta]]:
@@ -244,30 +269,23 @@ def argument_deltas() -> Callable[[Observable[ChatEvent]], Observable[ArgumentDe
         # call_1 () add {}   call_1 ('title',) add 'Quart'   call_1 ('title',) append 'erly'
     """
 
-    def operator(source: Observable[ChatEvent]) -> Observable[ArgumentDelta]:
-        def subscribe(
-            observer: abc.ObserverBase[ArgumentDelta], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            calls = ArgumentDeltas()
+    def start(observer: abc.ObserverBase[ArgumentDelta]) -> Callbacks:
+        calls = ArgumentDeltas()
 
-            def on_next(event: ChatEvent) -> None:
-                call = calls.feed(event)
-                if call is None:
-                    return
-                for path, op, value in call.deltas:
-                    observer.on_next(
-                        ArgumentDelta(
-                            path, op, value, call.id, call.name, call.index, event.step, call.server
-                        )
+        def on_next(event: ChatEvent) -> None:
+            call = calls.feed(event)
+            if call is None:
+                return
+            for path, op, value in call.deltas:
+                observer.on_next(
+                    ArgumentDelta(
+                        path, op, value, call.id, call.name, call.index, event.step, call.server
                     )
+                )
 
-            return source.subscribe(
-                on_next, observer.on_error, observer.on_completed, scheduler=scheduler
-            )
+        return on_next, observer.on_error, observer.on_completed
 
-        return reactivex.create(subscribe)
-
-    return operator
+    return _operator(start, "argument_deltas()")
 
 
 def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Observable[Any]]:
@@ -279,54 +297,52 @@ def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Obs
     later text never changes). Only the last step's text counts, and a Markdown code fence
     around the JSON is skipped. On completion the whole answer is checked: ``schema`` may
     be an attrs class (the last value emitted is then an instance of it) or a JSON schema
-    (a mapping); both need ``pip install 'solon-events[structured]'``. An answer that is
-    not JSON, is cut short or does not fit fails the stream with ``ValueError``::
+    (a mapping); both need ``pip install 'solon-events[structured]'`` (an ImportError saying
+    so at the call). An answer that is not JSON, is cut short or does not fit fails the
+    stream with ``ValueError``::
 
         model.prompt("List three cities as JSON").stream().pipe(partial_json()).subscribe(print)
     """
-    JsonAnswer(schema)  # check the schema now
+    JsonAnswer(schema)  # check the schema, and that its extra is installed, now
 
-    def operator(source: Observable[ChatEvent]) -> Observable[Any]:
-        def subscribe(
-            observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
-        ) -> abc.DisposableBase:
-            answer = JsonAnswer(schema)
+    def start(observer: abc.ObserverBase[Any]) -> Callbacks:
+        answer = JsonAnswer(schema)
 
-            def on_next(event: ChatEvent) -> None:
-                if answer.add(event):
-                    observer.on_next(answer.value)
+        def on_next(event: ChatEvent) -> None:
+            if answer.add(event):
+                observer.on_next(answer.value)
 
-            def on_completed() -> None:
-                try:
-                    whole = answer.finish()
-                except ValueError as error:
-                    observer.on_error(error)
-                    return
-                if whole is not answer.value:  # an attrs instance, a number ended by the end
-                    observer.on_next(whole)
-                observer.on_completed()
+        def on_completed() -> None:
+            try:
+                whole = answer.finish()
+            except ValueError as error:
+                observer.on_error(error)
+                return
+            if whole is not answer.value:  # an attrs instance, a number ended by the end
+                observer.on_next(whole)
+            observer.on_completed()
 
-            return source.subscribe(on_next, observer.on_error, on_completed, scheduler=scheduler)
+        return on_next, observer.on_error, on_completed
 
-        return reactivex.create(subscribe)
-
-    return operator
+    return _operator(start, "partial_json()")
 
 
-def _is_text_delta(event: ChatEvent) -> bool:
-    return event.type is EVENT_TYPES.TEXT_DELTA and bool(event.text)
+def _text_deltas(observer: abc.ObserverBase[str]) -> Callbacks:
+    push = observer.on_next
+
+    def on_next(event: ChatEvent) -> None:
+        if event.type is EVENT_TYPES.TEXT_DELTA and event.text:
+            push(event.text)
+
+    return on_next, observer.on_error, observer.on_completed
 
 
-def _text_of(event: ChatEvent) -> str:
-    return event.text or ""
+def _response_ends(observer: abc.ObserverBase[ChatResponse]) -> Callbacks:
+    def on_next(event: ChatEvent) -> None:
+        if event.type is EVENT_TYPES.RESPONSE_END:
+            observer.on_next(event.response or ChatResponse())
 
-
-def _is_response_end(event: ChatEvent) -> bool:
-    return event.type is EVENT_TYPES.RESPONSE_END
-
-
-def _response_of(event: ChatEvent) -> ChatResponse:
-    return event.response or ChatResponse()
+    return on_next, observer.on_error, observer.on_completed
 
 
 def text_deltas() -> Callable[[Observable[ChatEvent]], Observable[str]]:
@@ -336,7 +352,7 @@ def text_deltas() -> Callable[[Observable[ChatEvent]], Observable[str]]:
 
         replay("answer.jsonl").pipe(text_deltas()).subscribe(print)  # 'Hel', 'lo', ...
     """
-    return reactivex.compose(ops.filter(_is_text_delta), ops.map(_text_of))
+    return _operator(_text_deltas, "text_deltas()")
 
 
 def final_response() -> Callable[[Observable[ChatEvent]], Observable[ChatResponse]]:
@@ -346,7 +362,7 @@ def final_response() -> Callable[[Observable[ChatEvent]], Observable[ChatRespons
 
         replay("answer.jsonl").pipe(final_response()).subscribe(lambda r: print(r.text))
     """
-    return reactivex.compose(ops.filter(_is_response_end), ops.take(1), ops.map(_response_of))
+    return reactivex.compose(_operator(_response_ends, "final_response()"), ops.take(1))
 
 
 def reduce_response(events: Iterable[ChatEvent]) -> ChatResponse | None:

@@ -195,6 +195,8 @@ def _tool_results_before_step_end(
     """Emit the step's TOOL_RESULT events just before its STEP_END, as the tool loop does."""
     import reactivex
 
+    from ._safe_callbacks import safe_callbacks
+
     def tool_results(step_end: ChatEvent) -> Iterator[ChatEvent]:
         response = step_end.response
         calls = {call.id: call for call in (response.tool_calls if response else ())}
@@ -220,9 +222,14 @@ def _tool_results_before_step_end(
                         observer.on_next(result)
                 observer.on_next(event)
 
-            return source.subscribe(
-                on_next, observer.on_error, observer.on_completed, scheduler=scheduler
+            callbacks = safe_callbacks(
+                observer,
+                on_next,
+                observer.on_error,
+                observer.on_completed,
+                where="replaying the recording",
             )
+            return source.subscribe(*callbacks, scheduler=scheduler)
 
         return reactivex.create(subscribe)
 

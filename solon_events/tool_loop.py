@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ._safe_callbacks import failure_of
 from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, HttpRequest
@@ -127,6 +128,10 @@ class ResponseRun:
     The one driver of both of ChatModel's edges: :meth:`ChatPrompt.stream` runs
     :meth:`steps` as a task on the I/O loop, :meth:`ChatPrompt.astream` iterates it in the
     caller's own task. ``redact`` is applied to every failure before ``head`` sees it.
+    An exception raised into a step's read by what ``head`` pushes into ends ``head`` as a
+    ChatError naming the response, unless ``theirs`` says the subscriber raised it from its
+    own callbacks (then it is passed on as it is); whatever else :meth:`steps` raises, its
+    caller ends ``head`` with (see :func:`~solon_events._safe_callbacks.failure_of`).
     ``paced``: :meth:`steps` yields after each batch of events, for a caller that hands
     them on between batches (astream); a run whose ``head`` delivers them itself (a task,
     stream()) passes False and saves the round trip through the generators per chunk.
@@ -140,8 +145,10 @@ class ResponseRun:
         response_id: str | None,
         redact: Callable[[Exception], Exception],
         paced: bool = True,
+        theirs: Callable[[BaseException], bool] = lambda _error: False,
     ) -> None:
         self._plan = plan
+        self._theirs = theirs
         self._paced = paced
         self._head = head
         self._response_id = response_id
@@ -179,7 +186,7 @@ class ResponseRun:
             try:
                 http_request = plan.build(request)
             except Exception as exc:  # a request that cannot even be built
-                self._fail(exc)
+                self._fail(failure_of(exc, "building the request"))
                 return
             self._ending = ending = _StepEnd(self._head)
             self._parser = parser = ParseStage(
@@ -193,7 +200,7 @@ class ResponseRun:
                     async for _ in body:
                         yield
             except Exception as exc:
-                parser.on_error(downstream_error(exc))  # type: ignore[arg-type]
+                parser.on_error(self._failure(exc))
             else:
                 parser.on_completed()
             if self.ended:
@@ -212,7 +219,7 @@ class ResponseRun:
             self._held = step_end
             running = asyncio.ensure_future(self._call_tools(ours, step, toolset))
             try:
-                while not running.done():
+                while not (running.done() or self.ended):
                     left = None if deadline is None else deadline - loop.time()
                     if left is not None and left <= 0:
                         break
@@ -347,6 +354,12 @@ class ResponseRun:
                 ) from exc
         return False
 
+    def _failure(self, error: Exception) -> Exception:
+        """What ``head`` fails with for ``error``, raised into a step's read: a ChatError
+        or the subscriber's own exception as it is, else a ChatError caused by it."""
+        error = downstream_error(error)  # type: ignore[assignment]
+        return error if self._theirs(error) else failure_of(error, "the response")
+
     def _tools_out_of_time(self, step: int) -> ChatTimeoutError:
         running = self._running
         what = f"tool {running.name!r}" if running is not None else "the tools"
@@ -402,7 +415,10 @@ class ResponseRun:
         """A running tool's progress report: pushed at once, and :meth:`steps` yields."""
         if self.ended:
             return
-        self._head.on_next(event)
+        try:
+            self._head.on_next(event)
+        except Exception as error:  # the subscriber's, or a bug: not the running tool's
+            self._fail(self._failure(error))
         progressed = self._progressed
         if progressed is not None and not progressed.done():
             progressed.set_result(None)

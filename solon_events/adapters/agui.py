@@ -412,4 +412,6 @@ def to_agui(
     """
     names = tuple(client_tools)
     history = None if messages is None else tuple(messages)
-    return translating(lambda: AguiEncoder(thread_id, run_id, client_tools=names, messages=history))
+    return translating(
+        lambda: AguiEncoder(thread_id, run_id, client_tools=names, messages=history), "to_agui()"
+    )

@@ -8,6 +8,7 @@ from typing import Any, Protocol, TypeVar
 from reactivex import Observable, abc
 from reactivex import create as rx_create
 
+from .._safe_callbacks import Callbacks, subscribe_safely
 from ..events import ChatEvent
 
 __all__ = ["Translator", "translating"]
@@ -26,30 +27,37 @@ class Translator(Protocol[_Out]):
 
 
 def translating(
-    factory: Callable[[], Translator[Any]],
+    factory: Callable[[], Translator[Any]], name: str = "translating()"
 ) -> Callable[[Observable[ChatEvent]], Observable[Any]]:
-    """A pipeable operator feeding each event to a fresh translator per subscription.
+    """A pipeable operator (``name``) feeding each event to a fresh translator per
+    subscription.
 
     A failure upstream first sends what the translator makes of it (nothing more when
-    the ERROR event already ended the response), then reaches ``on_error``.
+    the ERROR event already ended the response), then reaches ``on_error``. A translator
+    that raises ends the stream with a ChatError naming the operator.
     """
+
+    where = f"the {name} operator"
 
     def operator(source: Observable[ChatEvent]) -> Observable[Any]:
         def subscribe(
             observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            translator = factory()
+            def start() -> Callbacks:
+                translator = factory()
 
-            def on_next(event: ChatEvent) -> None:
-                for item in translator.feed(event):
-                    observer.on_next(item)
+                def on_next(event: ChatEvent) -> None:
+                    for item in translator.feed(event):
+                        observer.on_next(item)
 
-            def on_error(error: Exception) -> None:
-                for item in translator.fail(error):
-                    observer.on_next(item)
-                observer.on_error(error)
+                def on_error(error: Exception) -> None:
+                    for item in translator.fail(error):
+                        observer.on_next(item)
+                    observer.on_error(error)
 
-            return source.subscribe(on_next, on_error, observer.on_completed, scheduler=scheduler)
+                return on_next, on_error, observer.on_completed
+
+            return subscribe_safely(source, observer, scheduler, start, where=where)
 
         return rx_create(subscribe)
 

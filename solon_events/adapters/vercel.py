@@ -461,4 +461,6 @@ def to_vercel(
         model.prompt("Hi").stream().pipe(to_vercel()).subscribe(
             lambda chunk: print(vercel_sse(chunk).decode(), end=""))
     """
-    return translating(lambda: VercelEncoder(message_id, argument_deltas=argument_deltas))
+    return translating(
+        lambda: VercelEncoder(message_id, argument_deltas=argument_deltas), "to_vercel()"
+    )

@@ -423,6 +423,8 @@ def live(
     import reactivex
     from reactivex.disposable import CompositeDisposable, Disposable
 
+    from .._safe_callbacks import safe_callbacks
+
     if interval < 0:
         raise ValueError("interval must be >= 0 seconds")
 
@@ -447,7 +449,10 @@ def live(
                 view.close()
                 observer.on_completed()
 
-            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            callbacks = safe_callbacks(
+                observer, on_next, on_error, on_completed, where="the live() operator"
+            )
+            subscription = source.subscribe(*callbacks, scheduler=scheduler)
             return CompositeDisposable(subscription, Disposable(view.close))
 
         return reactivex.create(subscribe)

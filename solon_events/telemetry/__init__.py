@@ -60,6 +60,7 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
+from .._safe_callbacks import safe_callbacks
 from .._version import __version__
 from ..core.stages import Sink
 from ..events import ChatEvent
@@ -225,10 +226,15 @@ class Instrument:
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             stage = self.stage(observer)
+            callbacks = safe_callbacks(
+                observer,
+                stage.on_next,
+                stage.on_error,
+                stage.on_completed,
+                where="the instrument() operator",
+            )
             with stage.current():  # what the subscription schedules inherits the span
-                subscription = source.subscribe(
-                    stage.on_next, stage.on_error, stage.on_completed, scheduler=scheduler
-                )
+                subscription = source.subscribe(*callbacks, scheduler=scheduler)
 
             def dispose() -> None:
                 stage.cancel()
