@@ -10,7 +10,7 @@ import orjson
 import pytest
 import reactivex as rx
 from serving import sse_json, sse_payloads
-from wire_messages import Call, Message, Said, Thought, encode_all, events_of
+from wire_messages import Call, Message, Said, Thought, encode_all, events_of, read_back
 
 from solon_events import ChatEvent, ChatEventType, ChatHttpError, ProviderError
 from solon_events.adapters import (
@@ -38,7 +38,7 @@ MESSAGE = Message(
 
 
 def test_every_format_is_registered_by_its_dialect_name() -> None:
-    assert set(WIRE_FORMATS) >= {"openai", "anthropic"}
+    assert set(WIRE_FORMATS) >= {"openai", "openai-responses", "anthropic", "gemini"}
     for name, encoder in WIRE_FORMATS.items():
         assert issubclass(encoder, WireEncoder) and encoder.format == name
         assert wire_encoder(name, model="m").media_type == encoder.media_type
@@ -368,3 +368,256 @@ def test_anthropic_response_body() -> None:
     assert body["stop_reason"] == "tool_use" and body["model"] == "claude-x"
     assert body["usage"]["input_tokens"] == 8
     assert error_body("anthropic", 429)["error"]["type"] == "rate_limit_error"
+
+
+# ------------------------------------------------------------------ OpenAI Responses
+
+
+def responses_events(events: list[ChatEvent]) -> list[dict[str, Any]]:
+    """The data of each event of a Responses stream (checked to be named by its type and
+    numbered in order)."""
+    named = sse_named(encode_all(wire_encoder("openai-responses", model="gpt-x"), events))
+    assert all(name == data["type"] for name, data in named)
+    assert [data["sequence_number"] for _, data in named] == list(range(len(named)))
+    return [data for _, data in named]
+
+
+def test_responses_items_follow_each_other_and_complete_with_every_item_and_the_usage() -> None:
+    events = [ChatEvent(T.USAGE, usage=USAGE), *events_of(MESSAGE)]
+    written = responses_events(events)
+    assert [(e["type"].removeprefix("response."), e.get("output_index")) for e in written] == [
+        ("created", None),
+        ("in_progress", None),
+        ("output_item.added", 0),
+        ("reasoning_summary_part.added", 0),
+        ("reasoning_summary_text.delta", 0),
+        ("reasoning_summary_text.delta", 0),
+        ("reasoning_summary_text.done", 0),
+        ("reasoning_summary_part.done", 0),
+        ("output_item.done", 0),
+        ("output_item.added", 1),
+        ("content_part.added", 1),
+        ("output_text.delta", 1),
+        ("output_text.delta", 1),
+        ("output_text.done", 1),
+        ("content_part.done", 1),
+        ("output_item.done", 1),
+        ("output_item.added", 2),
+        ("function_call_arguments.delta", 2),
+        ("function_call_arguments.delta", 2),
+        ("function_call_arguments.done", 2),
+        ("output_item.done", 2),
+        ("completed", None),
+    ]
+    final = written[-1]["response"]
+    assert final["status"] == "completed" and final["model"] == "gpt-x"
+    assert [item["type"] for item in final["output"]] == ["reasoning", "message", "function_call"]
+    call = final["output"][2]
+    assert (call["call_id"], call["name"], call["arguments"]) == (
+        "call_1",
+        "get_weather",
+        '{"city": "Paris"}',
+    )
+    assert final["usage"] == {
+        "input_tokens": 12,
+        "input_tokens_details": {"cached_tokens": 4},
+        "output_tokens": 7,
+        "output_tokens_details": {"reasoning_tokens": 3},
+        "total_tokens": 19,
+    }
+    assert {e["response"]["id"] for e in written if "response" in e} == {final["id"]}
+
+
+@pytest.mark.parametrize(
+    ("reason", "status", "why"),
+    [
+        ("length", "incomplete", "max_output_tokens"),
+        ("SAFETY", "incomplete", "content_filter"),
+        ("tool_use", "completed", None),
+        ("end_turn", "completed", None),
+    ],
+)
+def test_responses_ends_incomplete_for_a_length_or_filter_stop(
+    reason: str, status: str, why: str | None
+) -> None:
+    end = ChatEvent(T.RESPONSE_END, response=ChatResponse(finish_reason=reason))
+    final = responses_events([end])[-1]
+    assert final["type"] == f"response.{status}"
+    details = final["response"]["incomplete_details"]
+    assert (details["reason"] if details else None) == why
+    body = response_body("openai-responses", ChatResponse(finish_reason=reason), model="m")
+    assert body["status"] == status and body["incomplete_details"] == details
+
+
+def test_responses_refusals_redacted_thinking_and_errors() -> None:
+    events = [
+        ChatEvent(T.THINKING_REDACTED, text="ZW5j"),
+        ChatEvent(T.REFUSAL_DELTA, text="I can"),
+        ChatEvent(T.REFUSAL_DELTA, text="not."),
+        ChatEvent(T.ERROR, error=ChatHttpError(429, "slow down")),
+    ]
+    written = responses_events(events)
+    reasoning = next(e["item"] for e in written if e["type"] == "response.output_item.done")
+    assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"] == "ZW5j"
+    assert [e["delta"] for e in written if e["type"] == "response.refusal.delta"] == [
+        "I can",
+        "not.",
+    ]
+    error, failed = written[-2:]
+    assert (error["type"], error["code"]) == ("error", "rate_limit_exceeded")
+    assert failed["type"] == "response.failed"
+    assert failed["response"]["error"]["code"] == "rate_limit_exceeded"
+    # the refusal part was never closed: the response failed in the middle of it
+    assert not any(e["type"] == "response.refusal.done" for e in written)
+
+
+def test_responses_a_server_tools_item_keeps_its_place_until_its_result() -> None:
+    call = ToolCall(id="ws_1", name="web_search")
+    result = {"type": "web_search_call", "id": "ws_up", "status": "completed",
+              "action": {"type": "search", "query": "a"}}  # fmt: skip
+    events = [
+        ChatEvent(T.SERVER_TOOL_START, tool_call_id="ws_1", sub_type="web_search", tool_call=call),
+        ChatEvent(T.TEXT_DELTA, text="Searching"),
+        ChatEvent(T.SERVER_TOOL_RESULT, tool_call_id="ws_1", sub_type="web_search", raw=result),
+        ChatEvent(T.RESPONSE_END, response=ChatResponse()),
+    ]
+    written = responses_events(events)
+    placed = [
+        (e["type"].removeprefix("response.output_item."), e["output_index"], e["item"]["type"])
+        for e in written
+        if e["type"].startswith("response.output_item.")
+    ]
+    assert placed == [
+        ("added", 0, "web_search_call"),
+        ("added", 1, "message"),
+        ("done", 1, "message"),
+        ("done", 0, "web_search_call"),
+    ]
+    final = written[-1]["response"]["output"]
+    assert final[0]["action"] == result["action"] and final[0]["id"] == written[2]["item"]["id"]
+
+
+def test_responses_response_body() -> None:
+    response = ChatResponse(
+        message=AssistantMessage(
+            text="Hi",
+            thinking="hm",
+            tool_calls=[ToolCall(id="call_1", name="f", arguments_str='{"a": 1}')],
+        ),
+        usage=USAGE,
+        finish_reason="tool_calls",
+    )
+    body = response_body("openai-responses", response, model="gpt-x")
+    assert body["object"] == "response" and body["status"] == "completed"
+    assert [item["type"] for item in body["output"]] == ["reasoning", "message", "function_call"]
+    assert body["output"][0]["summary"] == [{"type": "summary_text", "text": "hm"}]
+    assert body["output"][1]["content"][0]["text"] == "Hi"
+    assert body["output"][2]["arguments"] == '{"a": 1}'
+    assert body["usage"]["input_tokens_details"] == {"cached_tokens": 4}
+    assert error_body("openai-responses", 404)["error"]["code"] == "model_not_found"
+
+
+# ------------------------------------------------------------------ Gemini
+
+
+def gemini_chunks(body: bytes) -> list[dict[str, Any]]:
+    """Each ``data:`` payload of a Gemini stream (checked to use CRLF line ends)."""
+    events = body.split(b"\r\n\r\n")
+    assert events[-1] == b"" and all(e.startswith(b"data: ") for e in events[:-1])
+    return [orjson.loads(e.removeprefix(b"data: ")) for e in events[:-1]]
+
+
+def test_gemini_each_delta_is_a_response_and_the_last_has_the_reason_and_usage() -> None:
+    chunks = gemini_chunks(encode_all(wire_encoder("gemini", model="gemini-x"), events_of(MESSAGE)))
+    parts = [chunk["candidates"][0]["content"]["parts"] for chunk in chunks]
+    assert parts == [
+        [{"text": "Let me ", "thought": True}],
+        [{"text": "think.", "thought": True}],
+        [{"text": "", "thought": True, "thoughtSignature": "sig=="}],
+        [{"text": "Hel"}],
+        [{"text": "lo"}],
+        [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_1"}}],
+        [{"text": ""}],
+    ]
+    assert {(c["modelVersion"], c["responseId"]) for c in chunks} == {
+        ("gemini-x", chunks[0]["responseId"])
+    }
+    last = chunks[-1]
+    assert last["candidates"][0]["finishReason"] == "STOP"  # tool calls too
+    assert last["usageMetadata"] == {
+        "promptTokenCount": 12,
+        "candidatesTokenCount": 4,  # 7 completion tokens, 3 of them thinking
+        "thoughtsTokenCount": 3,
+        "cachedContentTokenCount": 4,
+        "totalTokenCount": 19,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 12}],
+    }
+    assert all("usageMetadata" not in c for c in chunks[:-1])  # no usage was known yet
+
+
+def test_gemini_streams_arguments_as_partial_args_when_asked() -> None:
+    call = Call("c1", "f", ('{"q": "a long query string", ', '"n": [1, true, null]}'))
+
+    def encoded(call: Call) -> bytes:
+        encoder = wire_encoder("gemini", model="m", stream_arguments=True)
+        return encode_all(encoder, events_of(Message((call,))))
+
+    chunks = gemini_chunks(encoded(call))
+    calls = [c["candidates"][0]["content"]["parts"][0].get("functionCall") for c in chunks]
+    assert calls[0] == {"name": "f", "willContinue": True, "id": "c1"}
+    entries = [e for c in calls[1:-2] for e in c["partialArgs"]]
+    assert entries == [
+        {"jsonPath": "$.q", "stringValue": "a long query str", "willContinue": True},
+        {"jsonPath": "$.q", "stringValue": "ing", "willContinue": True},
+        {"jsonPath": "$.q", "stringValue": ""},
+        {"jsonPath": "$.n[0]", "numberValue": 1},
+        {"jsonPath": "$.n[1]", "boolValue": True},
+        {"jsonPath": "$.n[2]", "nullValue": None},
+    ]
+    assert calls[-2] == {}  # the closing part
+    calls_read, errors = read_calls(encoded(call))
+    assert calls_read == [("c1", "f", {"q": "a long query string", "n": [1, True, None]})]
+    assert errors == []
+
+
+def read_calls(body: bytes) -> tuple[list[Any], list[Exception]]:
+    """The tool calls the gemini dialect reads from ``body``: (id, name, arguments)."""
+    events, errors = read_back("gemini", body)
+    ends = [e.tool_call for e in events if e.type is T.TOOL_CALL_END and e.tool_call]
+    return [(c.id, c.name, c.arguments) for c in ends], errors
+
+
+def test_gemini_finish_words_errors_and_body() -> None:
+    def reason(said: str) -> str:
+        end = ChatEvent(T.RESPONSE_END, response=ChatResponse(finish_reason=said))
+        body = encode_all(wire_encoder("gemini", model="m"), [end])
+        return str(gemini_chunks(body)[-1]["candidates"][0]["finishReason"])
+
+    assert [reason(r) for r in ("end_turn", "length", "refusal", "RECITATION")] == [
+        "STOP",
+        "MAX_TOKENS",
+        "SAFETY",
+        "RECITATION",
+    ]
+    failed = [ChatEvent(T.TEXT_DELTA, text="Hi"), ChatEvent(T.ERROR, error=ChatHttpError(429, "x"))]
+    last = gemini_chunks(encode_all(wire_encoder("gemini", model="m"), failed))[-1]
+    assert last == {"error": {"code": 429, "message": "x", "status": "RESOURCE_EXHAUSTED"}}
+    response = ChatResponse(
+        message=AssistantMessage(
+            text="Hi",
+            thinking="hm",
+            tool_calls=[ToolCall(id="c1", name="f", arguments_str='{"a": 1}')],
+            metadata={"thinking_signature": "c2ln"},
+        ),
+        usage=USAGE,
+        finish_reason="tool_calls",
+    )
+    body = response_body("gemini", response, model="gemini-x")
+    [candidate] = body["candidates"]
+    assert candidate["content"]["parts"] == [
+        {"text": "hm", "thought": True, "thoughtSignature": "c2ln"},
+        {"text": "Hi"},
+        {"functionCall": {"name": "f", "args": {"a": 1}, "id": "c1"}},
+    ]
+    assert candidate["finishReason"] == "STOP" and body["modelVersion"] == "gemini-x"
+    assert error_body("gemini", 404)["error"]["status"] == "NOT_FOUND"

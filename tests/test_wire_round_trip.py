@@ -22,6 +22,7 @@ from wire_messages import (
     encode_all,
     events_of,
     expected,
+    finish_said,
     messages,
     read_back,
     semantic,
@@ -149,3 +150,93 @@ def assert_anthropic_message(message: Any, response: ChatResponse, said: Message
     assert message.usage.input_tokens == (
         usage.prompt_tokens - usage.cache_read_input_tokens - usage.cache_creation_input_tokens
     )
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=messages.filter(_finished))
+def test_the_openai_sdk_reads_what_a_responses_stream_said(
+    bodies: BodyServer, message: Message
+) -> None:
+    openai = pytest.importorskip("openai")
+    encoder = wire_encoder("openai-responses", model="gpt-x")
+    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    client = openai.OpenAI(base_url=bodies.url + "/v1", api_key="test", max_retries=0)
+    with client.responses.stream(model="gpt-x", input="hi") as stream:
+        ends = [e for e in stream if e.type in ("response.completed", "response.incomplete")]
+    response = message.response()
+    assert len(ends) == 1
+    assert_openai_response(ends[0].response, response)
+
+    body = response_body("openai-responses", response, model="gpt-x")
+    bodies.answer(orjson.dumps(body), "application/json")
+    assert_openai_response(client.responses.create(model="gpt-x", input="hi"), response)
+
+
+def assert_openai_response(said: Any, response: ChatResponse) -> None:
+    items = said.output
+    assert said.output_text == response.text
+    summaries = [s.text for i in items if i.type == "reasoning" for s in i.summary]
+    assert "".join(summaries) == response.thinking
+    encrypted = [
+        i.encrypted_content for i in items if i.type == "reasoning" and i.encrypted_content
+    ]
+    assert encrypted == list(response.message.metadata.get("redacted_thinking", ()))
+    calls = [
+        (i.call_id, i.name, json.loads(i.arguments)) for i in items if i.type == "function_call"
+    ]
+    assert calls == [(c.id, c.name, c.arguments) for c in response.tool_calls]
+    kind = response_finish_kind(response)
+    if kind in ("length", "content_filter"):
+        assert said.status == "incomplete"
+        assert finish_kind(said.incomplete_details.reason) == kind
+    else:
+        assert said.status == "completed" and said.incomplete_details is None
+    usage = response.usage
+    assert usage is not None
+    assert said.usage.input_tokens == usage.prompt_tokens
+    assert said.usage.output_tokens == usage.completion_tokens
+    assert said.usage.input_tokens_details.cached_tokens == usage.cache_read_input_tokens
+    assert said.usage.output_tokens_details.reasoning_tokens == usage.thinking_tokens
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=messages.filter(_finished))
+def test_the_google_genai_sdk_reads_what_a_gemini_stream_said(
+    bodies: BodyServer, message: Message
+) -> None:
+    genai = pytest.importorskip("google.genai")
+    encoder = wire_encoder("gemini", model="gemini-x")
+    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    client = genai.Client(api_key="test", http_options={"base_url": bodies.url})
+    chunks = list(client.models.generate_content_stream(model="gemini-x", contents="hi"))
+    response = message.response()
+    parts = [part for chunk in chunks for part in chunk.candidates[0].content.parts or ()]
+    assert_gemini_content(parts, chunks[-1], response)
+
+    body = response_body("gemini", response, model="gemini-x")
+    bodies.answer(orjson.dumps(body), "application/json")
+    whole = client.models.generate_content(model="gemini-x", contents="hi")
+    assert_gemini_content(whole.candidates[0].content.parts or [], whole, response)
+
+
+def assert_gemini_content(parts: list[Any], last: Any, response: ChatResponse) -> None:
+    texts = "".join(p.text or "" for p in parts if not p.thought and p.function_call is None)
+    thinking = "".join(p.text or "" for p in parts if p.thought)
+    assert (texts, thinking) == (response.text, response.thinking)
+    calls = [(p.function_call.id, p.function_call.name, p.function_call.args or {})
+             for p in parts if p.function_call is not None]  # fmt: skip
+    assert calls == [(c.id, c.name, c.arguments) for c in response.tool_calls]
+    [candidate] = last.candidates
+    said = finish_kind(candidate.finish_reason.value, bool(calls))
+    assert said == finish_said(response, LOSSES["gemini"])
+    usage = response.usage
+    assert usage is not None
+    metadata = last.usage_metadata
+    assert metadata.prompt_token_count == usage.prompt_tokens
+    assert (metadata.thoughts_token_count or 0) == usage.thinking_tokens
+    assert metadata.candidates_token_count == usage.completion_tokens - usage.thinking_tokens
+    assert (metadata.cached_content_token_count or 0) == usage.cache_read_input_tokens

@@ -12,6 +12,7 @@ strategy.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 from collections.abc import Iterable, Sequence
@@ -21,7 +22,11 @@ import attrs
 from hypothesis import strategies as st
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, replay
-from solon_events.adapters.provider_formats.base import error_message, finish_kind
+from solon_events.adapters.provider_formats.base import (
+    error_message,
+    finish_kind,
+    response_finish_kind,
+)
 from solon_events.errors import ProviderError
 from solon_events.results import AssistantMessage, ChatResponse, ToolCall, Usage
 
@@ -34,6 +39,7 @@ __all__ = [
     "encode_all",
     "events_of",
     "expected",
+    "finish_said",
     "messages",
     "read_back",
     "semantic",
@@ -177,11 +183,20 @@ USAGE_FIELDS = (
 LOSSES: dict[str, frozenset[str]] = {
     "openai": frozenset({"signature", "redacted", "cache_creation_input_tokens"}),
     "anthropic": frozenset({"thinking_tokens"}),
+    "gemini": frozenset(
+        {"redacted", "cache_creation_input_tokens", "tool_calls_finish", "args_deltas"}
+    ),
+    "openai-responses": frozenset(
+        {"signature", "cache_creation_input_tokens", "tool_calls_finish", "thinking_parts"}
+    ),
 }
 """What each format cannot carry: ``signature`` (thinking signatures), ``redacted``
 (redacted thinking), ``call_ids`` (tool call ids), ``args_deltas`` (arguments come whole,
-not in the fragments streamed), and the :class:`~solon_events.Usage` fields it has no
-count for."""
+not in the fragments streamed), ``tool_calls_finish`` (no finish word for tool calls: a
+response that says it stopped for tool calls but made none just stops),
+``thinking_parts`` (the dialect reads each thinking block after the first with a
+``"\n\n"`` before it, as it separates the provider's summary parts), and the
+:class:`~solon_events.Usage` fields it has no count for."""
 
 
 def semantic(events: Sequence[ChatEvent], losses: frozenset[str] = frozenset()) -> list[Any]:
@@ -224,16 +239,43 @@ def semantic(events: Sequence[ChatEvent], losses: frozenset[str] = frozenset()) 
             response = event.response
             assert response is not None
             usage = event.usage or Usage()
-            said.append(("finish", finish_kind(response.finish_reason, bool(calls))))
+            finish = finish_kind(response.finish_reason, bool(calls))
+            if finish == "tool_calls" and not calls and "tool_calls_finish" in losses:
+                finish = "stop"
+            said.append(("finish", finish))
             said.append(("usage", {f: getattr(usage, f) for f in USAGE_FIELDS if f not in losses}))
         elif kind is T.ERROR:
             said.append(("error", error_message(event.error).removeprefix("provider error: ")))
     return [tuple(item[:4]) if item[0] == "call" else item for item in said]
 
 
+def finish_said(response: ChatResponse, losses: frozenset[str]) -> str:
+    """The finish kind a format says for ``response`` (a tool-call finish without calls
+    stops where the format has no word for it, ``tool_calls_finish``)."""
+    kind = response_finish_kind(response)
+    if kind == "tool_calls" and not response.tool_calls and "tool_calls_finish" in losses:
+        return "stop"
+    return kind
+
+
 def expected(message: Message, losses: frozenset[str]) -> list[Any]:
     """What ``message`` says, as :func:`semantic` reads it."""
+    if "thinking_parts" in losses:
+        message = _thinking_separated(message)
     return semantic(events_of(message), losses)
+
+
+def _thinking_separated(message: Message) -> Message:
+    """``message`` with ``"\n\n"`` before each thinking block's text but the first's."""
+    blocks: list[Block] = []
+    seen = False
+    for block in message.blocks:
+        if isinstance(block, Thought) and block.deltas:
+            if seen:
+                block = attrs.evolve(block, deltas=("\n\n", *block.deltas))
+            seen = True
+        blocks.append(block)
+    return attrs.evolve(message, blocks=tuple(blocks))
 
 
 # ------------------------------------------------------------------ strategies
@@ -263,15 +305,15 @@ def _call(draw: st.DrawFn) -> Call:
 
 
 _said = st.builds(Said, st.lists(_texts, min_size=1, max_size=4).map(tuple))
+_opaque = st.binary(min_size=6, max_size=30).map(lambda data: base64.b64encode(data).decode())
+"""Signatures and redacted thinking: base64, as every provider sends them."""
 _thought = st.one_of(
     st.builds(
         Thought,
         st.lists(_texts, min_size=1, max_size=4).map(tuple),
-        st.one_of(st.none(), st.from_regex(r"[A-Za-z0-9+/]{8,40}=?", fullmatch=True)),
+        st.one_of(st.none(), _opaque),
     ),
-    st.builds(
-        Thought, st.just(()), st.none(), st.from_regex(r"[A-Za-z0-9+/]{8,40}", fullmatch=True)
-    ),
+    st.builds(Thought, st.just(()), st.none(), _opaque),
 )
 
 

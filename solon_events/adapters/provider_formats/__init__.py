@@ -2,12 +2,14 @@
 
 Each module writes one format, named as the dialect that reads it:
 
-=====================  ===============================================  ==========================
-format                 what it writes                                   module
-=====================  ===============================================  ==========================
-``"openai"``           Chat Completions chunks (SSE), ``[DONE]``        :mod:`.openai_chat`
-``"anthropic"``        Messages events (SSE with ``event:`` lines)      :mod:`.anthropic`
-=====================  ===============================================  ==========================
+========================  ==============================================  ==========================
+format                    what it writes                                  module
+========================  ==============================================  ==========================
+``"openai"``              Chat Completions chunks (SSE), ``[DONE]``       :mod:`.openai_chat`
+``"openai-responses"``    Responses events (SSE with ``event:`` lines)    :mod:`.openai_responses`
+``"anthropic"``           Messages events (SSE with ``event:`` lines)     :mod:`.anthropic`
+``"gemini"``              ``GenerateContentResponse`` SSE events          :mod:`.gemini`
+========================  ==============================================  ==========================
 
 :func:`wire_encoder` makes the sans-I/O encoder of one streamed response
 (:class:`~.base.WireEncoder`: ``encode(event) -> bytes``, ``close() -> bytes``,
@@ -32,12 +34,16 @@ from ...events import ChatEvent
 from ...results import ChatResponse
 from .anthropic import AnthropicEncoder
 from .base import WireEncoder
+from .gemini import GeminiEncoder
 from .openai_chat import OpenAIChatEncoder
+from .openai_responses import OpenAIResponsesEncoder
 
 __all__ = [
     "WIRE_FORMATS",
     "AnthropicEncoder",
+    "GeminiEncoder",
     "OpenAIChatEncoder",
+    "OpenAIResponsesEncoder",
     "WireEncoder",
     "error_body",
     "response_body",
@@ -46,7 +52,15 @@ __all__ = [
 ]
 
 WIRE_FORMATS: Mapping[str, type[WireEncoder]] = MappingProxyType(
-    {encoder.format: encoder for encoder in (OpenAIChatEncoder, AnthropicEncoder)}
+    {
+        encoder.format: encoder
+        for encoder in (
+            OpenAIChatEncoder,
+            OpenAIResponsesEncoder,
+            AnthropicEncoder,
+            GeminiEncoder,
+        )
+    }
 )
 """Each wire format's encoder class, by the format's (and its dialect's) name."""
 

@@ -51,7 +51,7 @@ Payload = Mapping[str, Any] | str
 FinishKind = Literal["stop", "length", "tool_calls", "content_filter"]
 """A finish reason in the words every format has one for."""
 
-BlockKind = Literal["text", "thinking", "call", "server_tool", "image"]
+BlockKind = Literal["text", "thinking", "call", "server_tool", "image", "refusal"]
 
 _ALNUM = string.ascii_letters + string.digits
 
@@ -270,7 +270,8 @@ class Block:
     """One content block of the message being written, as the format's hooks see it.
 
     ``kind`` is ``"text"``, ``"thinking"``, ``"call"`` (a client tool call),
-    ``"server_tool"`` (a tool the provider ran) or ``"image"``. A call has its ``id`` (the
+    ``"server_tool"`` (a tool the provider ran), ``"image"`` or ``"refusal"`` (in the
+    formats whose :attr:`~WireEncoder.refusal_blocks` is true). A call has its ``id`` (the
     event's, else one the format makes up), ``name`` and the argument ``fragments`` written
     so far; ``index`` is for the format to use (its position in the message, say).
     """
@@ -330,6 +331,9 @@ class WireEncoder:
     (Anthropic's ``stop_sequence``, say)."""
     call_id_prefix: ClassVar[str] = "call_"
     """How the format's tool call ids begin, for calls that come without one."""
+    refusal_blocks: ClassVar[bool] = False
+    """Whether refusal deltas go in a ``"refusal"`` block of their own (opened and closed
+    as the others), rather than beside the open one."""
 
     def __init__(self, model: str) -> None:
         self.model = model
@@ -533,7 +537,7 @@ class WireEncoder:
         return payloads
 
     def _content(self, kind: BlockKind, fresh: bool = False) -> tuple[Block, list[Payload]]:
-        """The open block of ``kind`` (text or thinking), opened when needed."""
+        """The open block of ``kind`` (text, thinking or refusal), opened when needed."""
         block = self._block
         if block is not None and block.kind == kind and not fresh:
             return block, []
@@ -678,7 +682,12 @@ class WireEncoder:
         return self._block is not None and self._block.kind == kind
 
     def _on_refusal(self, event: ChatEvent) -> list[Payload]:
-        return self._start() + self.refusal(event.text) if event.text else []
+        if not event.text:
+            return []
+        if self.refusal_blocks:
+            payloads = self._content("refusal")[1]
+            return payloads + self.refusal(event.text)
+        return self._start() + self.refusal(event.text)
 
     def _on_citation(self, event: ChatEvent) -> list[Payload]:
         return self.citation(event)
