@@ -571,6 +571,13 @@ class _CallerRun:
         if uncancel is not None:
             uncancel()
 
+    def release(self) -> None:
+        """The response has ended: let go of its task. A task cancelled in the response
+        keeps the CancelledError, whose traceback keeps the frame that holds this run: a
+        reference cycle that kept each such response's buffers until Python's cyclic
+        collector ran."""
+        self._task = None
+
 
 @attrs.frozen
 class ChatPrompt:
@@ -820,6 +827,7 @@ class ChatPrompt:
                 raise gathered.error
         finally:
             lifecycle.release(caller)
+            caller.release()
             if recording is not None and not gathered.ended:
                 recording.cancel()
 

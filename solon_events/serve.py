@@ -42,9 +42,12 @@ request's connection. Without Redis, a client that disconnects cancels the model
 at once (the connection is watched while the model is silent, too), and ``POST /stop``
 ends its stream with the protocol's abort; a client that reads slower than
 the model writes is served through the socket's drain, and once more than ``max_buffer``
-bytes wait for it the model request is stopped and the stream ends with the protocol's
-error event (with Redis, the events wait in Redis, bounded by its ``maxlen``). Failures
-always end the stream with the protocol's error event.
+bytes wait for it (or ``max_total_buffer`` for all clients together) the model request
+is stopped and the stream ends with the protocol's error event (with Redis, the events
+wait in Redis, bounded by its ``maxlen``). A client that reads nothing for
+``write_timeout`` seconds while a write to it waits is dropped: its connection is
+aborted, what waited for it is freed, and its model request is cancelled (with Redis,
+``on_disconnect`` says). Failures always end the stream with the protocol's error event.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ import asyncio
 import contextlib
 import hmac
 import inspect
+import socket
+import struct
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
@@ -81,6 +87,11 @@ MAX_BODY = 1024 * 1024
 """The default cap on a request body: 1 MiB."""
 MAX_BUFFER = 8 * 1024 * 1024
 """The default cap on encoded events waiting for a slow client: 8 MiB."""
+MAX_TOTAL_BUFFER = 128 * 1024 * 1024
+"""The default cap on encoded events waiting for slow clients, all together: 128 MiB."""
+WRITE_TIMEOUT = 60.0
+"""The default time a client may read nothing while a write to it waits: 60 s."""
+_WRITE_CHUNK = 64 * 1024
 MAX_DEPTH = 200
 """How deep a request body may nest arrays and objects: what a provider's request wraps
 around it must stay under the 254 levels that orjson encodes."""
@@ -228,18 +239,33 @@ class _Wire:
         return [self.frame(item) for item in self.translator.fail(error, text)]
 
 
+class _Backlog:
+    """The bytes waiting for the gateway's clients, all together, and their cap."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+
+
 class _Outbox:
     """The SSE events of one response on their way to its client.
 
     The response's events are encoded as they come (:meth:`feed`, then :meth:`fail` or
     :meth:`close`), on the server's loop. ``limit`` bounds the bytes waiting for the
-    client: past it, ``on_overflow`` runs (it stops the model request) and the stream
-    ends with the protocol's error event.
+    client, and ``backlog`` those waiting for every client (a client that reads along,
+    with less than a write's worth waiting, is never stopped by it): past either,
+    ``on_overflow`` runs (it stops the model request) and the stream ends with the
+    protocol's error event. :meth:`get` hands the waiting bytes out a write's worth at a
+    time, so that no more than that sits in the connection's buffer; :meth:`discard`
+    drops what the client will not read.
     """
 
-    def __init__(self, wire: _Wire, limit: int, on_overflow: Callable[[], None]) -> None:
+    def __init__(
+        self, wire: _Wire, limit: int, backlog: _Backlog, on_overflow: Callable[[], None]
+    ) -> None:
         self._wire = wire
         self._limit = limit
+        self._backlog = backlog
         self._on_overflow = on_overflow
         self._items: deque[bytes] = deque()
         self._size = 0
@@ -257,15 +283,20 @@ class _Outbox:
         self.started.set()
         self._add(self._wire.encode(event))
         if self._size > self._limit:
-            self._on_overflow()
-            waiting = self._size
-            self.fail(
-                ChatError(
-                    f"the client read too slowly: {waiting} bytes were waiting for it "
-                    f"(the limit is {self._limit}), so the response was stopped"
-                ),
-                None,
+            self._overflow(
+                f"the client read too slowly: {self._size} bytes were waiting for it "
+                f"(the limit is {self._limit}), so the response was stopped"
             )
+        elif self._size > _WRITE_CHUNK and self._backlog.size > self._backlog.limit:
+            self._overflow(
+                f"the gateway's clients read too slowly: {self._backlog.size} bytes were "
+                f"waiting for them (the limit is {self._backlog.limit}), {self._size} for "
+                "this one, so its response was stopped"
+            )
+
+    def _overflow(self, reason: str) -> None:
+        self._on_overflow()
+        self.fail(ChatError(reason), None)
 
     def fail(self, error: BaseException | None, text: str | None = None) -> None:
         """End the stream with the protocol's error event (unless it has ended)."""
@@ -288,19 +319,37 @@ class _Outbox:
         for item in items:
             self._items.append(item)
             self._size += len(item)
+            self._backlog.size += len(item)
         self._wake.set()
 
     async def get(self) -> bytes | None:
-        """The next SSE event (several, joined, when they are waiting), None at the end."""
+        """The next SSE events (those waiting, joined, up to about a write's worth), None
+        at the end."""
         while not self._items:
             if self._closed:
                 return None
             self._wake.clear()
             await self._wake.wait()
-        data = b"".join(self._items)
-        self._items.clear()
-        self._size = 0
+        items = self._items
+        if self._size <= _WRITE_CHUNK:
+            data = b"".join(items)
+            items.clear()
+        else:
+            taken = [items.popleft()]
+            size = len(taken[0])
+            while items and size + len(items[0]) <= _WRITE_CHUNK:
+                size += len(items[0])
+                taken.append(items.popleft())
+            data = b"".join(taken)
+        self._size -= len(data)
+        self._backlog.size -= len(data)
         return data
+
+    def discard(self) -> None:
+        """Drop what waits (the client is gone)."""
+        self._backlog.size -= self._size
+        self._size = 0
+        self._items.clear()
 
 
 class _HttpError(Exception):
@@ -332,11 +381,66 @@ def _host_name(host: str) -> str:
     return host.partition(":")[0].rstrip(".")
 
 
-async def _disconnected(request: web.BaseRequest) -> None:
-    """Return once the client's connection is closed (polled: aiohttp has no callback)."""
+class _Client:
+    """A response's way to its client, watched for progress: while a write to it waits
+    (the connection's buffers are full), :meth:`stalled` says whether the client has taken
+    nothing from them for ``write_timeout`` seconds (None: never)."""
+
+    def __init__(self, response: web.StreamResponse, write_timeout: float | None) -> None:
+        self._response = response
+        self._timeout = write_timeout
+        self._since: float | None = None
+        self._unsent = 0
+
+    async def write(self, data: bytes) -> None:
+        """Write ``data`` (it waits while the client's buffers are full)."""
+        self._since = time.monotonic()
+        try:
+            await self._response.write(data)
+        finally:
+            self._since = None
+
+    async def write_eof(self) -> None:
+        """End the response."""
+        self._since = time.monotonic()
+        try:
+            await self._response.write_eof()
+        finally:
+            self._since = None
+
+    def stalled(self, transport: asyncio.Transport) -> bool:
+        """Whether a write has waited ``write_timeout`` seconds and the client took nothing
+        of what waits in ``transport`` (its connection) meanwhile."""
+        if self._timeout is None or self._since is None:
+            return False
+        unsent = transport.get_write_buffer_size()
+        now = time.monotonic()
+        if unsent < self._unsent:  # the client read: the kernel took some more
+            self._since = now
+        self._unsent = unsent
+        return now - self._since >= self._timeout
+
+
+def _drop(transport: asyncio.Transport) -> None:
+    """Close a connection at once, with a reset: the bytes its client left unread are
+    dropped too (a plain close would keep them, and the connection, until it reads)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+
+
+async def _disconnected(request: web.BaseRequest, client: _Client | None = None) -> None:
+    """Return once the client's connection is closed (polled: aiohttp has no callback),
+    or once ``client`` has read nothing for its write timeout (its connection is then
+    aborted)."""
     while True:
         transport = request.transport
         if transport is None or transport.is_closing():
+            return
+        if client is not None and client.stalled(transport):
+            _drop(transport)
             return
         await asyncio.sleep(_WATCH_INTERVAL)
 
@@ -348,7 +452,10 @@ class Gateway:
 
     ``tools`` are the only tools that run on the server. ``token``: when set, every
     request but the page's needs ``Authorization: Bearer <token>``. ``max_body`` caps
-    request bodies (bytes); ``max_buffer`` caps what waits for a slow client (bytes).
+    request bodies (bytes); ``max_buffer`` caps what waits for a slow client (bytes), and
+    ``max_total_buffer`` what waits for all of them (a response that adds to it past the
+    cap is stopped, unless its client reads along); a client that reads nothing for
+    ``write_timeout`` seconds while a write waits for it is dropped (None: never).
     ``cors_origins``: the origins (``"https://app.example"``) allowed to call from a
     browser; none by default. ``allowed_hosts``: host names (``"chat.example"``, any port)
     answered besides the loopback ones; without a token, a request whose ``Host`` names
@@ -372,6 +479,8 @@ class Gateway:
         token: str | None = None,
         max_body: int = MAX_BODY,
         max_buffer: int = MAX_BUFFER,
+        max_total_buffer: int = MAX_TOTAL_BUFFER,
+        write_timeout: float | None = WRITE_TIMEOUT,
         cors_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
         redis: str | RedisStreamLog | None = None,
@@ -383,13 +492,20 @@ class Gateway:
             raise ValueError("on_disconnect='continue' needs redis: nobody could read the rest")
         if token is not None and not token:
             raise ValueError("token must be a non-empty string, or None for no token")
-        if max_body <= 0 or max_buffer <= 0:
-            raise ValueError("max_body and max_buffer must be positive byte counts")
+        if max_body <= 0 or max_buffer <= 0 or max_total_buffer <= 0:
+            raise ValueError(
+                "max_body, max_buffer and max_total_buffer must be positive byte counts"
+            )
+        if write_timeout is not None and not write_timeout > 0:
+            raise ValueError("write_timeout must be a positive number of seconds, or None")
         self.model = model
         self.tools = ToolSet(tools)
         self._token = token.encode() if token else None
         self.max_body = max_body
         self.max_buffer = max_buffer
+        self.max_total_buffer = max_total_buffer
+        self.write_timeout = write_timeout
+        self._backlog = _Backlog(max_total_buffer)
         self.cors_origins = frozenset(o.rstrip("/") for o in cors_origins)
         self.allowed_hosts = frozenset(h.lower().rstrip(".") for h in allowed_hosts)
         if isinstance(redis, str):
@@ -631,9 +747,10 @@ class Gateway:
         running: list[asyncio.Task[None]] = []
 
         def stop() -> None:  # cancelling the reading task closes the model's connection
-            running[0].cancel()
+            for task in running:
+                task.cancel()
 
-        outbox = _Outbox(wire, self.max_buffer, stop)
+        outbox = _Outbox(wire, self.max_buffer, self._backlog, stop)
         running.append(asyncio.ensure_future(_read(events, outbox)))
         rid = None
         try:
@@ -642,11 +759,16 @@ class Gateway:
             rid = outbox.response_id
             if rid:
                 self._running[rid] = stop
-            response, _gone = await self._send(request, wire, rid, lambda r: _pump(outbox, r))
+            response, _gone = await self._send(request, wire, rid, lambda c: _pump(outbox, c))
             return response
         finally:
             stop()
             await asyncio.wait(running)
+            # A cancelled task keeps its CancelledError, whose traceback keeps the outbox
+            # and so stop() and this list: let go of the task, not to wait for the cyclic
+            # collector to free what the response held.
+            running.clear()
+            outbox.discard()
             if rid:
                 self._running.pop(rid, None)
 
@@ -679,7 +801,7 @@ class Gateway:
             self._running[rid or ""] = stored.stop
             log = self.log
             response, gone = await self._send(
-                request, wire, rid, lambda r: send_entries(log, key, None, r, _WIRES[wire.kind]())
+                request, wire, rid, lambda c: send_entries(log, key, None, c, _WIRES[wire.kind]())
             )
             return response
         finally:
@@ -706,7 +828,7 @@ class Gateway:
             raise _HttpError(404, f"no response {response_id} to resume (unknown, or expired)")
         log, wire = self.log, _WIRES[kind]()
         response, _gone = await self._send(
-            request, wire, response_id, lambda r: send_entries(log, key, after, r, wire)
+            request, wire, response_id, lambda c: send_entries(log, key, after, c, wire)
         )
         return response
 
@@ -715,19 +837,24 @@ class Gateway:
         request: web.Request,
         wire: _Wire,
         response_id: str | None,
-        pump: Callable[[web.StreamResponse], Awaitable[None]],
+        pump: Callable[[_Client], Awaitable[None]],
     ) -> tuple[web.StreamResponse, bool]:
         """Start the SSE response and run ``pump`` into it until it ends or the client
-        leaves; the response, and whether the client left first."""
+        leaves (or reads nothing for ``write_timeout`` seconds: it is dropped); the
+        response, and whether the client left first."""
         headers = {**wire.headers, **self._cors_headers(request)}
         if response_id:
             headers["x-response-id"] = response_id
         response = web.StreamResponse(headers=headers)
+        client = _Client(response, self.write_timeout)
+
+        async def send() -> None:
+            await pump(client)
+            await client.write_eof()
+
         try:
             await response.prepare(request)
-            finished = await _until(pump(response), request)
-            if finished:
-                await response.write_eof()
+            finished = await _until(send(), request, client)
             return response, not finished
         except ConnectionError:
             return response, True
@@ -771,10 +898,13 @@ class Gateway:
             await self.log.aclose()
 
 
-async def _until(work: Awaitable[Any], request: web.BaseRequest) -> bool:
-    """Run ``work`` until it is done (True) or the client disconnects first (False)."""
+async def _until(
+    work: Awaitable[Any], request: web.BaseRequest, client: _Client | None = None
+) -> bool:
+    """Run ``work`` until it is done (True) or the client disconnects first, or stops
+    reading ``client``'s writes (False)."""
     task = asyncio.ensure_future(work)
-    watch = asyncio.ensure_future(_disconnected(request))
+    watch = asyncio.ensure_future(_disconnected(request, client))
     try:
         await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
         if task.done():
@@ -802,15 +932,15 @@ async def _read(events: AsyncIterator[ChatEvent], outbox: _Outbox) -> None:
         outbox.close()
 
 
-async def _pump(outbox: _Outbox, response: web.StreamResponse) -> None:
+async def _pump(outbox: _Outbox, client: _Client) -> None:
     while (data := await outbox.get()) is not None:
-        await response.write(data)
+        await client.write(data)
 
 
-def _writing(items: Iterable[bytes]) -> Callable[[web.StreamResponse], Awaitable[None]]:
-    async def write(response: web.StreamResponse) -> None:
+def _writing(items: Iterable[bytes]) -> Callable[[_Client], Awaitable[None]]:
+    async def write(client: _Client) -> None:
         for data in items:
-            await response.write(data)
+            await client.write(data)
 
     return write
 

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import ipaddress
 import os
+import re
 import signal
 from typing import Any
 
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .model import ChatModel
+from .serve import MAX_BUFFER, MAX_TOTAL_BUFFER, WRITE_TIMEOUT
 
 __all__ = ["add_serve_parser", "serve"]
 
@@ -71,6 +73,29 @@ def add_serve_parser(commands: Any) -> None:
         metavar="NAME",
         help="a host name requests may name besides 127.0.0.1, localhost and [::1] "
         "(repeatable; without a token, requests naming any other host get 403)",
+    )
+    parser.add_argument(
+        "--write-timeout",
+        type=_seconds,
+        default=WRITE_TIMEOUT,
+        metavar="SECONDS",
+        help="drop a client that reads nothing for this long while a write to it waits, "
+        "and cancel its model request (0: never)",
+    )
+    parser.add_argument(
+        "--max-buffer",
+        type=_byte_count,
+        default=MAX_BUFFER,
+        metavar="SIZE",
+        help="the bytes that may wait for one slow client (e.g. 8MiB) before its "
+        "response is stopped",
+    )
+    parser.add_argument(
+        "--max-total-buffer",
+        type=_byte_count,
+        default=MAX_TOTAL_BUFFER,
+        metavar="SIZE",
+        help="the bytes that may wait for all slow clients together (e.g. 128MiB)",
     )
     parser.add_argument(
         "--redis",
@@ -133,6 +158,9 @@ def serve(args: argparse.Namespace, console: Console) -> int:
                 token=token,
                 cors_origins=args.cors_origin,
                 allowed_hosts=args.allow_host,
+                max_buffer=args.max_buffer,
+                max_total_buffer=args.max_total_buffer,
+                write_timeout=args.write_timeout or None,
                 redis=args.redis,
                 on_disconnect=args.on_disconnect,
             )
@@ -153,3 +181,29 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmg]?)(?:i?b)?\s*", re.IGNORECASE)
+
+
+def _byte_count(text: str) -> int:
+    """A size on the command line: bytes, or a number with KiB, MiB or GiB (K, M, G)."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 65536, 64KiB, 8MiB)")
+    number, unit = match.groups()
+    size = int(float(number) * 1024 ** " kmg".index(unit.lower() or " "))
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"a size must be positive, not {text!r}")
+    return size
+
+
+def _seconds(text: str) -> float:
+    """A time on the command line: seconds, 0 or more."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
+    return seconds

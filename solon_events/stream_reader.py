@@ -202,10 +202,12 @@ class _Watchdog:
         return self.fired
 
     def close(self) -> None:
-        """Stop the timer."""
+        """Stop the timer and let go of the task (a task cancelled while it read keeps
+        the CancelledError, whose traceback keeps this watchdog: a reference cycle)."""
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+        self._task = None
 
 
 class StreamReader:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +61,16 @@ def serving_in_thread(app: web.Application) -> Iterator[str]:
         io.close()
 
 
+SERVE = ("-m", "solon_events.cli", "serve")
+
+
 @contextlib.contextmanager
-def serve_command(*options: str) -> Iterator[subprocess.Popen[str]]:
+def serve_command(*options: str, program: Sequence[str] = SERVE) -> Iterator[subprocess.Popen[str]]:
     """``solon-events serve --port 0 OPTIONS`` in its own process (its address is the
-    first line of its ``stdout``); terminated, then killed if need be, at the end."""
+    first line of its ``stdout``), or ``program`` (Python's arguments) with them;
+    terminated, then killed if need be, at the end."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options],
+        [sys.executable, *program, "--port", "0", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

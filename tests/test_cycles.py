@@ -8,15 +8,20 @@ the library's objects the next collection finds unreachable.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import pytest
 import reactivex
+from aiohttp import web
 
-from solon_events import ChatEventFilter, ChatEventType, parse, replay
+from solon_events import ChatEventFilter, ChatEventType, ChatModel, parse, replay
 from solon_events.operators import aggregate, guard, normalize
+from solon_events.serve import serving
 
 T = ChatEventType
 
@@ -177,3 +182,45 @@ def test_no_cycle_through_the_rx_operators() -> None:
         ).subscribe(lambda _event: None)
 
     assert cyclic_garbage(run) == []
+
+
+async def test_an_astream_cancelled_while_it_reads_is_freed_without_the_collector(
+    collector_off: None,
+) -> None:
+    """A task reading ``astream()``, cancelled while the provider is silent, keeps the
+    CancelledError; its traceback holds the frames the read went through. Nothing of them
+    may hold the task again (the response's caller record and the read's watchdog did):
+    such a cycle kept each cancelled response's buffers until the collector ran, which is
+    how a gateway kept the memory of the clients it had dropped."""
+    frame = b"data: " + orjson.dumps(_chunk({"content": "Hi"})) + b"\n\n"
+
+    async def first_words_then_silence(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(frame)
+        await asyncio.Event().wait()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", first_words_then_silence)
+    async with serving(app) as url:
+        model = ChatModel(url + "/v1/chat/completions", "m")
+        try:
+            text = asyncio.Event()
+
+            async def read() -> None:
+                async for event in model.prompt("Hi").astream():
+                    if event.type is T.TEXT_DELTA:
+                        text.set()
+
+            task = asyncio.ensure_future(read())
+            await asyncio.wait({asyncio.ensure_future(text.wait()), task}, timeout=30)
+            assert text.is_set() and not task.done()
+            task.cancel()
+            await asyncio.wait({task})
+            assert task.cancelled()
+            freed = weakref.ref(task)
+            del task
+            assert freed() is None, "the cancelled task is kept by a reference cycle"
+        finally:
+            await asyncio.to_thread(model.close)

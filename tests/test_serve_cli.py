@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from serving import serve_command, sse_json
 
+from solon_events.cli import main
+from solon_events.serve_cli import _byte_count
+
 
 @pytest.fixture
 def serve_process() -> Iterator[subprocess.Popen[str]]:
@@ -178,3 +181,27 @@ def test_listening_beyond_loopback_without_a_token_warns_on_stderr(host: str) ->
             process.send_signal(signal.SIGTERM)
             assert process.wait(timeout=15) == 0
             assert "warning" not in process.stderr.read()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--max-buffer", "lots", "not a size: 'lots'"),
+        ("--max-total-buffer", "0MiB", "a size must be positive, not '0MiB'"),
+        ("--write-timeout", "-1", "not a number of seconds: '-1'"),
+        ("--write-timeout", "nan", "not a number of seconds: 'nan'"),
+    ],
+)
+def test_the_slow_client_limits_are_checked(
+    option: str, value: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", option, value])
+    assert exit_.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_sizes_take_the_binary_units() -> None:
+    sizes = ["65536", "64KiB", "64k", "8MiB", "8 MB", "1.5GiB"]
+    assert [_byte_count(size) for size in sizes] == [
+        65536, 65536, 65536, 8 << 20, 8 << 20, 3 << 29
+    ]  # fmt: skip
