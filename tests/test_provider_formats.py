@@ -38,7 +38,7 @@ MESSAGE = Message(
 
 
 def test_every_format_is_registered_by_its_dialect_name() -> None:
-    assert set(WIRE_FORMATS) >= {"openai", "openai-responses", "anthropic", "gemini"}
+    assert set(WIRE_FORMATS) >= {"openai", "openai-responses", "anthropic", "gemini", "ollama"}
     for name, encoder in WIRE_FORMATS.items():
         assert issubclass(encoder, WireEncoder) and encoder.format == name
         assert wire_encoder(name, model="m").media_type == encoder.media_type
@@ -621,3 +621,58 @@ def test_gemini_finish_words_errors_and_body() -> None:
     ]
     assert candidate["finishReason"] == "STOP" and body["modelVersion"] == "gemini-x"
     assert error_body("gemini", 404)["error"]["status"] == "NOT_FOUND"
+
+
+# ------------------------------------------------------------------ Ollama
+
+
+def ollama_lines(body: bytes) -> list[dict[str, Any]]:
+    """Each line of an Ollama body, as ``str.splitlines`` (and httpx, and so the ollama SDK)
+    cuts it."""
+    return [orjson.loads(line) for line in body.decode().splitlines()]
+
+
+def test_ollama_writes_a_line_per_delta_a_line_per_call_and_the_done_line() -> None:
+    lines = ollama_lines(encode_all(wire_encoder("ollama", model="llama-x"), events_of(MESSAGE)))
+    messages = [line["message"] for line in lines]
+    assert [m.get("thinking") for m in messages[:2]] == ["Let me ", "think."]
+    assert [m["content"] for m in messages[2:4]] == ["Hel", "lo"]
+    assert messages[4]["tool_calls"] == [
+        {
+            "id": "call_1",
+            "function": {"index": 0, "name": "get_weather", "arguments": {"city": "Paris"}},
+        }
+    ]
+    done = lines[-1]
+    assert len(lines) == 6 and all(not line["done"] for line in lines[:-1])
+    assert (done["done"], done["done_reason"], done["model"]) == (True, "stop", "llama-x")
+    assert (done["prompt_eval_count"], done["eval_count"]) == (12, 7)
+
+
+def test_ollama_lines_are_not_cut_by_unicode_line_breaks_in_the_text() -> None:
+    said = "one\u2028two\x85three\u2029four"
+    events = [ChatEvent(T.TEXT_DELTA, text=said), ChatEvent(T.RESPONSE_END)]
+    lines = ollama_lines(encode_all(wire_encoder("ollama", model="m"), events))
+    assert len(lines) == 2 and lines[0]["message"]["content"] == said
+
+
+def test_ollama_errors_and_body() -> None:
+    failed = [ChatEvent(T.TEXT_DELTA, text="Hi"), ChatEvent(T.ERROR, error=ProviderError("boom"))]
+    lines = ollama_lines(encode_all(wire_encoder("ollama", model="m"), failed))
+    assert lines[-1] == {"error": "boom"} and len(lines) == 2
+    response = ChatResponse(
+        message=AssistantMessage(
+            text="Hi", thinking="hm", tool_calls=[ToolCall(id="c1", name="f", arguments_str="{}")]
+        ),
+        usage=USAGE,
+        finish_reason="max_tokens",
+    )
+    body = response_body("ollama", response, model="llama-x")
+    assert body["message"] == {
+        "role": "assistant",
+        "content": "Hi",
+        "thinking": "hm",
+        "tool_calls": [{"id": "c1", "function": {"index": 0, "name": "f", "arguments": {}}}],
+    }
+    assert (body["done"], body["done_reason"], body["eval_count"]) == (True, "length", 7)
+    assert error_body("ollama", 404) == {"error": "The model does not exist"}

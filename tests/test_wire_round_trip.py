@@ -240,3 +240,46 @@ def assert_gemini_content(parts: list[Any], last: Any, response: ChatResponse) -
     assert (metadata.thoughts_token_count or 0) == usage.thinking_tokens
     assert metadata.candidates_token_count == usage.completion_tokens - usage.thinking_tokens
     assert (metadata.cached_content_token_count or 0) == usage.cache_read_input_tokens
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(message=messages.filter(_finished))
+def test_the_ollama_sdk_reads_what_an_ollama_stream_said(
+    bodies: BodyServer, message: Message
+) -> None:
+    ollama = pytest.importorskip("ollama")
+    encoder = wire_encoder("ollama", model="llama-x")
+    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    client = ollama.Client(host=bodies.url)
+    chunks = list(client.chat(model="llama-x", messages=HELLO, stream=True))
+    response = message.response()
+    content = "".join(c.message.content or "" for c in chunks)
+    thinking = "".join(c.message.thinking or "" for c in chunks)
+    calls = [call for c in chunks for call in c.message.tool_calls or ()]
+    assert_ollama_message(content, thinking, calls, chunks[-1], response)
+
+    body = response_body("ollama", response, model="llama-x")
+    bodies.answer(orjson.dumps(body), "application/json")
+    whole = client.chat(model="llama-x", messages=HELLO)
+    said = whole.message
+    assert_ollama_message(said.content, said.thinking, said.tool_calls or [], whole, response)
+
+
+def assert_ollama_message(
+    content: str | None, thinking: str | None, calls: list[Any], last: Any, response: ChatResponse
+) -> None:
+    assert (content or "", thinking or "") == (response.text, response.thinking)
+    assert [(c.function.name, c.function.arguments) for c in calls] == [
+        (c.name, c.arguments) for c in response.tool_calls
+    ]
+    assert last.done
+    said = finish_kind(last.done_reason, bool(calls))
+    assert said == finish_said(response, LOSSES["ollama"])
+    usage = response.usage
+    assert usage is not None
+    assert (last.prompt_eval_count, last.eval_count) == (
+        usage.prompt_tokens,
+        usage.completion_tokens,
+    )

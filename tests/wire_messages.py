@@ -186,6 +186,18 @@ LOSSES: dict[str, frozenset[str]] = {
     "gemini": frozenset(
         {"redacted", "cache_creation_input_tokens", "tool_calls_finish", "args_deltas"}
     ),
+    "ollama": frozenset(
+        {
+            "signature",
+            "redacted",
+            "thinking_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+            "args_deltas",
+            "tool_calls_finish",
+            "filter_finish",
+        }
+    ),
     "openai-responses": frozenset(
         {"signature", "cache_creation_input_tokens", "tool_calls_finish", "thinking_parts"}
     ),
@@ -193,7 +205,8 @@ LOSSES: dict[str, frozenset[str]] = {
 """What each format cannot carry: ``signature`` (thinking signatures), ``redacted``
 (redacted thinking), ``call_ids`` (tool call ids), ``args_deltas`` (arguments come whole,
 not in the fragments streamed), ``tool_calls_finish`` (no finish word for tool calls: a
-response that says it stopped for tool calls but made none just stops),
+response that says it stopped for tool calls but made none just stops), ``filter_finish``
+(no finish word for a content filter: the response just stops),
 ``thinking_parts`` (the dialect reads each thinking block after the first with a
 ``"\n\n"`` before it, as it separates the provider's summary parts), and the
 :class:`~solon_events.Usage` fields it has no count for."""
@@ -242,6 +255,8 @@ def semantic(events: Sequence[ChatEvent], losses: frozenset[str] = frozenset()) 
             finish = finish_kind(response.finish_reason, bool(calls))
             if finish == "tool_calls" and not calls and "tool_calls_finish" in losses:
                 finish = "stop"
+            if finish == "content_filter" and "filter_finish" in losses:
+                finish = "tool_calls" if calls else "stop"
             said.append(("finish", finish))
             said.append(("usage", {f: getattr(usage, f) for f in USAGE_FIELDS if f not in losses}))
         elif kind is T.ERROR:
@@ -250,11 +265,14 @@ def semantic(events: Sequence[ChatEvent], losses: frozenset[str] = frozenset()) 
 
 
 def finish_said(response: ChatResponse, losses: frozenset[str]) -> str:
-    """The finish kind a format says for ``response`` (a tool-call finish without calls
-    stops where the format has no word for it, ``tool_calls_finish``)."""
+    """The finish kind a format says for ``response`` (a tool-call finish without calls,
+    or a filter's, stops where the format has no word for it: ``tool_calls_finish``,
+    ``filter_finish``)."""
     kind = response_finish_kind(response)
     if kind == "tool_calls" and not response.tool_calls and "tool_calls_finish" in losses:
         return "stop"
+    if kind == "content_filter" and "filter_finish" in losses:
+        return "tool_calls" if response.tool_calls else "stop"
     return kind
 
 

@@ -9,6 +9,7 @@ format                    what it writes                                  module
 ``"openai-responses"``    Responses events (SSE with ``event:`` lines)    :mod:`.openai_responses`
 ``"anthropic"``           Messages events (SSE with ``event:`` lines)     :mod:`.anthropic`
 ``"gemini"``              ``GenerateContentResponse`` SSE events          :mod:`.gemini`
+``"ollama"``              ``/api/chat`` objects, one a line (NDJSON)      :mod:`.ollama`
 ========================  ==============================================  ==========================
 
 :func:`wire_encoder` makes the sans-I/O encoder of one streamed response
@@ -35,6 +36,7 @@ from ...results import ChatResponse
 from .anthropic import AnthropicEncoder
 from .base import WireEncoder
 from .gemini import GeminiEncoder
+from .ollama import OllamaEncoder
 from .openai_chat import OpenAIChatEncoder
 from .openai_responses import OpenAIResponsesEncoder
 
@@ -42,6 +44,7 @@ __all__ = [
     "WIRE_FORMATS",
     "AnthropicEncoder",
     "GeminiEncoder",
+    "OllamaEncoder",
     "OpenAIChatEncoder",
     "OpenAIResponsesEncoder",
     "WireEncoder",
@@ -59,6 +62,7 @@ WIRE_FORMATS: Mapping[str, type[WireEncoder]] = MappingProxyType(
             OpenAIResponsesEncoder,
             AnthropicEncoder,
             GeminiEncoder,
+            OllamaEncoder,
         )
     }
 )
