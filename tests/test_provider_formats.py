@@ -676,3 +676,27 @@ def test_ollama_errors_and_body() -> None:
     }
     assert (body["done"], body["done_reason"], body["eval_count"]) == (True, "length", 7)
     assert error_body("ollama", 404) == {"error": "The model does not exist"}
+
+
+def test_the_embedded_provider_writes_every_format_with_these_encoders() -> None:
+    from solon_events.devserver import ROUTES
+    from solon_events.devserver.encoders import FormatWire
+    from solon_events.devserver.turns import TurnUsage
+
+    formats = {dialect: wire for _path, wire, dialect in ROUTES if dialect != "bedrock"}
+    assert (
+        set(formats)
+        == set(WIRE_FORMATS) & set(formats)
+        == {
+            "openai",
+            "openai-responses",
+            "anthropic",
+            "gemini",
+            "ollama",
+        }
+    )
+    for name, wire in formats.items():
+        assert issubclass(wire, FormatWire) and wire.format == name
+        assert type(wire("m", TurnUsage()).encoder) is WIRE_FORMATS[name]
+        said = wire.error_body(429, "x")["error"]  # Anthropic's request_id aside
+        assert said == error_body(name, 429, "x")["error"]

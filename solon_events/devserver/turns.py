@@ -2,17 +2,26 @@
 
 A :class:`Script` is a list of parts (thinking, text, tool calls, server tools and their
 results, images, a finish or an in-stream error) interleaved with control parts
-(:class:`Pause`, :class:`WaitGate`) and the turn's :class:`TurnUsage`. Each dialect's
-encoder turns the content parts into its own frames.
+(:class:`Pause`, :class:`WaitGate`) and the turn's :class:`TurnUsage`. A content part is
+shorthand for the ChatEvents it stands for (:class:`TurnEvents`): the library's own
+encoders (:mod:`solon_events.adapters.provider_formats`) write those events in each
+provider's format, so the embedded provider says exactly what a gateway would. Bedrock's
+binary event stream, which no adapter writes, has its encoder here
+(:mod:`.encoders.bedrock`).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import attrs
 import orjson
+
+from ..errors import ProviderError
+from ..events import EVENT_TYPES, ChatEvent
+from ..results import ChatResponse, ImageBlock, ToolCall, Usage
 
 __all__ = [
     "Content",
@@ -31,8 +40,10 @@ __all__ = [
     "Text",
     "Thinking",
     "ToolCallPart",
+    "TurnEvents",
     "TurnUsage",
     "WaitGate",
+    "usage_of",
 ]
 
 FinishKind = Literal["stop", "tool_calls"]
@@ -182,3 +193,98 @@ class Script:
     parts: Sequence[Part]
     usage: TurnUsage = TurnUsage()
     byte_interval: float = 0.0
+
+
+def usage_of(usage: TurnUsage) -> Usage:
+    """A turn's counts as a :class:`~solon_events.Usage`."""
+    return Usage(
+        prompt_tokens=usage.prompt,
+        completion_tokens=usage.completion,
+        thinking_tokens=usage.thinking,
+    )
+
+
+class TurnEvents:
+    """A script's content parts as the ChatEvents they stand for, one part at a time.
+
+    A part is shorthand for events: :class:`Thinking` a THINKING_DELTA, :class:`Text` a
+    TEXT_DELTA, :class:`ToolCallPart` a TOOL_CALL_START, an ARGS_DELTA per fragment and a
+    TOOL_CALL_END, :class:`ServerToolPart` a SERVER_TOOL_START, its ARGS_DELTAs and its
+    SERVER_TOOL_RESULT, :class:`ImagePart` a MEDIA_DONE holding the image,
+    :class:`Finish` RESPONSE_END with the turn's usage, :class:`StreamError` an ERROR whose
+    provider error carries ``error_status``. The first part is preceded by a USAGE of the
+    prompt's tokens, known before a provider writes anything.
+    """
+
+    def __init__(self, usage: TurnUsage, error_status: int = 500) -> None:
+        self.usage = usage
+        self.error_status = error_status
+        self._started = False
+        self._calls = 0
+
+    def events(self, part: Content) -> list[ChatEvent]:
+        """The events ``part`` stands for."""
+        events: list[ChatEvent] = []
+        if not self._started:
+            self._started = True
+            events.append(
+                ChatEvent(EVENT_TYPES.USAGE, usage=Usage(prompt_tokens=self.usage.prompt))
+            )
+        if isinstance(part, Thinking):
+            events.append(ChatEvent(EVENT_TYPES.THINKING_DELTA, text=part.text))
+        elif isinstance(part, Text):
+            events.append(ChatEvent(EVENT_TYPES.TEXT_DELTA, text=part.text))
+        elif isinstance(part, ToolCallPart):
+            events += self._call(part)
+        elif isinstance(part, ServerToolPart):
+            events += self._server_tool(part)
+        elif isinstance(part, ImagePart):
+            data = base64.b64encode(part.data).decode()
+            image = ImageBlock(data=data, mime_type=f"image/{part.format}")
+            events.append(ChatEvent(EVENT_TYPES.MEDIA_DONE, block=image))
+        elif isinstance(part, Finish):
+            usage = usage_of(self.usage)
+            response = ChatResponse(finish_reason=part.reason, usage=usage)
+            events.append(ChatEvent(EVENT_TYPES.RESPONSE_END, response=response, usage=usage))
+        else:
+            error = ProviderError(part.message, provider_error={"code": self.error_status})
+            events.append(ChatEvent(EVENT_TYPES.ERROR, error=error, text=part.message))
+        return events
+
+    def _call(self, part: ToolCallPart) -> list[ChatEvent]:
+        index = self._calls
+        self._calls += 1
+        head = ToolCall(name=part.name, index=index)
+        whole = ToolCall(name=part.name, arguments_str=part.arguments_json, index=index)
+        return [
+            ChatEvent(EVENT_TYPES.TOOL_CALL_START, tool_call=head, index=index),
+            *(
+                ChatEvent(EVENT_TYPES.TOOL_CALL_ARGS_DELTA, text=f, index=index)
+                for f in part.fragments
+            ),
+            ChatEvent(EVENT_TYPES.TOOL_CALL_END, tool_call=whole, index=index),
+        ]
+
+    def _server_tool(self, part: ServerToolPart) -> list[ChatEvent]:
+        index = self._calls
+        self._calls += 1
+        name = part.name
+        return [
+            ChatEvent(
+                EVENT_TYPES.SERVER_TOOL_START,
+                tool_call=ToolCall(name=name),
+                index=index,
+                sub_type=name,
+            ),
+            *(
+                ChatEvent(EVENT_TYPES.SERVER_TOOL_ARGS_DELTA, text=f, index=index, sub_type=name)
+                for f in part.fragments
+            ),
+            ChatEvent(
+                EVENT_TYPES.SERVER_TOOL_RESULT,
+                text=part.result,
+                attrs={"is_error": part.is_error},
+                index=index,
+                sub_type=name,
+            ),
+        ]

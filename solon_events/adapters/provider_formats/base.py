@@ -307,7 +307,8 @@ class WireEncoder:
     """ChatEvents of one response in, one provider format's bytes out (sans-I/O).
 
     :meth:`encode` returns the bytes an event becomes (often b"": most events write
-    nothing, or write later); :meth:`close` returns what ends the body (it first finishes
+    nothing, or write later; :meth:`payloads` the same before framing); :meth:`close`
+    returns what ends the body (it first finishes
     the message if no RESPONSE_END came); :meth:`keep_alive` bytes that keep an idle
     connection busy and carry no event. One instance per response; after the response
     ended (RESPONSE_END, ABORT or ERROR) nothing more is written.
@@ -357,17 +358,20 @@ class WireEncoder:
 
     def encode(self, event: ChatEvent) -> bytes:
         """The bytes ``event`` becomes (b"" when it writes nothing, or nothing yet)."""
-        if self.ended:
-            return b""
-        handler = _HANDLERS.get(event.type)
-        if handler is None:
-            return b""
-        payloads = handler(self, event)
+        payloads = self.payloads(event)
         if not payloads:
             return b""
         if len(payloads) == 1:
             return self.frame(payloads[0])
         return b"".join([self.frame(payload) for payload in payloads])
+
+    def payloads(self, event: ChatEvent) -> list[Payload]:
+        """What :meth:`encode` writes for ``event``, before framing (:meth:`frame` writes
+        each payload as it goes on the wire)."""
+        if self.ended:
+            return []
+        handler = _HANDLERS.get(event.type)
+        return handler(self, event) if handler is not None else []
 
     def fail(self, error: BaseException | None, text: str | None = None) -> bytes:
         """The bytes that end a response that failed with ``error`` (as an ERROR event of
@@ -377,11 +381,14 @@ class WireEncoder:
     def close(self) -> bytes:
         """What ends the body: the message's finish when no RESPONSE_END came (from the
         last step's response and usage), then the format's end of stream."""
+        return b"".join([self.frame(payload) for payload in self.closing_payloads()])
+
+    def closing_payloads(self) -> list[Payload]:
+        """What :meth:`close` writes, before framing."""
         payloads: list[Payload] = []
         if not self.ended:
             payloads = self._finish(self._last_response, None)
-        payloads += self.end_of_stream()
-        return b"".join([self.frame(payload) for payload in payloads])
+        return payloads + self.end_of_stream()
 
     def keep_alive(self) -> bytes:
         """Bytes that keep an idle connection busy and carry no event (an SSE comment)."""

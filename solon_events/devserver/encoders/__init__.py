@@ -1,9 +1,11 @@
-"""One encoder per provider wire format, by route."""
+"""One wire per route: each reads its provider's requests; the library's adapters
+(:mod:`solon_events.adapters.provider_formats`) write the streams of every format but
+Bedrock's binary event stream, whose encoder is here (no adapter writes it)."""
 
 from __future__ import annotations
 
 from .anthropic import AnthropicWire
-from .base import Frame, RequestView, ToolDecl, Wire
+from .base import FormatWire, Frame, RequestView, ToolDecl, Wire
 from .bedrock import BedrockWire
 from .gemini import GeminiWire
 from .ollama import OllamaWire
@@ -13,6 +15,7 @@ from .openai_responses import OpenAIResponsesWire
 __all__ = [
     "AnthropicWire",
     "BedrockWire",
+    "FormatWire",
     "Frame",
     "GeminiWire",
     "OllamaWire",

@@ -1,4 +1,5 @@
-"""What every dialect's encoder shares: the request view, framing, ids and error bodies."""
+"""What every route's wire shares: the request view, framing, and :class:`FormatWire`,
+the wire whose bytes the library's adapters write."""
 
 from __future__ import annotations
 
@@ -8,20 +9,25 @@ from typing import Any, ClassVar, Literal
 import attrs
 import orjson
 
+from ...adapters.provider_formats import error_body, wire_encoder
 from ...adapters.provider_formats.base import ErrorInfo, error_info, now, random_id
+from ...events import EVENT_TYPES, ChatEvent
 from ..turns import (
     Content,
     Finish,
     ImagePart,
     ServerToolPart,
+    StreamError,
     Text,
     Thinking,
     ToolCallPart,
+    TurnEvents,
     TurnUsage,
 )
 
 __all__ = [
     "ErrorInfo",
+    "FormatWire",
     "Frame",
     "RequestView",
     "ToolDecl",
@@ -32,8 +38,9 @@ __all__ = [
     "random_id",
 ]
 
-Frame = Mapping[str, Any] | str
-"""One payload of a stream: a JSON object, or a raw data string such as ``[DONE]``."""
+Frame = Mapping[str, Any] | str | bytes
+"""One payload of a stream: a JSON object, a raw data string such as ``[DONE]``, or bytes
+already framed (what a :class:`FormatWire` encodes)."""
 
 Framing = Literal["sse", "sse-event", "sse-crlf", "ndjson", "eventstream"]
 
@@ -126,7 +133,9 @@ class Wire:
         raise NotImplementedError
 
     def frame_bytes(self, frame: Frame) -> bytes:
-        """One frame as it goes on the wire."""
+        """One frame as it goes on the wire (bytes as they are)."""
+        if isinstance(frame, bytes):
+            return frame
         data = frame if isinstance(frame, str) else orjson.dumps(frame).decode()
         if self.framing == "ndjson":
             return f"{data}\n".encode()
@@ -231,3 +240,62 @@ def _kind(part: Content) -> str:
     if isinstance(part, (ServerToolPart, ImagePart)):
         return "media"
     return "finish" if isinstance(part, Finish) else "error"
+
+
+class FormatWire(Wire):
+    """A wire whose bytes the library's own encoders write
+    (:mod:`solon_events.adapters.provider_formats`): it reads the provider's requests,
+    and turns a script's parts into ChatEvents (:class:`~..turns.TurnEvents`) for the
+    encoder of its :attr:`format`. The embedded provider owns no wire knowledge of its own
+    for these formats: what a client reads is what the adapters write.
+    """
+
+    format: ClassVar[str] = ""
+    """The adapters' name of the format (the dialect that reads it)."""
+    stream_error_status: ClassVar[int] = 500
+    """The HTTP status an in-stream error of a script is typed by (Anthropic's
+    ``overloaded_error`` is 503)."""
+
+    def __init__(self, model: str, usage: TurnUsage, **options: Any) -> None:
+        super().__init__(model, usage)
+        self.encoder = wire_encoder(self.format, model=model, **options)
+        """The adapters' encoder of this response."""
+        self.events = TurnEvents(usage, self.stream_error_status)
+
+    @property
+    def content_type(self) -> str:
+        """The encoder's media type."""
+        return self.encoder.media_type
+
+    @classmethod
+    def error_body(cls, status: int, message: str | None = None) -> dict[str, Any]:
+        """The format's error body, as the adapters write it."""
+        return error_body(cls.format, status, message)
+
+    def encode(self, part: Content) -> list[Frame]:
+        """The payloads of the events ``part`` stands for (the body's end after a finish
+        or an error), as the encoder writes them."""
+        encoder = self.encoder
+        frames: list[Frame] = []
+        for event in self.events.events(part):
+            frames += encoder.payloads(event)
+        if isinstance(part, (Finish, StreamError)):
+            frames += encoder.closing_payloads()
+        return frames
+
+    def frame_bytes(self, frame: Frame) -> bytes:
+        """One payload framed by the encoder (bytes as they are; a recorded payload the
+        encoder cannot frame, such as an event without a ``type``, as a ``data:`` line)."""
+        if isinstance(frame, Mapping) and ("type" in frame or self.framing != "sse-event"):
+            return self.encoder.frame(frame)
+        if isinstance(frame, str) and self.framing == "sse":
+            return self.encoder.frame(frame)
+        return super().frame_bytes(frame)
+
+    def keep_alive_bytes(self) -> bytes:
+        """The encoder's keep-alive bytes."""
+        return self.encoder.keep_alive()
+
+    def ping(self) -> list[Frame]:
+        """What the encoder writes for a HEARTBEAT (Anthropic's ``ping``)."""
+        return list(self.encoder.payloads(ChatEvent(EVENT_TYPES.HEARTBEAT)))

@@ -84,6 +84,8 @@ class BedrockWire(Wire):
 
     def frame_bytes(self, frame: Frame) -> bytes:
         """One event-stream message: an exception for a ``...Exception`` frame, else an event."""
+        if isinstance(frame, bytes):
+            return frame
         if not isinstance(frame, Mapping):
             return frame.encode()
         ((kind, payload),) = frame.items()
