@@ -7,6 +7,7 @@ a delivery filter. The documentation (``docs/``) explains the event model.
 """
 
 from ._version import __version__ as __version__
+from .approvals import PendingApproval
 from .core import (
     ArgumentDelta,
     ChatAccumulator,
@@ -94,6 +95,7 @@ __all__ = [
     "JsonDeltaBuilder",
     "McpTools",
     "PartialJsonParser",
+    "PendingApproval",
     "ProviderError",
     "SearchResult",
     "StepContext",

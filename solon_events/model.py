@@ -29,6 +29,7 @@ from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
 from ._safe_callbacks import failure_of, raised_by
+from .approvals import ApprovalDecision, PendingApproval
 from .core import stages
 from .dialects.base import ChatDialect, HttpRequest, get_dialect
 from .dialects.endpoints import dialect_for_url
@@ -219,8 +220,17 @@ class ChatModel:
             f"dialect={self.dialect.name!r}, api_key=<{key}>)"
         )
 
-    def prompt(self, text_or_messages: str | Message | Iterable[Any]) -> ChatPrompt:
-        """A request for this model; chain options, then ``call``/``stream``."""
+    def prompt(
+        self, text_or_messages: str | Message | Iterable[Any] | PendingApproval
+    ) -> ChatPrompt:
+        """A request for this model; chain options, then ``call``/``stream``.
+
+        Given a :class:`~solon_events.approvals.PendingApproval` (a response paused for
+        tool approval), the prompt continues that response: decide its calls with
+        :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools."""
+        if isinstance(text_or_messages, PendingApproval):
+            pending = text_or_messages
+            return ChatPrompt(self, pending.messages, resume=pending)
         return ChatPrompt(self, to_messages(text_or_messages))
 
     @property
@@ -514,7 +524,10 @@ def _response_run(
     """A response's run into ``down``, through ``respond()`` (RESPONSE_START emitted);
     ``theirs`` tells the exceptions the subscriber raised (see :class:`ResponseRun`)."""
     response_id, head = stages.respond_after_parse(
-        down, event_filter=event_filter, partial_arguments=partial_arguments
+        down,
+        event_filter=event_filter,
+        partial_arguments=partial_arguments,
+        first_step=plan.resume.step if plan.resume is not None else 0,
     )
     return ResponseRun(
         plan, head, response_id=response_id, redact=redactor.error, paced=paced, theirs=theirs
@@ -598,6 +611,8 @@ class ChatPrompt:
     _client_tools: tuple[ToolSpec, ...] = ()
     _stop_when: tuple[StopCondition, ...] = ()
     _prepare_step: PrepareStep | None = None
+    _resume: PendingApproval | None = None
+    _decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -648,12 +663,59 @@ class ChatPrompt:
             raise TypeError(f"prepare_step takes a callable, not {type(function).__name__}")
         return attrs.evolve(self, prepare_step=function)
 
+    def approve(self, call_id: str, *, arguments: Mapping[str, Any] | None = None) -> ChatPrompt:
+        """Approve the pending tool call ``call_id`` of the paused response this prompt
+        continues (``model.prompt(pending)``): it runs, with ``arguments`` instead of the
+        model's when given. See :mod:`solon_events.approvals`."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments must be a mapping, not {type(arguments).__name__}")
+        decision = ApprovalDecision(
+            approved=True, arguments=None if arguments is None else dict(arguments)
+        )
+        return self._decide(call_id, decision)
+
+    def deny(self, call_id: str, reason: str | None = None) -> ChatPrompt:
+        """Deny the pending tool call ``call_id`` of the paused response this prompt
+        continues: it does not run, and the model reads a tool result saying so (with
+        ``reason``). See :mod:`solon_events.approvals`."""
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"reason must be a string, not {type(reason).__name__}")
+        return self._decide(call_id, ApprovalDecision(approved=False, reason=reason))
+
+    def _decide(self, call_id: str, decision: ApprovalDecision) -> ChatPrompt:
+        pending = self._resume
+        if pending is None:
+            raise ValueError(
+                "approve() and deny() continue a response paused for approval: "
+                "model.prompt(response.pending_approval).approve(call_id)"
+            )
+        known = [call.id for call in pending.tool_calls]
+        if call_id not in known:
+            listed = ", ".join(map(repr, known))
+            raise ValueError(f"no pending tool call {call_id!r}; the pending calls are {listed}")
+        return attrs.evolve(self, decisions={**self._decisions, call_id: decision})
+
+    @property
+    def pending_calls(self) -> tuple[str, ...]:
+        """The ids of the pending tool calls not decided yet (``()`` unless this prompt
+        continues a paused response)."""
+        if self._resume is None:
+            return ()
+        calls = self._resume.tool_calls
+        return tuple(call.id or "" for call in calls if call.id not in self._decisions)
+
     def partial_arguments(self, flag: bool = True) -> ChatPrompt:
         """Whether every tool-call argument delta carries the arguments parsed so far
         (default off; see :func:`~solon_events.operators.partial_arguments`)."""
         return attrs.evolve(self, partial_arguments=bool(flag))
 
     def _plan(self) -> StepPlan:
+        undecided = self.pending_calls
+        if undecided:
+            raise ValueError(
+                "every pending tool call must be approved or denied before the response "
+                f"goes on; not decided: {', '.join(map(repr, undecided))}"
+            )
         model = self._model
         budgets = model.budgets
         toolset = ToolSet(self._tools)
@@ -677,6 +739,8 @@ class ChatPrompt:
             tool_timeout=budgets.tool_timeout,
             stop_when=self._stop_when,
             prepare_step=self._prepare_step,
+            resume=self._resume,
+            decisions=self._decisions,
         )
 
     def _read(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import orjson
@@ -30,6 +30,9 @@ from .values import (
     snapshot,
     writable_base,
 )
+
+if TYPE_CHECKING:
+    from .approvals import PendingApproval
 
 __all__ = [
     "AssistantMessage",
@@ -269,6 +272,10 @@ class ChatResponse(FrozenValue):
     ``text``, ``thinking``, ``tool_calls``, ``citations`` and ``search_results`` mirror
     ``message``. Build it from a message, or from those fields alone, in which case the
     message is made from them: ``ChatResponse(text="hi").message.text == "hi"``.
+
+    ``pending_approval`` is set on a response that paused because tool calls wait for a
+    person's approval: which calls, and what it takes to continue
+    (:class:`~solon_events.approvals.PendingApproval`).
     """
 
     message: AssistantMessage | None = None
@@ -281,6 +288,7 @@ class ChatResponse(FrozenValue):
     finish_reason: str | None = None
     model: str | None = None
     provider_response_id: str | None = None
+    pending_approval: PendingApproval | None = None
 
     _repr_html_ = repr_html
     _repr_pretty_ = repr_pretty
@@ -360,6 +368,7 @@ def new_response(
     finish_reason: str | None = None,
     model: str | None = None,
     provider_response_id: str | None = None,
+    pending_approval: PendingApproval | None = None,
 ) -> ChatResponse:
     """``ChatResponse(message=message, ...)`` by position, at a fraction of the keyword
     constructor's cost; the mirrored fields come from ``message``."""
@@ -375,6 +384,7 @@ def new_response(
         finish_reason,
         model,
         provider_response_id,
+        pending_approval,
     )
 
 

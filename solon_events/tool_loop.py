@@ -22,6 +22,12 @@ Before each step, the plan's ``prepare_step`` may change that step's model name,
 messages or options; after each step whose tools ran, the plan's ``stop_when`` conditions
 may end the response there (see :mod:`solon_events.steps`). A hook that raises fails the
 response with a :class:`~solon_events.errors.ChatError` naming it.
+
+A call whose tool requires approval is not run: the step's other calls run, then the
+response ends with the step's response carrying a
+:class:`~solon_events.approvals.PendingApproval`; a plan whose ``resume`` is one finishes
+the paused step first (the ``decisions`` made: an approved call runs, a denied one sends
+the model a tool result saying so) and steps on from there.
 """
 
 from __future__ import annotations
@@ -32,12 +38,13 @@ import contextvars
 import inspect
 import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import attrs
 
 from ._safe_callbacks import failure_of
+from .approvals import ApprovalDecision, PendingApproval, call_key, denied_text
 from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, HttpRequest
@@ -88,6 +95,10 @@ class StepPlan:
     """Conditions over the steps so far: the first that holds ends the response."""
     prepare_step: PrepareStep | None = None
     """Changes each step's model name, tools, messages or options before it is sent."""
+    resume: PendingApproval | None = None
+    """A response paused for approval, continued here (its paused step first)."""
+    decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
+    """What was decided for each of ``resume``'s pending calls, by their ids."""
 
 
 class _StepEnd:
@@ -175,6 +186,14 @@ class ResponseRun:
         messages: list[Message] = list(plan.request.messages)
         finished: list[StepResult] = []
         step = 0
+        if plan.resume is not None:  # a paused response: its decided calls first
+            resumed = self._resumed(plan.resume, messages, finished)
+            step = plan.resume.step
+            async for _ in self._run_tools(resumed, deadline):
+                yield
+            if self._after_tools(resumed, finished, messages):
+                return
+            step += 1
         while not self.ended:
             try:
                 request, toolset = await self._prepare(step, finished, messages)
@@ -217,82 +236,158 @@ class ResponseRun:
                 self._complete(step_end)
                 return
             self._held = step_end
-            running = asyncio.ensure_future(self._call_tools(ours, step, toolset))
             try:
-                while not (running.done() or self.ended):
-                    left = None if deadline is None else deadline - loop.time()
-                    if left is not None and left <= 0:
-                        break
-                    self._progressed = loop.create_future()
-                    await asyncio.wait(
-                        (running, self._progressed),
-                        timeout=left,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    yield
-            finally:
-                self._progressed = None
-                if not running.done():
-                    running.cancel()
-            if not running.done():  # the total budget ran out first
-                self._fail(self._tools_out_of_time(step))
-                return
-            try:
-                results = running.result()
+                waiting = _waiting_for_approval(ours, step, toolset)
             except ChatError as exc:
                 self._fail(exc)
                 return
-            if self.ended:
-                return
-            push = self._head.on_next
-            rid = self._response_id
-            for result in results:
-                push(_tool_result_event(result, step, rid, step_end))
-            tool_messages = tuple(
-                ToolMessage(
-                    tool_call_id=result.call.id,
-                    name=result.call.name,
-                    content=result.text,
-                    is_error=result.failed,
-                )
-                for result in results
+            tools = _StepTools(
+                step, step_end, response or ChatResponse(), calls, ours, toolset, waiting
             )
-            finished.append(
-                StepResult(
-                    step=step, response=response or ChatResponse(), tool_results=tool_messages
-                )
-            )
-            try:
-                stop = self._stops(finished)
-            except ChatError as exc:
-                self._fail(exc)
+            async for _ in self._run_tools(tools, deadline):
+                yield
+            if self._after_tools(tools, finished, messages):
                 return
-            self._held = None
-            direct = [result.text for result in results if result.tool.return_direct]
-            if direct:
-                push(
-                    ChatEvent(
-                        EVENT_TYPES.TEXT_DELTA, step=step, response_id=rid, text="\n".join(direct)
-                    )
-                )
-                self._complete(_with_text(step_end, "\n".join(direct)))
-                return
-            if stop or len(ours) < len(calls):  # a condition held, or client tools: the caller's
-                self._complete(step_end)
-                return
-            push(step_end)
-            if step + 1 >= plan.max_steps:
-                self._fail(
-                    ChatError(
-                        f"the tool loop reached its limit of {plan.max_steps} steps "
-                        "with the model still calling tools"
-                    )
-                )
-                return
-            assert response is not None and response.message is not None
-            messages.append(response.message)
-            messages.extend(tool_messages)
             step += 1
+
+    def _resumed(
+        self, pending: PendingApproval, messages: list[Message], finished: list[StepResult]
+    ) -> _StepTools:
+        """The paused step of ``pending`` reopened (its STEP_START pushed, ``sub_type``
+        "resumed"), the steps before it in ``finished`` and their turns in ``messages``."""
+        *before, paused = pending.steps
+        for earlier in before:
+            finished.append(earlier)
+            assert earlier.response.message is not None
+            messages.append(earlier.response.message)
+            messages.extend(earlier.tool_results)
+        step, rid = paused.step, self._response_id
+        # Its response again (without its usage: the paused response counted it).
+        response = attrs.evolve(paused.response, usage=None, pending_approval=None)
+        calls = response.tool_calls
+        ours = tuple(c for c in calls if c.name not in self._plan.client_tools)
+        waiting = {call_key(c, step) for c in pending.tool_calls}
+        ran = [call_key(c, step) for c in ours if call_key(c, step) not in waiting]
+        first = ChatEvent(EVENT_TYPES.STEP_START, step=step, response_id=rid, sub_type="resumed")
+        step_end = ChatEvent(
+            _STEP_END,
+            step=step,
+            response_id=rid,
+            sub_type="resumed",
+            response=response,
+            provider_response_id=response.provider_response_id,
+        )
+        self._head.on_next(first)
+        self._held = step_end
+        tools = _StepTools(
+            step,
+            step_end,
+            response,
+            calls,
+            ours,
+            self._plan.tools,
+            frozenset(),
+            earlier=dict(zip(ran, paused.tool_results, strict=False)),
+            decided=tuple(c for c in ours if call_key(c, step) in waiting),
+        )
+        return tools
+
+    async def _run_tools(
+        self, tools: _StepTools, deadline: float | None
+    ) -> AsyncGenerator[None, None]:
+        """Run the step's tools that need no approval (or, resumed, its decided calls),
+        yielding when a tool reports progress; their runs go to ``tools.results``. Fails
+        the response (and ends) when the budget runs out or a tool raises."""
+        to_run = tools.to_run()
+        if not to_run:
+            tools.results = []
+            return
+        loop = asyncio.get_running_loop()
+        running = asyncio.ensure_future(self._call_tools(to_run, tools))
+        try:
+            while not (running.done() or self.ended):
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and left <= 0:
+                    break
+                self._progressed = loop.create_future()
+                await asyncio.wait(
+                    (running, self._progressed),
+                    timeout=left,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                yield
+        finally:
+            self._progressed = None
+            if not running.done():
+                running.cancel()
+        if not running.done():  # the total budget ran out first
+            self._fail(self._tools_out_of_time(tools.step))
+            return
+        try:
+            tools.results = running.result()
+        except ChatError as exc:
+            self._fail(exc)
+
+    def _after_tools(
+        self, tools: _StepTools, finished: list[StepResult], messages: list[Message]
+    ) -> bool:
+        """Push the step's tool results, then end the response (True) or move on to the
+        next step (False): with the calls waiting for approval, a stop condition, a
+        return-direct tool, client tools, or ``max_steps`` reached, it ends here."""
+        if self.ended or tools.results is None:
+            return True
+        plan, step, step_end, response = self._plan, tools.step, tools.step_end, tools.response
+        push = self._head.on_next
+        rid = self._response_id
+        for result in tools.results:
+            push(_tool_result_event(result, step, rid, step_end))
+        tool_messages = tools.tool_messages()
+        finished.append(StepResult(step=step, response=response, tool_results=tool_messages))
+        if tools.waiting:
+            pending = PendingApproval(
+                response_id=rid or "",
+                messages=plan.request.messages,
+                steps=finished,
+                tool_calls=[
+                    attrs.evolve(c, id=call_key(c, step))
+                    for c in tools.ours
+                    if call_key(c, step) in tools.waiting
+                ],
+            )
+            paused = attrs.evolve(response, pending_approval=pending)
+            self._complete(step_end.evolve(response=paused))
+            return True
+        try:
+            stop = self._stops(finished)
+        except ChatError as exc:
+            self._fail(exc)
+            return True
+        self._held = None
+        direct = [r.text for r in tools.results if r.tool is not None and r.tool.return_direct]
+        if direct:
+            push(
+                ChatEvent(
+                    EVENT_TYPES.TEXT_DELTA, step=step, response_id=rid, text="\n".join(direct)
+                )
+            )
+            self._complete(_with_text(step_end, "\n".join(direct)))
+            return True
+        if stop or len(tools.ours) < len(tools.calls):  # a condition held, or client tools
+            self._complete(step_end)
+            return True
+        push(step_end)
+        if step + 1 >= plan.max_steps:
+            self._fail(
+                ChatError(
+                    f"the tool loop reached its limit of {plan.max_steps} steps "
+                    "with the model still calling tools"
+                )
+            )
+            return True
+        assert response.message is not None
+        messages.append(response.message)
+        messages.extend(tool_messages)
+        return False
 
     async def _prepare(
         self, step: int, finished: list[StepResult], messages: list[Message]
@@ -406,10 +501,22 @@ class ResponseRun:
         if self._parser is not None:
             self._parser.closed = True
 
-    async def _call_tools(
-        self, calls: tuple[ToolCall, ...], step: int, tools: ToolSet
-    ) -> list[ToolRun]:
-        return [await self._call_tool(call, step, tools) for call in calls]
+    async def _call_tools(self, calls: tuple[ToolCall, ...], tools: _StepTools) -> list[ToolRun]:
+        """Run ``calls`` in turn; resumed, as decided: a denied call is not run, an approved
+        one runs (with the arguments given instead, if any)."""
+        step, toolset = tools.step, tools.toolset
+        decisions = self._plan.decisions if tools.decided is not None else None
+        runs = []
+        for call in calls:
+            decision = decisions[call_key(call, step)] if decisions is not None else None
+            if decision is not None and not decision.approved:
+                text = denied_text(decision.reason)
+                runs.append(ToolRun(toolset.get(call.name, None), call, text, False, 0.0, True))
+                continue
+            if decision is not None and decision.arguments is not None:
+                call = attrs.evolve(call, arguments=dict(decision.arguments), arguments_str="")
+            runs.append(await self._call_tool(call, step, toolset))
+        return runs
 
     def _deliver(self, event: ChatEvent) -> None:
         """A running tool's progress report: pushed at once, and :meth:`steps` yields."""
@@ -476,13 +583,93 @@ class ResponseRun:
 
 @attrs.frozen
 class ToolRun:
-    """One tool call, run: the text for the model, whether it failed, how long it took."""
+    """One tool call, run: the text for the model, whether it failed, how long it took
+    (or denied, not run: its text says so)."""
 
-    tool: Tool
+    tool: Tool | None
     call: ToolCall
     text: str
     failed: bool
     duration: float
+    denied: bool = False
+
+    def message(self) -> ToolMessage:
+        """The tool result sent back to the model."""
+        call = self.call
+        return ToolMessage(
+            tool_call_id=call.id, name=call.name, content=self.text, is_error=self.failed
+        )
+
+
+class _StepTools:
+    """One step's tool calls on their way to results: ``ours`` (the calls run here, of
+    ``calls``), those ``waiting`` for approval (by :func:`call_key`), and, for a resumed
+    step, the ``decided`` calls and the tool results of those that ran before the pause."""
+
+    __slots__ = ("calls", "decided", "earlier", "ours", "response", "results", "step",
+                 "step_end", "toolset", "waiting")  # fmt: skip
+
+    def __init__(
+        self,
+        step: int,
+        step_end: ChatEvent,
+        response: ChatResponse,
+        calls: tuple[ToolCall, ...],
+        ours: tuple[ToolCall, ...],
+        toolset: ToolSet,
+        waiting: frozenset[str],
+        *,
+        earlier: Mapping[str, ToolMessage] | None = None,
+        decided: tuple[ToolCall, ...] | None = None,
+    ) -> None:
+        self.step = step
+        self.step_end = step_end
+        self.response = response
+        self.calls = calls
+        self.ours = ours
+        self.toolset = toolset
+        self.waiting = waiting
+        self.earlier = earlier or {}
+        self.decided = decided
+        self.results: list[ToolRun] | None = None
+        """The runs, once the tools have run."""
+
+    def to_run(self) -> tuple[ToolCall, ...]:
+        """The calls to run now."""
+        if self.decided is not None:
+            return self.decided
+        if not self.waiting:
+            return self.ours
+        return tuple(c for c in self.ours if call_key(c, self.step) not in self.waiting)
+
+    def tool_messages(self) -> tuple[ToolMessage, ...]:
+        """The step's tool results for the model so far, in the order of its calls."""
+        step = self.step
+        made = {call_key(run.call, step): run.message() for run in self.results or ()}
+        made.update(self.earlier)
+        return tuple(made[key] for c in self.ours if (key := call_key(c, step)) in made)
+
+
+def _waiting_for_approval(
+    calls: tuple[ToolCall, ...], step: int, toolset: ToolSet
+) -> frozenset[str]:
+    """The keys (:func:`call_key`) of the calls whose tools want a person's approval; a
+    ChatError when a tool's predicate raises."""
+    waiting = set()
+    for call in calls:
+        tool = toolset.get(call.name, None)
+        if tool is None or tool.requires_approval is False:
+            continue
+        try:
+            needed = tool.needs_approval(call.arguments)
+        except Exception as exc:
+            raise ChatError(
+                f"the requires_approval predicate of tool {call.name!r} raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if needed:
+            waiting.add(call_key(call, step))
+    return frozenset(waiting)
 
 
 def _tool_result_event(
@@ -498,7 +685,11 @@ def _tool_result_event(
         tool_call=run.call,
         text=run.text,
         provider_response_id=step_end.provider_response_id,
-        attrs={"tool_name": run.call.name, "duration": run.duration, "is_error": run.failed},
+        attrs=(
+            {"tool_name": run.call.name, "duration": run.duration, "is_error": run.failed}
+            if not run.denied
+            else {"tool_name": run.call.name, "duration": 0.0, "is_error": False, "denied": True}
+        ),
     )
 
 

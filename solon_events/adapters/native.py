@@ -29,7 +29,7 @@ _BLOCK_KINDS: dict[type, str] = {
     results.FileBlock: "file",
 }
 _BLOCKS_BY_KIND = {kind: cls for cls, kind in _BLOCK_KINDS.items()}
-_MIRRORED = ("thinking", "tool_calls", "citations", "search_results")
+_MIRRORED = ("thinking", "tool_calls", "citations", "search_results", "pending_approval")
 _EVENT_FIELDS = tuple(a for a in attrs.fields(ChatEvent) if a.name != "type")
 
 
@@ -46,6 +46,8 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, results.ChatResponse):
         data = _attrs_to_plain(value, skip=_MIRRORED)
         data.setdefault("text", "")
+        if value.pending_approval is not None:
+            data["pending_approval"] = value.pending_approval.to_json()
         return data
     if attrs.has(type(value)):
         data = _attrs_to_plain(value)
@@ -174,6 +176,11 @@ def _response(value: Any) -> results.ChatResponse | None:
     message = _message(fields.pop("message", None))
     text = fields.pop("text", "")
     usage = _usage(fields.pop("usage", None))
+    pending = fields.pop("pending_approval", None)
+    if pending is not None:
+        from ..approvals import PendingApproval
+
+        fields["pending_approval"] = PendingApproval.from_json(pending)
     if message is None and text:
         message = results.AssistantMessage(text=text)
     return results.ChatResponse(message=message, usage=usage, **fields)

@@ -17,24 +17,25 @@ def new_response_id() -> str:
 class ChatStreamSession:
     """The state of one response across its steps (create one per response).
 
-    ``response_id`` is generated unless given; :meth:`next_step` numbers steps from 0;
+    ``response_id`` is generated unless given; :meth:`next_step` numbers steps from
+    ``first_step`` (0; a response continued after a pause numbers on from the paused step);
     :meth:`accumulate_usage` adds each step's usage into :attr:`total_usage`.
     """
 
     __slots__ = ("_ended", "_next_step", "_started", "response_id", "step", "total_usage")
 
-    def __init__(self, response_id: str | None = None) -> None:
+    def __init__(self, response_id: str | None = None, first_step: int = 0) -> None:
         self.response_id: str = response_id or new_response_id()
-        self._next_step = 0
-        self.step = 0
-        """The last step number given by :meth:`next_step` (0 before any)."""
+        self._next_step = first_step
+        self.step = first_step
+        """The last step number given by :meth:`next_step` (``first_step`` before any)."""
         self.total_usage: Usage | None = None
         """The sum of every step usage so far, or None when no step reported usage."""
         self._started = False
         self._ended = False
 
     def next_step(self) -> int:
-        """The next step number: 0, then 1, 2, ..."""
+        """The next step number: ``first_step`` (0), then 1, 2, ..."""
         step = self._next_step
         self._next_step += 1
         self.step = step

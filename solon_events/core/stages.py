@@ -143,18 +143,24 @@ class AggregateStage:
     Call :meth:`start` once before the first event (it emits RESPONSE_START). With
     ``fold_steps=False`` step events are not folded here: upstream STEP_ENDs must carry
     their response, a failed step's included (as :func:`parse` does). A failure's
-    ``partial_response`` is set to the response the ERROR event carries.
+    ``partial_response`` is set to the response the ERROR event carries. ``first_step``:
+    the number of the response's first step (a response continued after a pause).
     """
 
     __slots__ = ("_down", "_fold", "_last_response", "_push", "_step", "_step_open", "ended",
                  "last_event", "session")  # fmt: skip
 
     def __init__(
-        self, down: Sink, response_id: str | None = None, *, fold_steps: bool = True
+        self,
+        down: Sink,
+        response_id: str | None = None,
+        *,
+        fold_steps: bool = True,
+        first_step: int = 0,
     ) -> None:
         self._down = down
         self._push = down.on_next
-        self.session = ChatStreamSession(response_id)
+        self.session = ChatStreamSession(response_id, first_step)
         self._step = ChatAccumulator() if fold_steps else _NOTHING_FOLDED
         self._step_open = False
         self.last_event: ChatEvent | None = None
@@ -179,7 +185,10 @@ class AggregateStage:
     def start(self) -> None:
         """Emit RESPONSE_START."""
         self.session.mark_response_started()
-        self._down.on_next(framing_event(EVENT_TYPES.RESPONSE_START, 0, self.session.response_id))
+        session = self.session
+        self._down.on_next(
+            framing_event(EVENT_TYPES.RESPONSE_START, session.step, session.response_id)
+        )
 
     def on_error(self, error: Exception) -> None:
         """Close an open step, emit one ERROR event (with the partial response), then fail."""
@@ -224,6 +233,7 @@ class AggregateStage:
                 response.finish_reason,
                 response.model,
                 response.provider_response_id,
+                response.pending_approval,
             )
         self._down.on_next(
             framing_event(
@@ -317,9 +327,12 @@ class RespondStage:
         response_id: str | None = None,
         event_filter: Callable[[ChatEvent], bool] | None = None,
         fold_steps: bool = True,
+        first_step: int = 0,
     ) -> None:
         self.guard = guard = GuardStage(down, event_filter)
-        self.aggregate = aggregate = AggregateStage(guard, response_id, fold_steps=fold_steps)
+        self.aggregate = aggregate = AggregateStage(
+            guard, response_id, fold_steps=fold_steps, first_step=first_step
+        )
         self.normalize = normalize = NormalizeStage(aggregate)
         self.on_next = normalize.on_next
         self.on_error = normalize.on_error
@@ -334,15 +347,21 @@ def respond(
     event_filter: Callable[[ChatEvent], bool] | None = None,
     fold_steps: bool = True,
     partial_arguments: bool = False,
+    first_step: int = 0,
 ) -> RespondStage | PartialArgumentsStage:
     """normalize -> aggregate -> guard as one :class:`RespondStage` into ``down``.
 
     Returns the head to push events into; RESPONSE_START is emitted at once. With
     ``partial_arguments``, a :class:`~solon_events.core.partial_arguments.PartialArgumentsStage`
-    in front gives every argument delta the arguments parsed so far.
+    in front gives every argument delta the arguments parsed so far. ``first_step`` is
+    :class:`AggregateStage`'s.
     """
     head = RespondStage(
-        down, response_id=response_id, event_filter=event_filter, fold_steps=fold_steps
+        down,
+        response_id=response_id,
+        event_filter=event_filter,
+        fold_steps=fold_steps,
+        first_step=first_step,
     )
     return PartialArgumentsStage(head) if partial_arguments else head
 
@@ -352,6 +371,7 @@ def respond_after_parse(
     *,
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
+    first_step: int = 0,
 ) -> tuple[str, RespondStage | PartialArgumentsStage]:
     """A new response's id and the :func:`respond` head for a parse stage's events into
     ``down``: steps are not folded again (the parse stage folds each step's events)."""
@@ -362,5 +382,6 @@ def respond_after_parse(
         event_filter=event_filter,
         fold_steps=False,
         partial_arguments=partial_arguments,
+        first_step=first_step,
     )
     return response_id, head

@@ -33,6 +33,10 @@ R = TypeVar("R")
 
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
+RequiresApproval = bool | Callable[[Mapping[str, Any]], bool]
+"""Whether a tool's calls wait for a person's approval: always (True), never (False), or
+when a predicate of the call's arguments says so."""
+
 
 def _raw_doc(function: Callable[..., Any]) -> str | None:
     """The uncleaned docstring (cleaning twice would flatten a first-line section)."""
@@ -60,6 +64,15 @@ def _check_name(name: str) -> str:
     return name
 
 
+def _checked_approval(requires_approval: Any) -> RequiresApproval:
+    if not (isinstance(requires_approval, bool) or callable(requires_approval)):
+        raise TypeError(
+            "requires_approval is True, False or a predicate of the call's arguments, "
+            f"not {type(requires_approval).__name__}"
+        )
+    return requires_approval  # type: ignore[no-any-return]
+
+
 class Tool(Generic[P, R]):
     """A function a model may call, with its name, description and JSON schema.
 
@@ -76,6 +89,7 @@ class Tool(Generic[P, R]):
         "_is_async",
         "_name",
         "_parameters",
+        "_requires_approval",
         "_return_direct",
         "_signature",
         "_spec",
@@ -88,9 +102,11 @@ class Tool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         return_direct: bool = False,
+        requires_approval: RequiresApproval = False,
     ) -> None:
         if not callable(function):
             raise TypeError(f"a tool wraps a function, not {type(function).__name__}")
+        _checked_approval(requires_approval)
         label = getattr(function, "__qualname__", None) or repr(function)
         name = _check_name(name if name is not None else getattr(function, "__name__", ""))
         doc_description, docs = parse_docstring(_raw_doc(function))
@@ -103,6 +119,7 @@ class Tool(Generic[P, R]):
             parameters=object_schema(self._signature.fields),
             return_direct=return_direct,
             is_async=_is_async(function),
+            requires_approval=requires_approval,
         )
 
     def _describe(
@@ -114,8 +131,10 @@ class Tool(Generic[P, R]):
         parameters: dict[str, Any],
         return_direct: bool,
         is_async: bool,
+        requires_approval: RequiresApproval = False,
     ) -> None:
         """Set what every tool has, however its arguments are handled."""
+        self._requires_approval = _checked_approval(requires_approval)
         self.__wrapped__ = function
         self._function = function
         self._name = name
@@ -135,13 +154,20 @@ class Tool(Generic[P, R]):
         name: str | None = None,
         description: str | None = None,
         return_direct: bool = False,
+        requires_approval: RequiresApproval = False,
     ) -> Tool[P, R]:
         """Build a tool from ``function``; ``name`` and ``description`` override the defaults.
 
         The name defaults to the function's ``__name__``, the description to its docstring's
         text before the first section (Args, Returns, ...).
         """
-        return cls(function, name=name, description=description, return_direct=return_direct)
+        return cls(
+            function,
+            name=name,
+            description=description,
+            return_direct=return_direct,
+            requires_approval=requires_approval,
+        )
 
     @property
     def function(self) -> Callable[P, R]:
@@ -169,6 +195,21 @@ class Tool(Generic[P, R]):
         return self._return_direct
 
     @property
+    def requires_approval(self) -> RequiresApproval:
+        """Whether a call waits for a person's approval before it runs: True, False, or a
+        predicate of the call's arguments (see :meth:`needs_approval`)."""
+        return self._requires_approval
+
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a call with ``arguments`` waits for approval: the tool's
+        ``requires_approval``, or what its predicate says of them (the model's arguments,
+        before they are checked against the schema). What the predicate raises propagates."""
+        decide = self._requires_approval
+        if decide is True or decide is False:
+            return decide
+        return bool(decide(arguments))
+
+    @property
     def is_async(self) -> bool:
         """Whether the function is a coroutine function (its calls must be awaited)."""
         return self._is_async
@@ -183,9 +224,12 @@ class Tool(Generic[P, R]):
         return self._function(*args, **kwargs)
 
     def __repr__(self) -> str:
+        approval = "" if self._requires_approval is False else ", requires_approval=..."
+        if self._requires_approval is True:
+            approval = ", requires_approval=True"
         return (
             f"Tool(name={self._name!r}, is_async={self._is_async}, "
-            f"return_direct={self._return_direct})"
+            f"return_direct={self._return_direct}{approval})"
         )
 
     def invoke(
@@ -255,7 +299,11 @@ def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, return_direct: bool = False
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    return_direct: bool = False,
+    requires_approval: RequiresApproval = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -266,6 +314,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     return_direct: bool = False,
+    requires_approval: RequiresApproval = False,
 ) -> Any:
     """Turn a typed, documented function (sync or async) into a :class:`Tool`.
 
@@ -273,12 +322,23 @@ def tool(
     return_direct=True)``. Every parameter needs a type annotation; one without a default is
     required. Descriptions come from the docstring (Google ``Args:``, reST ``:param x:`` or
     NumPy ``Parameters`` sections) and from ``Annotated[T, "description"]``.
+
+    ``requires_approval=True`` (or a predicate of the call's arguments, say
+    ``lambda args: args["amount"] > 100``) makes a call wait for a person's approval: the
+    tool loop stops before running it and the response ends with the call pending (see
+    :mod:`solon_events.approvals`).
     """
 
     def build(target: Callable[..., Any]) -> Tool[..., Any]:
         if isinstance(target, Tool):
             target = target.function
-        return Tool(target, name=name, description=description, return_direct=return_direct)
+        return Tool(
+            target,
+            name=name,
+            description=description,
+            return_direct=return_direct,
+            requires_approval=requires_approval,
+        )
 
     if function is None:
         return build
