@@ -74,12 +74,6 @@ def denied_text(reason: str | None = None) -> str:
     return "The tool call was denied and did not run."
 
 
-def call_key(call: ToolCall, step: int) -> str:
-    """The id a pending call is decided by: the provider's id, else ``call_<step>_<index>``
-    (some providers give calls no id)."""
-    return call.id or f"call_{step}_{call.index}"
-
-
 @attrs.frozen(kw_only=True)
 class ApprovalDecision(FrozenValue):
     """What was decided for one pending call: ``approved`` (with ``arguments`` to run it

@@ -170,6 +170,22 @@ class RedisStreamLog:
             raise self._failed(f"ending {key}", exc) from None
         return _text(entry_id)
 
+    async def put_value(self, key: str, data: bytes, ttl: float) -> None:
+        """Keep ``data`` under ``key`` (a plain value, not a stream) for ``ttl`` seconds."""
+        try:
+            await self.client().set(key, data, px=max(1, int(ttl * 1000)))
+        except RedisError as exc:
+            raise self._failed(f"writing {key}", exc) from None
+
+    async def take_value(self, key: str) -> bytes | None:
+        """The value kept under ``key``, removed in the same step (``GETDEL``: one caller
+        gets it); None when there is none."""
+        try:
+            value = await self.client().getdel(key)
+        except RedisError as exc:
+            raise self._failed(f"taking {key}", exc) from None
+        return None if value is None else value if isinstance(value, bytes) else value.encode()
+
     # Reading.
 
     async def exists(self, key: str) -> bool:

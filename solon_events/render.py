@@ -13,10 +13,11 @@ from rich.text import Text
 
 from .core.partial_arguments import ArgumentDeltas, StreamingArguments
 from .events import EVENT_TYPES, ChatEvent
-from .results import ToolCall, Usage
+from .results import ChatResponse, ToolCall, Usage
 
 __all__ = [
     "LiveRenderer",
+    "approval_lines",
     "arguments_text",
     "event_line",
     "event_summary",
@@ -81,7 +82,10 @@ def _tool_name(event: ChatEvent) -> str:
 
 
 def tool_result_line(event: ChatEvent) -> str:
-    """A TOOL_RESULT in one line: ``name returned: text  (12 ms)`` or ``name failed: error``."""
+    """A TOOL_RESULT in one line: ``name returned: text  (12 ms)``, ``name failed: error``
+    or, for a call denied approval, ``name denied: text``."""
+    if event.attrs.get("denied"):
+        return f"{_tool_name(event)} denied: {event.text or ''}"
     duration = event.attrs.get("duration")
     took = f"  ({duration * 1000:.0f} ms)" if isinstance(duration, (int, float)) else ""
     outcome = "failed" if event.attrs.get("is_error") else "returned"
@@ -102,6 +106,15 @@ def tool_call_line(call: ToolCall) -> str:
     if len(text) > LONG_ARGUMENTS:
         text = f"{text[:LONG_ARGUMENTS]}… {len(text):,} characters"
     return f"{call.name}({text})"
+
+
+def approval_lines(response: ChatResponse | None) -> list[str]:
+    """The calls a paused response waits for approval of, one line each:
+    ``name({"city":"Paris"}) id=call_1`` (none when it waits for nothing)."""
+    pending = response.pending_approval if response is not None else None
+    if pending is None:
+        return []
+    return [f"{tool_call_line(call)} id={call.id}" for call in pending.tool_calls]
 
 
 def tool_progress_line(event: ChatEvent) -> str:
@@ -158,7 +171,9 @@ def event_summary(event: ChatEvent) -> str:
         response = event.response
         reason = response.finish_reason if response is not None else None
         finish = f"finish={reason}; " if reason else ""
-        return finish + usage_line(event.usage)
+        waiting = approval_lines(response)
+        pending = f"; awaiting approval: {', '.join(waiting)}" if waiting else ""
+        return finish + usage_line(event.usage) + pending
     if t is EVENT_TYPES.USAGE:
         return usage_line(event.usage)
     if t is EVENT_TYPES.ERROR:
@@ -297,7 +312,7 @@ class LiveRenderer:
             out.print(Text(f"→ tool call {tool_call_line(event.tool_call)}", style="cyan"))
         elif t is EVENT_TYPES.TOOL_RESULT:
             self._switch(None)
-            if event.attrs.get("is_error"):
+            if event.attrs.get("is_error") or event.attrs.get("denied"):
                 out.print(Text(f"✗ {tool_result_line(event)}", style="red"))
             else:
                 out.print(Text(f"← {tool_result_line(event)}", style="green"))
@@ -318,6 +333,8 @@ class LiveRenderer:
             out.print(Text(f"step {event.step} usage: {usage_line(event.usage)}", style="dim"))
         elif t is EVENT_TYPES.RESPONSE_END:
             self._switch(None)
+            for line in approval_lines(event.response):
+                out.print(Text(f"⏸ awaiting approval: {line}", style="bold yellow"))
             out.print(Text(f"total usage: {usage_line(event.usage)}", style="bold"))
         elif t is EVENT_TYPES.ERROR:
             self._switch(None)

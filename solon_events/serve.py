@@ -24,6 +24,15 @@ stop request reaches the replica that runs it over pub/sub. When Redis cannot ta
 response's first entry the client gets a 503 saying why (no stream has started); Redis
 failing later ends the stream with the protocol's error event.
 
+Tool approval: a response that pauses because one of the server's tools requires approval
+(:mod:`solon_events.approvals`) is kept in :attr:`Gateway.approvals` (in Redis with
+``redis``, so that any replica continues it) until a request brings the decisions: the
+Vercel UI stream's ``tool-approval-request`` answered by ``useChat``'s
+``addToolApprovalResponse``, AG-UI's ``interrupt`` outcome answered by ``resume`` entries,
+or ``POST /events`` with ``{"approvals": [{"approval_id", "approved", "reason"}]}``. It is
+continued once (a second request with the same decisions gets 404); decisions that do not
+answer each waiting call get 400.
+
 Safe by default: only the server's own tools run on the server (AG-UI frontend tools go
 back to the client as pending tool calls); an optional bearer token, compared in constant
 time; without a token, only requests naming a loopback host (``Host: 127.0.0.1``,
@@ -70,6 +79,8 @@ from aiohttp import web
 from .adapters.inputs import messages_from_events, messages_from_vercel
 from .adapters.native import encode_event, event_to_json
 from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
+from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
+from .approvals import ApprovalDecision, PendingApproval, parse_approval_id
 from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
 from .extras import MissingExtraError
@@ -186,8 +197,9 @@ def _shown_error(error: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _vercel_wire() -> _Wire:
-    return _Wire("vercel", VercelEncoder(), vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
+def _vercel_wire(message_id: str | None = None) -> _Wire:
+    encoder = VercelEncoder(message_id)
+    return _Wire("vercel", encoder, vercel_sse, VERCEL_HEADERS, VERCEL_DONE)
 
 
 def _agui_wire(run: AguiRun | None = None) -> _Wire:
@@ -513,6 +525,13 @@ class Gateway:
 
             redis = RedisStreamLog(redis)
         self.log = redis
+        self.approvals: ApprovalStore = (
+            RedisApprovalStore(redis) if redis is not None else MemoryApprovalStore()
+        )
+        """Where the responses paused for tool approval wait for their decisions (in Redis
+        with ``redis``, where any replica finds them); any
+        :class:`~solon_events.approval_store.ApprovalStore`."""
+        self._approving = any(t.requires_approval is not False for t in self.tools.values())
         self.on_disconnect = on_disconnect or ("continue" if redis is not None else "cancel")
         self._running: dict[str, Callable[[], None]] = {}
         self._stored: set[StoredResponse] = set()
@@ -583,6 +602,16 @@ class Gateway:
         from .adapters.inputs import run_from_agui
 
         run = run_from_agui(body)
+        return self._agui_prompt(run, run.messages).astream(), _agui_wire(run)
+
+    def _agui_prompt(self, run: AguiRun, messages: Any) -> ChatPrompt:
+        """The prompt of an AG-UI run: ``messages`` with the server's tools and the run's
+        frontend tools."""
+        self._check_client_tools(run)
+        return self._prompt(messages).client_tools(*run.client_tools)
+
+    def _check_client_tools(self, run: AguiRun) -> None:
+        """A ValueError when the run's frontend tools are named as the server's tools."""
         names = [spec.name for spec in run.client_tools]
         clashes = sorted(name for name in names if name in self.tools)
         if clashes:
@@ -590,8 +619,6 @@ class Gateway:
                 f"the client declares tools the server has: {', '.join(clashes)}; "
                 "rename the client's tools"
             )
-        prompt = self._prompt(run.messages).client_tools(*run.client_tools)
-        return prompt.astream(), _agui_wire(run)
 
     def _events(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
         return self._prompt(messages_from_events(body)).astream(), _events_wire()
@@ -607,16 +634,103 @@ class Gateway:
         try:
             if request.method == "GET":
                 return await self._resume(request, kind)
-            events, wire = start(await self._accept(request))
+            body = await self._accept(request)
+            events, wire = await self._continued(kind, body) or start(body)
         except _HttpError as exc:
             return self._error(request, exc)
         except ValueError as exc:
             return self._error(request, _HttpError(400, str(exc)))
         except MissingExtraError as exc:  # /agui without the agui extra: say what to install
             return self._error(request, _HttpError(501, str(exc)))
+        if self._approving:
+            events = self._keeping_approvals(events)
         if self.log is not None:
             return await self._stream_stored(request, events, wire)
         return await self._stream(request, events, wire)
+
+    # Tool approval.
+
+    async def _continued(
+        self, kind: str, body: Any
+    ) -> tuple[AsyncIterator[ChatEvent], _Wire] | None:
+        """A request that brings decisions on tool calls of a response paused for approval
+        (``useChat``'s approval responses, AG-UI ``resume`` entries, ``/events``'
+        ``approvals``): that response, continued. None for any other request."""
+        from .adapters import inputs
+
+        if kind == "vercel":
+            found = inputs.approvals_from_vercel(body)
+            if found is None:
+                return None
+            message_id, decisions = found
+            pending = await self._paused(decisions)
+            prompt, wire = self._prompt(pending), _vercel_wire(message_id or None)
+        elif kind == "agui":
+            if not (isinstance(body, Mapping) and body.get("resume")):
+                return None
+            run = inputs.run_from_agui(body)
+            decisions = inputs.approvals_from_agui(run)
+            self._check_client_tools(run)  # before the paused response is taken
+            pending = await self._paused(decisions)
+            prompt, wire = self._agui_prompt(run, pending), _agui_wire(run)
+        else:
+            found_events = inputs.approvals_from_events(body)
+            if found_events is None:
+                return None
+            decisions = found_events
+            pending = await self._paused(decisions)
+            prompt, wire = self._prompt(pending), _events_wire()
+        for call in pending.tool_calls:
+            call_id = call.id or ""
+            decision = decisions[pending.approval_id(call_id)]
+            if decision.approved:
+                prompt = prompt.approve(call_id, arguments=decision.arguments)
+            else:
+                prompt = prompt.deny(call_id, decision.reason)
+        return prompt.astream(), wire
+
+    async def _paused(self, decisions: Mapping[str, ApprovalDecision]) -> PendingApproval:
+        """The paused response ``decisions`` (by approval id) answer, taken from
+        :attr:`approvals` once they answer each of its pending calls: 400 when they name
+        another response or leave a call undecided, 404 when no such response waits
+        (unknown, expired, or continued already), 503 when the store failed."""
+        response_ids = {parse_approval_id(approval_id)[0] for approval_id in decisions}
+        if len(response_ids) != 1:
+            raise ValueError("the decisions answer tool calls of more than one paused response")
+        (response_id,) = response_ids
+        try:
+            pending = await self.approvals.take(response_id)
+        except ChatError as exc:
+            raise _HttpError(503, str(exc)) from None
+        if pending is None:
+            raise _HttpError(
+                404,
+                f"no response {response_id} waits for approval here "
+                "(unknown, expired, or continued already)",
+            )
+        asked = {pending.approval_id(call.id or "") for call in pending.tool_calls}
+        if set(decisions) != asked:
+            with contextlib.suppress(ChatError):
+                await self.approvals.put(pending)  # still waiting for the right answers
+            undecided = ", ".join(sorted(asked - set(decisions))) or "none"
+            unknown = ", ".join(sorted(set(decisions) - asked)) or "none"
+            raise ValueError(
+                f"the decisions must answer each call that waits: not answered: {undecided}; "
+                f"not waiting: {unknown}"
+            )
+        return pending
+
+    async def _keeping_approvals(
+        self, events: AsyncIterator[ChatEvent]
+    ) -> AsyncIterator[ChatEvent]:
+        """``events``; a response that pauses for approval is kept in :attr:`approvals`
+        before its RESPONSE_END goes on, so that the client's decisions find it."""
+        async for event in events:
+            if event.type is EVENT_TYPES.RESPONSE_END and event.response is not None:
+                pending = event.response.pending_approval
+                if pending is not None:
+                    await self.approvals.put(pending)
+            yield event
 
     async def page(self, request: web.Request) -> web.Response:
         """``GET``: the chat page (one self-contained HTML file using ``POST /api/chat``)."""

@@ -104,6 +104,12 @@ def add_serve_parser(commands: Any) -> None:
         "replica sharing it (the redis extra; default: no Redis)",
     )
     parser.add_argument(
+        "--require-approval",
+        action="store_true",
+        help="the demo's weather tool waits for a person's approval before it runs (the chat "
+        "page shows Approve / Deny; without --url only)",
+    )
+    parser.add_argument(
         "--on-disconnect",
         choices=("continue", "cancel"),
         help="when a client leaves: go on or cancel the response (default: continue with "
@@ -115,6 +121,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
     from .cli import ROUTES, CommandError, get_weather, provider_dialect, provider_key
     from .serve import create_app, run_app
+    from .tools import tool
 
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
     if args.token_env and not token:
@@ -136,7 +143,9 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         server = DevServer.run_in_thread(pace=0.02)
         dialect = provider_dialect(args.dialect, None)
         url, name, api_key = server.url + ROUTES[dialect], args.model or "weather", None
-        tools = [get_weather]
+        tools = [
+            tool(requires_approval=True)(get_weather) if args.require_approval else get_weather
+        ]
     elif not args.model:
         raise CommandError("--model is required with --url", 2)
     else:

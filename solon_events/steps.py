@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from .events import EVENT_TYPES, ChatEvent
 from .messages import Message, ToolMessage
 from .results import ChatResponse, ToolCall, Usage
 
@@ -62,6 +63,23 @@ class StepResult:
     def usage(self) -> Usage | None:
         """This step's usage."""
         return self.response.usage
+
+
+def call_key(call: ToolCall, step: int) -> str:
+    """The id a call of step ``step`` is named by: the provider's, else
+    ``call_<step>_<index>`` (some providers give calls no id)."""
+    return call.id or f"call_{step}_{call.index}"
+
+
+def call_event(call: ToolCall, step: int) -> ChatEvent:
+    """An event naming ``call`` of step ``step`` (named by :func:`call_key`) as that step's
+    events named it, with no id when the provider gave the call none: what the front-end
+    adapters look a call's protocol id up by."""
+    given = None if call.id == f"call_{step}_{call.index}" else call.id
+    named = call if given == call.id else attrs.evolve(call, id=given)
+    return ChatEvent(
+        EVENT_TYPES.TOOL_RESULT, step=step, index=call.index, tool_call_id=given, tool_call=named
+    )
 
 
 StopCondition = Callable[[Sequence[StepResult]], bool]

@@ -44,7 +44,7 @@ from typing import Any, Literal
 import attrs
 
 from ._safe_callbacks import failure_of
-from .approvals import ApprovalDecision, PendingApproval, call_key, denied_text
+from .approvals import ApprovalDecision, PendingApproval, denied_text
 from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, HttpRequest
@@ -53,7 +53,14 @@ from .events import EVENT_TYPES, ChatEvent
 from .loop_thread import DeadlinePassed, within
 from .messages import ChatRequest, Message, ToolMessage, to_messages
 from .results import ChatResponse, ToolCall
-from .steps import PrepareStep, StepContext, StepResult, StepSettings, StopCondition
+from .steps import (
+    PrepareStep,
+    StepContext,
+    StepResult,
+    StepSettings,
+    StopCondition,
+    call_key,
+)
 from .stream_reader import Emit, downstream_error
 from .tools import Tool, ToolContext, ToolSet
 from .tools.context import ToolProgress

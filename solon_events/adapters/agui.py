@@ -22,7 +22,9 @@ TOOL_CALL_START / _ARGS_DELTA / _END        TOOL_CALL_START / TOOL_CALL_ARGS / T
 TOOL_RESULT                                 TOOL_CALL_RESULT
 RESPONSE_END                                RUN_FINISHED (total ``usage``; outcome
                                             ``success`` naming the client tool calls left
-                                            for the application as ``pendingToolCallIds``)
+                                            for the application as ``pendingToolCallIds``,
+                                            or ``interrupt`` when tool calls wait for
+                                            approval)
 ABORT                                       RUN_FINISHED with outcome ``cancelled``
 ERROR                                       RUN_ERROR (``message``, ``code``: the error's
                                             class name, ``usage``)
@@ -49,6 +51,16 @@ input): without them, the corrected text is not sent and the client keeps the de
 
 A tool call whose name is in ``client_tools`` is a frontend tool: the gateway never runs
 it, the run finishes with it pending and the application answers it in its next run.
+
+Tool approval uses AG-UI's interrupts: a response that paused because tool calls wait for
+approval (its response's ``pending_approval``) finishes the run with the ``interrupt``
+outcome, one interrupt per pending call (``id``:
+:func:`~solon_events.approvals.approval_id`, ``reason`` ``"tool_approval"``,
+``toolCallId``, a ``message`` naming the call, and a ``responseSchema`` for the answer:
+``{"approved": bool, "reason": str, "arguments": object}``). The next run answers them in
+its ``resume`` entries (``status`` ``"resolved"`` with that payload, or ``"cancelled"``,
+a denial; :func:`~solon_events.adapters.inputs.approvals_from_agui`); its events start with
+the decided calls' TOOL_CALL_RESULTs (a denied call's content says so).
 """
 
 from __future__ import annotations
@@ -63,6 +75,7 @@ try:
     from ag_ui.core import (
         BaseEvent,
         CustomEvent,
+        Interrupt,
         ReasoningEncryptedValueEvent,
         ReasoningEndEvent,
         ReasoningMessageContentEvent,
@@ -72,6 +85,7 @@ try:
         RunErrorEvent,
         RunFinishedCancelledOutcome,
         RunFinishedEvent,
+        RunFinishedInterruptOutcome,
         RunFinishedSuccessOutcome,
         RunStartedEvent,
         StepFinishedEvent,
@@ -92,14 +106,27 @@ from reactivex import Observable
 
 from ..events import EVENT_TYPES, ChatEvent
 from ..results import Usage
+from ..steps import call_event
 from .agui_transcript import AguiTranscript
 from .blocks import BlockIds
 from .native import to_plain
 from .rx import translating
 
-__all__ = ["AguiEncoder", "agui_sse", "to_agui", "token_usage"]
+__all__ = ["APPROVAL_SCHEMA", "AguiEncoder", "agui_sse", "to_agui", "token_usage"]
 
 _ENCODER = EventEncoder()
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "description": "Whether the call may run"},
+        "reason": {"type": "string", "description": "Why it may not (told to the model)"},
+        "arguments": {"type": "object", "description": "Other arguments to run it with"},
+    },
+    "required": ["approved"],
+}
+"""The ``responseSchema`` of a tool-approval interrupt: the answer its resume entry's
+``payload`` holds."""
 
 
 def agui_sse(event: BaseEvent) -> bytes:
@@ -370,9 +397,16 @@ class AguiEncoder:
 
     def _run_finished(self, event: ChatEvent) -> list[BaseEvent]:
         self.finished = True
-        outcome = RunFinishedSuccessOutcome(
-            type="success", pending_tool_call_ids=list(self._pending) or None
-        )
+        response = event.response
+        pending = response.pending_approval if response is not None else None
+        outcome: RunFinishedSuccessOutcome | RunFinishedInterruptOutcome
+        if pending is not None and pending.tool_calls:
+            interrupts = [self._interrupt(pending, call) for call in pending.tool_calls]
+            outcome = RunFinishedInterruptOutcome(type="interrupt", interrupts=interrupts)
+        else:
+            outcome = RunFinishedSuccessOutcome(
+                type="success", pending_tool_call_ids=list(self._pending) or None
+            )
         return [
             RunFinishedEvent(
                 thread_id=self.thread_id,
@@ -381,6 +415,18 @@ class AguiEncoder:
                 usage=token_usage(event.usage),
             )
         ]
+
+    def _interrupt(self, pending: Any, call: Any) -> Interrupt:
+        arguments = call.arguments_str
+        if len(arguments) > 200:
+            arguments = arguments[:200] + "…"
+        return Interrupt(
+            id=pending.approval_id(call.id or ""),
+            reason="tool_approval",
+            message=f"Approve the call {call.name}({arguments})?",
+            tool_call_id=self._ids.call_id(call_event(call, pending.step)),
+            response_schema=APPROVAL_SCHEMA,
+        )
 
     def _aborted(self, event: ChatEvent) -> list[BaseEvent]:
         self.finished = True

@@ -1,5 +1,6 @@
 """What front ends send, read into our messages: Vercel UI messages, AG-UI RunAgentInput,
-and the ``/events`` body.
+and the ``/events`` body; and the decisions on tool calls paused for approval that each
+of them brings (:mod:`solon_events.approvals`).
 
 Every reader raises ``ValueError`` with a message naming what is wrong (the gateway
 answers it with HTTP 400). Sans-I/O; AG-UI input is validated by the ``ag-ui-protocol``
@@ -14,12 +15,21 @@ from typing import Any
 import attrs
 import orjson
 
+from ..approvals import ApprovalDecision, denied_text
 from ..extras import require
 from ..messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage, to_messages
 from ..results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .vercel import ui_text
 
-__all__ = ["AguiRun", "messages_from_events", "messages_from_vercel", "run_from_agui"]
+__all__ = [
+    "AguiRun",
+    "approvals_from_agui",
+    "approvals_from_events",
+    "approvals_from_vercel",
+    "messages_from_events",
+    "messages_from_vercel",
+    "run_from_agui",
+]
 
 
 def _object(body: Any) -> Mapping[str, Any]:
@@ -78,7 +88,8 @@ def messages_from_vercel(body: Any) -> tuple[Message, ...]:
     Text parts become text (their final text when the stream sent one:
     :func:`~solon_events.adapters.vercel.ui_text`); ``file`` parts of user messages become
     image or file blocks; an assistant message becomes one assistant turn per step
-    (``step-start``), each with its tool calls followed by their results; calls without an
+    (``step-start``), each with its tool calls followed by their results (a denied call's
+    result saying so: :func:`~solon_events.approvals.denied_text`); calls without an
     output are left out.
     """
     raw = _message_list(_object(body), "UI messages")
@@ -124,7 +135,7 @@ def _assistant_steps(parts: Sequence[Mapping[str, Any]]) -> list[Message]:
             if not _is_tool_part(part["type"]):
                 continue
             state = part.get("state")
-            if state not in ("output-available", "output-error"):
+            if state not in ("output-available", "output-error", "output-denied"):
                 continue
             name = str(part.get("toolName") or part["type"].removeprefix("tool-"))
             call_id = str(part.get("toolCallId") or "")
@@ -138,6 +149,10 @@ def _assistant_steps(parts: Sequence[Mapping[str, Any]]) -> list[Message]:
             )
             failed = state == "output-error"
             content = part.get("errorText") if failed else part.get("output")
+            if state == "output-denied":
+                approval = part.get("approval")
+                reason = approval.get("reason") if isinstance(approval, Mapping) else None
+                content = denied_text(reason if isinstance(reason, str) else None)
             results.append(
                 ToolMessage(
                     tool_call_id=call_id, name=name, content=_json_text(content), is_error=failed
@@ -161,6 +176,8 @@ class AguiRun:
     client_tools: tuple[ToolSpec, ...]
     agui_messages: tuple[Any, ...] = ()
     """The run's messages as AG-UI models (``ag_ui.core``), which a MESSAGES_SNAPSHOT repeats."""
+    resume: tuple[Any, ...] = ()
+    """The run's answers to the interrupts of the run it continues (``ResumeEntry`` models)."""
 
 
 def run_from_agui(body: Any) -> AguiRun:
@@ -219,7 +236,14 @@ def run_from_agui(body: Any) -> AguiRun:
         )
         for tool in run.tools or ()
     )
-    return AguiRun(run.thread_id, run.run_id, tuple(messages), tools, tuple(run.messages))
+    return AguiRun(
+        run.thread_id,
+        run.run_id,
+        tuple(messages),
+        tools,
+        tuple(run.messages),
+        tuple(run.resume or ()),
+    )
 
 
 def _agui_text(parts: Sequence[Any]) -> str:
@@ -239,3 +263,74 @@ def _agui_user(content: Any) -> UserMessage:
         elif source.type == "data":
             blocks.append(ImageBlock(data=source.value, mime_type=source.mime_type))
     return UserMessage(text=_agui_text(content), blocks=blocks)
+
+
+def _decision(answer: Any, where: str) -> ApprovalDecision:
+    """An answer to one approval: ``{"approved": bool, "reason"?: str, "arguments"?: {}}``."""
+    if isinstance(answer, bool):
+        return ApprovalDecision(approved=answer)
+    approved = answer.get("approved") if isinstance(answer, Mapping) else None
+    if not isinstance(approved, bool):
+        raise ValueError(f'{where} must say whether the call is approved: {{"approved": true}}')
+    reason, arguments = answer.get("reason"), answer.get("arguments")
+    if reason is not None and not isinstance(reason, str):
+        raise ValueError(f"{where}: 'reason' must be a string")
+    if arguments is not None and not (approved and isinstance(arguments, Mapping)):
+        raise ValueError(f"{where}: 'arguments' must be an object, given with an approval")
+    return ApprovalDecision(approved=approved, reason=reason, arguments=arguments)
+
+
+def approvals_from_vercel(body: Any) -> tuple[str, dict[str, ApprovalDecision]] | None:
+    """The decisions a ``useChat`` request brings on tool calls paused for approval: its
+    last message is the assistant's, with tool parts in the ``approval-responded`` state
+    (``approval``: ``id``, ``approved``, ``reason``), as ``addToolApprovalResponse``
+    leaves them. That message's id and the decisions by approval id; None when the request
+    answers no approval (an ordinary turn)."""
+    messages = body.get("messages") if isinstance(body, Mapping) else None
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    if not isinstance(last, Mapping) or last.get("role") != "assistant":
+        return None
+    decisions: dict[str, ApprovalDecision] = {}
+    for part in last.get("parts") or ():
+        if not isinstance(part, Mapping) or part.get("state") != "approval-responded":
+            continue
+        approval = part.get("approval")
+        approval_id = approval.get("id") if isinstance(approval, Mapping) else None
+        if not isinstance(approval_id, str):
+            raise ValueError("a tool part in the approval-responded state needs its approval.id")
+        decisions[approval_id] = _decision(approval, f"the approval {approval_id!r}")
+    if not decisions:
+        return None
+    return str(last.get("id") or ""), decisions
+
+
+def approvals_from_agui(run: AguiRun) -> dict[str, ApprovalDecision]:
+    """The decisions an AG-UI run's ``resume`` entries bring, by interrupt id: a
+    ``"resolved"`` entry's payload is ``{"approved": bool, "reason"?: str,
+    "arguments"?: {}}`` (or a bare boolean), a ``"cancelled"`` one denies the call."""
+    decisions: dict[str, ApprovalDecision] = {}
+    for entry in run.resume:
+        where = f"the resume entry of interrupt {entry.interrupt_id!r}"
+        if entry.status == "cancelled":
+            decisions[entry.interrupt_id] = ApprovalDecision(approved=False, reason="cancelled")
+        else:
+            decisions[entry.interrupt_id] = _decision(entry.payload, where)
+    return decisions
+
+
+def approvals_from_events(body: Any) -> dict[str, ApprovalDecision] | None:
+    """The decisions of an ``/events`` body that continues a paused response:
+    ``{"approvals": [{"approval_id": ..., "approved": bool, "reason"?: str,
+    "arguments"?: {}}, ...]}``, by approval id; None for a body without ``approvals``."""
+    items = body.get("approvals") if isinstance(body, Mapping) else None
+    if items is None:
+        return None
+    if not isinstance(items, list) or not items:
+        raise ValueError("'approvals' must be a non-empty array of {approval_id, approved}")
+    decisions: dict[str, ApprovalDecision] = {}
+    for i, item in enumerate(items):
+        approval_id = item.get("approval_id") if isinstance(item, Mapping) else None
+        if not isinstance(approval_id, str):
+            raise ValueError(f"approvals[{i}] must be an object with an 'approval_id'")
+        decisions[approval_id] = _decision(item, f"approvals[{i}]")
+    return decisions

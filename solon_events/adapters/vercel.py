@@ -14,7 +14,9 @@ ChatEvent                                  UI message chunks
 =========================================  ==============================================
 RESPONSE_START                             ``start`` (``messageId``: the response id)
 STEP_START / STEP_END                      ``start-step`` / ``finish-step`` (after a
-                                           ``message-metadata`` with the usage so far)
+                                           ``message-metadata`` with the usage so far);
+                                           nothing for a resumed step's (``sub_type``
+                                           ``"resumed"``, see below)
 TEXT_START / _DELTA / _END                 ``text-start`` / ``text-delta`` / ``text-end``
                                            (a final text in its ``providerMetadata``)
 THINKING_START / _DELTA / _END             ``reasoning-start`` / ``-delta`` / ``-end``
@@ -22,7 +24,8 @@ TOOL_CALL_START / _ARGS_DELTA / _END       ``tool-input-start`` / ``tool-input-d
                                            ``tool-input-available`` (parsed ``input``)
 TOOL_RESULT                                ``tool-output-available`` (``output``: the
                                            result text); ``tool-output-error`` when its
-                                           ``attrs["is_error"]``
+                                           ``attrs["is_error"]``; ``tool-output-denied``
+                                           when ``attrs["denied"]``
 STATUS of a running tool's progress        ``data-tool-progress`` (transient; ``data``:
                                            ``toolCallId``, ``message``, ``tool_name``,
                                            ``progress``, ``total``)
@@ -58,6 +61,17 @@ applies these instead (in ``onData``; ``op`` ``"add"`` sets ``value`` at ``path`
 ``"append"`` adds text to the string there) keeps a long input growing at the cost of each
 delta alone.
 
+Tool approval: the STEP_END of a step that paused for approval (its response's
+``pending_approval``) sends a ``tool-approval-request`` per pending call before its
+``finish-step`` (``approvalId``: :func:`~solon_events.approvals.approval_id`,
+``toolCallId``), which the ``ai`` package turns into the tool part's
+``approval-requested`` state; ``useChat``'s ``addToolApprovalResponse`` answers it in the
+next request (:func:`~solon_events.adapters.inputs.approvals_from_vercel`). The response
+that continues it (``VercelEncoder(message_id=...)``, the assistant message's id, so that
+the client goes on with the same message) sends the decided calls' outputs
+(``tool-output-available``, or ``tool-output-denied``) before its first ``start-step``, as
+the AI SDK's own ``streamText`` does.
+
 Usage is message metadata: ``{"usage": {...}}`` (our :class:`~solon_events.Usage` fields)
 after each step and at ``finish``. Other events (other STATUS, HEARTBEAT, USAGE, RAW, CUSTOM,
 THINKING_SIGNATURE, THINKING_REDACTED, MEDIA_PARTIAL) send nothing.
@@ -76,6 +90,7 @@ from ..core.partial_json import JsonDelta
 from ..errors import ToolCallError
 from ..events import EVENT_TYPES, ChatEvent
 from ..results import FileBlock, ImageBlock, ToolCall, Usage
+from ..steps import call_event
 from .blocks import BlockIds
 from .native import to_plain
 from .rx import translating
@@ -196,7 +211,7 @@ class VercelEncoder:
         self.finished = False
         self._handlers: dict[Any, Callable[[ChatEvent], list[Chunk]]] = {
             EVENT_TYPES.RESPONSE_START: self._response_start,
-            EVENT_TYPES.STEP_START: lambda e: [{"type": "start-step"}],
+            EVENT_TYPES.STEP_START: self._step_start,
             EVENT_TYPES.STEP_END: self._step_end,
             EVENT_TYPES.TEXT_START: lambda e: self._open("text", e),
             EVENT_TYPES.TEXT_DELTA: lambda e: self._delta("text", e),
@@ -260,11 +275,27 @@ class VercelEncoder:
             chunk["messageId"] = message_id
         return [chunk]
 
+    def _step_start(self, event: ChatEvent) -> list[Chunk]:
+        return [] if event.sub_type == "resumed" else [{"type": "start-step"}]
+
     def _step_end(self, event: ChatEvent) -> list[Chunk]:
         self._refusal = ""
+        if event.sub_type == "resumed":  # the paused step's end: sent with the pause
+            return []
+        response = event.response
+        pending = response.pending_approval if response is not None else None
+        chunks: list[Chunk] = []
+        if pending is not None:
+            chunks = [
+                {
+                    "type": "tool-approval-request",
+                    "approvalId": pending.approval_id(call.id or ""),
+                    "toolCallId": self._ids.call_id(call_event(call, pending.step)),
+                }
+                for call in pending.tool_calls
+            ]
         if event.usage is not None:
             self._usage = event.usage if self._usage is None else self._usage + event.usage
-        chunks: list[Chunk] = []
         if self._usage is not None:
             chunks.append(
                 {"type": "message-metadata", "messageMetadata": usage_metadata(self._usage)}
@@ -346,6 +377,8 @@ class VercelEncoder:
 
     def _tool_result(self, event: ChatEvent) -> list[Chunk]:
         call_id = self._ids.call_id(event)
+        if event.attrs.get("denied"):
+            return [{"type": "tool-output-denied", "toolCallId": call_id}]
         if event.attrs.get("is_error"):
             return [
                 {"type": "tool-output-error", "toolCallId": call_id, "errorText": event.text or ""}

@@ -120,6 +120,9 @@ def _response_body(response: ChatResponse) -> str:
         parts.append(f"<p><b>Refusal:</b> {escape(message.refusal)}</p>")
     if response.tool_calls:
         parts.append(f"<div><b>Tool calls</b>{_tool_calls_body(response.tool_calls)}</div>")
+    if response.pending_approval is not None:
+        waiting = _tool_calls_body(response.pending_approval.tool_calls)
+        parts.append(f"<div><b>⏸ Awaiting approval</b>{waiting}</div>")
     if response.citations:
         items = "".join(
             f"<li>{escape(c.title or c.url or '')} <span class='se-meta'>{escape(c.url or '')}"

@@ -27,7 +27,14 @@ import attrs
 
 from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
 from ..events import EVENT_TYPES, ChatEvent
-from ..render import LONG_ARGUMENTS, arguments_text, tool_progress_line, tool_result_line
+from ..render import (
+    LONG_ARGUMENTS,
+    approval_lines,
+    arguments_text,
+    tool_progress_line,
+    tool_result_line,
+)
+from ..steps import call_event
 from .html import markdown_html, wrap
 from .values import usage_fields
 
@@ -148,17 +155,30 @@ class LiveState:
             segment = self._tool(event)
             segment.result = event.text or ""
             segment.outcome = tool_result_line(event)
-            segment.failed = bool(event.attrs.get("is_error"))
+            segment.failed = bool(event.attrs.get("is_error") or event.attrs.get("denied"))
         elif t is EVENT_TYPES.STEP_END and event.usage is not None:
             self.segments.append(_Segment("note", event.step, [f"step {event.step}: " + _u(event)]))
         elif t is EVENT_TYPES.RESPONSE_END:
             self.done = True
+            self._awaiting(event)
             if event.usage is not None:
                 self.total = _u(event)
         elif t is EVENT_TYPES.ERROR:
             self.done = True
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
             self.segments.append(_Segment("error", event.step, [message]))
+
+    def _awaiting(self, event: ChatEvent) -> None:
+        """A response paused for approval: each waiting call says so, and a note names them."""
+        pending = event.response.pending_approval if event.response is not None else None
+        if pending is None:
+            return
+        for call in pending.tool_calls:
+            self._tool(
+                call_event(call, pending.step)
+            ).progress = f"awaiting approval (id {call.id})"
+        waiting = ", ".join(approval_lines(event.response))
+        self.segments.append(_Segment("note", event.step, [f"⏸ awaiting approval: {waiting}"]))
 
     def _final_text(self, event: ChatEvent) -> None:
         """A block's final text (TEXT_END's, the provider's rewrite of what its deltas

@@ -48,6 +48,9 @@ def _response(response: ChatResponse) -> list[str]:
     if response.text:
         lines.append(f"{_INDENT}text: {response.text}")
     lines += [f"{_INDENT}tool call: {_call(call)}" for call in response.tool_calls]
+    if response.pending_approval is not None:
+        waiting = response.pending_approval.tool_calls
+        lines += [f"{_INDENT}awaiting approval: {_call(call)}" for call in waiting]
     if response.message is not None and response.message.refusal:
         lines.append(f"{_INDENT}refusal: {response.message.refusal}")
     if response.usage is not None:
