@@ -126,6 +126,16 @@ def node_or_skip() -> str:
     return node
 
 
+def chromium_or_skip() -> str:
+    """The Chromium executable; skips the test when it is not installed (fails in CI)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing in CI: .ci/run installs Debian's chromium")
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
+    return chromium
+
+
 def ensure_node_modules() -> None:
     """Install the pinned client packages (``npm ci``) when they are not there yet."""
     if (CLIENTS / "node_modules" / ".package-lock.json").exists():

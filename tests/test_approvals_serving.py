@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ import pytest
 from reactivex import operators as ops
 from redis_server import redis_url  # noqa: F401  (fixture)
 from rich.console import Console
-from serving import run_node, serve_command, serving_in_thread, sse_json
+from serving import chromium_or_skip, run_node, serve_command, serving_in_thread, sse_json
 
 from solon_events import ChatEventFilter, ChatModel, tool
 from solon_events.approvals import denied_text
@@ -273,11 +271,7 @@ def test_events_continue_with_approvals_and_wrong_decisions_are_refused(
 
 
 def chat_page(provider: RunningServer, decision: str, screenshot: str) -> Any:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing in CI: .ci/run installs Debian's chromium")
-        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
+    chromium = chromium_or_skip()
     SCREENSHOTS.mkdir(exist_ok=True)
     path = SCREENSHOTS / screenshot
     path.unlink(missing_ok=True)

@@ -6,8 +6,6 @@ outside CI)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,14 @@ from final_texts import FINAL, STREAMED, rewritten_frames
 from partial_values import long_args_frames
 from reactivex import operators as ops
 from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
-from serving import SHOW_MAP, node_or_skip, run_node, serve_command, serving_in_thread
+from serving import (
+    SHOW_MAP,
+    chromium_or_skip,
+    node_or_skip,
+    run_node,
+    serve_command,
+    serving_in_thread,
+)
 
 from solon_events import ChatEventFilter, ChatModel, ChatResponse, replay
 from solon_events.adapters.vercel import (
@@ -331,11 +336,7 @@ def test_both_clients_end_with_the_final_text_that_rewrote_the_deltas(
 
 def chat_page(gateway: tuple[ChatModel, Any], screenshot: Path) -> Any:
     """What the chat page in headless Chromium shows of the answer to QUESTION."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing in CI: .ci/run installs Debian's chromium")
-        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
+    chromium = chromium_or_skip()
     SCREENSHOTS.mkdir(exist_ok=True)
     screenshot.unlink(missing_ok=True)
     model, serving = gateway
