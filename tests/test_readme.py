@@ -14,6 +14,7 @@ a ``.. code-block:: text`` that comes next is exactly what it prints. A block pr
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from readme_examples import (
     prints_exactly,
     read_variables,
     run_example,
+    section_text,
 )
 from redis_server import redis_url  # noqa: F401  (a fixture)
 
@@ -97,6 +99,28 @@ def test_an_example_needing_an_extra_says_how_to_install_it() -> None:
     for example in EXAMPLES:
         if example.needs is not None:
             assert example.needs.startswith(".venv/bin/pip install -e '.["), example.needs
+
+
+def _installed_by(command: str) -> set[str]:
+    """The extras (``extra:tools``) and packages ``.venv/bin/pip install -e '.[...]' ...``
+    installs (what follows a ``;`` is not pip's)."""
+    pip = command.split(";", 1)[0]
+    extras = re.search(r"'\.\[([\w,]+)\]'", pip)
+    packages = pip.split("]'", 1)[-1].split()
+    return {f"extra:{name}" for name in (extras.group(1).split(",") if extras else ())} | set(
+        packages
+    )
+
+
+def test_the_install_line_for_all_examples_covers_every_needs_line() -> None:
+    section = " ".join(section_text(TEXT, "The examples").split())
+    command = re.search(r"``(\.venv/bin/pip install[^`]*)`` installs what they all use", section)
+    assert command is not None
+    everything = _installed_by(command.group(1))
+    for example in EXAMPLES:
+        if example.needs is not None:
+            missing = _installed_by(example.needs) - everything
+            assert not missing, f"README.rst line {example.line} needs {missing}"
 
 
 SAMPLE = """\
