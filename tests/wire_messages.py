@@ -201,6 +201,16 @@ LOSSES: dict[str, frozenset[str]] = {
     "openai-responses": frozenset(
         {"signature", "cache_creation_input_tokens", "tool_calls_finish", "thinking_parts"}
     ),
+    "cohere": frozenset(
+        {
+            "signature",
+            "redacted",
+            "filter_finish",
+            "thinking_tokens",
+            "cache_creation_input_tokens",
+        }
+    ),
+    "google-interactions": frozenset({"redacted", "filter_finish", "cache_creation_input_tokens"}),
 }
 """What each format cannot carry: ``signature`` (thinking signatures), ``redacted``
 (redacted thinking), ``call_ids`` (tool call ids), ``args_deltas`` (arguments come whole,

@@ -12,7 +12,7 @@ from .reading import plain_json
 from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, thinking_signature, tool_definition, verbatim
 
-__all__ = ["REQUEST_FIELDS", "interactions_request", "interactions_url"]
+__all__ = ["REQUEST_FIELDS", "assistant_steps", "interactions_request", "interactions_url"]
 
 REQUEST_FIELDS = frozenset(
     {
@@ -114,7 +114,7 @@ def _input(messages: Sequence[Any]) -> tuple[list[str], list[dict[str, Any]]]:
         elif isinstance(message, UserMessage):
             steps.append({"type": "user_input", "content": _user_content(message)})
         elif isinstance(message, AssistantMessage):
-            steps.extend(_assistant_steps(message))
+            steps.extend(assistant_steps(message))
         elif isinstance(message, ToolMessage):
             steps.append(_function_result(message))
         else:
@@ -159,7 +159,11 @@ def _media(kind: str, url: str | None, data: str | None, mime_type: str | None) 
     return item
 
 
-def _assistant_steps(message: AssistantMessage) -> list[dict[str, Any]]:
+def assistant_steps(message: AssistantMessage) -> list[dict[str, Any]]:
+    """An assistant turn as the API's steps: a ``thought`` step when it has thinking or a
+    signature (``summary`` and ``signature``), a ``model_output`` step of its text, images
+    and files, then a ``function_call`` step per tool call (``id``, ``name``,
+    ``arguments``)."""
     steps: list[dict[str, Any]] = []
     signature = thinking_signature(message)
     if message.thinking or signature:

@@ -2,15 +2,17 @@
 
 Each module writes one format, named as the dialect that reads it:
 
-========================  ==============================================  ==========================
-format                    what it writes                                  module
-========================  ==============================================  ==========================
-``"openai"``              Chat Completions chunks (SSE), ``[DONE]``       :mod:`.openai_chat`
-``"openai-responses"``    Responses events (SSE with ``event:`` lines)    :mod:`.openai_responses`
-``"anthropic"``           Messages events (SSE with ``event:`` lines)     :mod:`.anthropic`
-``"gemini"``              ``GenerateContentResponse`` SSE events          :mod:`.gemini`
-``"ollama"``              ``/api/chat`` objects, one a line (NDJSON)      :mod:`.ollama`
-========================  ==============================================  ==========================
+=========================  ============================================  ===========================
+format                     what it writes                                module
+=========================  ============================================  ===========================
+``"openai"``               Chat Completions chunks (SSE), ``[DONE]``     :mod:`.openai_chat`
+``"openai-responses"``     Responses events (SSE with ``event:`` lines)  :mod:`.openai_responses`
+``"anthropic"``            Messages events (SSE with ``event:`` lines)   :mod:`.anthropic`
+``"gemini"``               ``GenerateContentResponse`` SSE events        :mod:`.gemini`
+``"ollama"``               ``/api/chat`` objects, one a line (NDJSON)    :mod:`.ollama`
+``"cohere"``               Cohere v2 chat stream events (SSE)            :mod:`.cohere`
+``"google-interactions"``  Interactions API step events (SSE)            :mod:`.google_interactions`
+=========================  ============================================  ===========================
 
 :func:`wire_encoder` makes the sans-I/O encoder of one streamed response
 (:class:`~.base.WireEncoder`: ``encode(event) -> bytes``, ``close() -> bytes``,
@@ -35,7 +37,9 @@ from ...events import ChatEvent
 from ...results import ChatResponse
 from .anthropic import AnthropicEncoder
 from .base import WireEncoder
+from .cohere import CohereEncoder
 from .gemini import GeminiEncoder
+from .google_interactions import GoogleInteractionsEncoder
 from .ollama import OllamaEncoder
 from .openai_chat import OpenAIChatEncoder
 from .openai_responses import OpenAIResponsesEncoder
@@ -43,7 +47,9 @@ from .openai_responses import OpenAIResponsesEncoder
 __all__ = [
     "WIRE_FORMATS",
     "AnthropicEncoder",
+    "CohereEncoder",
     "GeminiEncoder",
+    "GoogleInteractionsEncoder",
     "OllamaEncoder",
     "OpenAIChatEncoder",
     "OpenAIResponsesEncoder",
@@ -63,6 +69,8 @@ WIRE_FORMATS: Mapping[str, type[WireEncoder]] = MappingProxyType(
             AnthropicEncoder,
             GeminiEncoder,
             OllamaEncoder,
+            CohereEncoder,
+            GoogleInteractionsEncoder,
         )
     }
 )

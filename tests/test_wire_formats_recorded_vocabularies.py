@@ -1,0 +1,110 @@
+"""The Cohere and Interactions encoders read by the providers' official SDKs.
+
+What ``wire_encoder("cohere")`` and ``wire_encoder("google-interactions")`` write for one
+message (thinking, text, a tool call, a finish with usage) is served as the provider would
+(an in-memory httpx transport) to the ``cohere`` SDK's ``ClientV2.chat_stream`` and to
+google-genai's ``interactions.create(stream=True)``: each must read the same content,
+call, finish and usage; the non-streaming bodies must validate as the SDKs' response types.
+The round trip through our own dialects is ``tests/test_wire_round_trip.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sdk_oracles import sdk_http_client
+from wire_messages import Call, Message, Said, Thought, encode_all, events_of
+
+from solon_events.adapters import response_body, wire_encoder
+from solon_events.results import Usage
+
+MESSAGE = Message(
+    (
+        Thought(("Let me ", "look."), signature="c2lnbmF0dXJl"),
+        Said(("It is ", "sunny.")),
+        Call("call_abc123", "weather", ('{"city": ', '"Paris"}')),
+    ),
+    "tool_calls",
+    Usage(prompt_tokens=40, completion_tokens=12, thinking_tokens=5, cache_read_input_tokens=30),
+)
+
+
+def test_the_cohere_sdk_reads_what_the_cohere_encoder_writes() -> None:
+    cohere = pytest.importorskip("cohere")
+    body = encode_all(wire_encoder("cohere", model="command-a"), events_of(MESSAGE))
+    client = cohere.ClientV2(
+        api_key="k", base_url="http://sdk.test", httpx_client=sdk_http_client(body)
+    )
+    text, thinking, arguments = [], [], []
+    calls = []
+    end = None
+    for event in client.chat_stream(model="command-a", messages=[{"role": "user", "content": "-"}]):
+        if event.type == "content-delta":
+            text.append(event.delta.message.content.text or "")
+            thinking.append(event.delta.message.content.thinking or "")
+        elif event.type == "tool-call-start":
+            calls.append(
+                (event.delta.message.tool_calls.id, event.delta.message.tool_calls.function.name)
+            )
+        elif event.type == "tool-call-delta":
+            arguments.append(event.delta.message.tool_calls.function.arguments)
+        elif event.type == "message-end":
+            end = event.delta
+    assert ("".join(thinking), "".join(text)) == ("Let me look.", "It is sunny.")
+    assert calls == [("call_abc123", "weather")]
+    assert json.loads("".join(arguments)) == {"city": "Paris"}
+    assert end is not None and end.finish_reason == "TOOL_CALL"
+    assert (end.usage.tokens.input_tokens, end.usage.tokens.output_tokens) == (40, 12)
+    assert end.usage.cached_tokens == 30
+    whole = response_body("cohere", MESSAGE.response(), model="command-a")
+    from cohere.core.unchecked_base_model import construct_type
+
+    parsed = construct_type(type_=cohere.V2ChatResponse, object_=whole)
+    assert parsed.finish_reason == "TOOL_CALL"
+    assert parsed.message.tool_calls[0].function.name == "weather"
+
+
+def test_google_genai_reads_what_the_interactions_encoder_writes() -> None:
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    body = encode_all(
+        wire_encoder("google-interactions", model="gemini-2.5-flash"), events_of(MESSAGE)
+    )
+    options = types.HttpOptions(base_url="http://sdk.test", httpx_client=sdk_http_client(body))
+    client = genai.Client(api_key="k", http_options=options)
+    text, thinking, arguments, signatures, steps = [], [], [], [], []
+    completed = None
+    for event in client.interactions.create(model="gemini-2.5-flash", input="-", stream=True):
+        if event.event_type == "step.start":
+            steps.append(event.step.type)
+        elif event.event_type == "step.delta":
+            delta = event.delta
+            if delta.type == "text":
+                text.append(delta.text)
+            elif delta.type == "thought_summary":
+                thinking.append(delta.content.text)
+            elif delta.type == "thought_signature":
+                signatures.append(delta.signature)
+            elif delta.type == "arguments_delta":
+                arguments.append(delta.arguments)
+        elif event.event_type == "interaction.completed":
+            completed = event.interaction
+    assert steps == ["thought", "model_output", "function_call"]
+    assert ("".join(thinking), "".join(text)) == ("Let me look.", "It is sunny.")
+    assert signatures == ["c2lnbmF0dXJl"]
+    assert json.loads("".join(arguments)) == {"city": "Paris"}
+    assert completed is not None and completed.status == "requires_action"
+    usage = completed.usage
+    assert (usage.total_input_tokens, usage.total_output_tokens, usage.total_thought_tokens) == (
+        40,
+        7,
+        5,
+    )
+    assert usage.total_cached_tokens == 30
+    from google.genai._gaos.types.interactions.interaction import Interaction
+
+    whole = response_body("google-interactions", MESSAGE.response(), model="gemini-2.5-flash")
+    parsed = Interaction.model_validate(whole)
+    assert [step.type for step in parsed.steps] == ["thought", "model_output", "function_call"]
