@@ -51,6 +51,8 @@ ROUTES = {
     "gemini": "/v1beta",
     "ollama": "/api/chat",
     "bedrock": "",  # the dialect adds /model/{model}/converse-stream
+    "cohere": "/v2/chat",
+    "google-interactions": "/v1beta/interactions",
 }
 DEMO_STATIONS = 3
 """How many weather stations the demo's tool asks, reporting progress after each."""

@@ -35,6 +35,7 @@ __all__ = [
     "CORPUS_DIALECTS",
     "DIALECTS",
     "ENDPOINTS",
+    "TEXT_DIALECTS",
     "WIRES",
     "body_of",
     "corpus_cases",
@@ -89,6 +90,9 @@ def corpus_cases() -> list[Any]:
 
 WIRES = {dialect: wire for _path, wire, dialect in ROUTES}
 DIALECTS = tuple(WIRES)
+TEXT_DIALECTS = tuple(dialect for dialect in DIALECTS if dialect != "bedrock")
+"""The embedded provider's dialects whose wire is text (all but Bedrock's binary AWS event
+stream)."""
 ENDPOINTS = {
     "openai": "/v1/chat/completions",
     "anthropic": "/v1/messages",
@@ -96,6 +100,8 @@ ENDPOINTS = {
     "gemini": "/v1beta",
     "ollama": "/api/chat",
     "bedrock": "",
+    "cohere": "/v2/chat",
+    "google-interactions": "/v1beta/interactions",
 }
 """Each dialect's endpoint on the embedded provider (Gemini's base URL takes the model)."""
 WEATHER_SCHEMA: Mapping[str, Any] = {

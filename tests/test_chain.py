@@ -11,9 +11,9 @@ import reactivex
 from solon_events import ChatAccumulator, ChatEvent, ChatEventFilter, ChatEventType
 from solon_events.operators import aggregate, guard, normalize, parse, respond
 from solon_events.sse import iter_frames
-from tests.recorded import text_body, weather_bodies
+from tests.recorded import TEXT_DIALECTS, text_body, weather_bodies
 
-DIALECTS = ["openai", "anthropic", "openai-responses", "gemini", "ollama"]
+DIALECTS = TEXT_DIALECTS
 
 
 def _bodies(dialect: str) -> list[bytes]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 from anthropic_frames import anthropic_text_stream
-from recorded import text_body
+from recorded import TEXT_DIALECTS, text_body
 
 from solon_events import cli
 from solon_events.cli import build_parser, main
@@ -21,7 +21,7 @@ from solon_events.devserver import DevServer, RunningServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-test-SECRET-123"
-DIALECTS = ("openai", "anthropic", "openai-responses", "gemini", "ollama")
+DIALECTS = TEXT_DIALECTS
 THINKING = "The user wants the weather in Paris. I should call get_weather."
 TOOL_CALL = 'tool call get_weather({"city":"Paris"})'
 TOOL_RESULT = "get_weather returned: 18°C and sunny"

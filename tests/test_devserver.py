@@ -8,6 +8,7 @@ dialects themselves (``replay`` over the received bytes).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ import pytest
 from anthropic_frames import anthropic_text_stream
 from hypothesis import given
 from hypothesis import strategies as st
+from recorded import ENDPOINTS, TEXT_DIALECTS
+from sdk_oracles import RECORDINGS, expected_of
 
 from solon_events import ChatModel, replay, tool
 from solon_events.devserver import DevServer
@@ -43,7 +46,7 @@ from solon_events.messages import ChatRequest, ToolMessage, ToolSpec, UserMessag
 from solon_events.results import ChatResponse, Usage
 
 T = ChatEventType
-DIALECTS = ("openai", "anthropic", "openai-responses", "gemini", "ollama")
+DIALECTS = TEXT_DIALECTS
 SCHEMA = {
     "type": "object",
     "properties": {"city": {"type": "string", "description": "The city"}},
@@ -55,6 +58,8 @@ TOOL_FINISH = {
     "openai-responses": "completed",
     "gemini": "STOP",
     "ollama": "stop",
+    "cohere": "TOOL_CALL",
+    "google-interactions": "requires_action",
 }
 STOP_FINISH = {
     "openai": "stop",
@@ -62,6 +67,8 @@ STOP_FINISH = {
     "openai-responses": "completed",
     "gemini": "STOP",
     "ollama": "stop",
+    "cohere": "COMPLETE",
+    "google-interactions": "completed",
 }
 
 
@@ -136,12 +143,47 @@ def _ollama(model: str, user: str, tools: list[Any], result: str | None) -> tupl
     return "/api/chat", body
 
 
+def _cohere(model: str, user: str, tools: list[Any], result: str | None) -> tuple[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
+    if result is not None:
+        function = {"name": "get_weather", "arguments": '{"city":"Paris"}'}
+        call = {"id": "get_weather_1", "type": "function", "function": function}
+        document = {"type": "document", "document": {"data": result}}
+        messages += [
+            {"role": "assistant", "tool_plan": "I will look it up.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "get_weather_1", "content": [document]},
+        ]
+    specs = [
+        {"type": "function", "function": {"name": name, "parameters": schema}}
+        for name, schema in tools
+    ]
+    body = {"model": model, "messages": messages, "stream": True}
+    return "/v2/chat", {**body, "tools": specs} if specs else body
+
+
+def _interactions(model: str, user: str, tools: list[Any], result: str | None) -> tuple[str, Any]:
+    steps: list[dict[str, Any]] = [
+        {"type": "user_input", "content": [{"type": "text", "text": user}]}
+    ]
+    if result is not None:
+        arguments = {"city": "Paris"}
+        steps += [
+            {"type": "function_call", "id": "fc_1", "name": "get_weather", "arguments": arguments},
+            {"type": "function_result", "call_id": "fc_1", "name": "get_weather", "result": result},
+        ]
+    specs = [{"type": "function", "name": name, "parameters": schema} for name, schema in tools]
+    body = {"model": model, "input": steps, "stream": True}
+    return "/v1beta/interactions", {**body, "tools": specs} if specs else body
+
+
 BUILDERS = {
     "openai": _openai,
     "anthropic": _anthropic,
     "openai-responses": _responses,
     "gemini": _gemini,
     "ollama": _ollama,
+    "cohere": _cohere,
+    "google-interactions": _interactions,
 }
 
 
@@ -236,6 +278,8 @@ async def test_start_and_close_without_context_manager() -> None:
         ("openai-responses", "text/event-stream"),
         ("gemini", "text/event-stream"),
         ("ollama", "application/x-ndjson"),
+        ("cohere", "text/event-stream"),
+        ("google-interactions", "text/event-stream"),
     ],
 )
 async def test_each_route_streams_with_its_content_type(
@@ -263,6 +307,12 @@ async def test_wire_framing_of_each_dialect(srv: DevServer, session: aiohttp.Cli
     lines = ollama.splitlines()
     assert all(orjson.loads(line)["model"] == "weather" for line in lines)
     assert orjson.loads(lines[-1])["done"] is True
+    _, _, cohere = await fetch(srv, session, request_for("cohere"))
+    assert cohere.startswith(b"event: message-start\ndata: {")
+    assert cohere.endswith(b"}\n\n") and b"event: message-end\ndata: {" in cohere
+    _, _, interactions = await fetch(srv, session, request_for("google-interactions"))
+    assert interactions.startswith(b"event: interaction.created\ndata: {")
+    assert b"event: interaction.completed\ndata: {" in interactions
 
 
 async def test_responses_sequence_numbers_count_up_from_zero(
@@ -527,6 +577,9 @@ async def test_status_replies_with_each_providers_error_body(
     assert bodies["gemini"]["error"]["code"] == status
     assert bodies["gemini"]["error"]["message"] == message
     assert bodies["ollama"] == {"error": message}
+    assert bodies["cohere"]["message"] == message and set(bodies["cohere"]) == {"id", "message"}
+    assert bodies["google-interactions"]["error"]["code"] == status
+    assert bodies["google-interactions"]["error"]["message"] == message
 
 
 async def test_status_error_types_use_each_providers_words(
@@ -563,7 +616,15 @@ async def test_truncate_ends_without_the_completion_signal(
 ) -> None:
     status, _, data = await fetch(srv, session, request_for(dialect, "truncate"))
     assert status == 200
-    for signal_bytes in (b"[DONE]", b"message_stop", b"response.completed", b"finishReason"):
+    signals = (
+        b"[DONE]",
+        b"message_stop",
+        b"response.completed",
+        b"finishReason",
+        b"message-end",
+        b"interaction.completed",
+    )
+    for signal_bytes in signals:
         assert signal_bytes not in data
     assert b'"done":true' not in data
     events, error = parse(data, dialect)
@@ -803,6 +864,38 @@ async def test_replay_as_ndjson_on_the_ollama_route(
     assert final(data, "ollama").text == "Hi"
 
 
+@pytest.mark.parametrize(
+    ("dialect", "path", "name"),
+    [
+        ("cohere", RECORDINGS / "cohere" / "cohere-tool-call.chunks.txt", "type"),
+        (
+            "google-interactions",
+            RECORDINGS / "google-interactions" / "tool-call-step1.chunks.txt",
+            "event_type",
+        ),
+    ],
+    ids=["cohere", "google-interactions"],
+)
+async def test_replay_of_a_public_recording_on_its_route_names_each_event(
+    session: aiohttp.ClientSession, dialect: str, path: Path, name: str
+) -> None:
+    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    async with DevServer(recording=path) as server:
+        _, content_type, data = await fetch(server, session, request_for(dialect, "replay"))
+    assert content_type.startswith("text/event-stream")
+    events = [event for event in data.split(b"\n\n") if event]
+    assert [e.split(b"\n")[0] for e in events] == [
+        b"event: " + frame[name].encode() for frame in frames
+    ]
+    assert [orjson.loads(e.split(b"\n")[1].removeprefix(b"data: ")) for e in events] == frames
+    expected = expected_of(path, dialect)
+    response = final(data, dialect)
+    assert response.text == expected["text"] and response.thinking == expected["thinking"]
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
+    assert calls == expected["tool_calls"]
+    assert response.finish_reason == expected["finish_reason"]
+
+
 # the server on its own thread, used from blocking code
 
 
@@ -853,15 +946,12 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.parametrize(
-    ("stop", "started_ignoring_sigint"),
-    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
-    ids=["sigint", "sigint-ignored-on-entry", "sigterm"],
-)
-def test_the_command_prints_the_url_and_serves_until_interrupted(
-    stop: signal.Signals, started_ignoring_sigint: bool
-) -> None:
-    # started_ignoring_sigint: as a server started in the background from a script is
+@contextlib.contextmanager
+def _command(
+    stop: signal.Signals = signal.SIGINT, *, started_ignoring_sigint: bool = False
+) -> Iterator[tuple[str, list[str]]]:
+    """``python -m solon_events.devserver --port 0`` running: its URL and its banner's
+    lines; stopped with ``stop`` on exit, which must end it cleanly."""
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     process = subprocess.Popen(
@@ -876,12 +966,10 @@ def test_the_command_prints_the_url_and_serves_until_interrupted(
         assert process.stdout is not None
         first = process.stdout.readline()
         url = first.strip().rsplit(" ", 1)[-1]
-        assert url.startswith("http://127.0.0.1:")
-        banner = [process.stdout.readline() for _ in range(8)]
-        assert any("/v1/chat/completions" in line for line in banner)
-        status, data = _blocking_post(url, request_for("gemini", "echo", user="ok"))
-        assert status == 200
-        assert final(data, "gemini").text == "ok"
+        banner = [first]
+        while banner[-1].strip() != "scenarios (the request's model name):":
+            banner.append(process.stdout.readline())
+        yield url, banner
     finally:
         process.send_signal(stop)
         try:
@@ -894,16 +982,40 @@ def test_the_command_prints_the_url_and_serves_until_interrupted(
     assert "Traceback" not in stderr
 
 
+@pytest.mark.parametrize(
+    ("stop", "started_ignoring_sigint"),
+    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["sigint", "sigint-ignored-on-entry", "sigterm"],
+)
+def test_the_command_prints_the_url_and_serves_until_interrupted(
+    stop: signal.Signals, started_ignoring_sigint: bool
+) -> None:
+    # started_ignoring_sigint: as a server started in the background from a script is
+    # (SIGINT ignored on entry)
+    with _command(stop, started_ignoring_sigint=started_ignoring_sigint) as (url, banner):
+        assert url.startswith("http://127.0.0.1:")
+        assert any("/v1/chat/completions" in line for line in banner)
+        status, data = _blocking_post(url, request_for("gemini", "echo", user="ok"))
+        assert status == 200
+        assert final(data, "gemini").text == "ok"
+
+
+def test_the_command_serves_cohere_and_the_interactions_api_from_its_scenarios() -> None:
+    with _command() as (url, banner):
+        assert f"  {url}/v2/chat  (cohere)\n" in banner
+        assert f"  {url}/v1beta/interactions  (google-interactions)\n" in banner
+        for dialect in ("cohere", "google-interactions"):
+            status, data = _blocking_post(url, request_for(dialect))
+            assert status == 200
+            (call,) = final(data, dialect).tool_calls
+            assert (call.name, call.arguments) == ("get_weather", {"city": "Paris"})
+            status, data = _blocking_post(url, request_for(dialect, result="9°C"))
+            assert final(data, dialect).text == "It is 9°C in Paris right now."
+            status, data = _blocking_post(url, request_for(dialect, "slow:3:0"))
+            assert final(data, dialect).text == "0 1 2 "
+
+
 # the dialects' own requests, two steps of a tool conversation
-
-
-API_PATHS = {
-    "openai": "/v1/chat/completions",
-    "anthropic": "/v1/messages",
-    "openai-responses": "/v1/responses",
-    "gemini": "/v1beta",
-    "ollama": "/api/chat",
-}
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -916,7 +1028,7 @@ async def test_a_tool_conversation_with_the_dialects_own_requests(
 
     async def step() -> ChatResponse:
         request = ChatRequest(model="weather", messages=tuple(messages), tools=tools)
-        http = chosen.build_request(request, api_url=srv.url + API_PATHS[dialect], api_key="k")
+        http = chosen.build_request(request, api_url=srv.url + ENDPOINTS[dialect], api_key="k")
         async with session.post(http.url, data=http.body_bytes(), headers=http.headers) as reply:
             assert reply.status == 200
             return final(await reply.read(), dialect)

@@ -17,7 +17,9 @@ from wire_messages import read_back
 from solon_events import ChatError, ChatEventType
 from solon_events.devserver.encoders import (
     AnthropicWire,
+    CohereWire,
     GeminiWire,
+    GoogleInteractionsWire,
     OllamaWire,
     OpenAIChatWire,
     OpenAIResponsesWire,
@@ -39,6 +41,8 @@ WIRES: dict[str, type[Wire]] = {
     "anthropic": AnthropicWire,
     "gemini": GeminiWire,
     "ollama": OllamaWire,
+    "cohere": CohereWire,
+    "google-interactions": GoogleInteractionsWire,
 }
 
 USAGE = TurnUsage(prompt=7, completion=5)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from recorded import DIALECTS, text_body, weather_bodies
+from recorded import DIALECTS, ENDPOINTS, text_body, weather_bodies
 
 from solon_events import (
     ChatError,
@@ -35,14 +35,7 @@ from solon_events.transport import (
 )
 
 T = ChatEventType
-URLS = {
-    "openai": "http://recorded.invalid/v1/chat/completions",
-    "anthropic": "http://recorded.invalid/v1/messages",
-    "openai-responses": "http://recorded.invalid/v1/responses",
-    "gemini": "http://recorded.invalid/v1beta",
-    "ollama": "http://recorded.invalid/api/chat",
-    "bedrock": "http://recorded.invalid",
-}
+URLS = {dialect: "http://recorded.invalid" + path for dialect, path in ENDPOINTS.items()}
 RESULT = "18°C and sunny"
 
 

@@ -1,10 +1,13 @@
-"""The Cohere and Interactions encoders read by the providers' official SDKs.
+"""The Cohere and Interactions encoders, and the embedded provider's routes that use them,
+read by the providers' official SDKs.
 
 What ``wire_encoder("cohere")`` and ``wire_encoder("google-interactions")`` write for one
 message (thinking, text, a tool call, a finish with usage) is served as the provider would
 (an in-memory httpx transport) to the ``cohere`` SDK's ``ClientV2.chat_stream`` and to
 google-genai's ``interactions.create(stream=True)``: each must read the same content,
 call, finish and usage; the non-streaming bodies must validate as the SDKs' response types.
+Then each SDK runs a two-step tool conversation, in its own request shapes, against the
+embedded provider over HTTP on 127.0.0.1 (``/v2/chat``, ``/v1beta/interactions``).
 The round trip through our own dialects is ``tests/test_wire_round_trip.py``.
 """
 
@@ -17,6 +20,7 @@ from sdk_oracles import sdk_http_client
 from wire_messages import Call, Message, Said, Thought, encode_all, events_of
 
 from solon_events.adapters import response_body, wire_encoder
+from solon_events.devserver import RunningServer
 from solon_events.results import Usage
 
 MESSAGE = Message(
@@ -28,6 +32,9 @@ MESSAGE = Message(
     "tool_calls",
     Usage(prompt_tokens=40, completion_tokens=12, thinking_tokens=5, cache_read_input_tokens=30),
 )
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+QUESTION = "What is the weather in Paris?"
+THINKING = "The user wants the weather in Paris. I should call get_weather."
 
 
 def test_the_cohere_sdk_reads_what_the_cohere_encoder_writes() -> None:
@@ -108,3 +115,101 @@ def test_google_genai_reads_what_the_interactions_encoder_writes() -> None:
     whole = response_body("google-interactions", MESSAGE.response(), model="gemini-2.5-flash")
     parsed = Interaction.model_validate(whole)
     assert [step.type for step in parsed.steps] == ["thought", "model_output", "function_call"]
+
+
+def test_the_cohere_sdk_runs_a_tool_conversation_against_the_embedded_provider(
+    server: RunningServer,
+) -> None:
+    cohere = pytest.importorskip("cohere")
+    client = cohere.ClientV2(api_key="k", base_url=server.url)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    messages: list[dict[str, object]] = [{"role": "user", "content": QUESTION}]
+
+    def step() -> tuple[str, str, list[dict[str, str]], object]:
+        text, thinking, calls, end = [], [], [], None
+        for event in client.chat_stream(model="weather", messages=messages, tools=tools):
+            message = getattr(getattr(event, "delta", None), "message", None)
+            if event.type == "content-delta":
+                text.append(message.content.text or "")
+                thinking.append(message.content.thinking or "")
+            elif event.type == "tool-call-start":
+                call = message.tool_calls
+                calls.append({"id": call.id, "name": call.function.name, "arguments": ""})
+            elif event.type == "tool-call-delta":
+                calls[-1]["arguments"] += message.tool_calls.function.arguments
+            elif event.type == "message-end":
+                end = event.delta
+        return "".join(text), "".join(thinking), calls, end
+
+    text, thinking, calls, end = step()
+    assert (text, thinking) == ("", THINKING)
+    (call,) = calls
+    assert call["name"] == "get_weather" and json.loads(call["arguments"]) == {"city": "Paris"}
+    assert end.finish_reason == "TOOL_CALL"
+    assert (end.usage.tokens.input_tokens, end.usage.tokens.output_tokens) == (42, 17)
+    function = {"name": call["name"], "arguments": call["arguments"]}
+    document = {"type": "document", "document": {"data": {"temperature": "21°C"}}}
+    messages += [
+        {
+            "role": "assistant",
+            "tool_plan": thinking,
+            "tool_calls": [{"id": call["id"], "type": "function", "function": function}],
+        },
+        {"role": "tool", "tool_call_id": call["id"], "content": [document]},
+    ]
+    text, thinking, calls, end = step()
+    assert text == 'It is {"temperature":"21°C"} in Paris right now.'
+    assert (thinking, calls, end.finish_reason) == ("", [], "COMPLETE")
+    assert [r.path for r in server.requests[-2:]] == ["/v2/chat", "/v2/chat"]
+
+
+def test_google_genai_runs_a_tool_conversation_against_the_embedded_provider(
+    server: RunningServer,
+) -> None:
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    options = types.HttpOptions(base_url=server.url, api_version="v1beta")
+    client = genai.Client(api_key="k", http_options=options)
+    tools = [{"type": "function", "name": "get_weather", "parameters": SCHEMA}]
+    steps: list[dict[str, object]] = [
+        {"type": "user_input", "content": [{"type": "text", "text": QUESTION}]}
+    ]
+
+    def step() -> tuple[str, str, list[dict[str, object]], object]:
+        text, thinking, calls, completed = [], [], [], None
+        for event in client.interactions.create(
+            model="weather", input=steps, tools=tools, stream=True
+        ):
+            if event.event_type == "step.start" and event.step.type == "function_call":
+                calls.append({"id": event.step.id, "name": event.step.name, "arguments": ""})
+            elif event.event_type == "step.delta" and event.delta.type == "text":
+                text.append(event.delta.text)
+            elif event.event_type == "step.delta" and event.delta.type == "thought_summary":
+                thinking.append(event.delta.content.text)
+            elif event.event_type == "step.delta" and event.delta.type == "arguments_delta":
+                calls[-1]["arguments"] += event.delta.arguments
+            elif event.event_type == "interaction.completed":
+                completed = event.interaction
+        return "".join(text), "".join(thinking), calls, completed
+
+    text, thinking, calls, completed = step()
+    assert (text, thinking) == ("", THINKING)
+    (call,) = calls
+    arguments = json.loads(call["arguments"])
+    assert (call["name"], arguments) == ("get_weather", {"city": "Paris"})
+    assert completed.status == "requires_action" and completed.model == "weather"
+    usage = completed.usage
+    assert (usage.total_input_tokens, usage.total_output_tokens, usage.total_thought_tokens) == (
+        42,
+        8,
+        9,
+    )
+    steps += [
+        {"type": "function_call", "id": call["id"], "name": "get_weather", "arguments": arguments},
+        {"type": "function_result", "call_id": call["id"], "name": "get_weather", "result": "21°C"},
+    ]
+    text, thinking, calls, completed = step()
+    assert (text, thinking, calls) == ("It is 21°C in Paris right now.", "", [])
+    assert completed.status == "completed"
+    assert [r.path for r in server.requests[-2:]] == ["/v1beta/interactions"] * 2

@@ -1,4 +1,4 @@
-"""The embedded provider: a local aiohttp server speaking six providers' wire formats.
+"""The embedded provider: a local aiohttp server speaking eight providers' wire formats.
 
 ``async with DevServer() as srv:`` serves on ``srv.url`` (127.0.0.1, a free port):
 
@@ -8,7 +8,9 @@
 - ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (Gemini SSE),
 - ``POST /api/chat`` (Ollama NDJSON),
 - ``POST /model/{model}/converse-stream`` (Amazon Bedrock ConverseStream, AWS event stream;
-  any bearer key or SigV4 signature is accepted).
+  any bearer key or SigV4 signature is accepted),
+- ``POST /v2/chat`` (Cohere's Chat API v2 SSE),
+- ``POST /v1beta/interactions`` (Google's Interactions API SSE).
 
 The request's model name picks the scenario: ``weather`` (the default: thinking, a call of
 the first declared tool, then an answer quoting the tool result, about the city the user's

@@ -19,8 +19,10 @@ from aiohttp import web
 from .encoders import (
     AnthropicWire,
     BedrockWire,
+    CohereWire,
     Frame,
     GeminiWire,
+    GoogleInteractionsWire,
     OllamaWire,
     OpenAIChatWire,
     OpenAIResponsesWire,
@@ -50,6 +52,8 @@ ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
     ("/v1beta/models/{model}:streamGenerateContent", GeminiWire, "gemini"),
     ("/api/chat", OllamaWire, "ollama"),
     ("/model/{model}/converse-stream", BedrockWire, "bedrock"),
+    ("/v2/chat", CohereWire, "cohere"),
+    ("/v1beta/interactions", GoogleInteractionsWire, "google-interactions"),
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
 

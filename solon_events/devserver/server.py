@@ -59,7 +59,8 @@ def _payload(text: str) -> Frame:
 
 
 class DevServer:
-    """A local provider on 127.0.0.1 speaking five wire formats, for demos and tests.
+    """A local provider on 127.0.0.1 speaking every wire format of :data:`~.app.ROUTES`, for
+    demos and tests.
 
     Use it as ``async with DevServer() as srv:`` (or ``await srv.start()`` /
     ``await srv.close()``); ``srv.url`` is the base URL. The request's model name picks the

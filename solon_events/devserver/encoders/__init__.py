@@ -7,7 +7,9 @@ from __future__ import annotations
 from .anthropic import AnthropicWire
 from .base import FormatWire, Frame, RequestView, ToolDecl, Wire
 from .bedrock import BedrockWire
+from .cohere import CohereWire
 from .gemini import GeminiWire
+from .google_interactions import GoogleInteractionsWire
 from .ollama import OllamaWire
 from .openai_chat import OpenAIChatWire
 from .openai_responses import OpenAIResponsesWire
@@ -15,9 +17,11 @@ from .openai_responses import OpenAIResponsesWire
 __all__ = [
     "AnthropicWire",
     "BedrockWire",
+    "CohereWire",
     "FormatWire",
     "Frame",
     "GeminiWire",
+    "GoogleInteractionsWire",
     "OllamaWire",
     "OpenAIChatWire",
     "OpenAIResponsesWire",

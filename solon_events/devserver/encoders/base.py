@@ -3,7 +3,7 @@ the wire whose bytes the library's adapters write."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -34,8 +34,10 @@ __all__ = [
     "Wire",
     "content_text",
     "error_info",
+    "flat_function_tools",
     "now",
     "random_id",
+    "trailing_results",
 ]
 
 Frame = Mapping[str, Any] | str | bytes
@@ -87,6 +89,28 @@ def content_text(content: Any) -> str:
         if "content" in content:
             return content_text(content["content"])
     return orjson.dumps(content).decode()
+
+
+def trailing_results(items: Sequence[Mapping[str, Any]], kind: str, field: str) -> tuple[str, ...]:
+    """The texts of the ``field`` of the items of type ``kind`` that end ``items`` (the tool
+    results of Responses' ``function_call_output``, the Interactions API's
+    ``function_result``)."""
+    results: list[str] = []
+    for item in reversed(items):
+        if item.get("type") != kind:
+            break
+        results.insert(0, content_text(item.get(field)))
+    return tuple(results)
+
+
+def flat_function_tools(tools: Any) -> tuple[ToolDecl, ...]:
+    """The ``{"type": "function", "name", "parameters"}`` tools of a request (Responses and
+    the Interactions API)."""
+    return tuple(
+        ToolDecl(str(t["name"]), t.get("parameters") or {})
+        for t in tools or ()
+        if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name")
+    )
 
 
 def _item_text(item: Any) -> str:

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import FormatWire, RequestView, ToolDecl, content_text
+from .base import (
+    FormatWire,
+    RequestView,
+    content_text,
+    flat_function_tools,
+    trailing_results,
+)
 
 __all__ = ["OpenAIResponsesWire"]
 
@@ -27,23 +33,13 @@ class OpenAIResponsesWire(FormatWire):
             if isinstance(raw_input, str)
             else [i for i in raw_input or () if isinstance(i, Mapping)]
         )
-        results: list[str] = []
-        for item in reversed(items):
-            if item.get("type") != "function_call_output":
-                break
-            results.insert(0, content_text(item.get("output")))
         user_text = next(
             (content_text(i.get("content")) for i in reversed(items) if i.get("role") == "user"),
             "",
         )
-        tools = tuple(
-            ToolDecl(str(t["name"]), t.get("parameters") or {})
-            for t in body.get("tools") or ()
-            if isinstance(t, Mapping) and t.get("type") == "function" and t.get("name")
-        )
         return RequestView(
             model=str(body.get("model") or ""),
             user_text=user_text,
-            tool_results=tuple(results),
-            tools=tools,
+            tool_results=trailing_results(items, "function_call_output", "output"),
+            tools=flat_function_tools(body.get("tools")),
         )
