@@ -33,8 +33,8 @@ from typing import Any
 
 import attrs
 
-from .adapters.native import _block, _message, _response, to_plain
 from .messages import Message, SystemMessage, ToolMessage, UserMessage
+from .plain import block_from_plain, message_from_plain, response_from_plain, to_plain
 from .results import AssistantMessage, ChatResponse, ToolCall, _tuple
 from .steps import StepResult
 from .values import FrozenValue
@@ -138,7 +138,7 @@ class PendingApproval(FrozenValue):
                 steps=[
                     StepResult(
                         step=int(s["step"]),
-                        response=_response(s["response"]) or ChatResponse(),
+                        response=response_from_json(s["response"]) or ChatResponse(),
                         tool_results=tuple(_tool_message(m) for m in s["tool_results"]),
                     )
                     for s in data["steps"]
@@ -182,15 +182,24 @@ def message_from_json(data: Any) -> Message:
     if role == "system":
         return SystemMessage(**fields)
     if role == "user":
-        fields["blocks"] = [_block(b) for b in fields.get("blocks", ())]
+        fields["blocks"] = [block_from_plain(b) for b in fields.get("blocks", ())]
         return UserMessage(**fields)
     if role == "assistant":
-        message = _message(fields)
+        message = message_from_plain(fields)
         assert message is not None
         return message
     if role == "tool":
         return ToolMessage(**fields)
     raise ValueError(f"unknown message role {role!r}")
+
+
+def response_from_json(data: Any) -> ChatResponse | None:
+    """The response :func:`~solon_events.plain.to_plain` wrote, its pending approval
+    included (None for None)."""
+    if data is None:
+        return None
+    pending = data.get("pending_approval")
+    return response_from_plain(data, PendingApproval.from_json(pending) if pending else None)
 
 
 def _tool_message(data: Any) -> ToolMessage:

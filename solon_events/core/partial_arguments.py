@@ -29,7 +29,7 @@ from .json_deltas import JsonDeltaBuilder
 from .partial_json import JsonDelta, JsonPath, PartialJsonParser
 
 if TYPE_CHECKING:
-    from .stages import Sink
+    from .sink import Sink
 
 __all__ = [
     "ArgumentDelta",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from ..errors import ChatError
 from ..events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
@@ -22,6 +21,7 @@ from .accumulator import ChatAccumulator
 from .normalizer import ChatEventNormalizer
 from .partial_arguments import PartialArgumentsStage
 from .session import ChatStreamSession, new_response_id
+from .sink import Sink
 
 __all__ = [
     "AggregateStage",
@@ -32,16 +32,6 @@ __all__ = [
     "respond",
     "respond_after_parse",
 ]
-
-
-class Sink(Protocol):
-    """Where a stage pushes: an observer of events."""
-
-    def on_next(self, event: ChatEvent, /) -> Any: ...
-
-    def on_error(self, error: Exception, /) -> Any: ...
-
-    def on_completed(self) -> Any: ...
 
 
 class NormalizeStage:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from pathlib import Path
+from typing import Any, NoReturn, Protocol
 
 import attrs
 import orjson
@@ -40,10 +41,7 @@ from .scenarios import (
 )
 from .turns import Control, Cut, KeepAlive, Pause, Ping, RawBytes, Script, TurnUsage, WaitGate
 
-if TYPE_CHECKING:
-    from .server import DevServer
-
-__all__ = ["ROUTES", "create_app"]
+__all__ = ["ROUTES", "ServerState", "create_app"]
 
 ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
     ("/v1/chat/completions", OpenAIChatWire, "openai"),
@@ -57,11 +55,29 @@ ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
 
+
+class ServerState(Protocol):
+    """What the application asks of the server it serves for
+    (:class:`~solon_events.devserver.server.DevServer`)."""
+
+    pace: float
+    recording: Path | None
+    recording_frames: list[Frame]
+
+    def _record(self, path: str, headers: Mapping[str, str], body: Any) -> None: ...
+
+    def _count_attempt(self, path: str, model: str) -> int: ...
+
+    async def _gate_opened(self) -> None: ...
+
+    def _note_disconnect(self) -> None: ...
+
+
 _Step = Control | Sequence[Frame]
 _CONTROLS = (Pause, WaitGate, KeepAlive, Ping, RawBytes, Cut)
 
 
-def create_app(server: DevServer) -> web.Application:
+def create_app(server: ServerState) -> web.Application:
     """The application serving every route for ``server``."""
     app = web.Application()
     for path, wire, _dialect in ROUTES:
@@ -70,7 +86,7 @@ def create_app(server: DevServer) -> web.Application:
 
 
 async def _handle(
-    server: DevServer, wire_type: type[Wire], request: web.Request
+    server: ServerState, wire_type: type[Wire], request: web.Request
 ) -> web.StreamResponse:
     try:
         body = orjson.loads(await request.read())
@@ -151,7 +167,7 @@ def _error(
 
 
 async def _stream(
-    server: DevServer,
+    server: ServerState,
     request: web.Request,
     wire: Wire,
     steps: Iterable[_Step],

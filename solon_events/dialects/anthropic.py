@@ -48,8 +48,8 @@ from ..results import (
 from .anthropic_request import ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS, messages_request
 from .base import ChatDialect
 from .blocks import NO_DELTAS, Block, OpenBlocks, server_call
-from .context import ChatStreamContext
-from .reading import dispatch, make_usage
+from .context import ChatStreamContext, dispatch
+from .reading import make_usage
 from .request import Endpoint, HttpRequest
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]

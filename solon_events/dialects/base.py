@@ -16,9 +16,9 @@ from typing import Any, Protocol
 from ..messages import ChatRequest
 from ..sse import Frame, StreamDecoder
 from .context import ChatStreamContext
+from .frame_shapes import claims_frame
 from .reading import provider_error_message
 from .request import Endpoint, HttpRequest
-from .sniff import claims_frame
 
 __all__ = [
     "ChatDialect",
@@ -117,7 +117,7 @@ class ChatDialect:
         """Whether a decoded ``frame`` plainly is one of this dialect's (by its shape): what
         ``replay(dialect="auto")`` sniffs the dialect by, and what names the right dialect
         when a stream is read in the wrong one. The built-in dialects know their shapes
-        (:mod:`~solon_events.dialects.sniff`); another dialect returns False unless it
+        (:mod:`~solon_events.dialects.frame_shapes`); another dialect returns False unless it
         overrides this."""
         return claims_frame(self.name, frame)
 

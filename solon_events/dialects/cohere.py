@@ -48,8 +48,8 @@ from ..messages import ChatRequest
 from ..results import Citation, Usage, new_citation
 from .base import ChatDialect
 from .cohere_request import chat_request
-from .context import ChatStreamContext
-from .reading import dispatch, make_usage, token_count
+from .context import ChatStreamContext, dispatch
+from .reading import make_usage, token_count
 from .request import Endpoint, HttpRequest
 
 __all__ = ["CohereDialect", "cohere_usage"]

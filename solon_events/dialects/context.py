@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 import attrs
 
 from ..errors import ChatError, ProviderError
-from ..events import ChatEvent, ChatEventType
+from ..events import EVENT_TYPES, ChatEvent, ChatEventType
 from ..values import EMPTY_MAPPING, fast_recorder
-from .reading import provider_error_message
+from .reading import expect_object, provider_error_message
 
-__all__ = ["ChatStreamContext", "Failure", "Finish", "NextResponse", "Outcome"]
+__all__ = ["ChatStreamContext", "Failure", "Finish", "NextResponse", "Outcome", "dispatch"]
 
 _S = TypeVar("_S")
 
@@ -182,3 +182,24 @@ class ChatStreamContext:
 
     def __repr__(self) -> str:
         return f"<ChatStreamContext step={self.step} recorded={len(self._record)}>"
+
+
+def dispatch(
+    ctx: ChatStreamContext,
+    frame: Any,
+    key: str,
+    handlers: Mapping[str, Callable[[ChatStreamContext, _S, dict[str, Any]], None]],
+    state_key: str,
+    state: Callable[[], _S],
+) -> None:
+    """Hand a frame named by its ``key`` field (Anthropic's ``type``, the Interactions API's
+    ``event_type``) to the handler of that name, with the step's state
+    (``ctx.state_of(state_key, state)``): the general path of such a dialect. A frame that is
+    not a JSON object is a ChatProtocolError; one of no known name a RAW event naming it."""
+    expect_object(frame)
+    name = frame.get(key)
+    handler = handlers.get(name) if isinstance(name, str) else None
+    if handler is None:
+        ctx.send(EVENT_TYPES.RAW, raw_type=str(name), raw=frame)
+        return
+    handler(ctx, ctx.state_of(state_key, state), frame)

@@ -56,9 +56,9 @@ from ..results import (
 )
 from .base import ChatDialect
 from .blocks import Block, OpenBlocks, server_call
-from .context import ChatStreamContext
+from .context import ChatStreamContext, dispatch
 from .google_interactions_request import interactions_request, interactions_url
-from .reading import dispatch, token_count
+from .reading import token_count
 from .request import Endpoint, HttpRequest
 
 __all__ = ["GoogleInteractionsDialect", "interactions_url", "interactions_usage"]

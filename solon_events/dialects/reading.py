@@ -3,20 +3,13 @@ an image format's mime type."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ChatProtocolError
-from ..events import EVENT_TYPES
 from ..results import Usage, new_usage
 
-if TYPE_CHECKING:
-    from .context import ChatStreamContext
-
-_S = TypeVar("_S")
-
 __all__ = [
-    "dispatch",
     "expect_object",
     "image_mime",
     "make_usage",
@@ -31,27 +24,6 @@ def expect_object(frame: Any) -> dict[str, Any]:
     if type(frame) is not dict:
         raise ChatProtocolError(f"expected a JSON object, got {type(frame).__name__}")
     return frame
-
-
-def dispatch(
-    ctx: ChatStreamContext,
-    frame: Any,
-    key: str,
-    handlers: Mapping[str, Callable[[ChatStreamContext, _S, dict[str, Any]], None]],
-    state_key: str,
-    state: Callable[[], _S],
-) -> None:
-    """Hand a frame named by its ``key`` field (Anthropic's ``type``, the Interactions API's
-    ``event_type``) to the handler of that name, with the step's state
-    (``ctx.state_of(state_key, state)``): the general path of such a dialect. A frame that is
-    not a JSON object is a ChatProtocolError; one of no known name a RAW event naming it."""
-    expect_object(frame)
-    name = frame.get(key)
-    handler = handlers.get(name) if isinstance(name, str) else None
-    if handler is None:
-        ctx.send(EVENT_TYPES.RAW, raw_type=str(name), raw=frame)
-        return
-    handler(ctx, ctx.state_of(state_key, state), frame)
 
 
 def provider_error_message(body: Any) -> str | None:
