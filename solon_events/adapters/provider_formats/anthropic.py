@@ -50,12 +50,11 @@ from ...results import ChatResponse, Usage
 from .base import (
     Block,
     FinishKind,
+    MessageEnd,
     Payload,
     WireEncoder,
     error_info,
-    finish_word,
     random_id,
-    response_finish_kind,
     sse_event,
 )
 
@@ -222,17 +221,11 @@ class AnthropicEncoder(WireEncoder):
         """A ``ping``."""
         return [{"type": "ping"}]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """``message_delta`` (stop reason, the whole usage) and ``message_stop``."""
-        delta = {"stop_reason": self.finish_word(kind, reason), "stop_sequence": None}
+        delta = {"stop_reason": self.finish_word(end.kind, end.reason), "stop_sequence": None}
         return [
-            {"type": "message_delta", "delta": delta, "usage": anthropic_usage(usage)},
+            {"type": "message_delta", "delta": delta, "usage": anthropic_usage(end.usage)},
             {"type": "message_stop"},
         ]
 
@@ -278,8 +271,7 @@ class AnthropicEncoder(WireEncoder):
             }
             for call in response.tool_calls
         ]
-        kind = response_finish_kind(response)
-        reason = finish_word(_STOP_REASONS, kind, response.finish_reason, cls.other_finish_words)
+        reason = cls.response_finish_word(response)
         return {
             "id": random_id("msg_01"),
             "type": "message",

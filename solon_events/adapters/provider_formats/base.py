@@ -31,6 +31,7 @@ __all__ = [
     "Block",
     "ErrorInfo",
     "FinishKind",
+    "MessageEnd",
     "Payload",
     "WireEncoder",
     "error_info",
@@ -50,6 +51,21 @@ Payload = Mapping[str, Any] | str
 
 FinishKind = Literal["stop", "length", "tool_calls", "content_filter"]
 """A finish reason in the words every format has one for."""
+
+
+@attrs.frozen
+class MessageEnd:
+    """How a message ends, as :meth:`WireEncoder.finish` writes it."""
+
+    kind: FinishKind
+    """The finish reason in general words."""
+    reason: str | None
+    """The finish reason as the upstream said it."""
+    usage: Usage | None
+    """The response's usage."""
+    response: ChatResponse | None
+    """The final response."""
+
 
 BlockKind = Literal["text", "thinking", "call", "server_tool", "image", "refusal"]
 
@@ -467,15 +483,8 @@ class WireEncoder:
         """Payloads of a HEARTBEAT (the format's own ping, where it has one)."""
         return []
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
-        """Payloads that end the message: its finish reason (``kind`` in general words,
-        ``reason`` as the upstream said it), its ``usage`` and the final ``response``."""
+    def finish(self, end: MessageEnd) -> list[Payload]:
+        """Payloads that end the message (:class:`MessageEnd`: how, with what usage)."""
         return []
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
@@ -491,6 +500,12 @@ class WireEncoder:
     def finish_word(self, kind: FinishKind, reason: str | None) -> str:
         """The format's finish reason (:func:`finish_word` of :attr:`finish_words`)."""
         return finish_word(self.finish_words, kind, reason, self.other_finish_words)
+
+    @classmethod
+    def response_finish_word(cls, response: ChatResponse) -> str:
+        """The format's finish reason for a whole ``response`` (its non-streaming body's)."""
+        kind = response_finish_kind(response)
+        return finish_word(cls.finish_words, kind, response.finish_reason, cls.other_finish_words)
 
     def call_id(self, block: Block) -> str:
         """A call's id, made up in the format's style when the events gave none."""
@@ -732,7 +747,7 @@ class WireEncoder:
         reason = response.finish_reason if response is not None else None
         has_calls = bool(response.tool_calls) if response is not None else False
         kind = finish_kind(reason, has_calls or self._step_calls > 0)
-        return payloads + self.finish(kind, reason, usage, response)
+        return payloads + self.finish(MessageEnd(kind, reason, usage, response))
 
     def _on_error(self, event: ChatEvent) -> list[Payload]:
         self.ended = self.failed = True

@@ -40,11 +40,10 @@ from ...results import ChatResponse, Usage
 from .base import (
     Block,
     FinishKind,
+    MessageEnd,
     Payload,
     WireEncoder,
     error_info,
-    finish_word,
-    response_finish_kind,
     sse_data,
     sse_event,
 )
@@ -161,15 +160,12 @@ class CohereEncoder(WireEncoder):
             {"type": "citation-end", "index": index},
         ]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """``message-end`` with the finish reason and usage."""
-        delta = {"finish_reason": self.finish_word(kind, reason), "usage": cohere_usage_body(usage)}
+        delta = {
+            "finish_reason": self.finish_word(end.kind, end.reason),
+            "usage": cohere_usage_body(end.usage),
+        }
         return [{"type": "message-end", "delta": delta}]
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
@@ -199,12 +195,9 @@ class CohereEncoder(WireEncoder):
                 }
                 for index, call in enumerate(response.tool_calls)
             ]
-        kind = response_finish_kind(response)
         return {
             "id": str(uuid.uuid4()),
-            "finish_reason": finish_word(
-                cls.finish_words, kind, response.finish_reason, cls.other_finish_words
-            ),
+            "finish_reason": cls.response_finish_word(response),
             "message": message,
             "usage": cohere_usage_body(response.usage),
         }

@@ -43,16 +43,7 @@ import orjson
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import (
-    Block,
-    FinishKind,
-    Payload,
-    WireEncoder,
-    error_info,
-    finish_word,
-    random_id,
-    response_finish_kind,
-)
+from .base import Block, FinishKind, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["GeminiEncoder", "gemini_usage_metadata", "partial_args"]
 
@@ -202,16 +193,10 @@ class GeminiEncoder(WireEncoder):
         ]
         return [*pieces, self._chunk([{"functionCall": {}}])]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """An empty text part with the ``finishReason`` and the whole ``usageMetadata``."""
-        self.usage = usage
-        return [self._chunk([{"text": ""}], self.finish_word(kind, reason), final=True)]
+        self.usage = end.usage
+        return [self._chunk([{"text": ""}], self.finish_word(end.kind, end.reason), final=True)]
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
         """An ``{"error": {...}}`` event, as Gemini sends mid-stream."""
@@ -243,8 +228,7 @@ class GeminiEncoder(WireEncoder):
         if response.text:
             parts.append({"text": response.text})
         parts += [_call_part(call.name, call.id, call.arguments) for call in response.tool_calls]
-        kind = response_finish_kind(response)
-        reason = finish_word(_FINISH_REASONS, kind, response.finish_reason, _OTHER_REASONS)
+        reason = cls.response_finish_word(response)
         return {
             "candidates": [
                 {"content": {"parts": parts, "role": "model"}, "finishReason": reason, "index": 0}

@@ -39,12 +39,11 @@ from ...results import AssistantMessage, ChatResponse, Usage
 from .base import (
     Block,
     FinishKind,
+    MessageEnd,
     Payload,
     WireEncoder,
     error_info,
-    finish_word,
     random_id,
-    response_finish_kind,
     sse_data,
 )
 
@@ -164,16 +163,10 @@ class GoogleInteractionsEncoder(WireEncoder):
             annotation["end_index"] = citation.end_index
         return [_delta(block, {"annotations": [annotation], "type": "text_annotation_delta"})]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """``interaction.completed`` with the status and usage (no steps: they streamed)."""
-        status = self.finish_word(kind, reason)
-        interaction = self._interaction(status, usage=interactions_usage_body(usage))
+        status = self.finish_word(end.kind, end.reason)
+        interaction = self._interaction(status, usage=interactions_usage_body(end.usage))
         return [{"interaction": interaction, "event_type": "interaction.completed"}]
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
@@ -196,10 +189,9 @@ class GoogleInteractionsEncoder(WireEncoder):
         for step in steps:
             if step["type"] == "function_call" and not step["id"]:
                 step["id"] = random_id(cls.call_id_prefix, 8)
-        kind = response_finish_kind(response)
         return {
             "id": _interaction_id(),
-            "status": finish_word(cls.finish_words, kind, response.finish_reason),
+            "status": cls.response_finish_word(response),
             "usage": interactions_usage_body(response.usage),
             "steps": steps,
             "object": "interaction",

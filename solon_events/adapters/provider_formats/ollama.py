@@ -36,16 +36,7 @@ import orjson
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import (
-    Block,
-    FinishKind,
-    Payload,
-    WireEncoder,
-    error_info,
-    finish_word,
-    random_id,
-    response_finish_kind,
-)
+from .base import Block, FinishKind, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["OllamaEncoder", "json_line"]
 
@@ -144,16 +135,10 @@ class OllamaEncoder(WireEncoder):
         call = _call(self.call_id(block), block.number, block.name, block.arguments)
         return [self._line({"tool_calls": [call]})]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """The ``done: true`` line with the reason, counts and durations."""
         elapsed = time.perf_counter_ns() - self._started
-        return [self._line({}, **_done(self.finish_word(kind, reason), usage, elapsed))]
+        return [self._line({}, **_done(self.finish_word(end.kind, end.reason), end.usage, elapsed))]
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
         """An ``{"error": "..."}`` line."""
@@ -176,7 +161,7 @@ class OllamaEncoder(WireEncoder):
                 _call(call.id or random_id(cls.call_id_prefix), i, call.name, call.arguments)
                 for i, call in enumerate(response.tool_calls)
             ]
-        reason = finish_word(_DONE_REASONS, response_finish_kind(response), response.finish_reason)
+        reason = cls.response_finish_word(response)
         return {
             "model": model,
             "created_at": _created_at(),

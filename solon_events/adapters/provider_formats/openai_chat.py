@@ -37,17 +37,7 @@ from typing import Any, ClassVar
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import (
-    Block,
-    FinishKind,
-    Payload,
-    WireEncoder,
-    error_info,
-    finish_word,
-    now,
-    random_id,
-    response_finish_kind,
-)
+from .base import Block, FinishKind, MessageEnd, Payload, WireEncoder, error_info, now, random_id
 
 __all__ = ["OpenAIChatEncoder", "chat_usage"]
 
@@ -160,18 +150,12 @@ class OpenAIChatEncoder(WireEncoder):
         annotation = {"type": "url_citation", "url_citation": body}
         return [*self._start(), self._chunk({"annotations": [annotation]})]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """The ``finish_reason`` chunk, then the usage chunk (``choices: []``)."""
         usage_chunk = self._chunk({})
         usage_chunk["choices"] = []
-        usage_chunk["usage"] = chat_usage(usage)
-        return [self._chunk({}, self.finish_word(kind, reason)), usage_chunk]
+        usage_chunk["usage"] = chat_usage(end.usage)
+        return [self._chunk({}, self.finish_word(end.kind, end.reason)), usage_chunk]
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
         """An ``{"error": {...}}`` data event, as OpenAI sends mid-stream."""
@@ -215,7 +199,6 @@ class OpenAIChatEncoder(WireEncoder):
                 }
                 for call in response.tool_calls
             ]
-        kind = response_finish_kind(response)
         return {
             "id": _completion_id(),
             "object": "chat.completion",
@@ -226,7 +209,7 @@ class OpenAIChatEncoder(WireEncoder):
                     "index": 0,
                     "message": message,
                     "logprobs": None,
-                    "finish_reason": finish_word(cls.finish_words, kind, response.finish_reason),
+                    "finish_reason": cls.response_finish_word(response),
                 }
             ],
             "usage": chat_usage(response.usage),

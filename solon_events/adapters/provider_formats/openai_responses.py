@@ -57,6 +57,7 @@ from ...results import ChatResponse, ToolCall, Usage
 from .base import (
     Block,
     FinishKind,
+    MessageEnd,
     Payload,
     WireEncoder,
     error_info,
@@ -420,13 +421,7 @@ class OpenAIResponsesEncoder(WireEncoder):
             )
         ]
 
-    def finish(
-        self,
-        kind: FinishKind,
-        reason: str | None,
-        usage: Usage | None,
-        response: ChatResponse | None,
-    ) -> list[Payload]:
+    def finish(self, end: MessageEnd) -> list[Payload]:
         """``response.completed`` (or ``response.incomplete``) with every output item and
         the usage; server tool items left without a result are done first."""
         payloads: list[Payload] = [
@@ -434,7 +429,7 @@ class OpenAIResponsesEncoder(WireEncoder):
             for index, item in self._server_items.items()
         ]
         self._server_items.clear()
-        status, fields = _finished(kind, usage)
+        status, fields = _finished(end.kind, end.usage)
         response_object = self._response(status, **fields)
         return [*payloads, self._event(f"response.{status}", response=response_object)]
 
