@@ -798,11 +798,9 @@ class Gateway:
     def _check_token(self, request: web.BaseRequest) -> None:
         if self._token is None:
             return
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        given = _credential(request)
         # compare_digest takes as long whatever the first differing byte is.
-        if not (
-            scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self._token)
-        ):
+        if given is None or not hmac.compare_digest(given.encode(), self._token):
             raise _HttpError(
                 401, "a valid bearer token is required", {"WWW-Authenticate": "Bearer"}
             )
@@ -1012,6 +1010,19 @@ class Gateway:
             await self.log.aclose()
 
 
+def _credential(request: web.BaseRequest) -> str | None:
+    """The token a request carries: ``Authorization: Bearer``, or the key header of the
+    provider SDKs that send their key otherwise (``x-api-key``: anthropic,
+    ``x-goog-api-key``: google-genai)."""
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return given.strip()
+    for name in ("x-api-key", "x-goog-api-key"):
+        if name in request.headers:
+            return request.headers[name].strip()
+    return None
+
+
 async def _until(
     work: Awaitable[Any], request: web.BaseRequest, client: _Client | None = None
 ) -> bool:
@@ -1090,8 +1101,11 @@ def _taking_options_of(
 def create_app(gateway: Gateway) -> web.Application:
     """An aiohttp Application serving ``model``: ``POST /api/chat`` (Vercel UI message
     stream v1), ``POST /agui`` (AG-UI), ``POST /events`` (our events), the same paths with
-    ``GET ?resume=`` (with ``redis``), ``POST /stop`` and ``GET /`` (the chat page). The
-    options are :class:`Gateway`'s; the gateway is closed with the application."""
+    ``GET ?resume=`` (with ``redis``), ``POST /stop``, ``GET /`` (the chat page), and the
+    provider routes for the official SDKs (:mod:`solon_events.provider_routes`:
+    ``/v1/chat/completions``, ``/v1/responses``, ``/v1/messages``, Gemini's
+    ``/v1beta/models/...`` and ``/ollama/api/chat``). The options are :class:`Gateway`'s;
+    the gateway is closed with the application."""
     app = web.Application(client_max_size=gateway.max_body)
     app[GATEWAY] = gateway
     app.router.add_get("/", gateway.page)
@@ -1105,6 +1119,9 @@ def create_app(gateway: Gateway) -> web.Application:
         app.router.add_route("OPTIONS", path, gateway.preflight)
     app.router.add_post("/stop", gateway.stop)
     app.router.add_route("OPTIONS", "/stop", gateway.preflight)
+    from .provider_routes import add_provider_routes
+
+    add_provider_routes(app, gateway)
 
     async def close(_app: web.Application) -> None:
         await gateway.aclose()

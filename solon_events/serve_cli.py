@@ -33,9 +33,13 @@ def add_serve_parser(commands: Any) -> None:
         "serve",
         help="serve a model to front ends: Vercel UI stream, AG-UI, events, a chat page",
         description="Serve a model over HTTP: POST /api/chat (the Vercel AI SDK's UI message "
-        "stream), POST /agui (AG-UI), POST /events (our events as SSE) and GET / (a chat "
-        "page). Without --url it serves the embedded provider and the demo's weather tool. "
-        "The first line printed is the address it listens on, http://HOST:PORT.",
+        "stream), POST /agui (AG-UI), POST /events (our events as SSE), GET / (a chat "
+        "page), and the providers' own APIs for their SDKs: /v1/chat/completions, "
+        "/v1/responses, /v1/messages, /v1beta/models/{model}:generateContent and "
+        ":streamGenerateContent, /ollama/api/chat (tools there are the client's: never run "
+        "here). Without --url or --upstream it serves the embedded provider and the demo's "
+        "weather tool. The first line printed is the address it listens on, "
+        "http://HOST:PORT.",
         formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
@@ -43,6 +47,12 @@ def add_serve_parser(commands: Any) -> None:
     parser.add_argument("--port", type=int, default=8000, help="the port; 0 for any free one")
     parser.add_argument(
         "--url", help="the provider endpoint to POST to (default: the embedded provider)"
+    )
+    parser.add_argument(
+        "--upstream",
+        metavar="DIALECT:URL",
+        help="the provider, as its dialect and endpoint (anthropic:https://api.anthropic.com/"
+        "v1/messages): the same as --dialect DIALECT --url URL",
     )
     parser.add_argument(
         "--model",
@@ -123,6 +133,8 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     from .serve import create_app, run_app
     from .tools import tool
 
+    if args.upstream:
+        _use_upstream(args)
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
     if args.token_env and not token:
         raise CommandError(f"the environment variable {args.token_env} is empty", 2)
@@ -147,7 +159,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
             tool(requires_approval=True)(get_weather) if args.require_approval else get_weather
         ]
     elif not args.model:
-        raise CommandError("--model is required with --url", 2)
+        raise CommandError("--model is required with --url or --upstream", 2)
     else:
         dialect, api_key = provider_key(args, args.url)
         url, name = args.url, args.model
@@ -216,3 +228,22 @@ def _seconds(text: str) -> float:
     if not seconds >= 0:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
     return seconds
+
+
+def _use_upstream(args: argparse.Namespace) -> None:
+    """Read ``--upstream DIALECT:URL`` into ``args.dialect`` and ``args.url``."""
+    from .cli import CommandError
+    from .dialects.base import dialect_names
+
+    dialect, _, url = args.upstream.partition(":")
+    if dialect not in dialect_names() or not url.startswith(("http://", "https://")):
+        raise CommandError(
+            f"--upstream must be DIALECT:URL with a dialect of {', '.join(dialect_names())} "
+            f"and an http(s) URL, not {args.upstream!r}",
+            2,
+        )
+    if args.dialect not in ("auto", dialect):
+        raise CommandError(f"--dialect {args.dialect} contradicts --upstream {dialect}:...", 2)
+    if args.url is not None and args.url != url:
+        raise CommandError("give the provider once: --upstream or --url, not both", 2)
+    args.dialect, args.url = dialect, url
