@@ -2,8 +2,10 @@
 
 ``--quick`` runs smaller streams and fewer rounds (for a fast look); ``--peers`` adds the
 other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
-extra); ``--json PATH`` writes the figures as JSON; ``--readme`` writes them, with their
-picture, to ``benchmarks/results/`` and puts the tables and the picture in README.rst.
+extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
+(``benchmarks/bench_gateway.py``); ``--json PATH`` writes the figures as JSON;
+``--readme`` writes them, with their picture, to ``benchmarks/results/`` and puts the
+tables and the picture in README.rst.
 The partial-arguments table always runs the partial JSON parsers of the ``bench`` extra that
 are installed (the others listed as not installed).
 """
@@ -23,6 +25,7 @@ from . import (
     bench_breakdown,
     bench_dialects,
     bench_e2e,
+    bench_gateway,
     bench_memory,
     bench_partial,
     bench_peers,
@@ -40,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="smaller streams, fewer rounds")
     parser.add_argument(
         "--peers", action="store_true", help="other libraries and end to end (bench extra)"
+    )
+    parser.add_argument(
+        "--gateway",
+        action="store_true",
+        help="only the gateway's overhead, beside LiteLLM's proxy (bench extra)",
     )
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     parser.add_argument(
@@ -86,6 +94,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     print("machine:", machine.summary(figures["machine"]))
     print()
+    if args.gateway:
+        section(
+            "gateway",
+            "the translating gateway over loopback, beside LiteLLM's proxy",
+            lambda: bench_gateway.main(quick),
+        )
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1) + "\n")
+        return figures
     section(
         "pipeline",
         "Rx pipeline over hand-built events",
