@@ -55,7 +55,6 @@ from aiohttp import web
 
 from .adapters.client_requests import ClientRequest, read_client_request
 from .adapters.provider_formats import (
-    WIRE_FORMATS,
     WireEncoder,
     error_body,
     response_body,
@@ -182,7 +181,7 @@ class ProviderRoutes:
             return self._error(request, format, _HttpError(400, str(exc)))
         headers = {"x-solon-ignored": ", ".join(client.ignored)} if client.ignored else {}
         if client.stream:
-            return await self._stream(request, format, prompt, headers)
+            return await self._stream(request, client, prompt, headers)
         return await self._respond(request, format, prompt, headers)
 
     def prompt(self, client: ClientRequest) -> ChatPrompt:
@@ -216,8 +215,13 @@ class ProviderRoutes:
         )
 
     async def _stream(
-        self, request: web.Request, format: str, prompt: ChatPrompt, headers: Mapping[str, str]
+        self,
+        request: web.Request,
+        client: ClientRequest,
+        prompt: ChatPrompt,
+        headers: Mapping[str, str],
     ) -> web.StreamResponse:
+        format = client.format
         events = prompt.astream()
         head: list[ChatEvent] = []
         try:
@@ -225,7 +229,8 @@ class ProviderRoutes:
                 return web.Response(status=499)
         except ChatError as exc:
             return self._failed(request, format, exc)
-        encoder = wire_encoder(format, model=self.gateway.model.model)
+        options = {"include_usage": client.include_usage} if format == "openai" else {}
+        encoder = wire_encoder(format, model=self.gateway.model.model, **options)
         wire = _Wire(
             format,
             _Encoding(encoder),
@@ -286,9 +291,7 @@ async def _chained(
 
 def add_provider_routes(app: web.Application, gateway: Gateway) -> ProviderRoutes:
     """Add the provider routes (:data:`PROVIDER_ROUTES`, with their CORS preflights) of
-    ``gateway`` to ``app``, each whose wire format has an encoder
-    (:data:`~solon_events.adapters.provider_formats.WIRE_FORMATS`); returns their
-    handlers."""
+    ``gateway`` to ``app``; returns their handlers."""
     routes = ProviderRoutes(gateway)
     handlers: dict[str, Callable[[web.Request], Any]] = {
         "openai": routes.openai,
@@ -298,8 +301,6 @@ def add_provider_routes(app: web.Application, gateway: Gateway) -> ProviderRoute
         "ollama": routes.ollama,
     }
     for path, format in PROVIDER_ROUTES:
-        if format not in WIRE_FORMATS:
-            continue
         app.router.add_post(path, handlers[format])
         app.router.add_route("OPTIONS", path, gateway.preflight)
     return routes

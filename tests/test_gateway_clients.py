@@ -40,20 +40,16 @@ from solon_events import (
     ToolSpec,
     UserMessage,
 )
-from solon_events.adapters.provider_formats import WIRE_FORMATS
 from solon_events.adapters.provider_formats.base import finish_kind
 from solon_events.cli import ROUTES
 from solon_events.devserver import DevServer
 from solon_events.loop_thread import EventLoopThread
+from solon_events.provider_routes import PROVIDER_ROUTES
 from solon_events.serve import create_app, serving
 from solon_events.transport import pools_closed
 
-UPSTREAMS = ("openai", "openai-responses", "anthropic", "gemini", "ollama", "bedrock")
-CLIENTS = tuple(
-    format
-    for format in ("openai", "openai-responses", "anthropic", "gemini", "ollama")
-    if format in WIRE_FORMATS  # the protocols the gateway serves (each with its encoder)
-)
+UPSTREAMS = tuple(ROUTES)  # every dialect the embedded provider speaks
+CLIENTS = tuple(dict.fromkeys(format for _path, format in PROVIDER_ROUTES))  # the protocols
 SCENARIOS = ("weather", "think")
 QUESTION = "What is the weather in Paris?"
 RESULT = "18°C and sunny"
@@ -66,6 +62,40 @@ WEATHER = ToolSpec(
         "required": ["city"],
     },
 )
+
+# What the reasoning scenario's clients ask besides low reasoning (a 1,024-token budget):
+# each upstream must get them in its own terms, at these paths of its request body.
+KNOBS = {"temperature": 1.0}
+MAX_TOKENS = 3000
+UPSTREAM_KNOBS = {  # dialect: temperature, max tokens, reasoning
+    "openai": ("temperature", "max_completion_tokens", "reasoning_effort"),
+    "openai-responses": ("temperature", "max_output_tokens", "reasoning.effort"),
+    "anthropic": ("temperature", "max_tokens", "thinking.budget_tokens"),
+    "gemini": (
+        "generationConfig.temperature",
+        "generationConfig.maxOutputTokens",
+        "generationConfig.thinkingConfig.thinkingBudget",
+    ),
+    "ollama": ("options.temperature", "options.num_predict", "think"),
+    "bedrock": (
+        "inferenceConfig.temperature",
+        "inferenceConfig.maxTokens",
+        "additionalModelRequestFields.thinking.budget_tokens",
+    ),
+    "cohere": ("temperature", "max_tokens", "thinking.token_budget"),
+    "google-interactions": (
+        "generation_config.temperature",
+        "generation_config.max_output_tokens",
+        "generation_config.thinking_level",
+    ),
+}
+
+
+def at(body: Any, path: str) -> Any:
+    for key in path.split("."):
+        body = body[key]
+    return body
+
 
 FUNCTION_TOOL = {  # the tool in Chat Completions' terms, which Ollama's API shares
     "type": "function",
@@ -99,16 +129,21 @@ def expected(response: ChatResponse) -> Final:
     )
 
 
-def same_answer(got: Final, want: Final, *, ids: bool = True) -> None:
-    """``got`` says what ``want`` says (call ids when the client carries them: they are
-    made up afresh by each upstream request, so they are checked for presence only)."""
+def same_answer(got: Final, want: Final, *, ids: str = "always") -> None:
+    """``got`` says what ``want`` says. Call ids are made up afresh by each upstream
+    request, so they are checked for presence only: ``ids`` is ``"always"`` for a protocol
+    whose calls must have one (the gateway makes one up when the upstream gave none),
+    ``"passed"`` for one whose ids are optional (Gemini: present when the upstream's are),
+    ``"never"`` for one without (Ollama)."""
     assert got.text == want.text
     assert got.thinking == want.thinking
     assert [(name, args) for _id, name, args in got.calls] == [
         (name, args) for _id, name, args in want.calls
     ]
-    if ids:
+    if ids == "always":
         assert all(call_id for call_id, _name, _args in got.calls)
+    elif ids == "passed":
+        assert [bool(c[0]) for c in got.calls] == [bool(c[0]) for c in want.calls]
     assert got.usage == want.usage
     assert got.finish == want.finish
 
@@ -119,7 +154,7 @@ def same_answer(got: Final, want: Final, *, ids: bool = True) -> None:
 class OpenAIChat:
     """``openai``: Chat Completions, through ``chat.completions.stream()`` and ``create()``."""
 
-    ids = True
+    ids = "always"
 
     def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
         self.client = openai.OpenAI(api_key=key, base_url=url + "/v1", max_retries=0)
@@ -128,7 +163,7 @@ class OpenAIChat:
         if tools:
             self.extra["tools"] = [FUNCTION_TOOL]
         if reasoning:
-            self.extra["reasoning_effort"] = "low"
+            self.extra.update(KNOBS, reasoning_effort="low", max_completion_tokens=MAX_TOKENS)
 
     def ask(self, stream: bool) -> Final:
         if stream:
@@ -166,7 +201,7 @@ class OpenAIChat:
 class OpenAIResponses:
     """``openai``: the Responses API, through ``responses.stream()`` and ``create()``."""
 
-    ids = True
+    ids = "always"
 
     def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
         self.client = openai.OpenAI(api_key=key, base_url=url + "/v1", max_retries=0)
@@ -183,6 +218,7 @@ class OpenAIResponses:
                 }
             ]
         if reasoning:
+            self.extra.update(KNOBS, max_output_tokens=MAX_TOKENS)
             self.extra["reasoning"] = {"effort": "low", "summary": "auto"}
 
     def ask(self, stream: bool) -> Final:
@@ -220,7 +256,7 @@ class OpenAIResponses:
 class Anthropic:
     """``anthropic``: ``messages.stream()`` (``get_final_message()``) and ``create()``."""
 
-    ids = True
+    ids = "always"
 
     def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
         self.client = anthropic.Anthropic(api_key=key, base_url=url, max_retries=0)
@@ -235,6 +271,8 @@ class Anthropic:
                 }
             ]
         if reasoning:
+            # this SDK has no temperature parameter (the API still takes one)
+            self.extra.update(extra_body=KNOBS, max_tokens=MAX_TOKENS)
             self.extra["thinking"] = {"type": "enabled", "budget_tokens": 1024}
 
     def ask(self, stream: bool) -> Final:
@@ -282,7 +320,7 @@ class Gemini:
     """``google-genai``: ``models.generate_content_stream()`` (its chunks concatenated: the
     SDK has no accumulator) and ``generate_content()``."""
 
-    ids = True
+    ids = "passed"
 
     def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
         self.client = genai.Client(
@@ -303,6 +341,7 @@ class Gemini:
             )
             config["tools"] = [genai_types.Tool(function_declarations=[declaration])]
         if reasoning:
+            config.update(KNOBS, max_output_tokens=MAX_TOKENS)
             config["thinking_config"] = genai_types.ThinkingConfig(
                 include_thoughts=True, thinking_budget=1024
             )
@@ -359,7 +398,7 @@ class Ollama:
     """``ollama``: ``chat(stream=True)`` (its chunks concatenated) and ``chat()``; Ollama's
     tool calls have no ids (results name their tool)."""
 
-    ids = False
+    ids = "never"
 
     def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
         self.client = ollama.Client(
@@ -370,7 +409,7 @@ class Ollama:
         if tools:
             self.extra["tools"] = [FUNCTION_TOOL]
         if reasoning:
-            self.extra["think"] = True
+            self.extra.update(think="low", options={**KNOBS, "num_predict": MAX_TOKENS})
 
     def ask(self, stream: bool) -> Final:
         if stream:
@@ -507,8 +546,8 @@ def test_a_tool_loop_driven_by_the_sdk(
     assert RESULT in second.text
     sent = servers.provider.requests[before:]
     assert len(sent) == 1  # one upstream request per client request: no tool ran here
-    if sdk.ids and upstream != "ollama":  # the results went upstream paired with the calls
-        assert all(call_id in str(sent[0].body) for call_id, _n, _a in first.calls)
+    if upstream != "ollama":  # the results went upstream paired with the calls' ids
+        assert all(call_id in str(sent[0].body) for call_id, _n, _a in first.calls if call_id)
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
@@ -516,10 +555,18 @@ def test_a_tool_loop_driven_by_the_sdk(
 @pytest.mark.parametrize("upstream", UPSTREAMS)
 def test_reasoning_then_text(servers: Servers, upstream: str, client: str, stream: bool) -> None:
     url, model = _pair(servers, upstream, "think")
+    want = expected(_upstream_answer(model, 0))
     sdk = CLIENT_CLASSES[client](url, tools=False, reasoning=True)
     got = sdk.ask(stream)
-    same_answer(got, expected(_upstream_answer(model, 0)), ids=sdk.ids)
+    sent = servers.provider.requests[-1].body
+    same_answer(got, want, ids=sdk.ids)
     assert got.thinking and got.text and got.finish == "stop"
+    # the client's temperature, max tokens and reasoning, in the upstream's own terms
+    temperature, max_tokens, reasoning = UPSTREAM_KNOBS[upstream]
+    assert (at(sent, temperature), at(sent, max_tokens)) == (1.0, MAX_TOKENS)
+    # Ollama's think is the effort a client named, else true (a budget has no counterpart)
+    low = True if upstream == "ollama" and client in ("anthropic", "gemini") else "low"
+    assert at(sent, reasoning) in (low, 1024)
 
 
 def test_solon_events_serve_upstream_behind_every_sdk(servers: Servers) -> None:

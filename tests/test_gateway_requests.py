@@ -394,6 +394,97 @@ def test_responses_items_gather_into_turns() -> None:
     assert not read.stream
 
 
+def test_gemini_fields_are_read_in_either_spelling_and_values_kept_as_sent() -> None:
+    """The API takes proto3 JSON, whose field names may be written lowerCamelCase or
+    snake_case; google-genai sends ``thinkingConfig``'s as the second. The client's own
+    names (arguments, responses, schema properties) stay as they are."""
+    camel = {
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "contents": [
+            {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG}}]},
+            {
+                "role": "model",
+                "parts": [{"functionCall": {"name": "f", "args": {"city_name": "P"}}}],
+            },
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "f", "response": {"max_temp": 18}}}],
+            },
+        ],
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "f",
+                        "parametersJsonSchema": {
+                            "type": "object",
+                            "properties": {"city_name": {"type": "string"}},
+                        },
+                    }
+                ]
+            }
+        ],
+        "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["f"]}},
+        "generationConfig": {
+            "maxOutputTokens": 300,
+            "topP": 0.5,
+            "stopSequences": ["X"],
+            "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 2048},
+        },
+    }
+    snake = {
+        "system_instruction": {"parts": [{"text": "Be brief."}]},
+        "contents": [
+            {"role": "user", "parts": [{"inline_data": {"mime_type": "image/png", "data": PNG}}]},
+            {
+                "role": "model",
+                "parts": [{"function_call": {"name": "f", "args": {"city_name": "P"}}}],
+            },
+            {
+                "role": "user",
+                "parts": [{"function_response": {"name": "f", "response": {"max_temp": 18}}}],
+            },
+        ],
+        "tools": [
+            {
+                "function_declarations": [
+                    {
+                        "name": "f",
+                        "parameters_json_schema": {
+                            "type": "object",
+                            "properties": {"city_name": {"type": "string"}},
+                        },
+                    }
+                ]
+            }
+        ],
+        "tool_config": {
+            "function_calling_config": {"mode": "ANY", "allowed_function_names": ["f"]}
+        },
+        "generation_config": {
+            "max_output_tokens": 300,
+            "top_p": 0.5,
+            "stop_sequences": ["X"],
+            "thinking_config": {"include_thoughts": True, "thinking_budget": 2048},
+        },
+    }
+    read = read_client_request("gemini", snake, model="m")
+    assert read == read_client_request("gemini", camel, model="m")
+    assert read.ignored == ()
+    assert read.options == GenerationOptions(
+        max_tokens=300,
+        top_p=0.5,
+        stop=("X",),
+        reasoning=True,
+        reasoning_budget=2048,
+        tool_choice="required",
+        tool_name="f",
+    )
+    assert read.messages[2].tool_calls[0].arguments == {"city_name": "P"}
+    assert read.messages[3].content == '{"max_temp":18}'
+    assert dict(read.tools[0].parameters)["properties"] == {"city_name": {"type": "string"}}
+
+
 def test_gemini_openapi_schemas_ids_made_up_and_the_signature_kept() -> None:
     read = read_client_request(
         "gemini",
@@ -600,6 +691,12 @@ def test_reasoning_is_asked_of_each_upstream_in_its_own_terms() -> None:
         "thinking_budget": 16384,
     }
     assert effort.for_dialect("ollama")["think"] == "high"
+    assert effort.for_dialect("cohere")["thinking"] == {"type": "enabled", "token_budget": 16384}
+    assert effort.for_dialect("google-interactions") == {
+        "max_tokens": 4000,
+        "thinking_level": "high",
+        "thinking_summaries": "auto",
+    }
     budget = GenerationOptions(reasoning=True, reasoning_budget=2000)
     assert budget.for_dialect("openai")["reasoning_effort"] == "medium"
     assert budget.for_dialect("anthropic")["thinking"] == {"type": "enabled", "budget_tokens": 2000}
@@ -609,6 +706,8 @@ def test_reasoning_is_asked_of_each_upstream_in_its_own_terms() -> None:
     assert off.for_dialect("gemini")["thinking_config"] == {"thinking_budget": 0}
     assert off.for_dialect("ollama")["think"] is False
     assert off.for_dialect("openai") == {}
+    assert off.for_dialect("cohere")["thinking"] == {"type": "disabled"}
+    assert off.for_dialect("google-interactions")["thinking_level"] == "minimal"
 
 
 def test_tool_choice_and_the_rest_in_each_dialects_names() -> None:
@@ -639,10 +738,23 @@ def test_tool_choice_and_the_rest_in_each_dialects_names() -> None:
     }
     assert options.for_dialect("bedrock") == {"tool_choice": {"tool": {"name": "w"}}, "stop": ["X"]}
     assert options.for_dialect("ollama") == {"stop": ["X"], "seed": 7, "top_k": 5}
+    assert options.for_dialect("cohere") == {
+        "tool_choice": "REQUIRED",
+        "stop_sequences": ["X"],
+        "seed": 7,
+        "k": 5,
+    }
+    assert options.for_dialect("google-interactions") == {
+        "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["w"]}},
+        "stop": ["X"],
+        "seed": 7,
+    }
     assert options.for_dialect("some-other") == {"stop": ["X"], "seed": 7}
 
 
-@pytest.mark.parametrize("upstream", ["gemini", "bedrock", "ollama"])
+@pytest.mark.parametrize(
+    "upstream", ["gemini", "bedrock", "ollama", "cohere", "google-interactions"]
+)
 def test_the_upstream_request_carries_the_options_where_its_api_wants_them(upstream: str) -> None:
     options = GenerationOptions(
         max_tokens=100, temperature=0.5, reasoning=True, reasoning_budget=2048
@@ -650,7 +762,12 @@ def test_the_upstream_request_carries_the_options_where_its_api_wants_them(upstr
     request = ChatRequest(
         model="m", messages=[UserMessage(text="hi")], options=options.for_dialect(upstream)
     )
-    api_url = {"bedrock": "http://127.0.0.1:9", **URLS}[upstream]
+    api_url = {
+        "bedrock": "http://127.0.0.1:9",
+        "cohere": "http://127.0.0.1:9/v2/chat",
+        "google-interactions": "http://127.0.0.1:9/v1beta/interactions",
+        **URLS,
+    }[upstream]
     body = get_dialect(upstream).build_request(request, api_url=api_url, api_key="k").body
     if upstream == "gemini":
         assert body["generationConfig"] == {
@@ -661,6 +778,16 @@ def test_the_upstream_request_carries_the_options_where_its_api_wants_them(upstr
     elif upstream == "bedrock":
         assert body["inferenceConfig"] == {"maxTokens": 100, "temperature": 0.5}
         assert "thinking" not in body.get("additionalModelRequestFields", {})  # no room in 100
+    elif upstream == "cohere":
+        assert (body["max_tokens"], body["temperature"]) == (100, 0.5)
+        assert body["thinking"] == {"type": "enabled", "token_budget": 2048}
+    elif upstream == "google-interactions":
+        assert body["generation_config"] == {
+            "max_output_tokens": 100,
+            "temperature": 0.5,
+            "thinking_level": "medium",  # a 2,048-token budget
+            "thinking_summaries": "auto",
+        }
     else:
         assert body["options"] == {"num_predict": 100, "temperature": 0.5}
         assert body["think"] is True
@@ -676,7 +803,7 @@ SAMPLES: dict[str, Any] = {
     "presence_penalty": 0.1,
     "frequency_penalty": 0.2,
     "reasoning": True,
-    "tool_choice": "auto",
+    "tool_choice": "required",  # "auto" is the default some write as nothing (Cohere)
     "tool_name": "w",
     "parallel_tool_calls": False,
 }

@@ -17,7 +17,6 @@ import pytest
 from serving import sse_payloads
 
 from solon_events import ChatModel
-from solon_events.adapters.provider_formats import WIRE_FORMATS
 from solon_events.cli import ROUTES, get_weather
 from solon_events.devserver import DevServer
 from solon_events.provider_routes import PROVIDER_ROUTES, upstream_status
@@ -70,7 +69,6 @@ REQUESTS: dict[str, tuple[str, dict[str, Any], Callable[[str], dict[str, str]]]]
         lambda token: {"Authorization": f"Bearer {token}"},
     ),
 }
-REQUESTS = {format: sent for format, sent in REQUESTS.items() if format in WIRE_FORMATS}
 STREAMING = {
     "openai": {"stream": True},
     "openai-responses": {"stream": True},
@@ -246,7 +244,6 @@ async def test_the_gateways_own_tools_never_run_on_a_provider_route(
     assert len([r for r in provider.requests if r.path == "/v1/chat/completions"]) == 2
 
 
-@pytest.mark.skipif("ollama" not in WIRE_FORMATS, reason="the ollama encoder is not there yet")
 async def test_ollama_lives_under_a_prefix_and_api_chat_stays_vercels(gateway: Any) -> None:
     url = await gateway()
     vercel = {
@@ -265,7 +262,6 @@ async def test_ollama_lives_under_a_prefix_and_api_chat_stays_vercels(gateway: A
     assert ("/ollama/api/chat", "ollama") in PROVIDER_ROUTES
 
 
-@pytest.mark.skipif("gemini" not in WIRE_FORMATS, reason="the gemini encoder is not there yet")
 async def test_gemini_streams_as_sse_only(gateway: Any) -> None:
     url = await gateway()
     path, body, _auth = REQUESTS["gemini"]
@@ -311,3 +307,37 @@ def test_serve_upstream_is_checked_before_anything_starts(
 
     assert main(["serve", "--port", "0", *argv]) == 2
     assert said in capsys.readouterr().err
+
+
+async def test_chat_completions_streams_usage_only_when_the_client_asks(gateway: Any) -> None:
+    url = await gateway()
+    path, body = streaming("openai")
+
+    async def chunks(body: dict[str, Any]) -> list[Any]:
+        payloads = sse_payloads((await post(url, path, body))[2])
+        assert payloads[-1] == b"[DONE]"
+        return [orjson.loads(p) for p in payloads[:-1]]
+
+    without = await chunks(body)
+    assert all(p["choices"] and p["usage"] is None for p in without)
+    assert without[-1]["choices"][0]["finish_reason"] == "stop"
+    asked = await chunks({**body, "stream_options": {"include_usage": True}})
+    assert asked[-2]["choices"][0]["finish_reason"] == "stop"
+    assert asked[-1]["choices"] == [] and asked[-1]["usage"]["total_tokens"] > 0
+
+
+@pytest.mark.parametrize("format", sorted(REQUESTS))
+async def test_only_loopback_host_names_are_answered_without_a_token(
+    gateway: Any, format: str
+) -> None:
+    """A DNS-rebinding page reaches 127.0.0.1 under its own name: without a token the
+    provider routes answer loopback names and ``allowed_hosts`` only, as every route does,
+    in the protocol's error shape."""
+    url = await gateway(allowed_hosts=["chat.example"])
+    path, body, _auth = REQUESTS[format]
+    status, _headers, data = await post(url, path, body, {"Host": "evil.example"})
+    assert status == 403
+    assert "evil.example" in error_message(format, orjson.loads(data))
+    for host in ("localhost:8000", "chat.example"):
+        status, _headers, data = await post(url, path, body, {"Host": host})
+        assert status == 200, data

@@ -85,16 +85,34 @@ async def flooding_provider(size: int, *, then_wait: bool) -> AsyncIterator[tupl
         yield url + "/v1/chat/completions", flood
 
 
-def posting_client(port: int) -> socket.socket:
-    """A client that posts to ``/events`` and reads nothing yet (its receive buffer small)."""
+# A streamed request to the gateway's own /events, and to two of its provider routes.
+POSTS = {
+    "/events": BODY,
+    "/v1/chat/completions": orjson.dumps(
+        {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me."}]}
+    ),
+    "/v1/messages": orjson.dumps(
+        {
+            "model": "m",
+            "max_tokens": 100,
+            "stream": True,
+            "messages": [{"role": "user", "content": "Tell me."}],
+        }
+    ),
+}
+
+
+def posting_client(port: int, path: str = "/events") -> socket.socket:
+    """A client that posts to ``path`` and reads nothing yet (its receive buffer small)."""
+    body = POSTS[path]
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect(("127.0.0.1", port))
     sock.sendall(
-        b"POST /events HTTP/1.0\r\nHost: 127.0.0.1\r\n"
-        b"Content-Type: application/json\r\n"
-        + f"Content-Length: {len(BODY)}\r\n\r\n".encode()
-        + BODY
+        f"POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n".encode()
+        + b"Content-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
     )
     return sock
 
@@ -131,10 +149,12 @@ async def read_all(sock: socket.socket) -> tuple[bytes, bool]:
     return body, False
 
 
-async def test_a_client_that_reads_nothing_is_dropped_after_the_write_timeout() -> None:
+@pytest.mark.parametrize("path", list(POSTS))
+async def test_a_client_that_reads_nothing_is_dropped_after_the_write_timeout(path: str) -> None:
     """The model sends 8 MiB and waits; the client reads nothing. Nothing overflows
     (``max_buffer`` is larger), so only the write timeout can end it: the client is
-    dropped (its connection reset), its model request cut off, what waited freed."""
+    dropped (its connection reset), its model request cut off, what waited freed. The
+    provider routes (an SDK's stream) are held to it as ``/events`` is."""
     async with flooding_provider(8 << 20, then_wait=True) as (provider, flood):
         model = ChatModel(provider, "m")
         try:
@@ -142,7 +162,7 @@ async def test_a_client_that_reads_nothing_is_dropped_after_the_write_timeout() 
             app.on_response_prepare.append(small_send_buffer)
             async with serving(app) as url:
                 port = int(url.rsplit(":", 1)[1])
-                client = posting_client(port)
+                client = posting_client(port, path)
                 await until(lambda: flood.cut == 1, "the model request was cut off")
                 await until(lambda: open_connections(port) == 0, "the client was dropped")
                 body, reset = await read_all(client)

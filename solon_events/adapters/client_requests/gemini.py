@@ -14,6 +14,10 @@ schemas (``parametersJsonSchema`` is taken as it is); built-in tools (``googleSe
 the penalties, ``thinkingConfig`` (``thinkingBudget``, ``includeThoughts``,
 ``thinkingLevel``), and ``toolConfig.functionCallingConfig``. The model and whether it
 streams come from the URL (``models/{model}:streamGenerateContent``).
+
+Field names are read in either of the spellings the API takes (proto3's JSON mapping):
+``maxOutputTokens`` or ``max_output_tokens``. google-genai sends some in the second
+(``thinkingConfig: {"thinking_budget": ...}``).
 """
 
 from __future__ import annotations
@@ -59,13 +63,35 @@ _CONFIG_KNOWN = frozenset(
 )
 
 
+def _camel(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object of the API's with its ``snake_case`` field names in ``lowerCamelCase``
+    (its values as they are: arguments, responses and schemas hold the client's names)."""
+    if not any("_" in key for key in value):
+        return value
+    out = dict(value)
+    for key in value:
+        if "_" in key:
+            head, *rest = key.split("_")
+            out.setdefault(head + "".join(word.capitalize() for word in rest), out.pop(key))
+    return out
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    return _camel(field_of(value, Mapping, where))
+
+
+def _field(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any] | None:
+    value = optional(body, key, Mapping, where)
+    return None if value is None else _camel(value)
+
+
 def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -> ClientRequest:
     """The :class:`ClientRequest` of a ``generateContent`` body; ``model`` and ``stream``
     come from the URL the client posted to."""
-    body = body_object(body)
+    body = _camel(body_object(body))
     contents = each(body, "contents", _content, required=True)
     messages: list[Message] = []
-    system = optional(body, "systemInstruction", Mapping, "")
+    system = _field(body, "systemInstruction", "")
     if system is not None:
         parts = field_of(system.get("parts") or [], list, "systemInstruction.parts")
         text = "".join(_part_text(p, f"systemInstruction.parts[{i}]") for i, p in enumerate(parts))
@@ -74,7 +100,7 @@ def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -
     for content in contents:
         messages.extend(content)
     tools = [spec for entry in each(body, "tools", _tools) for spec in entry]
-    config = optional(body, "generationConfig", Mapping, "") or {}
+    config = _field(body, "generationConfig", "") or {}
     if (integer(config, "candidateCount", "generationConfig") or 1) != 1:
         raise ValueError("generationConfig.candidateCount must be 1")
     ignored = unknown_fields(body, _KNOWN) + tuple(
@@ -85,7 +111,7 @@ def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -
         model=model.removeprefix("models/"),
         messages=paired(messages),
         tools=tuple(tools),
-        options=_options(config, optional(body, "toolConfig", Mapping, "")),
+        options=_options(config, _field(body, "toolConfig", "")),
         stream=stream,
         ignored=ignored,
     )
@@ -93,7 +119,7 @@ def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -
 
 def _options(config: Mapping[str, Any], tool_config: Mapping[str, Any] | None) -> GenerationOptions:
     where = "generationConfig"
-    thinking = optional(config, "thinkingConfig", Mapping, where)
+    thinking = _field(config, "thinkingConfig", where)
     reasoning = budget = effort = None
     if thinking is not None:
         budget = integer(thinking, "thinkingBudget", f"{where}.thinkingConfig")
@@ -110,7 +136,7 @@ def _options(config: Mapping[str, Any], tool_config: Mapping[str, Any] | None) -
     tool_choice = tool_name = None
     calling = (tool_config or {}).get("functionCallingConfig")
     if calling is not None:
-        calling = field_of(calling, Mapping, "toolConfig.functionCallingConfig")
+        calling = _object(calling, "toolConfig.functionCallingConfig")
         modes = {"AUTO": "auto", "ANY": "required", "VALIDATED": "auto", "NONE": "none"}
         mode = str(calling.get("mode") or "AUTO").upper()
         if mode not in modes:
@@ -139,7 +165,7 @@ def _options(config: Mapping[str, Any], tool_config: Mapping[str, Any] | None) -
 
 
 def _tools(value: Any, where: str) -> list[ToolSpec]:
-    entry = field_of(value, Mapping, where)
+    entry = _object(value, where)
     others = sorted(set(entry) - {"functionDeclarations"})
     if others:
         raise ValueError(
@@ -152,7 +178,7 @@ def _tools(value: Any, where: str) -> list[ToolSpec]:
     specs = []
     for i, item in enumerate(declarations):
         at = f"{where}.functionDeclarations[{i}]"
-        declaration = field_of(item, Mapping, at)
+        declaration = _object(item, at)
         schema = declaration.get("parametersJsonSchema")
         if schema is None and declaration.get("parameters") is not None:
             schema = json_schema(field_of(declaration["parameters"], Mapping, f"{at}.parameters"))
@@ -189,10 +215,10 @@ def _nested(value: Any) -> Any:
 
 
 def _content(value: Any, where: str) -> list[Message]:
-    content = field_of(value, Mapping, where)
+    content = _object(value, where)
     role = content.get("role") or "user"
     parts = [
-        field_of(p, Mapping, f"{where}.parts[{i}]")
+        _object(p, f"{where}.parts[{i}]")
         for i, p in enumerate(field_of(content.get("parts") or [], list, f"{where}.parts"))
     ]
     if role == "model":
@@ -206,7 +232,7 @@ def _content(value: Any, where: str) -> list[Message]:
         at = f"{where}.parts[{i}]"
         if "functionResponse" in part:
             messages.append(
-                _result(field_of(part["functionResponse"], Mapping, f"{at}.functionResponse"), at)
+                _result(_object(part["functionResponse"], f"{at}.functionResponse"), at)
             )
         elif "inlineData" in part or "fileData" in part:
             media.append(_media(part, at))
@@ -227,12 +253,12 @@ def _part_text(part: Any, where: str) -> str:
 
 def _media(part: Mapping[str, Any], where: str) -> ImageBlock | FileBlock:
     if "inlineData" in part:
-        inline = field_of(part["inlineData"], Mapping, f"{where}.inlineData")
+        inline = _object(part["inlineData"], f"{where}.inlineData")
         mime = optional(inline, "mimeType", str, f"{where}.inlineData") or ""
         data = field_of(inline.get("data"), str, f"{where}.inlineData.data")
         kind = ImageBlock if mime.startswith("image/") else FileBlock
         return kind(data=data, mime_type=mime or None)
-    file = field_of(part["fileData"], Mapping, f"{where}.fileData")
+    file = _object(part["fileData"], f"{where}.fileData")
     mime = optional(file, "mimeType", str, f"{where}.fileData") or ""
     uri = field_of(file.get("fileUri"), str, f"{where}.fileData.fileUri")
     kind = ImageBlock if mime.startswith("image/") else FileBlock
@@ -264,7 +290,7 @@ def _model(parts: list[Mapping[str, Any]], where: str) -> AssistantMessage:
         at = f"{where}[{i}]"
         signature = optional(part, "thoughtSignature", str, at) or signature
         if "functionCall" in part:
-            call = field_of(part["functionCall"], Mapping, f"{at}.functionCall")
+            call = _object(part["functionCall"], f"{at}.functionCall")
             arguments = optional(call, "args", Mapping, f"{at}.functionCall") or {}
             calls.append(
                 ToolCall(

@@ -79,7 +79,8 @@ class GenerationOptions:
     def for_dialect(self, dialect: str) -> dict[str, Any]:
         """These options as :meth:`ChatPrompt.options() <solon_events.ChatPrompt.options>`
         for an upstream speaking ``dialect`` (``"openai"``, ``"openai-responses"``,
-        ``"anthropic"``, ``"gemini"``, ``"ollama"``, ``"bedrock"``; any other dialect gets
+        ``"anthropic"``, ``"gemini"``, ``"ollama"``, ``"bedrock"``, ``"cohere"``,
+        ``"google-interactions"``; any other dialect gets
         ``temperature``, ``top_p``, ``max_tokens``, ``stop`` and ``seed`` by those names).
         An option the dialect has no field for is left out: :data:`UNSUPPORTED`."""
         options: dict[str, Any] = {}
@@ -141,6 +142,19 @@ _NAMES: dict[str, dict[str, str]] = {
         "top_p": "top_p",
         "max_tokens": "max_tokens",
         "stop": "stop",
+    },
+    "cohere": {
+        "temperature": "temperature",
+        "top_p": "p",
+        "top_k": "k",
+        "max_tokens": "max_tokens",
+        "stop": "stop_sequences",
+        "seed": "seed",
+        "presence_penalty": "presence_penalty",
+        "frequency_penalty": "frequency_penalty",
+    },
+    "google-interactions": {  # the request builder puts them in generation_config
+        name: name for name in ("temperature", "top_p", "max_tokens", "stop", "seed")
     },
 }
 _GENERIC = {name: name for name in ("temperature", "top_p", "max_tokens", "stop", "seed")}
@@ -220,6 +234,29 @@ def _bedrock(o: GenerationOptions) -> dict[str, Any]:
     return {"thinking": _anthropic_thinking(o), "tool_choice": choice}
 
 
+def _cohere(o: GenerationOptions) -> dict[str, Any]:
+    thinking = None
+    if o.reasoning:
+        thinking = {"type": "enabled", "token_budget": o.budget()}
+    elif o.reasoning is False:
+        thinking = {"type": "disabled"}
+    kinds = {"none": "NONE", "required": "REQUIRED"}  # "auto" is Cohere's default
+    return {"thinking": thinking, "tool_choice": kinds.get(o.tool_choice or "")}
+
+
+def _interactions(o: GenerationOptions) -> dict[str, Any]:
+    level = summaries = None
+    if o.reasoning:
+        level, summaries = o.effort(), "auto"
+    elif o.reasoning is False:
+        level = "minimal"  # the API's least: thinking cannot be turned off
+    modes = {"auto": "auto", "none": "none", "required": "any"}
+    choice: Any = modes.get(o.tool_choice or "")
+    if o.tool_name:
+        choice = {"allowed_tools": {"mode": "any", "tools": [o.tool_name]}}
+    return {"thinking_level": level, "thinking_summaries": summaries, "tool_choice": choice}
+
+
 def _generic(o: GenerationOptions) -> dict[str, Any]:
     return {}
 
@@ -232,6 +269,8 @@ _WRITERS: dict[str, Callable[[GenerationOptions], dict[str, Any]]] = {
     "gemini": _gemini,
     "ollama": _ollama,
     "bedrock": _bedrock,
+    "cohere": _cohere,
+    "google-interactions": _interactions,
 }
 
 UNSUPPORTED: dict[str, tuple[str, ...]] = {
@@ -241,10 +280,19 @@ UNSUPPORTED: dict[str, tuple[str, ...]] = {
     "gemini": ("parallel_tool_calls",),
     "ollama": ("tool_choice", "tool_name", "parallel_tool_calls"),
     "bedrock": ("top_k", "seed", "presence_penalty", "frequency_penalty", "parallel_tool_calls"),
+    "cohere": ("tool_name", "parallel_tool_calls"),
+    "google-interactions": (
+        "top_k",
+        "presence_penalty",
+        "frequency_penalty",
+        "parallel_tool_calls",
+    ),
 }
 """Per upstream dialect, the :class:`GenerationOptions` fields it has no field for (left out
 of :meth:`GenerationOptions.for_dialect`). Besides: ``reasoning=False`` is sent only where
-the upstream can be told (Ollama's ``think: false``, Gemini's budget 0), elsewhere the
-upstream's default stands; Bedrock has no ``tool_choice="none"``; Anthropic's and
-Bedrock's thinking is left out when ``max_tokens`` leaves no room for a 1,024-token
-budget."""
+the upstream can be told (Ollama's ``think: false``, Gemini's budget 0, Cohere's
+``thinking: disabled``; the Interactions API's ``thinking_level`` goes down to
+``"minimal"``, not off), elsewhere the upstream's default stands; Bedrock has no
+``tool_choice="none"``, and Cohere's ``"auto"`` is its default, written as nothing;
+Anthropic's and Bedrock's thinking is left out when ``max_tokens`` leaves no room for a
+1,024-token budget."""

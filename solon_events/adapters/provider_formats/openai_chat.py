@@ -67,7 +67,8 @@ class OpenAIChatEncoder(WireEncoder):
     """ChatEvents -> the ``/v1/chat/completions`` stream (``stream_options.include_usage``).
 
     ``reasoning_field`` names the delta field thinking goes in (``"reasoning_content"``
-    or ``"reasoning"``).
+    or ``"reasoning"``); ``include_usage=False`` leaves out the usage chunk, as OpenAI
+    does for a request without ``stream_options.include_usage``.
     """
 
     format = "openai"
@@ -79,8 +80,11 @@ class OpenAIChatEncoder(WireEncoder):
         "content_filter": "content_filter",
     }
 
-    def __init__(self, model: str, *, reasoning_field: str = "reasoning_content") -> None:
+    def __init__(
+        self, model: str, *, reasoning_field: str = "reasoning_content", include_usage: bool = True
+    ) -> None:
         super().__init__(model)
+        self.include_usage = include_usage
         self.id = _completion_id()
         """The completion's id, on every chunk."""
         self.created = now()
@@ -151,11 +155,15 @@ class OpenAIChatEncoder(WireEncoder):
         return [*self._start(), self._chunk({"annotations": [annotation]})]
 
     def finish(self, end: MessageEnd) -> list[Payload]:
-        """The ``finish_reason`` chunk, then the usage chunk (``choices: []``)."""
+        """The ``finish_reason`` chunk, then (``include_usage``) the usage chunk
+        (``choices: []``)."""
+        finish = self._chunk({}, self.finish_word(end.kind, end.reason))
+        if not self.include_usage:
+            return [finish]
         usage_chunk = self._chunk({})
         usage_chunk["choices"] = []
         usage_chunk["usage"] = chat_usage(end.usage)
-        return [self._chunk({}, self.finish_word(end.kind, end.reason)), usage_chunk]
+        return [finish, usage_chunk]
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
         """An ``{"error": {...}}`` data event, as OpenAI sends mid-stream."""
