@@ -10,7 +10,10 @@
   message and our own fields, and of the provider's response headers only
   ``Retry-After``, the request id and the rate limits;
 - ``GET /``: a self-contained chat page that speaks the Vercel protocol;
-- ``POST /stop`` (``{"response_id": ...}``): stop a running response.
+- ``POST /stop`` (``{"response_id": ...}``): stop a running response;
+- the providers' own APIs, for their official SDKs (``/v1/chat/completions``,
+  ``/v1/responses``, ``/v1/messages``, Gemini's ``/v1beta/models/...``,
+  ``/ollama/api/chat``): :mod:`solon_events.provider_routes`.
 
 The handlers are the methods of a :class:`Gateway`, usable one by one in an application
 of your own. Every stream carries the response id in the ``x-response-id`` header.
@@ -76,8 +79,10 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol
 import orjson
 from aiohttp import web
 
+from . import provider_routes
 from .adapters.inputs import messages_from_events, messages_from_vercel
 from .adapters.native import encode_event, event_to_json
+from .adapters.provider_formats import error_body, response_body
 from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
 from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
 from .approvals import ApprovalDecision, PendingApproval, parse_approval_id
@@ -85,6 +90,7 @@ from .errors import ChatError
 from .events import EVENT_TYPES, ChatEvent
 from .extras import MissingExtraError
 from .model import ChatModel, ChatPrompt
+from .provider_routes import upstream_failure
 from .tools import Tool, ToolSet
 
 if TYPE_CHECKING:
@@ -459,8 +465,9 @@ async def _disconnected(request: web.BaseRequest, client: _Client | None = None)
 
 class Gateway:
     """The request handlers of the gateway for ``model``: :meth:`vercel`, :meth:`agui`,
-    :meth:`events` (``POST`` a request, ``GET`` to resume), :meth:`stop`, :meth:`page`
-    and :meth:`preflight` (CORS), each an aiohttp handler; :meth:`aclose` when done.
+    :meth:`events` (``POST`` a request, ``GET`` to resume), :meth:`stop`, :meth:`page`,
+    :meth:`provider` (the provider routes) and :meth:`preflight` (CORS), each an aiohttp
+    handler; :meth:`aclose` when done.
 
     ``tools`` are the only tools that run on the server. ``token``: when set, every
     request but the page's needs ``Authorization: Bearer <token>``. ``max_body`` caps
@@ -849,6 +856,75 @@ class Gateway:
         prompt = self.model.prompt(messages)
         return prompt.tools(*self.tools.values()) if self.tools else prompt
 
+    # The provider routes.
+
+    async def provider(self, request: web.Request) -> web.StreamResponse:
+        """``POST`` to a provider route (:data:`~solon_events.provider_routes.PROVIDER_ROUTES`):
+        a provider SDK's request in, run on the model with the client's tools only (none of
+        the server's runs), its answer out in the same wire format, streamed or whole."""
+        route = request.match_info.route.resource
+        path = route.canonical if route is not None else request.path
+        format = provider_routes.PROVIDER_ROUTES[path]
+        try:
+            body = await self._accept(request)
+            client = provider_routes.read_route_request(
+                path, body, model=request.match_info.get("model", ""), query=request.query
+            )
+            prompt = provider_routes.route_prompt(self.model, client)
+        except _HttpError as exc:
+            return self._provider_error(request, format, exc)
+        except ValueError as exc:
+            return self._provider_error(request, format, _HttpError(400, str(exc)))
+        headers = {"x-solon-ignored": ", ".join(client.ignored)} if client.ignored else {}
+        if not client.stream:
+            return await self._provider_body(request, format, prompt, headers)
+        events = prompt.astream()
+        head: list[ChatEvent] = []
+        try:
+            if not await _until(provider_routes.read_head(events, head), request):
+                return web.Response(status=499)
+        except ChatError as exc:
+            return self._provider_error(request, format, _HttpError(*upstream_failure(exc)))
+        encoder = provider_routes.route_encoder(client, self.model.model)
+        wire = _Wire(
+            format,
+            provider_routes.WireTranslator(encoder),
+            _as_is,
+            {**_SSE_HEADERS, "Content-Type": encoder.media_type, **headers},
+        )
+        return await self._stream(request, provider_routes.chained(head, events), wire)
+
+    async def _provider_body(
+        self, request: web.Request, format: str, prompt: ChatPrompt, headers: Mapping[str, str]
+    ) -> web.StreamResponse:
+        done: list[Any] = []
+
+        async def run() -> None:
+            done.append(await prompt.acall())
+
+        try:
+            if not await _until(run(), request):
+                return web.Response(status=499)
+        except ChatError as exc:
+            return self._provider_error(request, format, _HttpError(*upstream_failure(exc)))
+        body = response_body(format, done[0], model=self.model.model)
+        return web.Response(
+            body=orjson.dumps(body),
+            content_type="application/json",
+            headers={**headers, **self._cors_headers(request)},
+        )
+
+    def _provider_error(
+        self, request: web.BaseRequest, format: str, error: _HttpError
+    ) -> web.Response:
+        """``error`` in the provider's own error shape."""
+        return web.Response(
+            body=orjson.dumps(error_body(format, error.status, error.message)),
+            status=error.status,
+            content_type="application/json",
+            headers={**error.headers, **self._cors_headers(request)},
+        )
+
     # Streaming.
 
     async def _stream(
@@ -1062,6 +1138,10 @@ async def _pump(outbox: _Outbox, client: _Client) -> None:
         await client.write(data)
 
 
+def _as_is(data: bytes) -> bytes:
+    return data
+
+
 def _writing(items: Iterable[bytes]) -> Callable[[_Client], Awaitable[None]]:
     async def write(client: _Client) -> None:
         for data in items:
@@ -1119,9 +1199,9 @@ def create_app(gateway: Gateway) -> web.Application:
         app.router.add_route("OPTIONS", path, gateway.preflight)
     app.router.add_post("/stop", gateway.stop)
     app.router.add_route("OPTIONS", "/stop", gateway.preflight)
-    from .provider_routes import add_provider_routes
-
-    add_provider_routes(app, gateway)
+    for path in provider_routes.PROVIDER_ROUTES:
+        app.router.add_post(path, gateway.provider)
+        app.router.add_route("OPTIONS", path, gateway.preflight)
 
     async def close(_app: web.Application) -> None:
         await gateway.aclose()

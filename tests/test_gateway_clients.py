@@ -49,7 +49,7 @@ from solon_events.serve import create_app, serving
 from solon_events.transport import pools_closed
 
 UPSTREAMS = tuple(ROUTES)  # every dialect the embedded provider speaks
-CLIENTS = tuple(dict.fromkeys(format for _path, format in PROVIDER_ROUTES))  # the protocols
+CLIENTS = tuple(dict.fromkeys(PROVIDER_ROUTES.values()))  # the protocols served
 SCENARIOS = ("weather", "think")
 QUESTION = "What is the weather in Paris?"
 RESULT = "18°C and sunny"
