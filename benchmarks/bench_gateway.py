@@ -23,8 +23,9 @@ Figures, per (proxy, upstream dialect):
   frames 1 ms apart (the first 10 % left out as a warm-up), p50 and p99, minus the same
   client's direct figures (the loopback and the client's own cost); every process reads
   the same monotonic clock;
-- added time to the first token per request: many short answers one after another, p50
-  and p99, minus the direct ones (LiteLLM publishes its own per-request overhead so);
+- added time to the first token per request: many short answers one after another (after
+  100 untimed ones), p50 and p99, minus the direct ones (LiteLLM publishes its own
+  per-request overhead so);
 - the proxy's CPU per frame: its process tree's CPU time (``/proc``) over concurrent
   streams read by bare aiohttp, divided by the frames delivered.
 """
@@ -52,6 +53,7 @@ UPSTREAMS = ("openai", "anthropic")
 ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 MASTER_KEY = "sk-bench-0123456789abcdef0123456789"
 """The LiteLLM proxy's master key (it refuses to start without one)."""
+_TTFT_WARMUP = 100
 _DELTA = re.compile(rb'"(?:content|text)":"(\d+) "')
 
 
@@ -174,14 +176,16 @@ async def _aiohttp_ttft(url: str, model: str, count: int) -> list[float]:
     headers = {"Authorization": f"Bearer {MASTER_KEY}"}
     firsts = []
     async with aiohttp.ClientSession() as session:
-        for number in range(count + 3):  # three untimed
+        # untimed: a fresh proxy's first requests (lazy imports, connection pools, its first
+        # full garbage collection, which came about the 50th in our gateway: 20 ms)
+        for number in range(count + _TTFT_WARMUP):
             start = time.perf_counter()
             first = None
             async with session.post(url, json=_body(model), headers=headers) as response:
                 async for chunk in response.content.iter_any():
                     if first is None and _DELTA.search(chunk):
                         first = time.perf_counter() - start
-            if number >= 3 and first is not None:
+            if number >= _TTFT_WARMUP and first is not None:
                 firsts.append(first)
     return firsts
 
