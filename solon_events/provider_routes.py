@@ -4,16 +4,18 @@
 (:data:`PROVIDER_ROUTES`), so that their official SDKs (and tools built on them) talk to
 whatever model the gateway serves, in any dialect:
 
-=========================================================  ======================  ============
-route                                                      wire format             SDK
-=========================================================  ======================  ============
-``POST /v1/chat/completions``                              ``"openai"``            openai
-``POST /v1/responses``                                     ``"openai-responses"``  openai
-``POST /v1/messages``                                      ``"anthropic"``         anthropic
-``POST /v1beta/models/{model}:generateContent``            ``"gemini"``            google-genai
-``POST /v1beta/models/{model}:streamGenerateContent``      ``"gemini"``            google-genai
-``POST /ollama/api/chat``                                  ``"ollama"``            ollama
-=========================================================  ======================  ============
+=====================================================  =========================  ============
+route                                                  wire format                SDK
+=====================================================  =========================  ============
+``POST /v1/chat/completions``                          ``"openai"``               openai
+``POST /v1/responses``                                 ``"openai-responses"``     openai
+``POST /v1/messages``                                  ``"anthropic"``            anthropic
+``POST /v1beta/models/{model}:generateContent``        ``"gemini"``               google-genai
+``POST /v1beta/models/{model}:streamGenerateContent``  ``"gemini"``               google-genai
+``POST /ollama/api/chat``                              ``"ollama"``               ollama
+``POST /v2/chat``                                      ``"cohere"``               cohere
+``POST /v1beta/interactions``                          ``"google-interactions"``  google-genai
+=====================================================  =========================  ============
 
 :meth:`Gateway.provider() <solon_events.serve.Gateway.provider>` handles them with this
 module's pieces: each request is read into our terms (:func:`read_route_request`: the
@@ -35,13 +37,13 @@ malformed request of one protocol in the other's.
 The gateway's safety checks apply as on every route (loopback host names without a
 token, origin, token, JSON content type, body size; a slow client's write timeout and
 buffer caps; a client that leaves cancels the upstream request). The token may come in
-each SDK's own key header: ``Authorization: Bearer`` (openai, ollama), ``x-api-key``
-(anthropic), ``x-goog-api-key`` (google-genai). A stream is answered with HTTP 200 only
-once the upstream's first content arrives: a failure before it (the upstream's 429, say)
-is an HTTP error in the client's error shape (:func:`upstream_failure`), so that the SDK's
-own retries apply. A response carries ``x-solon-ignored``: the request fields that were
-not translated, when there were any. Streams are not kept in Redis (the SDKs do not
-resume).
+each SDK's own key header: ``Authorization: Bearer`` (openai, ollama, cohere),
+``x-api-key`` (anthropic), ``x-goog-api-key`` (google-genai). A stream is answered with
+HTTP 200 only once the upstream's first content arrives: a failure before it (the
+upstream's 429, say) is an HTTP error in the client's error shape
+(:func:`upstream_failure`), so that the SDK's own retries apply. A response carries
+``x-solon-ignored``: the request fields that were not translated, when there were any.
+Streams are not kept in Redis (the SDKs do not resume).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ PROVIDER_ROUTES: Mapping[str, str] = {
     "/v1beta/models/{model}:generateContent": "gemini",
     "/v1beta/models/{model}:streamGenerateContent": "gemini",
     "/ollama/api/chat": "ollama",
+    "/v2/chat": "cohere",
+    "/v1beta/interactions": "google-interactions",
 }
 """Each provider route's path (as aiohttp writes it) and the wire format it speaks."""
 

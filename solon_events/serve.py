@@ -13,7 +13,8 @@
 - ``POST /stop`` (``{"response_id": ...}``): stop a running response;
 - the providers' own APIs, for their official SDKs (``/v1/chat/completions``,
   ``/v1/responses``, ``/v1/messages``, Gemini's ``/v1beta/models/...``,
-  ``/ollama/api/chat``): :mod:`solon_events.provider_routes`.
+  ``/ollama/api/chat``, ``/v2/chat``, ``/v1beta/interactions``):
+  :mod:`solon_events.provider_routes`.
 
 The handlers are the methods of a :class:`Gateway`, usable one by one in an application
 of your own. Every stream carries the response id in the ``x-response-id`` header.
@@ -1184,8 +1185,9 @@ def create_app(gateway: Gateway) -> web.Application:
     ``GET ?resume=`` (with ``redis``), ``POST /stop``, ``GET /`` (the chat page), and the
     provider routes for the official SDKs (:mod:`solon_events.provider_routes`:
     ``/v1/chat/completions``, ``/v1/responses``, ``/v1/messages``, Gemini's
-    ``/v1beta/models/...`` and ``/ollama/api/chat``). The options are :class:`Gateway`'s;
-    the gateway is closed with the application."""
+    ``/v1beta/models/...``, ``/ollama/api/chat``, Cohere's ``/v2/chat`` and
+    ``/v1beta/interactions``). The options are :class:`Gateway`'s; the gateway is closed
+    with the application."""
     app = web.Application(client_max_size=gateway.max_body)
     app[GATEWAY] = gateway
     app.router.add_get("/", gateway.page)

@@ -36,10 +36,10 @@ def add_serve_parser(commands: Any) -> None:
         "stream), POST /agui (AG-UI), POST /events (our events as SSE), GET / (a chat "
         "page), and the providers' own APIs for their SDKs: /v1/chat/completions, "
         "/v1/responses, /v1/messages, /v1beta/models/{model}:generateContent and "
-        ":streamGenerateContent, /ollama/api/chat (tools there are the client's: never run "
-        "here). Without --url or --upstream it serves the embedded provider and the demo's "
-        "weather tool. The first line printed is the address it listens on, "
-        "http://HOST:PORT.",
+        ":streamGenerateContent, /ollama/api/chat, /v2/chat, /v1beta/interactions (tools "
+        "there are the client's: never run here). Without --url or --upstream it serves the "
+        "embedded provider and the demo's weather tool. The first line printed is the "
+        "address it listens on, http://HOST:PORT.",
         formatter_class=HelpFormatter,
         allow_abbrev=False,
     )

@@ -32,7 +32,9 @@ __all__ = [
     "RECORDINGS",
     "RECORDING_DIALECTS",
     "cohere_expected",
+    "cohere_fold",
     "expected_of",
+    "fold_interaction",
     "interactions_expected",
     "recording_cases",
     "recording_paths",
@@ -93,12 +95,19 @@ def cohere_expected(path: Path) -> dict[str, Any]:
     client = cohere.ClientV2(
         api_key="test", base_url="http://sdk.test", httpx_client=sdk_http_client(sse_body(path))
     )
+    return cohere_fold(
+        client.chat_stream(model="recorded", messages=[{"role": "user", "content": "-"}])
+    )
+
+
+def cohere_fold(events: Any) -> dict[str, Any]:
+    """What the Cohere SDK's typed stream events (``ClientV2.chat_stream``) add up to."""
     text: list[str] = []
     thinking: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     citations: list[dict[str, Any]] = []
     expected: dict[str, Any] = {"oracle": "cohere SDK ClientV2.chat_stream"}
-    for event in client.chat_stream(model="recorded", messages=[{"role": "user", "content": "-"}]):
+    for event in events:
         message = getattr(getattr(event, "delta", None), "message", None)
         if event.type == "message-start":
             expected["provider_response_id"] = event.id
@@ -232,10 +241,16 @@ def completed_interaction(path: Path) -> dict[str, Any]:
         base_url="http://sdk.test", httpx_client=sdk_http_client(sse_body(path))
     )
     client = genai.Client(api_key="test", http_options=options)
+    return fold_interaction(client.interactions.create(model="recorded", input="-", stream=True))
+
+
+def fold_interaction(events: Any) -> dict[str, Any]:
+    """The terminal ``interaction.completed`` payload of google-genai's typed stream events
+    as a plain dict, its ``steps`` filled in from the step events."""
     steps: dict[int, dict[str, Any]] = {}
     arguments: dict[int, str] = {}
     interaction: dict[str, Any] = {}
-    for event in client.interactions.create(model="recorded", input="-", stream=True):
+    for event in events:
         kind = event.event_type
         if kind == "interaction.completed":
             interaction = event.interaction.model_dump(mode="json", exclude_none=True)

@@ -26,11 +26,13 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import anthropic
+import cohere
 import ollama
 import openai
 import pytest
 from google import genai
 from google.genai import types as genai_types
+from sdk_oracles import cohere_fold, fold_interaction
 
 from solon_events import (
     AssistantMessage,
@@ -449,13 +451,154 @@ class Ollama:
             self.messages.append({"role": "tool", "content": RESULT, "tool_name": name})
 
 
+class Cohere:
+    """``cohere``: ``ClientV2.chat_stream()`` (its events added up: the SDK has no
+    accumulator) and ``chat()``; results go back as ``document`` items, as Cohere's
+    documentation writes them."""
+
+    ids = "always"
+
+    def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
+        self.client = cohere.ClientV2(api_key=key, base_url=url)
+        self.messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+        self.extra: dict[str, Any] = {}
+        if tools:
+            self.extra["tools"] = [FUNCTION_TOOL]
+        if reasoning:
+            self.extra.update(KNOBS, max_tokens=MAX_TOKENS)
+            self.extra["thinking"] = {"type": "enabled", "token_budget": 1024}
+
+    def ask(self, stream: bool) -> Final:
+        if stream:
+            folded = cohere_fold(
+                self.client.chat_stream(model="any", messages=self.messages, **self.extra)
+            )
+            text, thinking = folded["text"], folded["thinking"]
+            calls = tuple((c["id"], c["name"], c["arguments"]) for c in folded["tool_calls"])
+            usage = folded["usage"]
+            counts = (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+            reason = folded["finish_reason"]
+        else:
+            response = self.client.chat(model="any", messages=self.messages, **self.extra)
+            message = response.message
+            content = message.content or []
+            text = "".join(item.text for item in content if item.type == "text")
+            thinking = (message.tool_plan or "") + "".join(
+                item.thinking for item in content if item.type == "thinking"
+            )
+            calls = tuple(
+                (c.id, c.function.name, _json(c.function.arguments))
+                for c in message.tool_calls or ()
+            )
+            tokens = response.usage.tokens
+            prompt, completion = int(tokens.input_tokens), int(tokens.output_tokens)
+            counts, reason = (prompt, completion, prompt + completion), response.finish_reason
+        turn: dict[str, Any] = {"role": "assistant"}
+        if calls:
+            turn["tool_plan"] = thinking
+            turn["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": _dumps(a)}}
+                for i, n, a in calls
+            ]
+        else:
+            turn["content"] = [{"type": "text", "text": text}]
+        self.messages.append(turn)
+        return Final(text, thinking, calls, counts, finish_kind(reason.lower(), bool(calls)))
+
+    def answer(self, calls: Final) -> None:
+        for call_id, _name, _args in calls.calls:
+            document = {"type": "document", "document": {"data": RESULT}}
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": [document]})
+
+
+class Interactions:
+    """google-genai's Interactions API: ``interactions.create(stream=True)`` (its events
+    folded into the Interaction) and ``interactions.create()``, the conversation sent whole
+    as steps (``store: false``)."""
+
+    ids = "always"
+
+    def __init__(self, url: str, tools: bool, reasoning: bool, key: str = "test-key") -> None:
+        self.client = genai.Client(
+            api_key=key,
+            http_options=genai_types.HttpOptions(base_url=url, api_version="v1beta"),
+        )
+        self.input: list[dict[str, Any]] = [
+            {"type": "user_input", "content": [{"type": "text", "text": QUESTION}]}
+        ]
+        self.extra: dict[str, Any] = {"store": False}
+        if tools:
+            self.extra["tools"] = [{"type": "function", **FUNCTION_TOOL["function"]}]
+        if reasoning:
+            self.extra["generation_config"] = {
+                **KNOBS,
+                "max_output_tokens": MAX_TOKENS,
+                "thinking_level": "low",
+                "thinking_summaries": "auto",
+            }
+
+    def ask(self, stream: bool) -> Final:
+        create = self.client.interactions.create
+        if stream:
+            interaction = fold_interaction(
+                create(model="any", input=self.input, stream=True, **self.extra)
+            )
+        else:
+            found = create(model="any", input=self.input, **self.extra)
+            interaction = found.model_dump(mode="json", exclude_none=True)
+        steps = interaction["steps"]
+        self.input += steps
+        text = "".join(
+            item["text"]
+            for step in steps
+            if step["type"] == "model_output"
+            for item in step.get("content") or ()
+            if item["type"] == "text"
+        )
+        thinking = "".join(
+            item["text"]
+            for step in steps
+            if step["type"] == "thought"
+            for item in step.get("summary") or ()
+        )
+        calls = tuple(
+            (step["id"], step["name"], step["arguments"])
+            for step in steps
+            if step["type"] == "function_call"
+        )
+        usage = interaction["usage"]
+        prompt = usage.get("total_input_tokens", 0)
+        completion = usage.get("total_output_tokens", 0) + usage.get("total_thought_tokens", 0)
+        return Final(
+            text,
+            thinking,
+            calls,
+            (prompt, completion, usage.get("total_tokens", prompt + completion)),
+            finish_kind(interaction["status"], bool(calls)),
+        )
+
+    def answer(self, calls: Final) -> None:
+        for call_id, name, _args in calls.calls:
+            self.input.append(
+                {"type": "function_result", "call_id": call_id, "name": name, "result": RESULT}
+            )
+
+
 CLIENT_CLASSES: dict[str, Any] = {
     "openai": OpenAIChat,
     "openai-responses": OpenAIResponses,
     "anthropic": Anthropic,
     "gemini": Gemini,
     "ollama": Ollama,
+    "cohere": Cohere,
+    "google-interactions": Interactions,
 }
+
+
+def _dumps(value: Any) -> str:
+    import orjson
+
+    return orjson.dumps(value).decode()
 
 
 def _json(text: str) -> dict[str, Any]:
@@ -565,7 +708,8 @@ def test_reasoning_then_text(servers: Servers, upstream: str, client: str, strea
     temperature, max_tokens, reasoning = UPSTREAM_KNOBS[upstream]
     assert (at(sent, temperature), at(sent, max_tokens)) == (1.0, MAX_TOKENS)
     # Ollama's think is the effort a client named, else true (a budget has no counterpart)
-    low = True if upstream == "ollama" and client in ("anthropic", "gemini") else "low"
+    budget_clients = ("anthropic", "gemini", "cohere")
+    low = True if upstream == "ollama" and client in budget_clients else "low"
     assert at(sent, reasoning) in (low, 1024)
 
 

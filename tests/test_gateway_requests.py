@@ -35,7 +35,7 @@ from solon_events.adapters.client_requests import (
 )
 from solon_events.dialects import get_dialect
 from solon_events.dialects.anthropic_request import DEFAULT_MAX_TOKENS
-from solon_events.results import ImageBlock
+from solon_events.results import FileBlock, ImageBlock
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PNG = base64.b64encode(
@@ -49,7 +49,10 @@ URLS = {
     "anthropic": "http://127.0.0.1:9/v1/messages",
     "gemini": "http://127.0.0.1:9/v1beta",
     "ollama": "http://127.0.0.1:9/api/chat",
+    "cohere": "http://127.0.0.1:9/v2/chat",
+    "google-interactions": "http://127.0.0.1:9/v1beta/interactions",
 }
+THINKING = ("ollama", "cohere", "google-interactions")  # assistant thinking sent back as text
 
 # Strategies: conversations each format's builder can write.
 
@@ -74,10 +77,12 @@ def conversations(draw: Any, format: str) -> tuple[Any, ...]:
             for n in range(draw(st.integers(0, 2)))
         ]
         text = draw(words) if not calls or draw(st.booleans()) else ""
-        thinking = draw(words) if format == "ollama" and draw(st.booleans()) else ""
+        thinking = draw(words) if format in THINKING and draw(st.booleans()) else ""
         messages.append(AssistantMessage(text=text, thinking=thinking, tool_calls=calls))
         for call in calls:
-            failed = format in ("anthropic", "gemini") and draw(st.booleans())
+            failed = format in ("anthropic", "gemini", "google-interactions") and draw(
+                st.booleans()
+            )
             messages.append(
                 ToolMessage(
                     tool_call_id=call.id, name=call.name, content=draw(words), is_error=failed
@@ -115,17 +120,21 @@ def options(draw: Any, format: str) -> GenerationOptions:
     fraction = st.floats(0, 1, allow_nan=False).map(lambda x: round(x, 3))
     fields: dict[str, Any] = {"temperature": maybe(fraction), "top_p": maybe(fraction)}
     fields["max_tokens"] = maybe(st.integers(2048, 100_000))
-    choice = draw(st.sampled_from([None, "auto", "none", "required", "named"]))
+    choices = [None, "auto", "none", "required", "named"]
+    if format == "cohere":  # its default is auto, written as nothing; no named tool
+        choices = [None, "none", "required"]
+    choice = draw(st.sampled_from(choices))
     if choice == "named":
         fields.update(tool_choice="required", tool_name=draw(names))
     else:
         fields["tool_choice"] = choice
     if format != "openai-responses":
         fields["stop"] = draw(st.lists(words, max_size=2))
-    if format in ("anthropic", "gemini", "ollama"):
+    if format in ("anthropic", "gemini", "ollama", "cohere"):
         fields["top_k"] = maybe(st.integers(1, 100))
-    if format in ("openai", "gemini", "ollama"):
+    if format in ("openai", "gemini", "ollama", "cohere", "google-interactions"):
         fields["seed"] = maybe(st.integers(0, 2**31))
+    if format in ("openai", "gemini", "ollama", "cohere"):
         fields["presence_penalty"] = maybe(fraction)
         fields["frequency_penalty"] = maybe(fraction)
     if format in ("openai", "openai-responses"):
@@ -144,6 +153,17 @@ def options(draw: Any, format: str) -> GenerationOptions:
             fields.update(reasoning=True, reasoning_budget=draw(st.integers(1, 8000)))
         elif draw(st.booleans()):
             fields.update(reasoning=False, reasoning_budget=0)
+    elif format == "cohere":
+        if draw(st.booleans()):
+            fields.update(reasoning=True, reasoning_budget=draw(st.integers(1, 8000)))
+        elif draw(st.booleans()):
+            fields["reasoning"] = False
+    elif format == "google-interactions":
+        level = draw(st.sampled_from([None, False, "minimal", "low", "high"]))
+        if isinstance(level, str):
+            fields.update(reasoning=True, reasoning_effort=level)
+        elif level is False:
+            fields["reasoning"] = False
     elif format == "ollama":
         fields.pop("tool_choice"), fields.pop("tool_name", None)
         think = draw(st.sampled_from([None, True, False, "low", "high"]))
@@ -166,7 +186,7 @@ def comparable(message: Any, format: str) -> Any:
             (None if format == "ollama" else c.id, c.name, dict(c.arguments))
             for c in message.tool_calls
         )
-        thinking = message.thinking if format == "ollama" else ""
+        thinking = message.thinking if format in THINKING else ""
         return ("assistant", message.text, thinking, calls)
     if isinstance(message, ToolMessage):
         call_id = None if format == "ollama" else message.tool_call_id
@@ -207,9 +227,9 @@ def test_what_a_dialect_builds_reads_back_the_same(format: str) -> None:
 
 
 def test_every_format_has_a_reader() -> None:
-    assert set(CLIENT_FORMATS) == {"openai", "openai-responses", "anthropic", "gemini", "ollama"}
-    with pytest.raises(ValueError, match="unknown client format 'cohere'"):
-        read_client_request("cohere", {})
+    assert set(CLIENT_FORMATS) == set(URLS)
+    with pytest.raises(ValueError, match="unknown client format 'bedrock'"):
+        read_client_request("bedrock", {})
 
 
 # What the SDKs send that our builders do not.
@@ -664,11 +684,206 @@ def test_ollama_streams_by_default_and_pairs_results_by_name() -> None:
             {"messages": [{"role": "user", "content": 3}]},
             r"messages\[0\].content must be a string",
         ),
+        (
+            "cohere",
+            {"messages": [{"role": "user", "content": "hi"}], "documents": ["a fact"]},
+            "documents cannot be passed on",
+        ),
+        (
+            "cohere",
+            {"messages": [{"role": "user", "content": "hi"}], "tool_choice": "AUTO"},
+            "tool_choice must be REQUIRED or NONE",
+        ),
+        (
+            "cohere",
+            {"messages": [{"role": "chatbot", "content": "hi"}]},
+            r"messages\[0\].role must be system, user, assistant or tool",
+        ),
+        (
+            "google-interactions",
+            {"input": "hi", "previous_interaction_id": "v1_abc"},
+            "previous_interaction_id cannot be used here",
+        ),
+        (
+            "google-interactions",
+            {"input": "hi", "tools": [{"type": "google_search"}]},
+            r"tools\[0\] is a built-in tool \(google_search\)",
+        ),
+        (
+            "google-interactions",
+            {"input": [{"type": "google_search_call", "id": "s"}]},
+            r"input\[0\] \(google_search_call\) cannot be passed on",
+        ),
+        (
+            "google-interactions",
+            {"input": [{"type": "model_output", "content": [{"type": "text", "text": "x"}]}]},
+            "input must hold a user input or a function result",
+        ),
     ],
 )
 def test_a_bad_body_is_told_what_is_wrong(format: str, body: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         read_client_request(format, body)
+
+
+def test_cohere_as_its_sdk_writes_it() -> None:
+    """Tool results as document items (by their data), thinking in content items and in
+    tool_plan, an image by URL, Cohere's option names."""
+    read = read_client_request(
+        "cohere",
+        {
+            "model": "command-a",
+            "messages": [
+                {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Where?"},
+                        {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "tool_plan": "Look it up.",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "find", "arguments": '{"q": "a"}'},
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": [
+                        {"type": "document", "document": {"data": '{"place": "Paris"}'}},
+                        {"type": "document", "document": {"data": {"score": 1}}},
+                    ],
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "Done."},
+                        {"type": "text", "text": "Paris."},
+                    ],
+                },
+                {"role": "user", "content": "Thanks"},
+            ],
+            "p": 0.5,
+            "k": 3,
+            "stop_sequences": ["END"],
+            "thinking": {"type": "enabled", "token_budget": 2000},
+            "tool_choice": "NONE",
+            "citation_options": {"mode": "FAST"},
+            "stream": True,
+        },
+    )
+    assert read.stream and read.model == "command-a"
+    assert read.ignored == ("citation_options",)
+    assert read.messages == (
+        SystemMessage(text="Be brief."),
+        UserMessage(text="Where?", blocks=[ImageBlock(url="https://x.test/a.png")]),
+        AssistantMessage(
+            thinking="Look it up.",
+            tool_calls=[ToolCall(id="c1", name="find", arguments_str='{"q": "a"}')],
+        ),
+        ToolMessage(tool_call_id="c1", name="find", content='{"place": "Paris"}{"score":1}'),
+        AssistantMessage(text="Paris.", thinking="Done."),
+        UserMessage(text="Thanks"),
+    )
+    assert read.options == GenerationOptions(
+        top_p=0.5,
+        top_k=3,
+        stop=("END",),
+        reasoning=True,
+        reasoning_budget=2000,
+        tool_choice="none",
+    )
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "What is this?",
+        {"type": "text", "text": "What is this?"},
+        [{"type": "text", "text": "What is this?"}],
+        [{"type": "user_input", "content": [{"type": "text", "text": "What is this?"}]}],
+    ],
+    ids=["text", "content", "contents", "steps"],
+)
+def test_interactions_input_in_each_of_its_forms(given: Any) -> None:
+    read = read_client_request("google-interactions", {"model": "g", "input": given})
+    assert read.messages == (UserMessage(text="What is this?"),)
+    assert read.stream is False
+
+
+def test_interactions_steps_as_its_sdk_writes_them() -> None:
+    """A turn's thought (summary and signature), output and calls become one assistant
+    message; results of any JSON kind; the tool choice restricted to one tool."""
+    read = read_client_request(
+        "google-interactions",
+        {
+            "model": "gemini-3",
+            "system_instruction": "Be brief.",
+            "input": [
+                {
+                    "type": "user_input",
+                    "content": [
+                        {"type": "text", "text": "Look"},
+                        {"type": "image", "data": PNG, "mime_type": "image/png"},
+                        {"type": "document", "uri": "https://x.test/a.pdf"},
+                    ],
+                },
+                {
+                    "type": "thought",
+                    "signature": "sig",
+                    "summary": [{"type": "text", "text": "Hm."}],
+                },
+                {"type": "model_output", "content": [{"type": "text", "text": "Let me see."}]},
+                {"type": "function_call", "id": "f1", "name": "zoom", "arguments": {"x": 1}},
+                {"type": "function_call", "id": "f2", "name": "zoom", "arguments": {"x": 2}},
+                {"type": "function_result", "call_id": "f1", "name": "zoom", "result": {"ok": 1}},
+                {
+                    "type": "function_result",
+                    "call_id": "f2",
+                    "result": [{"type": "text", "text": "blurry"}],
+                    "is_error": True,
+                },
+            ],
+            "generation_config": {
+                "thinking_level": "high",
+                "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["zoom"]}},
+                "response_modalities": ["TEXT"],
+            },
+            "response_format": {"type": "json"},
+        },
+    )
+    assert read.ignored == ("response_format", "generation_config.response_modalities")
+    assert read.messages == (
+        SystemMessage(text="Be brief."),
+        UserMessage(
+            text="Look",
+            blocks=[
+                ImageBlock(data=PNG, mime_type="image/png"),
+                FileBlock(url="https://x.test/a.pdf"),
+            ],
+        ),
+        AssistantMessage(
+            text="Let me see.",
+            thinking="Hm.",
+            tool_calls=[
+                ToolCall(id="f1", name="zoom", arguments={"x": 1}),
+                ToolCall(id="f2", name="zoom", arguments={"x": 2}),
+            ],
+            metadata={"thinking_signature": "sig"},
+        ),
+        ToolMessage(tool_call_id="f1", name="zoom", content='{"ok":1}'),
+        ToolMessage(tool_call_id="f2", name="zoom", content="blurry", is_error=True),
+    )
+    assert read.options == GenerationOptions(
+        reasoning=True, reasoning_effort="high", tool_choice="required", tool_name="zoom"
+    )
 
 
 # The options as each upstream dialect takes them.

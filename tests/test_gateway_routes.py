@@ -68,6 +68,16 @@ REQUESTS: dict[str, tuple[str, dict[str, Any], Callable[[str], dict[str, str]]]]
         {"model": "llama-x", "messages": [{"role": "user", "content": QUESTION}], "stream": False},
         lambda token: {"Authorization": f"Bearer {token}"},
     ),
+    "cohere": (
+        "/v2/chat",
+        {"model": "command-x", "messages": [{"role": "user", "content": QUESTION}]},
+        lambda token: {"Authorization": f"Bearer {token}"},
+    ),
+    "google-interactions": (
+        "/v1beta/interactions",
+        {"model": "gemini-x", "input": QUESTION},
+        lambda token: {"x-goog-api-key": token},
+    ),
 }
 STREAMING = {
     "openai": {"stream": True},
@@ -75,6 +85,8 @@ STREAMING = {
     "anthropic": {"stream": True},
     "gemini": {},
     "ollama": {"stream": True},
+    "cohere": {"stream": True},
+    "google-interactions": {"stream": True},
 }
 
 
@@ -89,6 +101,8 @@ def error_message(format: str, body: Any) -> str:
     """The message of a protocol's error body."""
     if format == "ollama":
         return str(body["error"])
+    if format == "cohere":
+        return str(body["message"])
     return str(body["error"]["message"])
 
 

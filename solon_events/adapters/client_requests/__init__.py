@@ -3,7 +3,8 @@ provider routes (``solon-events serve --upstream ...``; :mod:`solon_events.provi
 
 :func:`read_client_request` reads the body of a request in one provider's wire format
 (``"openai"``: Chat Completions, ``"openai-responses"``, ``"anthropic"``: Messages,
-``"gemini"``: ``generateContent``, ``"ollama"``: ``/api/chat``) into a
+``"gemini"``: ``generateContent``, ``"ollama"``: ``/api/chat``, ``"cohere"``: ``/v2/chat``,
+``"google-interactions"``: ``interactions.create``) into a
 :class:`ClientRequest`: the conversation as our messages, the client's tools with their
 JSON schemas, and the generation options (:class:`GenerationOptions`), which
 :meth:`GenerationOptions.for_dialect` writes for whichever dialect the upstream speaks.
@@ -18,7 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .anthropic import read_messages
+from .cohere import read_chat as read_cohere_chat
 from .gemini import read_generate_content
+from .google_interactions import read_interaction
 from .ollama import read_chat
 from .openai_chat import read_chat_completions
 from .openai_responses import read_responses
@@ -39,9 +42,19 @@ _READERS: dict[str, Callable[[Any], ClientRequest]] = {
     "openai-responses": read_responses,
     "anthropic": read_messages,
     "ollama": read_chat,
+    "cohere": read_cohere_chat,
+    "google-interactions": read_interaction,
 }
 
-CLIENT_FORMATS = ("openai", "openai-responses", "anthropic", "gemini", "ollama")
+CLIENT_FORMATS = (
+    "openai",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "ollama",
+    "cohere",
+    "google-interactions",
+)
 """The wire formats whose requests :func:`read_client_request` reads (dialect names)."""
 
 

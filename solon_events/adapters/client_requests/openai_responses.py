@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ...messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock
 from .openai_chat import tool_choice
 from .options import GenerationOptions
@@ -31,16 +31,18 @@ from .request import (
     effort_fields,
     field_of,
     file_block,
+    flat_function_tool,
     image_block,
     integer,
     json_text,
     number,
     optional,
     paired,
+    stateless,
     texts,
     tool_call,
-    tool_spec,
     unknown_fields,
+    with_a_turn,
 )
 
 __all__ = ["read_responses"]
@@ -67,11 +69,7 @@ _TEXT_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text")
 def read_responses(body: Any) -> ClientRequest:
     """The :class:`ClientRequest` of a Responses API body."""
     body = body_object(body)
-    if body.get("previous_response_id") is not None:
-        raise ValueError(
-            "previous_response_id cannot be used here: the gateway keeps no conversation; "
-            "send the whole conversation as input"
-        )
+    stateless(body, "previous_response_id")
     messages: list[Message] = []
     instructions = optional(body, "instructions", str, "")
     if instructions:
@@ -82,14 +80,11 @@ def read_responses(body: Any) -> ClientRequest:
     else:
         items = field_of(given, list, "input")
         messages.extend(_conversation(items))
-    if not any(isinstance(m, (UserMessage, ToolMessage)) for m in messages):
-        raise ValueError("input must hold a user message or a function call's output")
-    tools = tuple(each(body, "tools", _tool))
     return ClientRequest(
         format="openai-responses",
         model=optional(body, "model", str, "") or "",
-        messages=paired(messages),
-        tools=tools,
+        messages=paired(with_a_turn(messages, "a user message or a function call's output")),
+        tools=tuple(each(body, "tools", flat_function_tool)),
         options=_options(body),
         stream=bool(optional(body, "stream", bool, "")),
         ignored=unknown_fields(body, _KNOWN),
@@ -108,16 +103,6 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
         parallel_tool_calls=optional(body, "parallel_tool_calls", bool, ""),
         **effort_fields(optional(reasoning, "effort", str, "reasoning") if reasoning else None),
     )
-
-
-def _tool(value: Any, where: str) -> ToolSpec:
-    tool = field_of(value, Mapping, where)
-    if tool.get("type") != "function":
-        raise ValueError(
-            f"{where} is a built-in tool ({tool.get('type')}): the gateway passes the client's "
-            "function tools only"
-        )
-    return tool_spec(tool.get("name"), tool.get("description"), tool.get("parameters"), where)
 
 
 def _conversation(items: list[Any]) -> list[Message]:

@@ -15,7 +15,7 @@ import attrs
 import orjson
 
 from ...dialects.writing import data_url_parts
-from ...messages import Message, ToolMessage, ToolSpec
+from ...messages import Message, ToolMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
 from ..inputs import _kind, _object
 from .options import GenerationOptions
@@ -148,6 +148,36 @@ def tool_call(call_id: str | None, name: str, arguments: Any, where: str) -> Too
     if isinstance(read, ToolCall):
         return ToolCall(id=call_id, name=name, arguments_str=read.arguments_str)
     return ToolCall(id=call_id, name=name, arguments=read)
+
+
+def stateless(body: Mapping[str, Any], field: str) -> None:
+    """Refuse a request that continues a conversation stored by the provider (its
+    ``field``, ``previous_response_id`` say): the gateway keeps none."""
+    if body.get(field) is not None:
+        raise ValueError(
+            f"{field} cannot be used here: the gateway keeps no conversation; "
+            "send the whole conversation as input"
+        )
+
+
+def with_a_turn(messages: list[Message], what: str) -> list[Message]:
+    """``messages``, which must hold a user message or a tool result (``what`` says so in
+    the protocol's words)."""
+    if not any(isinstance(m, (UserMessage, ToolMessage)) for m in messages):
+        raise ValueError(f"input must hold {what}")
+    return messages
+
+
+def flat_function_tool(value: Any, where: str) -> ToolSpec:
+    """A function tool declared flat (``{"type": "function", name, description,
+    parameters}``: the Responses and Interactions APIs); a built-in tool is refused."""
+    tool = field_of(value, Mapping, where)
+    if tool.get("type") != "function":
+        raise ValueError(
+            f"{where} is a built-in tool ({tool.get('type')}): the gateway passes the client's "
+            "function tools only"
+        )
+    return tool_spec(tool.get("name"), tool.get("description"), tool.get("parameters"), where)
 
 
 def tool_spec(name: Any, description: Any, parameters: Any, where: str) -> ToolSpec:

@@ -1,0 +1,195 @@
+"""A Cohere Chat API v2 request (``POST /v2/chat``) read: the inverse of
+:func:`~solon_events.dialects.cohere_request.chat_request`.
+
+Messages: ``system`` (its text); ``user`` text and content items (``text``,
+``image_url``); ``assistant`` text or content items (``text``, and ``thinking`` as the
+turn's thinking), its ``tool_plan`` (the thinking of a turn that calls tools) and
+``tool_calls`` (as Chat Completions writes them); ``tool`` results (their ``text`` items,
+and ``document`` items by their ``data``). Tools as Chat Completions declares them.
+``documents`` (retrieval-augmented generation) cannot be passed on and are refused, and
+so are ``document`` items in a user message. Options: ``temperature``, ``p``, ``k``,
+``max_tokens``, ``stop_sequences``, ``seed``, the penalties, ``thinking`` (``type`` and
+``token_budget``), ``tool_choice`` (``REQUIRED``, ``NONE``); ``stream``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...messages import Message, SystemMessage, ToolMessage, UserMessage
+from ...results import AssistantMessage, ImageBlock
+from .openai_chat import function_tool
+from .options import GenerationOptions
+from .request import (
+    ClientRequest,
+    body_object,
+    each,
+    field_of,
+    image_block,
+    integer,
+    json_text,
+    number,
+    optional,
+    paired,
+    stop_sequences,
+    texts,
+    tool_call,
+    unknown_fields,
+)
+
+__all__ = ["read_chat"]
+
+_KNOWN = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "p",
+        "k",
+        "max_tokens",
+        "stop_sequences",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "thinking",
+        "stream",
+    }
+)
+
+
+def read_chat(body: Any) -> ClientRequest:
+    """The :class:`ClientRequest` of a Cohere ``/v2/chat`` body."""
+    body = body_object(body)
+    if body.get("documents"):
+        raise ValueError(
+            "documents cannot be passed on: the gateway sends the conversation only "
+            "(put the documents' text in a message)"
+        )
+    return ClientRequest(
+        format="cohere",
+        model=optional(body, "model", str, "") or "",
+        messages=paired(each(body, "messages", _message, required=True)),
+        tools=tuple(each(body, "tools", function_tool)),
+        options=_options(body),
+        stream=bool(optional(body, "stream", bool, "")),
+        ignored=unknown_fields(body, _KNOWN),
+    )
+
+
+def _options(body: Mapping[str, Any]) -> GenerationOptions:
+    thinking = optional(body, "thinking", Mapping, "")
+    reasoning = budget = None
+    if thinking is not None:
+        kind = thinking.get("type")
+        if kind not in ("enabled", "disabled"):
+            raise ValueError(f"thinking.type must be enabled or disabled, not {kind!r}")
+        reasoning = kind == "enabled"
+        budget = integer(thinking, "token_budget", "thinking")
+    choice = optional(body, "tool_choice", str, "")
+    choices = {"REQUIRED": "required", "NONE": "none"}
+    if choice is not None and choice.upper() not in choices:
+        raise ValueError(f"tool_choice must be REQUIRED or NONE, not {choice!r}")
+    return GenerationOptions(
+        temperature=number(body, "temperature"),
+        top_p=number(body, "p"),
+        top_k=integer(body, "k"),
+        max_tokens=integer(body, "max_tokens"),
+        stop=stop_sequences(body.get("stop_sequences"), "stop_sequences"),
+        seed=integer(body, "seed"),
+        presence_penalty=number(body, "presence_penalty"),
+        frequency_penalty=number(body, "frequency_penalty"),
+        reasoning=reasoning,
+        reasoning_budget=budget,
+        tool_choice=choices[choice.upper()] if choice else None,
+    )
+
+
+def _message(value: Any, where: str) -> Message:
+    item = field_of(value, Mapping, where)
+    role = item.get("role")
+    content = item.get("content")
+    if role == "system":
+        return SystemMessage(text=_text(content, f"{where}.content"))
+    if role == "user":
+        return _user(content, f"{where}.content")
+    if role == "assistant":
+        return _assistant(item, where)
+    if role == "tool":
+        return ToolMessage(
+            tool_call_id=optional(item, "tool_call_id", str, where),
+            name="",
+            content=_result(content, f"{where}.content"),
+        )
+    raise ValueError(f"{where}.role must be system, user, assistant or tool, not {role!r}")
+
+
+def _text(content: Any, where: str) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return texts(field_of(content, list, where), where)
+
+
+def _user(content: Any, where: str) -> UserMessage:
+    if content is None or isinstance(content, str):
+        return UserMessage(text=content or "")
+    parts = field_of(content, list, where)
+    blocks: list[ImageBlock] = []
+    for i, part in enumerate(parts):
+        part = field_of(part, Mapping, f"{where}[{i}]")
+        kind = part.get("type")
+        if kind == "image_url":
+            image = field_of(part.get("image_url"), Mapping, f"{where}[{i}].image_url")
+            blocks.append(
+                image_block(field_of(image.get("url"), str, f"{where}[{i}].image_url.url"))
+            )
+        elif kind != "text":
+            raise ValueError(
+                f"{where}[{i}].type {kind!r} cannot be passed on (text and image_url can)"
+            )
+    return UserMessage(text=texts(parts, where), blocks=blocks)
+
+
+def _assistant(item: Mapping[str, Any], where: str) -> AssistantMessage:
+    content = item.get("content")
+    thinking = optional(item, "tool_plan", str, where) or ""
+    if isinstance(content, list):
+        thinking += "".join(
+            field_of(part.get("thinking"), str, f"{where}.content[{i}].thinking")
+            for i, part in enumerate(content)
+            if isinstance(part, Mapping) and part.get("type") == "thinking"
+        )
+    calls = tuple(
+        _call(call, f"{where}.tool_calls[{i}]")
+        for i, call in enumerate(optional(item, "tool_calls", list, where) or ())
+    )
+    return AssistantMessage(
+        text=_text(content, f"{where}.content"), thinking=thinking, tool_calls=calls
+    )
+
+
+def _call(value: Any, where: str) -> Any:
+    call = field_of(value, Mapping, where)
+    function = field_of(call.get("function"), Mapping, f"{where}.function")
+    name = field_of(function.get("name"), str, f"{where}.function.name")
+    return tool_call(
+        optional(call, "id", str, where), name, function.get("arguments"), f"{where}.function"
+    )
+
+
+def _result(content: Any, where: str) -> str:
+    """A tool result's text: its ``text`` items' text, its ``document`` items' data (text
+    as it is, anything else as JSON)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    out = []
+    for i, part in enumerate(field_of(content, list, where)):
+        part = field_of(part, Mapping, f"{where}[{i}]")
+        if part.get("type") == "document":
+            document = field_of(part.get("document"), Mapping, f"{where}[{i}].document")
+            out.append(json_text(document.get("data")))
+        else:
+            out.append(texts([part], where))
+    return "".join(out)
