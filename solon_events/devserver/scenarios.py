@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import math
+import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -51,6 +53,7 @@ __all__ = [
     "StatusReply",
     "city_in",
     "example_arguments",
+    "first_event_delay",
     "plan",
     "report_arguments",
 ]
@@ -361,6 +364,28 @@ def _first_delay(view: RequestView, args: Sequence[str]) -> Script:
     return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=2))
 
 
+Z_99 = 2.3263478740408408
+"""The standard normal's 99th percentile: a lognormal's p99 is its median times
+``exp(Z_99 * sigma)``."""
+
+
+def first_event_delay(p50: float, p99: float, seed: str, draw: int) -> float:
+    """The ``latency`` scenario's wait before the first event of request number ``draw``
+    (1, 2, ...): a lognormal draw of median ``p50`` and 99th percentile ``p99`` (a heavy
+    tail), the same for the same ``seed`` and ``draw``."""
+    if not 0 < p50 <= p99:
+        raise ScenarioError(f"latency needs 0 < p50 <= p99, got {p50} and {p99}")
+    sigma = math.log(p99 / p50) / Z_99
+    return random.Random(f"{seed}:{draw}").lognormvariate(math.log(p50), sigma)
+
+
+def _latency(view: RequestView, args: Sequence[str]) -> Script:
+    seed = args[2] if len(args) > 2 and args[2] else "0"
+    wait = first_event_delay(_float(args, 0, 0.2), _float(args, 1, 3.0), seed, view.attempt)
+    words = [Text(chunk) for chunk in _chunks("The first event came after a wait.", 3)]
+    return Script([Pause(wait), *words, Finish("stop")], TurnUsage(prompt=10, completion=7))
+
+
 def _stall(view: RequestView, args: Sequence[str]) -> Script:
     parts: list[Part] = [Text("Stalling"), Pause(_float(args, 0, 1.0)), Text(" and done.")]
     return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=2))
@@ -489,6 +514,12 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "slow": (_slow, "slow:<n>:<interval> - n text deltas, one every interval seconds"),
     "gate": (_gate, "one delta, then waits for DevServer.open_gate()"),
     "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),
+    "latency": (
+        _latency,
+        "latency:<p50>:<p99>[:<seed>] - waits before the headers and first event for a "
+        "lognormal time of median p50 and 99th percentile p99 (s; default 0.2 and 3), drawn "
+        "for each request with this model name in turn from the seed, then a short answer",
+    ),
     "stall": (_stall, "stall:<s> - one delta, a pause of s seconds, then the rest"),
     "status": (_status, "status:<code> - that HTTP status with the provider's error body"),
     "html": (_html, "200 with an HTML page"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -69,8 +70,9 @@ class DevServer:
     ``replay`` scenario streams (with a recording, unknown model names replay it).
 
     Observability: :attr:`requests` lists every request received; :attr:`disconnect_count`
-    counts streams whose client went away before the server finished writing, and
-    :meth:`wait_disconnect` waits for them.
+    counts streams whose client went away before the server finished writing (at the
+    ``time.monotonic()`` instants in :attr:`disconnect_times`), and :meth:`wait_disconnect`
+    waits for them.
     """
 
     def __init__(
@@ -91,6 +93,8 @@ class DevServer:
         self.requests: list[RecordedRequest] = []
         self._attempts: dict[tuple[str, str], int] = {}
         self._disconnects = 0
+        self.disconnect_times: list[float] = []
+        """When (``time.monotonic()``) each client went away mid-stream, in order."""
         self._condition = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._gate: asyncio.Event | None = None
@@ -221,6 +225,7 @@ class DevServer:
             return
         with self._condition:
             self._disconnects += 1
+            self.disconnect_times.append(time.monotonic())
             self._condition.notify_all()
         if self._changed is not None:
             changed, self._changed = self._changed, asyncio.Event()
@@ -254,7 +259,8 @@ class RunningServer:
     """A :class:`DevServer` running on its own event-loop thread (for blocking code).
 
     A context manager; ``.url``, ``.port``, ``.requests``, ``.disconnect_count``,
-    ``.open_gate()`` and a blocking ``.wait_disconnect()`` mirror the server's.
+    ``.disconnect_times``, ``.open_gate()`` and a blocking ``.wait_disconnect()`` mirror
+    the server's.
     """
 
     def __init__(self, server: DevServer, loop_thread: EventLoopThread) -> None:
@@ -281,6 +287,11 @@ class RunningServer:
     def disconnect_count(self) -> int:
         """How many streams lost their client before the server finished writing."""
         return self.server.disconnect_count
+
+    @property
+    def disconnect_times(self) -> list[float]:
+        """When (``time.monotonic()``) each client went away mid-stream."""
+        return self.server.disconnect_times
 
     def open_gate(self) -> None:
         """Let every ``gate`` stream go on."""
