@@ -28,6 +28,7 @@ from .errors import (
     ToolCallError,
 )
 from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
+from .fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
 from .filters import ChatEventFilter
 from .messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from .model import ChatModel, ChatPrompt
@@ -57,6 +58,7 @@ from .results import (
     ToolCall,
     Usage,
 )
+from .routing import FallbackModel, HedgedModel, ModelGroup, race
 from .steps import (
     StepContext,
     StepResult,
@@ -89,11 +91,17 @@ __all__ = [
     "ChatStreamSession",
     "ChatTimeoutError",
     "Citation",
+    "FallbackModel",
+    "FanOut",
+    "FanOutPrompt",
+    "FanOutResponses",
     "FileBlock",
+    "HedgedModel",
     "ImageBlock",
     "JsonDelta",
     "JsonDeltaBuilder",
     "McpTools",
+    "ModelGroup",
     "PartialJsonParser",
     "PendingApproval",
     "ProviderError",
@@ -114,6 +122,7 @@ __all__ = [
     "UserMessage",
     "aggregate",
     "argument_deltas",
+    "fan_out",
     "final_response",
     "get_dialect",
     "guard",
@@ -122,6 +131,7 @@ __all__ = [
     "parse",
     "partial_arguments",
     "partial_json",
+    "race",
     "reduce_response",
     "replay",
     "respond",

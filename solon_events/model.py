@@ -48,6 +48,8 @@ from .tools import Tool, ToolSet
 from .transport import AiohttpTransport, ChatTransport, pools_closed
 
 if TYPE_CHECKING:
+    from .core.attempts import MidStream
+    from .routing import ErrorCondition, FallbackModel, HedgedModel, ModelGroup
     from .telemetry import Instrument
 
 __all__ = ["ChatModel", "ChatPrompt"]
@@ -232,6 +234,40 @@ class ChatModel:
             pending = text_or_messages
             return ChatPrompt(self, pending.messages, resume=pending)
         return ChatPrompt(self, to_messages(text_or_messages))
+
+    def fallback(
+        self: ChatModel | ModelGroup,
+        other: ChatModel | ModelGroup,
+        *more: ChatModel | ModelGroup,
+        on: ErrorCondition | None = None,
+        mid_stream: MidStream = "never",
+    ) -> FallbackModel:
+        """A model that asks this one (a model or a group) and, should it fail before its
+        first answer event, ``other`` (then each of ``more`` in turn): RxPY's ``catch``.
+        ``on`` says which failures fall back (exception classes, or a predicate of the
+        ChatError; default: every ChatError); ``mid_stream="restart"`` asks the next one
+        again after a failure mid-answer (see :class:`~solon_events.FallbackModel`). Each
+        failed attempt is a STATUS event (``sub_type="fallback"``) naming the model and
+        why. See :mod:`solon_events.routing`."""
+        from .routing import FallbackModel
+
+        return FallbackModel(self, other, *more, on=on, mid_stream=mid_stream)
+
+    def hedge(
+        self: ChatModel | ModelGroup,
+        other: ChatModel | ModelGroup,
+        *more: ChatModel | ModelGroup,
+        after: float,
+        on: ErrorCondition | None = None,
+    ) -> HedgedModel:
+        """A model that asks this one and, when it has not answered ``after`` seconds
+        later, ``other`` too (then each of ``more``, ``after`` apart): the first to answer
+        wins, the others are stopped at once and their connections closed (RxPY's
+        ``amb``). A member that fails first falls back to the next at once. See
+        :mod:`solon_events.routing`."""
+        from .routing import HedgedModel
+
+        return HedgedModel(self, other, *more, after=after, on=on)
 
     @property
     def telemetry(self) -> bool:
@@ -527,7 +563,8 @@ def _response_run(
         down,
         event_filter=event_filter,
         partial_arguments=partial_arguments,
-        first_step=plan.resume.step if plan.resume is not None else 0,
+        first_step=plan.resume.step if plan.resume is not None else plan.first_step,
+        response_id=plan.response_id,
     )
     return ResponseRun(
         plan, head, response_id=response_id, redact=redactor.error, paced=paced, theirs=theirs
@@ -613,6 +650,10 @@ class ChatPrompt:
     _prepare_step: PrepareStep | None = None
     _resume: PendingApproval | None = None
     _decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
+    # The response's id and its first step's number when this prompt is one attempt of a
+    # response (solon_events.routing).
+    _response_id: str | None = None
+    _first_step: int = 0
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -741,6 +782,8 @@ class ChatPrompt:
             prepare_step=self._prepare_step,
             resume=self._resume,
             decisions=self._decisions,
+            response_id=self._response_id,
+            first_step=self._first_step,
         )
 
     def _read(

@@ -106,6 +106,12 @@ class StepPlan:
     """A response paused for approval, continued here (its paused step first)."""
     decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
     """What was decided for each of ``resume``'s pending calls, by their ids."""
+    response_id: str | None = None
+    """The response's id (None: a new one): an attempt of a response asked of several
+    models stamps the response's (see :mod:`solon_events.routing`)."""
+    first_step: int = 0
+    """The number of the response's first step (an attempt that takes over a response
+    after its earlier steps)."""
 
 
 class _StepEnd:
@@ -192,7 +198,7 @@ class ResponseRun:
         deadline = None if total is None else loop.time() + total
         messages: list[Message] = list(plan.request.messages)
         finished: list[StepResult] = []
-        step = 0
+        step = plan.first_step
         if plan.resume is not None:  # a paused response: its decided calls first
             resumed = self._resumed(plan.resume, messages, finished)
             step = plan.resume.step

@@ -46,6 +46,15 @@ def server() -> Iterator[RunningServer]:
 
 
 @pytest.fixture
+def fresh_server() -> Iterator[RunningServer]:
+    """A provider of the test's own, whose requests and disconnects start at zero (the
+    ``server`` fixture is shared by the module's tests)."""
+    running = DevServer.run_in_thread()
+    yield running
+    running.close()
+
+
+@pytest.fixture
 def make_model() -> Iterator[Callable[..., ChatModel]]:
     """``make_model(server_or_url, model, dialect="openai", **options)``: ChatModels on the
     dialect's route of the embedded provider, closed after the test."""

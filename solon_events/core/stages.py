@@ -362,10 +362,12 @@ def respond_after_parse(
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
     first_step: int = 0,
+    response_id: str | None = None,
 ) -> tuple[str, RespondStage | PartialArgumentsStage]:
-    """A new response's id and the :func:`respond` head for a parse stage's events into
-    ``down``: steps are not folded again (the parse stage folds each step's events)."""
-    response_id = new_response_id()
+    """The response's id (``response_id``, else a new one) and the :func:`respond` head
+    for a parse stage's events into ``down``: steps are not folded again (the parse stage
+    folds each step's events)."""
+    response_id = response_id or new_response_id()
     head = respond(
         down,
         response_id=response_id,

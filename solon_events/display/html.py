@@ -19,7 +19,7 @@ from ..events import ChatEvent, ChatEventGroup, ChatEventType
 from ..results import ChatResponse, ToolCall, Usage
 from .values import event_time, key_text, step_count, usage_fields
 
-__all__ = ["GROUP_COLOURS", "events_html", "markdown_html", "to_html", "wrap"]
+__all__ = ["GROUP_COLOURS", "events_html", "markdown_html", "side_by_side_html", "to_html", "wrap"]
 
 _STYLE = (
     "<style>"
@@ -145,6 +145,21 @@ def _response_body(response: ChatResponse) -> str:
         rows.append(("usage", _usage_body(response.usage)))
     parts.append(_table(rows))
     return "".join(parts)
+
+
+def side_by_side_html(columns: Sequence[tuple[str, ChatResponse | BaseException | None]]) -> str:
+    """Responses side by side, one column per label (a failure shows its error)."""
+    head = "".join(f"<th>{escape(label)}</th>" for label, _ in columns)
+    cells = []
+    for _, outcome in columns:
+        if isinstance(outcome, ChatResponse):
+            cells.append(_response_body(outcome))
+        elif isinstance(outcome, BaseException):
+            cells.append(f"<b>{escape(type(outcome).__name__)}</b>: {escape(str(outcome))}")
+        else:
+            cells.append("<span class='se-meta'>(no answer)</span>")
+    body = "".join(f"<td>{cell}</td>" for cell in cells)
+    return wrap(f"<table><tr>{head}</tr><tr>{body}</tr></table>")
 
 
 def _event_body(event: ChatEvent, at: float | None = None) -> str:

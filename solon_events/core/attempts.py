@@ -1,0 +1,521 @@
+"""One response from several attempts: which attempt its subscriber sees (sans-I/O).
+
+A response asked of several models (a fallback chain, a hedged or raced request) is made
+of *attempts*, each a whole response of one member. :class:`AttemptArbiter` receives every
+attempt's events and decides what the response's subscriber sees; a driver (the Rx or the
+asyncio edge of :mod:`solon_events.routing`) starts and stops the attempts it asks for.
+
+An attempt's events are held back until its first *answer* event: anything but
+RESPONSE_START, STEP_START, STEP_END, STATUS, HEARTBEAT, USAGE, RAW and ERROR (a text,
+thinking or tool-call event, a citation, RESPONSE_END, ABORT, ...). The first attempt to
+answer *wins*: every other running attempt is stopped at once and announced by a STATUS
+event (``sub_type="hedge"``), then the winner's held events are delivered, then each of its
+events as it comes (a pass-through). An attempt that fails before it answers is announced
+by a STATUS event (``sub_type="fallback"``) and, when the policy allows another, the next
+member is started; its own STATUS events (a retry's) pass at once, tagged with the model.
+So a subscriber sees one RESPONSE_START (the arbiter's), one attempt's steps, and never an
+event of an attempt after it was abandoned.
+
+After the winner's first answer event, a failure ends the response (``mid_stream="never"``)
+or, with ``mid_stream="restart"``, the arbiter asks the driver for the next member from
+where the conversation is (see :class:`Continuation`): the failed step is closed as it
+was (its STEP_END carries the partial response), a STATUS event (``sub_type="fallback"``,
+``attrs["mode"] == "restart"``, ``attrs["abandoned_text"]``) says its text is abandoned,
+and the next member's steps follow, numbered on.
+
+The arbiter is thread-safe: a Rx driver's attempts deliver on several threads. Until a
+winner is chosen each callback takes a lock; the winner's events then pass without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from ..errors import ChatError, ToolCallError
+from ..events import EVENT_TYPES, ChatEvent, framing_event
+from ..messages import Message, ToolMessage
+from ..results import Usage
+from .stages import Sink
+
+__all__ = [
+    "NO_ANSWER_YET",
+    "Attempt",
+    "AttemptArbiter",
+    "AttemptDriver",
+    "AttemptPolicy",
+    "Continuation",
+    "MidStream",
+]
+
+MidStream = Literal["never", "restart"]
+"""What a failure after the first answer event does: end the response (``"never"``), or
+ask the next member again from the start of the failed step (``"restart"``: the steps
+before it are kept, their tools not run again)."""
+
+NO_ANSWER_YET = frozenset(
+    {
+        EVENT_TYPES.RESPONSE_START,
+        EVENT_TYPES.STEP_START,
+        EVENT_TYPES.STEP_END,
+        EVENT_TYPES.STATUS,
+        EVENT_TYPES.HEARTBEAT,
+        EVENT_TYPES.USAGE,
+        EVENT_TYPES.RAW,
+        EVENT_TYPES.ERROR,
+    }
+)
+"""The event types that are no answer yet: an attempt that has sent only these has said
+nothing a subscriber could have read."""
+
+_PASSED_AT_ONCE = frozenset({EVENT_TYPES.STATUS, EVENT_TYPES.HEARTBEAT})
+_TERMINAL = frozenset({EVENT_TYPES.RESPONSE_END, EVENT_TYPES.ERROR, EVENT_TYPES.ABORT})
+_STATUS = EVENT_TYPES.STATUS
+_STEP_END = EVENT_TYPES.STEP_END
+_TOOL_RESULT = EVENT_TYPES.TOOL_RESULT
+_RESPONSE_START = EVENT_TYPES.RESPONSE_START
+_ERROR = EVENT_TYPES.ERROR
+
+
+def every_chat_error(error: BaseException) -> bool:
+    """The default ``on``: every :class:`~solon_events.ChatError`."""
+    return isinstance(error, ChatError)
+
+
+@attrs.frozen(kw_only=True)
+class AttemptPolicy:
+    """When the next member is asked.
+
+    ``after``: None to start the next member only when an attempt fails (a fallback), a
+    number of seconds to start it also when no attempt has answered that long after the
+    last one started (a hedge), 0 to start every member at once (a race). ``on`` says
+    which failures let the next member be asked (the others end the response).
+    ``mid_stream``: see :data:`MidStream`.
+    """
+
+    after: float | None = None
+    on: Callable[[BaseException], bool] = every_chat_error
+    mid_stream: MidStream = "never"
+
+
+@attrs.frozen(kw_only=True)
+class Continuation:
+    """Where a member asked after a failure mid-answer starts: the conversation so far
+    (``messages``: the prompt's, then each finished tool step's assistant turn and tool
+    results) and the number of its first step."""
+
+    messages: tuple[Message, ...]
+    first_step: int
+
+
+@attrs.frozen(kw_only=True)
+class Attempt:
+    """One member's attempt at a response: which model (``model``, its label), how it
+    ended (``outcome``: ``"answered"``, ``"failed"`` or ``"cancelled"``), its ``error``
+    (redacted) when it failed, and the ``usage`` it reported before it ended (None when it
+    reported none)."""
+
+    model: str
+    outcome: Literal["answered", "failed", "cancelled"]
+    error: BaseException | None = None
+    usage: Usage | None = None
+
+
+class AttemptDriver(Protocol):
+    """What an :class:`AttemptArbiter` asks of its edge."""
+
+    def start(self, index: int, continuation: Continuation | None) -> None:
+        """Start member ``index``'s attempt, its events into ``arbiter.sink(index)``."""
+
+    def stop(self, index: int) -> None:
+        """Stop member ``index``'s attempt at once: close its request, deliver nothing more."""
+
+    def later(self, seconds: float, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after ``seconds`` (unless the response has ended)."""
+
+
+_log = logging.getLogger(__name__)
+
+_NOT_STARTED, _RUNNING, _WON, _FAILED, _ABANDONED = range(5)
+
+
+class _State:
+    __slots__ = ("error", "held", "label", "state", "usage")
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.state = _NOT_STARTED
+        self.held: list[ChatEvent] = []
+        self.error: BaseException | None = None
+        self.usage: Usage | None = None
+
+
+class AttemptSink:
+    """What one attempt's events go into (``on_next``, ``on_error``, ``on_completed``)."""
+
+    __slots__ = ("_arbiter", "index", "on_next")
+
+    def __init__(self, arbiter: AttemptArbiter, index: int) -> None:
+        self._arbiter = arbiter
+        self.index = index
+        push = arbiter._down.on_next
+        terminal = _TERMINAL
+
+        def on_next(event: ChatEvent) -> None:
+            if arbiter.winner == index and arbiter.passing:
+                if event.type in terminal:
+                    arbiter._winner_ends(index, event)
+                else:
+                    push(event)
+            else:
+                arbiter._event(index, event)
+
+        self.on_next = on_next
+
+    def on_error(self, error: Exception) -> None:
+        """The attempt failed (after its ERROR event)."""
+        self._arbiter._failed(self.index, error)
+
+    def on_completed(self) -> None:
+        """The attempt ended (after its RESPONSE_END or ABORT)."""
+        self._arbiter._completed(self.index)
+
+
+class AttemptArbiter:
+    """Chooses, for one response, which of its attempts ``down`` sees (see the module).
+
+    ``labels`` name the members in order; ``driver`` starts and stops their attempts;
+    ``response_id`` is the response's (every attempt stamps the same one); ``theirs`` tells
+    an exception the subscriber raised from its own callbacks (passed on, never a reason to
+    ask another member); ``redact`` masks secrets in the reasons STATUS events give.
+    Call :meth:`open` once, :meth:`dispose` to stop everything.
+    """
+
+    def __init__(
+        self,
+        down: Sink,
+        labels: Sequence[str],
+        policy: AttemptPolicy,
+        driver: AttemptDriver,
+        *,
+        response_id: str,
+        messages: Sequence[Message] = (),
+        theirs: Callable[[BaseException], bool] = lambda _error: False,
+        redact: Callable[[str], str] = lambda text: text,
+    ) -> None:
+        if not labels:
+            raise ValueError("a response needs at least one member to ask")
+        self._down = down
+        self._policy = policy
+        self._driver = driver
+        self._states = [_State(label) for label in labels]
+        self._theirs = theirs
+        self._redact = redact
+        self._lock = threading.RLock()
+        self.response_id = response_id
+        self.winner: int | None = None
+        """The member whose attempt is delivered, once one has answered."""
+        self.passing = False
+        """Whether the winner's events pass straight through (no mid-stream tracking)."""
+        self.ended = False
+        self._messages: list[Message] = list(messages)
+        self._step = 0
+        self._continuation: Continuation | None = None
+        self._tool_results: list[ToolMessage] = []
+        self._abandoned = ""
+        self._sinks = [AttemptSink(self, i) for i in range(len(labels))]
+
+    @property
+    def attempts(self) -> tuple[Attempt, ...]:
+        """Every attempt started so far, in the order of the members."""
+        out = []
+        for s in self._states:
+            if s.state == _NOT_STARTED:
+                continue
+            if s.state == _WON:
+                outcome: Literal["answered", "failed", "cancelled"] = "answered"
+            elif s.state == _FAILED:
+                outcome = "failed"
+            elif s.state == _ABANDONED:
+                outcome = "cancelled"
+            else:
+                outcome = "cancelled" if self.ended else "answered"
+            out.append(Attempt(model=s.label, outcome=outcome, error=s.error, usage=s.usage))
+        return tuple(out)
+
+    def sink(self, index: int) -> AttemptSink:
+        """Where member ``index``'s attempt pushes its events."""
+        return self._sinks[index]
+
+    def open(self) -> None:
+        """Emit RESPONSE_START and start the first member (every member for a race)."""
+        with self._lock:
+            self._push(framing_event(_RESPONSE_START, 0, self.response_id))
+            if self._policy.after == 0:
+                for index in range(len(self._states)):
+                    if not self.ended:
+                        self._start(index)
+            else:
+                self._start(0)
+
+    def dispose(self) -> None:
+        """Stop every running attempt; deliver nothing more."""
+        with self._lock:
+            self.ended = True
+            for index, state in enumerate(self._states):
+                if state.state == _RUNNING or state.state == _WON:
+                    state.state = _ABANDONED
+                    self._driver.stop(index)
+
+    # --- starting
+
+    def _start(self, index: int) -> None:
+        state = self._states[index]
+        state.state = _RUNNING
+        after = self._policy.after
+        if after and index + 1 < len(self._states):
+            self._driver.later(after, lambda: self._due(index + 1))
+        self._driver.start(index, self._continuation)
+
+    def _due(self, index: int) -> None:
+        """The hedge's delay after member ``index - 1`` started has passed."""
+        with self._lock:
+            if self.ended or self.winner is not None:
+                return
+            if self._states[index].state == _NOT_STARTED and self._next_to_start() == index:
+                self._start(index)
+
+    def _next_to_start(self) -> int | None:
+        for index, state in enumerate(self._states):
+            if state.state == _NOT_STARTED:
+                return index
+        return None
+
+    def _running(self, but: int | None = None) -> list[int]:
+        return [i for i, s in enumerate(self._states) if s.state == _RUNNING and i != but]
+
+    # --- events before the winner's
+
+    def _event(self, index: int, event: ChatEvent) -> None:
+        with self._lock:
+            state = self._states[index]
+            if self.ended or state.state not in (_RUNNING, _WON):
+                return  # an abandoned attempt's, in flight when it was stopped
+            if state.state == _WON:  # the winner, mid-stream tracking on
+                self._track(index, event)
+                return
+            t = event.type
+            if t is EVENT_TYPES.USAGE and event.usage is not None:
+                state.usage = event.usage
+            if t not in NO_ANSWER_YET:
+                self._win(index)
+                self._track(index, event)
+            elif t in _PASSED_AT_ONCE:
+                self._push(_tagged(event, state.label))
+            elif t is not _RESPONSE_START:
+                state.held.append(event)
+
+    def _win(self, index: int) -> None:
+        """Member ``index`` answered first: stop the others, announce them, deliver what
+        it held."""
+        self.winner = index
+        winner = self._states[index]
+        winner.state = _WON
+        for other in self._running(but=index):
+            loser = self._states[other]
+            loser.state = _ABANDONED
+            self._driver.stop(other)
+            self._push(
+                ChatEvent(
+                    _STATUS,
+                    sub_type="hedge",
+                    text=f"{loser.label} abandoned: {winner.label} answered first",
+                    response_id=self.response_id,
+                    step=self._step,
+                    attrs={"model": loser.label, "attempt": other, "winner": winner.label},
+                )
+            )
+        held, winner.held = winner.held, []
+        for event in held:
+            self._push(event)
+        self.passing = self._policy.mid_stream == "never"
+
+    # --- the winner's own events, tracked (mid-stream policies)
+
+    def _track(self, index: int, event: ChatEvent) -> None:
+        """Deliver a winner's event, noting what a later restart needs."""
+        t = event.type
+        if t in _TERMINAL:
+            self._winner_ends(index, event)
+            return
+        if t is _TOOL_RESULT:
+            call = event.tool_call
+            self._tool_results.append(
+                ToolMessage(
+                    tool_call_id=event.tool_call_id,
+                    name=call.name if call is not None else str(event.attr("tool_name", "")),
+                    content=event.text or "",
+                    is_error=bool(event.attr("is_error", False)),
+                )
+            )
+        elif t is _STEP_END:
+            self._step = event.step + 1
+            response = event.response
+            message = response.message if response is not None else None
+            self._abandoned = message.text if message is not None else ""
+            if message is not None and len(self._tool_results) == len(message.tool_calls) > 0:
+                self._messages.append(message)  # a tool step: the next one reads its results
+                self._messages.extend(self._tool_results)
+            self._tool_results = []
+        self._push(event)
+
+    def _winner_ends(self, index: int, event: ChatEvent) -> None:
+        """The winner's terminal event: held until its ``on_error`` for a mid-stream
+        policy (another member may take over), else delivered."""
+        if event.type is _ERROR and self._policy.mid_stream != "never":
+            self._states[index].held.append(event)
+            return
+        self._push(event)
+
+    # --- endings
+
+    def _failed(self, index: int, error: BaseException) -> None:
+        with self._lock:
+            state = self._states[index]
+            if self.ended or state.state not in (_RUNNING, _WON):
+                return
+            won = state.state == _WON
+            state.state = _FAILED
+            state.error = error
+            held, state.held = state.held, []
+            if held and held[-1].type is _ERROR and held[-1].usage is not None:
+                state.usage = held[-1].usage
+            if self._theirs(error):
+                self._end_with(error, held)
+                return
+            next_index = self._next_to_start()
+            others = self._running()
+            if won:  # mid-answer: another member takes over only by a mid-stream policy
+                asked = (
+                    self._policy.mid_stream != "never"
+                    and next_index is not None
+                    and not isinstance(error, ToolCallError)
+                    and self._asks(error)
+                )
+            else:
+                asked = (next_index is not None or bool(others)) and self._asks(error)
+            if not asked:
+                self._end_with(error, held)
+                return
+            if won:  # its ERROR (held) is not delivered: the response goes on
+                self._restart_from(index, error)
+            else:
+                self._announce(index, error, next_index, others)
+            if next_index is not None:
+                self._start(next_index)
+
+    def _asks(self, error: BaseException) -> bool:
+        """Whether ``on`` lets ``error`` be answered by another member (a predicate that
+        raises says no; it is logged)."""
+        try:
+            return bool(self._policy.on(error))
+        except Exception:
+            _log.exception("the condition 'on' of a model group raised; not falling back")
+            return False
+
+    def _announce(
+        self, index: int, error: BaseException, next_index: int | None, others: list[int]
+    ) -> None:
+        then = (
+            f"asking {self._states[next_index].label}"
+            if next_index is not None
+            else f"waiting for {', '.join(self._states[i].label for i in others)}"
+        )
+        self._push(self._fallback_status(index, error, then, mode="before_answer"))
+
+    def _fallback_status(
+        self, index: int, error: BaseException, then: str, *, mode: str, **extra: Any
+    ) -> ChatEvent:
+        state = self._states[index]
+        reason = self._redact(str(error))
+        status = getattr(error, "status", None)
+        return ChatEvent(
+            _STATUS,
+            sub_type="fallback",
+            text=f"{state.label} failed ({reason}); {then}",
+            response_id=self.response_id,
+            step=self._step,
+            attrs={
+                "model": state.label,
+                "attempt": index,
+                "error": type(error).__name__,
+                "status": status if isinstance(status, int) else None,
+                "reason": reason,
+                "mode": mode,
+                **extra,
+            },
+        )
+
+    def _restart_from(self, index: int, error: BaseException) -> None:
+        """The winner failed mid-answer (its failed step closed, its ERROR held back) and
+        the next member takes over from the start of that step, numbered after it."""
+        self.winner = None
+        self.passing = False
+        self._continuation = Continuation(messages=tuple(self._messages), first_step=self._step)
+        next_index = self._next_to_start()
+        assert next_index is not None
+        self._push(
+            self._fallback_status(
+                index,
+                error,
+                f"the text of step {self._step - 1} is abandoned; asking "
+                f"{self._states[next_index].label} again from step {self._step}",
+                mode="restart",
+                abandoned_text=self._abandoned,
+            )
+        )
+
+    def _end_with(self, error: BaseException, held: list[ChatEvent]) -> None:
+        """End the response with ``error``: stop what runs, deliver the failed attempt's
+        held events (its steps and ERROR), then ``on_error``."""
+        self.ended = True
+        for other in self._running():
+            self._states[other].state = _ABANDONED
+            self._driver.stop(other)
+        for event in held:
+            self._push(event)
+        self._down.on_error(error)  # type: ignore[arg-type]
+
+    def _completed(self, index: int) -> None:
+        with self._lock:
+            state = self._states[index]
+            if self.ended or state.state not in (_RUNNING, _WON):
+                return
+            if state.state == _RUNNING:  # ended without an answer event: it answered nothing
+                self._win(index)
+            self.ended = True
+            self._down.on_completed()
+
+    def _push(self, event: ChatEvent) -> None:
+        self._down.on_next(event)
+
+
+def _tagged(event: ChatEvent, label: str) -> ChatEvent:
+    """``event`` with ``attrs["model"]`` set to ``label`` (a nested group's STATUS event
+    names its own member already)."""
+    if "model" in event.attrs:
+        return event
+    return event.evolve(attrs={**event.attrs, "model": label})
+
+
+def total_usage(attempts: Sequence[Attempt]) -> Usage | None:
+    """The sum of the attempts' usage (None when none reported any)."""
+    total: Usage | None = None
+    for attempt in attempts:
+        if attempt.usage is not None:
+            total = attempt.usage if total is None else total + attempt.usage
+    return total
