@@ -3,9 +3,11 @@
 ``--quick`` runs smaller streams and fewer rounds (for a fast look); ``--peers`` adds the
 other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
 extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
-(``benchmarks/bench_gateway.py``); ``--json PATH`` writes the figures as JSON;
-``--readme`` writes them, with their picture, to ``benchmarks/results/`` and puts the
-tables and the picture in README.rst.
+(``benchmarks/bench_gateway.py``); ``--hedging`` adds hedged requests against a
+heavy-tailed first event (about half a minute: the waits are real;
+``python -m benchmarks.bench_hedging`` runs it alone); ``--json PATH`` writes the figures
+as JSON; ``--readme`` writes them, with their picture, to ``benchmarks/results/`` and puts
+the tables and the picture in README.rst.
 The partial-arguments table always runs the partial JSON parsers of the ``bench`` extra that
 are installed (the others listed as not installed).
 """
@@ -26,6 +28,7 @@ from . import (
     bench_dialects,
     bench_e2e,
     bench_gateway,
+    bench_hedging,
     bench_memory,
     bench_partial,
     bench_peers,
@@ -48,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
         "--gateway",
         action="store_true",
         help="only the gateway's overhead, beside LiteLLM's proxy (bench extra)",
+    )
+    parser.add_argument(
+        "--hedging",
+        action="store_true",
+        help="hedged requests against a heavy-tailed time to the first event",
     )
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     parser.add_argument(
@@ -139,6 +147,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "e2e",
             "end to end over loopback (the embedded provider in its own process)",
             lambda: bench_e2e.main(quick),
+        )
+    if args.hedging:
+        section(
+            "hedging",
+            "hedged requests: time to the first event, one model against a hedge after p90",
+            lambda: bench_hedging.main(quick),
         )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
