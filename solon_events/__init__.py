@@ -49,6 +49,7 @@ from .operators import (
 from .replay import replay
 from .results import (
     AssistantMessage,
+    Attempt,
     ChatResponse,
     Citation,
     FileBlock,
@@ -71,6 +72,7 @@ from .tools import McpTools, Tool, ToolContext, ToolSet, tool
 __all__ = [
     "ArgumentDelta",
     "AssistantMessage",
+    "Attempt",
     "ChatAccumulator",
     "ChatConnectionError",
     "ChatDialect",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import orjson
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AssistantMessage",
+    "Attempt",
     "ChatResponse",
     "Citation",
     "FileBlock",
@@ -265,6 +266,24 @@ _EMPTY_MESSAGE = AssistantMessage()
 
 
 @attrs.frozen(kw_only=True)
+class Attempt(FrozenValue):
+    """One model's attempt at a response asked of several (a fallback chain, a hedge, a
+    race: :mod:`solon_events.routing`), as :attr:`ChatResponse.attempts` lists them.
+
+    ``model`` is the member's label; ``outcome`` how the attempt ended: ``"answered"``
+    (its answer is the response's), ``"failed"`` (``error``, redacted, says why) or
+    ``"cancelled"`` (stopped because another answered first, or the response was
+    disposed); ``usage`` is what the provider reported for it before it ended (None when
+    it reported nothing: a refused request, or one stopped before its usage came).
+    """
+
+    model: str
+    outcome: Literal["answered", "failed", "cancelled"]
+    error: BaseException | None = None
+    usage: Usage | None = None
+
+
+@attrs.frozen(kw_only=True)
 @writable_base
 class ChatResponse(FrozenValue):
     """The aggregated result of a step or of a whole response.
@@ -289,6 +308,9 @@ class ChatResponse(FrozenValue):
     model: str | None = None
     provider_response_id: str | None = None
     pending_approval: PendingApproval | None = None
+    attempts: tuple[Attempt, ...] = ()
+    """A response asked of several models: every attempt started, in the members' order
+    (empty for one model's); ``usage`` is then the sum of their usage."""
 
     _repr_html_ = repr_html
     _repr_pretty_ = repr_pretty

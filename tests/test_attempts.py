@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from solon_events import AssistantMessage, ChatError, ChatEvent, ChatEventType, ToolCall
+from solon_events import (
+    AssistantMessage,
+    Attempt,
+    ChatError,
+    ChatEvent,
+    ChatEventType,
+    ToolCall,
+)
 from solon_events.core.attempts import AttemptArbiter, AttemptPolicy, Continuation
 from solon_events.messages import ToolMessage, UserMessage
 from solon_events.results import ChatResponse, Usage
@@ -158,3 +165,43 @@ def test_a_tool_failure_is_never_restarted() -> None:
 def test_an_arbiter_needs_members() -> None:
     with pytest.raises(ValueError):
         AttemptArbiter(Down(), [], AttemptPolicy(), Driver(), response_id="r")
+
+
+def test_the_response_lists_every_attempt_and_sums_their_usage() -> None:
+    arb, _driver, down = arbiter(2)
+    failure = ChatError("cut off")
+    billed = Usage(prompt_tokens=10, completion_tokens=3)
+    arb.sink(0).on_next(ChatEvent(T.STEP_START))
+    arb.sink(0).on_next(ChatEvent(T.ERROR, usage=billed))  # what it reported before failing
+    arb.sink(0).on_error(failure)
+    answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=10, completion_tokens=2))
+    for event in (
+        ChatEvent(T.STEP_START),
+        ChatEvent(T.TEXT_DELTA, text="hi"),
+        ChatEvent(T.STEP_END),
+        ChatEvent(T.RESPONSE_END, response=answer),
+    ):
+        arb.sink(1).on_next(event)
+    arb.sink(1).on_completed()
+    response = down.events[-1].response
+    assert response is not None and response.text == "hi"
+    assert response.attempts == (
+        Attempt(model="m0", outcome="failed", error=failure, usage=billed),
+        Attempt(model="m1", outcome="answered", usage=answer.usage),
+    )
+    assert response.usage is not None
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (20, 5)
+
+
+def test_a_cancelled_loser_is_listed_without_usage() -> None:
+    arb, _driver, down = arbiter(2, after=0)
+    answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=4, completion_tokens=1))
+    arb.sink(1).on_next(ChatEvent(T.TEXT_DELTA, text="hi"))
+    arb.sink(1).on_next(ChatEvent(T.RESPONSE_END, response=answer))
+    response = down.events[-1].response
+    assert response is not None
+    assert [(a.model, a.outcome, a.usage) for a in response.attempts] == [
+        ("m0", "cancelled", None),
+        ("m1", "answered", answer.usage),
+    ]
+    assert response.usage == answer.usage

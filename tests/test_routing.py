@@ -111,7 +111,16 @@ def test_fallback_before_the_first_answer_event(
         assert status.attrs["error"] == "ChatHttpError"
     if fault == "slow first event":
         assert status.attrs["error"] == "ChatTimeoutError"
-    assert events[-1].response is not None and events[-1].response.model == "echo"
+    response = events[-1].response
+    assert response is not None and response.model == "echo"
+    # every attempt is on the response, and its usage is theirs together
+    assert [(a.model, a.outcome) for a in response.attempts] == [
+        (FAULTS[fault], "failed"),
+        ("echo", "answered"),
+    ]
+    assert isinstance(response.attempts[0].error, ChatError)
+    assert response.attempts[0].usage is None  # refused or cut before any usage
+    assert response.usage is not None and response.usage == response.attempts[1].usage
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -121,8 +130,10 @@ def test_fallback_through_call(server: RunningServer, make_model: Build, fault: 
     response = failing.fallback(backup).prompt(PROMPT).call()
     assert isinstance(response, ChatResponse)
     assert response.text == PROMPT and response.model == "echo"
+    assert [a.outcome for a in response.attempts] == ["failed", "answered"]
     acalled = asyncio.run(failing.fallback(backup).prompt(PROMPT).acall())
     assert acalled.text == PROMPT
+    assert [a.model for a in acalled.attempts] == [FAULTS[fault], "echo"]
 
 
 def test_a_chain_announces_each_failure_in_order(server: RunningServer, make_model: Build) -> None:
@@ -349,6 +360,12 @@ def test_a_hedge_asks_the_next_model_when_the_first_is_slow_and_drops_the_loser(
     # The loser's connection is closed at once: the provider sees it go within 50 ms.
     assert _disconnect_after(fresh_server, seen_at["hedge"]) < 0.05
     assert asked(fresh_server, "first-delay:30") == 1 and asked(fresh_server, "echo") == 1
+    response = events[-1].response
+    assert response is not None
+    assert [(a.model, a.outcome, a.usage) for a in response.attempts] == [
+        ("first-delay:30", "cancelled", None),
+        ("echo", "answered", response.usage),
+    ]
 
 
 def _tap(note: Callable[[ChatEvent], None]) -> Any:
@@ -415,6 +432,12 @@ def test_groups_nest(server: RunningServer, make_model: Build) -> None:
     assert [s.attrs["model"] for s in fallen] == ["status:503", "hedge(status:503, first-delay:30)"]
     assert fallen[1].attrs["error"] == "ChatTimeoutError"
     check_invariants(events, None)
+    response = events[-1].response
+    assert response is not None  # the inner group's attempts in its place
+    assert [(a.model, a.outcome) for a in response.attempts] == [
+        ("hedge(status:503, first-delay:30)", "failed"),
+        ("echo", "answered"),
+    ]
 
 
 def test_disposing_the_response_stops_every_attempt(
@@ -456,3 +479,15 @@ def contextlib_aclosing(thing: Any) -> Any:
     import contextlib
 
     return contextlib.aclosing(thing)
+
+
+def test_a_nested_group_that_answers_lists_its_own_attempts(
+    server: RunningServer, make_model: Build
+) -> None:
+    inner = quick(make_model, server, "status:503").fallback(quick(make_model, server, "echo"))
+    response = inner.fallback(quick(make_model, server, "drop:9")).prompt(PROMPT).call()
+    assert [(a.model, a.outcome) for a in response.attempts] == [
+        ("status:503", "failed"),
+        ("echo", "answered"),
+    ]
+    assert response.usage == response.attempts[1].usage

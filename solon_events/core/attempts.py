@@ -39,7 +39,7 @@ import attrs
 from ..errors import ChatError, ToolCallError
 from ..events import EVENT_TYPES, ChatEvent, framing_event
 from ..messages import Message, ToolMessage
-from ..results import Usage
+from ..results import Attempt, ChatResponse, Usage
 from .stages import Sink
 
 __all__ = [
@@ -78,6 +78,7 @@ _STATUS = EVENT_TYPES.STATUS
 _STEP_END = EVENT_TYPES.STEP_END
 _TOOL_RESULT = EVENT_TYPES.TOOL_RESULT
 _RESPONSE_START = EVENT_TYPES.RESPONSE_START
+_RESPONSE_END = EVENT_TYPES.RESPONSE_END
 _ERROR = EVENT_TYPES.ERROR
 
 
@@ -110,19 +111,6 @@ class Continuation:
 
     messages: tuple[Message, ...]
     first_step: int
-
-
-@attrs.frozen(kw_only=True)
-class Attempt:
-    """One member's attempt at a response: which model (``model``, its label), how it
-    ended (``outcome``: ``"answered"``, ``"failed"`` or ``"cancelled"``), its ``error``
-    (redacted) when it failed, and the ``usage`` it reported before it ended (None when it
-    reported none)."""
-
-    model: str
-    outcome: Literal["answered", "failed", "cancelled"]
-    error: BaseException | None = None
-    usage: Usage | None = None
 
 
 class AttemptDriver(Protocol):
@@ -232,20 +220,18 @@ class AttemptArbiter:
     @property
     def attempts(self) -> tuple[Attempt, ...]:
         """Every attempt started so far, in the order of the members."""
-        out = []
-        for s in self._states:
-            if s.state == _NOT_STARTED:
-                continue
-            if s.state == _WON:
-                outcome: Literal["answered", "failed", "cancelled"] = "answered"
-            elif s.state == _FAILED:
-                outcome = "failed"
-            elif s.state == _ABANDONED:
-                outcome = "cancelled"
-            else:
-                outcome = "cancelled" if self.ended else "answered"
-            out.append(Attempt(model=s.label, outcome=outcome, error=s.error, usage=s.usage))
-        return tuple(out)
+        return tuple(self._attempt(state) for state in self._states if state.state != _NOT_STARTED)
+
+    def _attempt(self, state: _State) -> Attempt:
+        if state.state == _WON:
+            outcome: Literal["answered", "failed", "cancelled"] = "answered"
+        elif state.state == _FAILED:
+            outcome = "failed"
+        elif state.state == _ABANDONED:
+            outcome = "cancelled"
+        else:
+            outcome = "cancelled" if self.ended else "answered"
+        return Attempt(model=state.label, outcome=outcome, error=state.error, usage=state.usage)
 
     def sink(self, index: int) -> AttemptSink:
         """Where member ``index``'s attempt pushes its events."""
@@ -379,7 +365,23 @@ class AttemptArbiter:
         if event.type is _ERROR and self._policy.mid_stream != "never":
             self._states[index].held.append(event)
             return
+        if event.type is _RESPONSE_END and event.response is not None:
+            event = event.evolve(response=self._with_attempts(index, event.response))
         self._push(event)
+
+    def _with_attempts(self, index: int, response: ChatResponse) -> ChatResponse:
+        """The winner's response with every attempt on it and, as its usage, the sum of
+        theirs (a nested group's attempts in place of its own)."""
+        self._states[index].usage = response.usage
+        attempts: list[Attempt] = []
+        for i, state in enumerate(self._states):
+            if state.state == _NOT_STARTED:
+                continue
+            if i == index and response.attempts:
+                attempts.extend(response.attempts)
+            else:
+                attempts.append(self._attempt(state))
+        return attrs.evolve(response, attempts=tuple(attempts), usage=total_usage(attempts))
 
     # --- endings
 
