@@ -134,15 +134,17 @@ def test_disposing_the_stream_stops_every_request(
     fresh_server: RunningServer, make_model: Build
 ) -> None:
     fan = fan_out(make_model(fresh_server, "gate"), make_model(fresh_server, "slow:100:0.05"))
-    seen = threading.Event()
-    subscription = (
-        fan.prompt(PROMPT)
-        .stream()
-        .subscribe(
-            lambda e: seen.set() if e.type is T.TEXT_DELTA and e.attrs["model"] == "gate" else None
-        )
-    )
-    assert seen.wait(5)
+    streaming: set[str] = set()
+    both = threading.Event()
+
+    def on_next(event: ChatEvent) -> None:
+        if event.type is T.TEXT_DELTA:
+            streaming.add(event.attrs["model"])
+            if len(streaming) == 2:
+                both.set()
+
+    subscription = fan.prompt(PROMPT).stream().subscribe(on_next)
+    assert both.wait(10)
     subscription.dispose()
     assert fresh_server.wait_disconnect(5, count=2)
 
