@@ -63,6 +63,7 @@ from .errors import (
 )
 from .events import EVENT_TYPES, ChatEvent
 from .model import ChatModel, ChatPrompt
+from .routing import ModelGroup
 
 __all__ = [
     "PROVIDER_ROUTES",
@@ -116,7 +117,7 @@ def read_route_request(
     return read_client_request(format, body, model=model, stream=stream)
 
 
-def route_prompt(model: ChatModel, client: ClientRequest) -> ChatPrompt:
+def route_prompt(model: ChatModel | ModelGroup, client: ClientRequest) -> ChatPrompt:
     """``model``'s prompt for ``client``'s request: its conversation, its tools as client
     tools (never run by the gateway), its options written for ``model``'s dialect."""
     prompt = model.prompt(client.messages).auto_tool_call(False)

@@ -66,6 +66,7 @@ from .messages import Message, to_messages
 from .model import ChatModel, ChatPrompt, _Gathered
 
 if TYPE_CHECKING:
+    from .dialects.base import ChatDialect
     from .telemetry.groups import GroupSpan
 
 __all__ = ["ErrorCondition", "FallbackModel", "HedgedModel", "ModelGroup", "race"]
@@ -115,6 +116,12 @@ class ModelGroup:
     def model(self) -> str:
         """The first member's model name (what a response is asked of first)."""
         return self.members[0].model
+
+    @property
+    def dialect(self) -> ChatDialect:
+        """The first member's dialect (what a request's provider options are written
+        for)."""
+        return self.members[0].dialect
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(map(repr, self.members))})"

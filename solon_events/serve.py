@@ -98,6 +98,7 @@ if TYPE_CHECKING:
     from .adapters.inputs import AguiRun
     from .redis_log import RedisStreamLog
     from .resume import StoredResponse
+    from .routing import ModelGroup
 
 __all__ = ["GATEWAY", "Gateway", "create_app", "run_app", "serving"]
 
@@ -468,7 +469,8 @@ class Gateway:
     """The request handlers of the gateway for ``model``: :meth:`vercel`, :meth:`agui`,
     :meth:`events` (``POST`` a request, ``GET`` to resume), :meth:`stop`, :meth:`page`,
     :meth:`provider` (the provider routes) and :meth:`preflight` (CORS), each an aiohttp
-    handler; :meth:`aclose` when done.
+    handler; :meth:`aclose` when done. ``model`` is a ChatModel, or a
+    :class:`~solon_events.ModelGroup` (a fallback chain, a hedge: one response each).
 
     ``tools`` are the only tools that run on the server. ``token``: when set, every
     request but the page's needs ``Authorization: Bearer <token>``. ``max_body`` caps
@@ -493,7 +495,7 @@ class Gateway:
 
     def __init__(
         self,
-        model: ChatModel,
+        model: ChatModel | ModelGroup,
         *,
         tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (),
         token: str | None = None,

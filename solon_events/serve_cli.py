@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .model import ChatModel
+from .routing import ModelGroup
 from .serve import MAX_BUFFER, MAX_TOTAL_BUFFER, WRITE_TIMEOUT
 
 __all__ = ["add_serve_parser", "serve"]
@@ -60,6 +61,21 @@ def add_serve_parser(commands: Any) -> None:
         "provider, default: weather)",
     )
     add_dialect_and_key_options(parser)
+    parser.add_argument(
+        "--fallback",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="another model of the same provider, asked when the one before fails before "
+        "answering (repeatable: a chain, in order; see --hedge-after)",
+    )
+    parser.add_argument(
+        "--hedge-after",
+        type=_seconds,
+        metavar="SECONDS",
+        help="with --fallback: also ask the next model when none has answered after this "
+        "long; the first to answer wins, the others are stopped (0: ask all at once)",
+    )
     parser.add_argument(
         "--token",
         help="a bearer token every request must carry (default: none; see also --token-env)",
@@ -135,6 +151,8 @@ def serve(args: argparse.Namespace, console: Console) -> int:
 
     if args.upstream:
         _use_upstream(args)
+    if args.hedge_after is not None and not args.fallback:
+        raise CommandError("--hedge-after needs a model to hedge with: give --fallback MODEL", 2)
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
     if args.token_env and not token:
         raise CommandError(f"the environment variable {args.token_env} is empty", 2)
@@ -172,7 +190,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         await run_app(app, args.host, args.port, stop=stop)
 
     try:
-        with ChatModel(url, name, api_key=api_key, dialect=dialect) as model:
+        with _model(args, url, [name, *args.fallback], api_key, dialect) as model:
             app = create_app(
                 model,
                 tools=tools,
@@ -192,6 +210,19 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         if server is not None:
             server.close()
     return 0
+
+
+def _model(
+    args: argparse.Namespace, url: str, names: list[str], api_key: str | None, dialect: str
+) -> ChatModel | ModelGroup:
+    """The model served: one, or a fallback chain (a hedge with ``--hedge-after``) of
+    ``names`` at the same provider."""
+    first, *others = [ChatModel(url, n, api_key=api_key, dialect=dialect) for n in names]
+    if not others:
+        return first
+    if args.hedge_after is not None:
+        return first.hedge(others[0], *others[1:], after=args.hedge_after)
+    return first.fallback(others[0], *others[1:])
 
 
 def _is_loopback(host: str) -> bool:

@@ -4,6 +4,7 @@ only loopback host names (DNS rebinding), and a warning when it listens beyond l
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -205,3 +206,54 @@ def test_sizes_take_the_binary_units() -> None:
     assert [_byte_count(size) for size in sizes] == [
         65536, 65536, 65536, 8 << 20, 8 << 20, 3 << 29
     ]  # fmt: skip
+
+
+def _events_of(url: str, text: str) -> list[dict[str, Any]]:
+    request = urllib.request.Request(
+        url + "/events",
+        data=json.dumps({"messages": [{"role": "user", "content": text}]}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return sse_json(response.read())
+
+
+@pytest.mark.parametrize(
+    ("options", "announced"),
+    [
+        (
+            ["--model", "status:503", "--fallback", "status:502", "--fallback", "echo"],
+            [("fallback", "status:503"), ("fallback", "status:502")],
+        ),
+        (
+            ["--model", "first-delay:30", "--fallback", "echo", "--hedge-after", "0.2"],
+            [("hedge", "first-delay:30")],
+        ),
+    ],
+)
+def test_serve_takes_a_fallback_chain_and_a_hedge_delay(
+    options: list[str], announced: list[tuple[str, str]]
+) -> None:
+    with serve_command(*options) as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        events = _events_of(url, "one two")
+        # a provider route (an SDK's request) is answered by the chain too
+        request = urllib.request.Request(
+            url + "/v1/chat/completions",
+            data=b'{"model": "any", "messages": [{"role": "user", "content": "three four"}]}',
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            completion = json.loads(response.read())
+    assert completion["choices"][0]["message"]["content"] == "three four"
+    statuses = [e for e in events if e["type"] == "STATUS" and e["sub_type"] != "retry"]
+    assert [(s["sub_type"], s["attrs"]["model"]) for s in statuses] == announced
+    end = events[-1]
+    assert end["type"] == "RESPONSE_END" and end["response"]["text"] == "one two"
+    assert end["response"]["model"] == "echo"
+
+
+def test_a_hedge_delay_needs_a_fallback(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--hedge-after", "1"]) == 2
+    assert "--hedge-after needs a model to hedge with" in capsys.readouterr().err
