@@ -1,14 +1,14 @@
-"""What the tests of many models as one share: a stream() run to its end, a tool that
-notes its calls."""
+"""What the tests of many models as one share: a stream() or astream() run to its end, a
+tool that notes its calls."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from solon_events import ChatEvent, Tool, tool
+from solon_events import ChatError, ChatEvent, Tool, tool
 
-__all__ = ["collect", "weather_tool"]
+__all__ = ["acollect", "collect", "weather_tool"]
 
 
 def collect(stream: Any, timeout: float = 10.0) -> tuple[list[ChatEvent], BaseException | None]:
@@ -25,6 +25,17 @@ def collect(stream: Any, timeout: float = 10.0) -> tuple[list[ChatEvent], BaseEx
     assert done.wait(timeout), "the stream did not end"
     subscription.dispose()
     return events, errors[0] if errors else None
+
+
+async def acollect(prompt: Any) -> tuple[list[ChatEvent], BaseException | None]:
+    """Every event of ``prompt.astream()`` and the ChatError it ended with."""
+    events: list[ChatEvent] = []
+    try:
+        async for event in prompt.astream():
+            events.append(event)
+    except ChatError as error:
+        return events, error
+    return events, None
 
 
 def weather_tool(cities: list[str]) -> Tool:

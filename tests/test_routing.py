@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from routing_runs import collect, weather_tool
+from routing_runs import acollect, collect, weather_tool
 from sockets import wait_for
 from stream_invariants import check_invariants
 
@@ -46,16 +46,6 @@ def quick(make_model: Build, srv: RunningServer, scenario: str, **options: Any) 
     options.setdefault("max_retries", 0)
     options.setdefault("timeout", 5)
     return make_model(srv, scenario, **options)
-
-
-async def acollect(prompt: Any) -> tuple[list[ChatEvent], BaseException | None]:
-    events: list[ChatEvent] = []
-    try:
-        async for event in prompt.astream():
-            events.append(event)
-    except ChatError as error:
-        return events, error
-    return events, None
 
 
 def run_edge(edge: str, prompt: Any) -> tuple[list[ChatEvent], BaseException | None]:
@@ -495,3 +485,33 @@ def test_a_nested_group_that_answers_lists_its_own_attempts(
         ("echo", "answered"),
     ]
     assert response.usage == response.attempts[1].usage
+
+
+@pytest.mark.parametrize("edge", ["stream", "astream", "call"])
+def test_a_restart_after_a_stall_mid_answer_asks_the_next_model_again(
+    server: RunningServer, make_model: Build, edge: str
+) -> None:
+    stalling = quick(make_model, server, "stall:5", idle_timeout=0.3)
+    chain = stalling.fallback(quick(make_model, server, "echo"), mid_stream="restart")
+    if edge == "call":
+        response = chain.prompt(PROMPT).call()
+        assert response.text == PROMPT
+        assert [(a.model, a.outcome) for a in response.attempts] == [
+            ("stall:5", "failed"),
+            ("echo", "answered"),
+        ]
+        return
+    events, error = run_edge(edge, chain.prompt(PROMPT))
+    assert error is None
+    assert texts(events) == ["Stalling", *WORDS]  # each once: the abandoned text stays shown
+    (status,) = statuses(events, "fallback")
+    assert status.attrs["mode"] == "restart" and status.attrs["abandoned_text"] == "Stalling"
+    assert status.attrs["error"] == "ChatTimeoutError"
+    steps = [(e.type, e.step) for e in events if e.type in (T.STEP_START, T.STEP_END)]
+    assert steps == [(T.STEP_START, 0), (T.STEP_END, 0), (T.STEP_START, 1), (T.STEP_END, 1)]
+    at = events.index(status)
+    assert events[at - 1].type is T.STEP_END and events[at + 1].type is T.STEP_START
+    assert not [e for e in events if e.type is T.ERROR]
+    end = events[-1]
+    assert end.type is T.RESPONSE_END and end.response is not None
+    assert end.response.text == PROMPT and end.response.model == "echo"

@@ -9,13 +9,14 @@ whole groups over the embedded provider's fault scenarios on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from routing_runs import collect
+from routing_runs import acollect, collect
 from stream_invariants import check_invariants
 
 from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, ChatModel, race
@@ -230,9 +231,10 @@ def models(provider: RunningServer) -> Iterator[dict[str, ChatModel]]:
 @given(
     st.lists(st.sampled_from(sorted(MEMBERS)), min_size=2, max_size=4, unique=True),
     st.sampled_from(["fallback", "hedge", "race"]),
+    st.sampled_from(["stream", "astream"]),
 )
 def test_any_fault_sequence_shows_the_winner_once_and_no_loser(
-    models: dict[str, ChatModel], names: list[str], how: str
+    models: dict[str, ChatModel], names: list[str], how: str, edge: str
 ) -> None:
     members = [models[name] for name in names]
     if how == "fallback":
@@ -242,7 +244,10 @@ def test_any_fault_sequence_shows_the_winner_once_and_no_loser(
     else:
         group = race(*members)
     prompt = group.prompt("one two three").event_filter(ChatEventFilter.all())
-    events, error = collect(prompt.stream(), timeout=20)
+    if edge == "stream":
+        events, error = collect(prompt.stream(), timeout=20)
+    else:
+        events, error = asyncio.run(acollect(prompt))
     check_invariants(events, error)
     answering = [name for name in names if MEMBERS[name] is not None]
     if error is None:
