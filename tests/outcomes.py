@@ -6,9 +6,11 @@ import asyncio
 import threading
 from typing import Any
 
+from reactivex import Observable
+
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatPrompt
 
-__all__ = ["Ending", "Outcome", "astream_outcome_of", "outcome_of"]
+__all__ = ["Ending", "Outcome", "astream_outcome_of", "observed", "outcome_of"]
 
 
 class Ending:
@@ -40,14 +42,20 @@ class Outcome(Ending):
         return [event for event in self.events if event.type is kind]
 
 
+def observed(source: Observable[ChatEvent], timeout: float = 10.0) -> Outcome:
+    """Subscribe to ``source`` and wait, at most ``timeout``, for its end."""
+    outcome = Outcome()
+    subscription = source.subscribe(outcome.events.append, outcome.on_error, outcome.on_completed)
+    try:
+        assert outcome.done.wait(timeout), "the response did not end in time"
+    finally:
+        subscription.dispose()
+    return outcome
+
+
 def outcome_of(prompt: ChatPrompt, timeout: float = 10.0) -> Outcome:
     """Subscribe to ``prompt`` (every event type) and wait, at most ``timeout``, for its end."""
-    outcome = Outcome()
-    prompt.event_filter(ChatEventFilter.all()).stream().subscribe(
-        outcome.events.append, outcome.on_error, outcome.on_completed
-    )
-    assert outcome.done.wait(timeout), "the response did not end in time"
-    return outcome
+    return observed(prompt.event_filter(ChatEventFilter.all()).stream(), timeout)
 
 
 def astream_outcome_of(prompt: ChatPrompt, timeout: float = 10.0) -> tuple[Outcome, list[str]]:

@@ -7,8 +7,6 @@ skip when redis-server is not installed, except in CI, where they fail.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -16,16 +14,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from executables import executable_or_skip
 
 
 def redis_server_binary() -> str:
     """The redis-server executable; skips (fails in CI) when it is not installed."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing in CI: .ci/run installs Debian's redis-server")
-        pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
-    return binary
+    return executable_or_skip("redis-server", package="redis-server")
 
 
 def free_port() -> int:

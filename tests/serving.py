@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from executables import executable_or_skip
 
 from solon_events.loop_thread import EventLoopThread
 from solon_events.serve import run_app
@@ -128,12 +129,7 @@ def node_or_skip() -> str:
 
 def chromium_or_skip() -> str:
     """The Chromium executable; skips the test when it is not installed (fails in CI)."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing in CI: .ci/run installs Debian's chromium")
-        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
-    return chromium
+    return executable_or_skip("chromium", "chromium-browser", package="chromium")
 
 
 def ensure_node_modules() -> None:

@@ -7,15 +7,16 @@ import asyncio
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_process import McpHttpProcess, free_port
+from outcomes import outcome_of
 
-from solon_events import ChatEventFilter, ChatModel, McpTools
+from solon_events import ChatModel, McpTools
 from solon_events.devserver import RunningServer
 from solon_events.errors import ToolCallError
 from solon_events.events import ChatEvent, ChatEventType
@@ -56,25 +57,9 @@ def mcp_tools(request: pytest.FixtureRequest) -> McpTools:
     return tools
 
 
-def stream(prompt: object, timeout: float = 60.0) -> tuple[list[ChatEvent], BaseException | None]:
-    events: list[ChatEvent] = []
-    failure: list[BaseException] = []
-    done = threading.Event()
-
-    def on_error(error: BaseException) -> None:
-        failure.append(error)
-        done.set()
-
-    subscription = (
-        prompt.event_filter(ChatEventFilter.all())  # type: ignore[attr-defined]
-        .stream()
-        .subscribe(events.append, on_error, done.set)
-    )
-    try:
-        assert done.wait(timeout), "the stream did not end in time"
-    finally:
-        subscription.dispose()
-    return events, failure[0] if failure else None
+def stream(prompt: Any, timeout: float = 60.0) -> tuple[list[ChatEvent], BaseException | None]:
+    outcome = outcome_of(prompt, timeout)
+    return outcome.events, outcome.error
 
 
 def of(events: list[ChatEvent], kind: ChatEventType) -> list[ChatEvent]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import reactivex
+from outcomes import observed
 from reactivex import operators as ops
 from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
 
@@ -43,17 +44,8 @@ def embedded(scenario: str) -> Iterator[ChatModel]:
 
 def collect(source: reactivex.Observable[ChatEvent]) -> tuple[list[ChatEvent], Any]:
     """Every event of ``source`` and how it ended (``None``, or the error)."""
-    events: list[ChatEvent] = []
-    ending: list[Any] = []
-    done = threading.Event()
-
-    def on_error(error: Exception) -> None:
-        ending.append(error)
-        done.set()
-
-    source.subscribe(events.append, on_error, done.set)
-    assert done.wait(30), "the stream did not end"
-    return events, ending[0] if ending else None
+    outcome = observed(source, 30)
+    return outcome.events, outcome.error
 
 
 def same(a: list[ChatEvent], b: list[ChatEvent]) -> None:
