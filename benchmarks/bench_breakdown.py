@@ -26,7 +26,7 @@ from solon_events import ChatError, ChatEventFilter, get_dialect
 from solon_events.core import stages
 from solon_events.core.parsing import DONE, ParseStage, decode_payload
 from solon_events.dialects import ChatDialect, ChatStreamContext
-from solon_events.sse import iter_frames
+from solon_events.wire.sse import iter_frames
 
 from .bench_dialects import (
     CORPUS,

@@ -6,8 +6,13 @@ lifecycle and errors) with clean boundaries, per-step and whole-response aggrega
 a delivery filter. The documentation (``docs/``) explains the event model.
 """
 
+from ._moved import MOVED as _MOVED
+from ._moved import install as _install_moved
 from ._version import __version__ as __version__
 from .approvals import PendingApproval
+from .client.fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
+from .client.model import ChatModel, ChatPrompt
+from .client.routing import FallbackModel, HedgedModel, ModelGroup, race
 from .core import (
     ArgumentDelta,
     ChatAccumulator,
@@ -28,10 +33,8 @@ from .errors import (
     ToolCallError,
 )
 from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
-from .fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
 from .filters import ChatEventFilter
 from .messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from .model import ChatModel, ChatPrompt
 from .operators import (
     aggregate,
     argument_deltas,
@@ -59,7 +62,6 @@ from .results import (
     ToolCall,
     Usage,
 )
-from .routing import FallbackModel, HedgedModel, ModelGroup, race
 from .steps import (
     StepContext,
     StepResult,
@@ -142,3 +144,15 @@ __all__ = [
     "text_deltas",
     "tool",
 ]
+
+_install_moved()
+
+
+def __getattr__(name: str) -> object:
+    """A moved module by its old attribute name (``solon_events.sse``), with the
+    :class:`DeprecationWarning` its old import name gives."""
+    if f"{__name__}.{name}" in _MOVED:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

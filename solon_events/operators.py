@@ -63,7 +63,7 @@ class _FoldedSteps(Observable[ChatEvent]):
 def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:
     """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
 
-    Frames are :class:`~solon_events.sse.Frame` values, JSON text or decoded payloads.
+    Frames are :class:`~solon_events.wire.sse.Frame` values, JSON text or decoded payloads.
     The step's accumulator folds every event; STEP_END carries the step's snapshot as
     ``response`` and its usage. A source that ends without the provider's completion
     signal, or with no frame at all, fails with :class:`ChatProtocolError`; a malformed

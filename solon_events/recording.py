@@ -44,13 +44,13 @@ import orjson
 from ._version import __version__
 from .errors import ChatProtocolError
 from .events import EVENT_TYPES, ChatEvent
-from .sse import Frame
+from .wire.sse import Frame
 
 if TYPE_CHECKING:
     from reactivex import Observable
 
+    from .client.model import ChatPrompt
     from .dialects.base import ChatDialect
-    from .model import ChatPrompt
     from .redaction import Redactor
     from .results import ChatResponse
 
@@ -424,8 +424,8 @@ def record(
     same, then its error is raised. Every secret the model knows (its key, auth headers, the
     secrets of its URL) is masked in what is written.
     """
+    from .client.model import _outcome
     from .filters import ChatEventFilter
-    from .model import _outcome
     from .redaction import redact_url
 
     log = _Log()

@@ -20,10 +20,10 @@ from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
 from .dialects.sniff import sniff_dialect
 from .events import ChatEvent
-from .eventstream import is_event_stream, iter_event_stream_frames
 from .filters import ChatEventFilter
 from .recording import is_recording, replay_recording
-from .sse import _format_of, iter_frame_data
+from .wire.eventstream import is_event_stream, iter_event_stream_frames
+from .wire.sse import _format_of, iter_frame_data
 
 __all__ = ["ReplaySource", "replay"]
 

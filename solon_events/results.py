@@ -268,7 +268,7 @@ _EMPTY_MESSAGE = AssistantMessage()
 @attrs.frozen(kw_only=True)
 class Attempt(FrozenValue):
     """One model's attempt at a response asked of several (a fallback chain, a hedge, a
-    race: :mod:`solon_events.routing`), as :attr:`ChatResponse.attempts` lists them.
+    race: :mod:`solon_events.client.routing`), as :attr:`ChatResponse.attempts` lists them.
 
     ``model`` is the member's label; ``outcome`` how the attempt ended: ``"answered"``
     (its answer is the response's), ``"failed"`` (``error``, redacted, says why) or

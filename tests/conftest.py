@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from solon_events.cli import ROUTES
+from solon_events.client.model import ChatModel
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.model import ChatModel
 
 # Examples count, never time: a loaded CI machine may generate or run an example slowly
 # (the number of examples stays what each test asks for).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from solon_events.sse import JSONLinesDecoder, SSEDecoder, StreamDecoder
+from solon_events.wire.sse import JSONLinesDecoder, SSEDecoder, StreamDecoder
 
 
 def decode_all(

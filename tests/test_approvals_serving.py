@@ -30,7 +30,7 @@ from solon_events.approvals import denied_text
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.display.live import LiveState
 from solon_events.display.pretty import to_text
-from solon_events.render import LiveRenderer
+from solon_events.display.render import LiveRenderer
 from solon_events.serve import create_app
 
 QUESTION = "What is the weather in Paris?"

@@ -30,8 +30,8 @@ from solon_events import (
     ToolCallError,
     tool,
 )
+from solon_events.client.transport import RecordedResponse, ReplayTransport
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.transport import RecordedResponse, ReplayTransport
 
 T = ChatEventType
 RECORDED = "http://recorded.invalid/v1/chat/completions"

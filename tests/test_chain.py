@@ -10,7 +10,7 @@ import reactivex
 
 from solon_events import ChatAccumulator, ChatEvent, ChatEventFilter, ChatEventType
 from solon_events.operators import aggregate, guard, normalize, parse, respond
-from solon_events.sse import iter_frames
+from solon_events.wire.sse import iter_frames
 from tests.recorded import TEXT_DIALECTS, text_body, weather_bodies
 
 DIALECTS = TEXT_DIALECTS

@@ -326,7 +326,7 @@ def test_a_provider_that_wants_a_key_is_said_to_get_none(monkeypatch: pytest.Mon
     )
     with pytest.MonkeyPatch.context() as patch:
         said: list[str] = []
-        patch.setattr(cli, "warning", said.append)
+        patch.setattr(cli.common, "warning", said.append)
         assert cli.provider_key(args, args.url) == ("anthropic", None)
         assert said == ["ANTHROPIC_API_KEY is not set: the request is sent without an API key"]
         local = build_parser().parse_args(

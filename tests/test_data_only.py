@@ -18,7 +18,7 @@ from solon_events import ChatModel
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.dialects.anthropic import AnthropicDialect
 from solon_events.recording import record
-from solon_events.sse import Frame
+from solon_events.wire.sse import Frame
 
 
 class _Noting(AnthropicDialect):

@@ -25,9 +25,9 @@ from solon_events.dialects import aws_auth, get_dialect
 from solon_events.dialects.bedrock import BedrockDialect, converse_stream_url
 from solon_events.errors import ChatError, ChatProtocolError, ProviderError
 from solon_events.events import ChatEvent, ChatEventType
-from solon_events.eventstream import event_message, exception_message
 from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.results import AssistantMessage, ImageBlock, ToolCall
+from solon_events.wire.eventstream import event_message, exception_message
 
 T = ChatEventType
 DIALECT = BedrockDialect()

@@ -39,7 +39,7 @@ def test_every_public_name_of_every_module_has_one_rendered_entry(table: dict) -
             assert entry.target is None or entry.target in rendered, entry
     assert "solon_events.adapters.to_vercel" in rendered
     assert "solon_events.display.live" in rendered
-    assert "solon_events.transport.ReplayTransport" in rendered
+    assert "solon_events.client.transport.ReplayTransport" in rendered
     assert "solon_events.core.partial_json.PartialJsonParser" not in rendered  # re-exported
 
 
@@ -59,7 +59,7 @@ def test_the_pages_ask_autodoc_for_each_rendered_entry(tmp_path: Path) -> None:
 
 def test_every_module_is_documented() -> None:
     names = {module.__name__ for module in api_pages.public_modules()}
-    assert {"solon_events.redis_log", "solon_events.serve", "solon_events.recording"} <= names
+    assert {"solon_events.serve.redis_log", "solon_events.serve", "solon_events.recording"} <= names
     assert "solon_events._version" not in names
     assert all(module.__doc__ for module in api_pages.public_modules())
 
@@ -78,7 +78,7 @@ def test_the_package_page_starts_with_the_way_in_then_the_events(tmp_path: Path)
     assert set(names[2 : 2 + len(events)]) == events
     index = (tmp_path / "index.rst").read_text().split(".. toctree::")[1].split()
     modules = [word for word in index if word.startswith("solon_events")]
-    assert modules[:3] == ["solon_events", "solon_events.model", "solon_events.events"]
+    assert modules[:3] == ["solon_events", "solon_events.client.model", "solon_events.events"]
 
 
 def test_the_front_page_installs_from_a_checkout_or_a_wheel() -> None:

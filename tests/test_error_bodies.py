@@ -12,8 +12,8 @@ from outcomes import outcome_of
 from recorded import DIALECTS, ENDPOINTS
 
 from solon_events import ChatEventType, ChatHttpError, ChatModel
+from solon_events.client.transport import RecordedResponse, ReplayTransport
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.transport import RecordedResponse, ReplayTransport
 
 T = ChatEventType
 SNIPPET_LIMIT = 203  # 200 characters and an ellipsis

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solon_events.errors import ChatProtocolError
-from solon_events.eventstream import (
+from solon_events.wire.eventstream import (
     EventStreamDecoder,
     EventStreamFrameDecoder,
     encode_message,

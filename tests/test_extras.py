@@ -142,7 +142,7 @@ FEATURES = {
         "redis",
         """
         try:
-            from solon_events.redis_log import RedisStreamLog
+            from solon_events.serve.redis_log import RedisStreamLog
         except ImportError as error:
             print(error)
         """,

@@ -1,4 +1,4 @@
-"""Fan-out (solon_events.fan_out): one prompt asked of several models at once over the
+"""Fan-out (solon_events.client.fan_out): one prompt asked of several models at once over the
 embedded provider on 127.0.0.1, their events merged and tagged, their responses side by side."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from sdk_oracles import RECORDING_DIALECTS, recording_paths
 from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, replay
 from solon_events.devserver.scenarios import ERROR_FRAME_MESSAGE
 from solon_events.devserver.turns import Script, StreamError, Text, TurnUsage
-from solon_events.sse import Frame, iter_frames
+from solon_events.wire.sse import Frame, iter_frames
 
 T = ChatEventType
 CORPUS_FOLDERS = {dialect: folder for folder, dialect in CORPUS_DIALECTS.items()}

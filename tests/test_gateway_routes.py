@@ -19,8 +19,8 @@ from serving import sse_payloads
 from solon_events import ChatModel
 from solon_events.cli import ROUTES, get_weather
 from solon_events.devserver import DevServer
-from solon_events.provider_routes import PROVIDER_ROUTES, upstream_status
 from solon_events.serve import create_app, serving
+from solon_events.serve.provider_routes import PROVIDER_ROUTES, upstream_status
 
 TOKEN = "gateway-token-0123456789"
 QUESTION = "What is the weather in Paris?"

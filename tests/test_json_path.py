@@ -1,4 +1,4 @@
-"""The JSON-path argument assembler (solon_events.core.json_path), on its own: any JSON
+"""The JSON-path argument assembler (solon_events.dialects.json_path), on its own: any JSON
 object sent as values at JSON paths, strings in any pieces, reads back as itself."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from solon_events import ChatProtocolError
 from solon_events.core import json_path
-from solon_events.core.json_path import JsonPathAssembler, json_path_segments
+from solon_events.dialects.json_path import JsonPathAssembler, json_path_segments
 
 _SCALARS = (
     st.none()

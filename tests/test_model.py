@@ -24,6 +24,7 @@ from recorded import ENDPOINTS
 from sockets import open_connections, wait_for
 
 from solon_events import ChatEventFilter, ChatResponse, Usage
+from solon_events.client.model import ChatModel, ChatPrompt
 from solon_events.devserver import ROUTES as WIRE_ROUTES
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.encoders.base import error_info
@@ -37,7 +38,6 @@ from solon_events.errors import (
     ToolCallError,
 )
 from solon_events.events import ChatEvent, ChatEventType
-from solon_events.model import ChatModel, ChatPrompt
 from solon_events.tools import Tool, ToolContext, tool
 
 T = ChatEventType

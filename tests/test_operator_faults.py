@@ -61,8 +61,8 @@ from solon_events.operators import (
     respond,
     text_deltas,
 )
-from solon_events.sse import SSEDecoder
 from solon_events.telemetry import instrument
+from solon_events.wire.sse import SSEDecoder
 
 T = ChatEventType
 PACKAGE = Path(solon_events.__file__).resolve().parent

@@ -71,7 +71,7 @@ def test_the_wheel_the_docs_build_holds_the_package_and_names_its_extras(tmp_pat
         names = set(archive.namelist())
         (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
         metadata = archive.read(metadata_name).decode()
-    assert {"solon_events/py.typed", "solon_events/static/chat.html"} <= names
+    assert {"solon_events/py.typed", "solon_events/serve/static/chat.html"} <= names
     assert "solon_events/extras.py" in names
     assert "Requires-Dist: docstring-parser" in metadata  # no warning on the demo's screen
     for extra in ("tools", "mcp", "agui", "redis", "otel", "notebook", "structured", "bedrock"):
@@ -99,5 +99,5 @@ def test_the_wheel_the_docs_build_holds_the_package_and_names_its_extras(tmp_pat
         check=False,
     )
     assert demo.returncode == 0 and demo.stderr == "", demo.stderr
-    assert demo.stdout.startswith(str(target / "solon_events" / "cli.py"))
+    assert demo.stdout.startswith(str(target / "solon_events" / "cli" / "__init__.py"))
     assert "It is 18°C and sunny in Paris right now." in demo.stdout

@@ -27,7 +27,7 @@ from solon_events import (
     replay,
 )
 from solon_events.dialects.base import ChatDialect
-from solon_events.sse import Frame, iter_frames
+from solon_events.wire.sse import Frame, iter_frames
 
 T = ChatEventType
 

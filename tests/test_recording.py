@@ -20,7 +20,7 @@ from solon_events.recording import (
     record,
     write_recording,
 )
-from solon_events.sse import Frame
+from solon_events.wire.sse import Frame
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "recordings"

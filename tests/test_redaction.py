@@ -28,13 +28,13 @@ from solon_events import (
     ChatProtocolError,
     ProviderError,
 )
+from solon_events.client.transport import RecordedResponse, ReplayTransport
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.turns import Finish, RawBytes, Script, StreamError, Text, TurnUsage
 from solon_events.dialects.base import ChatRequest
 from solon_events.dialects.request import Endpoint
 from solon_events.messages import UserMessage
 from solon_events.redaction import MASK, Redactor, redact_url
-from solon_events.transport import RecordedResponse, ReplayTransport
 
 T = ChatEventType
 SECRET = "sk-live-0123456789abcdefXYZ"

@@ -21,7 +21,12 @@ from solon_events import ChatEvent, ChatEventFilter, ChatModel, ProviderError, r
 from solon_events.adapters import event_to_json
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer
-from solon_events.redis_log import RedisStreamLog, StreamLogError, read_from_redis, tee_to_redis
+from solon_events.serve.redis_log import (
+    RedisStreamLog,
+    StreamLogError,
+    read_from_redis,
+    tee_to_redis,
+)
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "examples" / "recordings"
 

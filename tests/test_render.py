@@ -1,5 +1,5 @@
 """The terminal renderer's tool lines and a long argument growing as it streams
-(solon_events.render)."""
+(solon_events.display.render)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from rich.console import Console
 from solon_events import replay
 from solon_events.devserver.app import ROUTES
 from solon_events.devserver.scenarios import report_arguments
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.render import (
+from solon_events.display.render import (
     LONG_ARGUMENTS,
     LiveRenderer,
     tool_call_line,
     tool_progress_line,
     tool_result_line,
 )
+from solon_events.events import ChatEvent, ChatEventType
 from solon_events.results import ToolCall
 
 T = ChatEventType

@@ -22,11 +22,11 @@ from solon_events import (
     ChatProtocolError,
     replay,
 )
+from solon_events.client.transport import ReplayTransport
 from solon_events.dialects.sniff import SNIFF_FRAMES, sniff_dialect
-from solon_events.eventstream import iter_event_stream_frames
 from solon_events.recording import FORMAT_KEY
-from solon_events.sse import iter_frames
-from solon_events.transport import ReplayTransport
+from solon_events.wire.eventstream import iter_event_stream_frames
+from solon_events.wire.sse import iter_frames
 
 T = ChatEventType
 CORPUS_FILES = sorted(CORPUS.glob("*/*.jsonl")) if CORPUS.is_dir() else []

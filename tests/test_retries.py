@@ -25,9 +25,9 @@ from solon_events import (
     parse,
     tool,
 )
+from solon_events.client.retry import RetryPolicy, retry_after_seconds
+from solon_events.client.transport import RecordedResponse, ReplayTransport
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.retry import RetryPolicy, retry_after_seconds
-from solon_events.transport import RecordedResponse, ReplayTransport
 
 T = ChatEventType
 RECORDED = "http://recorded.invalid/v1/chat/completions"

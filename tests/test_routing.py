@@ -1,4 +1,4 @@
-"""Many models as one (solon_events.routing): fallback, hedge and race over the embedded
+"""Many models as one (solon_events.client.routing): fallback, hedge and race over the embedded
 provider on 127.0.0.1 and its fault scenarios (an HTTP status, a dropped connection, a
 stall mid-answer, a slow first event), through stream(), astream() and call().
 """

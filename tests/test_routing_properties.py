@@ -20,9 +20,9 @@ from routing_runs import acollect, collect
 from stream_invariants import check_invariants
 
 from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, ChatModel, race
+from solon_events.client.routing import FallbackModel, HedgedModel
 from solon_events.core.attempts import AttemptArbiter, AttemptPolicy, Continuation
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.routing import FallbackModel, HedgedModel
 
 T = ChatEventType
 

@@ -23,8 +23,8 @@ from solon_events import ChatModel, tool
 from solon_events.adapters import event_from_json
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer
-from solon_events.redis_log import RedisStreamLog
 from solon_events.serve import GATEWAY, Gateway, create_app, serving
+from solon_events.serve.redis_log import RedisStreamLog
 
 SECRET = "sk-test-0123456789abcdef-SECRET"
 QUESTION = "What is the weather in Paris?"

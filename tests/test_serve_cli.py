@@ -17,7 +17,7 @@ import pytest
 from serving import serve_command, sse_json
 
 from solon_events.cli import main
-from solon_events.serve_cli import _byte_count
+from solon_events.cli.serve import _byte_count
 
 
 @pytest.fixture

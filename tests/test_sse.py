@@ -1,4 +1,4 @@
-"""Tests of solon_events.sse (WHATWG event-stream decoding, JSON lines and format sniffing)."""
+"""Tests of solon_events.wire.sse (WHATWG event-stream decoding, JSON lines and format sniffing)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from recorded import CORPUS, needs_corpus
 
 from solon_events.errors import ChatProtocolError
-from solon_events.sse import (
+from solon_events.wire.sse import (
     DEFAULT_MAX_FRAME_SIZE,
     Frame,
     JSONLinesDecoder,

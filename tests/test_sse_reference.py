@@ -18,7 +18,7 @@ from decoding import decode_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solon_events.sse import (
+from solon_events.wire.sse import (
     Frame,
     JSONLinesDecoder,
     SSEDecoder,

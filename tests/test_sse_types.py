@@ -1,4 +1,4 @@
-"""The decoders' types say what they return: a :class:`~solon_events.sse.Frame` list, or the
+"""The decoders' types say what they return: a :class:`~solon_events.wire.sse.Frame` list, or the
 data alone (``str``) with ``data_only=True``, so that mypy checks what a caller does with
 them. Checked by running mypy itself (the ``test`` extra has it) on a few lines."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FRAME = "list[tuple[str, str | None, str | None, int | None, fallback=solon_events.sse.Frame]]"
+FRAME = "list[tuple[str, str | None, str | None, int | None, fallback=solon_events.wire.sse.Frame]]"
 
 CALLS = {
     "StreamDecoder().feed(b'')": FRAME,
@@ -23,7 +23,7 @@ CALLS = {
     "JSONLinesDecoder(data_only=True).feed(b'')": "list[str]",
     "StreamDecoder(data_only=flag).feed(b'')": (
         "list[tuple[str, str | None, str | None, int | None, "
-        "fallback=solon_events.sse.Frame] | str]"
+        "fallback=solon_events.wire.sse.Frame] | str]"
     ),
 }
 
@@ -34,7 +34,7 @@ def test_feed_and_close_are_typed_by_data_only(
     api = pytest.importorskip("mypy.api")
     monkeypatch.chdir(ROOT)  # mypy finds the package here, with the project's settings
     lines = [
-        "from solon_events.sse import Frame, JSONLinesDecoder, SSEDecoder, StreamDecoder",
+        "from solon_events.wire.sse import Frame, JSONLinesDecoder, SSEDecoder, StreamDecoder",
         "def check(flag: bool) -> None:",
         *(f"    reveal_type({call})" for call in CALLS),
         "    frames: list[Frame] = StreamDecoder(data_only=True).feed(b'')",

@@ -18,6 +18,9 @@ import pytest
 from aiohttp import web
 from outcomes import Ending
 
+from solon_events.client.retry import RetryPolicy
+from solon_events.client.stream_reader import StreamReader, TimeBudgets
+from solon_events.client.transport import AiohttpTransport
 from solon_events.dialects.base import HttpRequest, get_dialect
 from solon_events.errors import (
     ChatConnectionError,
@@ -26,10 +29,7 @@ from solon_events.errors import (
     ChatTimeoutError,
 )
 from solon_events.loop_thread import EventLoopThread
-from solon_events.retry import RetryPolicy
-from solon_events.sse import Frame
-from solon_events.stream_reader import StreamReader, TimeBudgets
-from solon_events.transport import AiohttpTransport
+from solon_events.wire.sse import Frame
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OPENAI = get_dialect("openai")

@@ -25,6 +25,7 @@ from otel_global import EXPORTER, READER, install
 from reactivex import operators as ops
 
 from solon_events import ChatEventType, ChatModel, replay, tool
+from solon_events.client.transport import ReplayTransport
 from solon_events.devserver import RunningServer
 from solon_events.errors import (
     ChatError,
@@ -34,7 +35,6 @@ from solon_events.errors import (
     ProviderError,
 )
 from solon_events.telemetry import CAPTURE_CONTENT_ENV, error_type, instrument
-from solon_events.transport import ReplayTransport
 
 T = ChatEventType
 ROOT = Path(__file__).resolve().parent.parent

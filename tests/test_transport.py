@@ -24,15 +24,15 @@ from solon_events import (
     ChatPrompt,
     tool,
 )
-from solon_events.devserver import DevServer
-from solon_events.dialects.base import HttpRequest
-from solon_events.transport import (
+from solon_events.client.transport import (
     AiohttpTransport,
     ChatTransport,
     HttpResponse,
     RecordedResponse,
     ReplayTransport,
 )
+from solon_events.devserver import DevServer
+from solon_events.dialects.base import HttpRequest
 
 T = ChatEventType
 URLS = {dialect: "http://recorded.invalid" + path for dialect, path in ENDPOINTS.items()}

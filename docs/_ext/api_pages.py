@@ -28,7 +28,7 @@ SKIPPED = ("solon_events._version", "solon_events.__main__")
 """Modules with no reference page: the version string and ``python -m``'s entry point."""
 WAY_IN = ("ChatModel", "ChatPrompt")
 """The names a reader starts from: first on the package's page."""
-LEAD_MODULES = (PACKAGE, f"{PACKAGE}.model", f"{PACKAGE}.events")
+LEAD_MODULES = (PACKAGE, f"{PACKAGE}.client.model", f"{PACKAGE}.events")
 """The pages listed first in the index: the package, the model, the events."""
 
 

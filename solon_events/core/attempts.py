@@ -3,7 +3,7 @@
 A response asked of several models (a fallback chain, a hedged or raced request) is made
 of *attempts*, each a whole response of one member. :class:`AttemptArbiter` receives every
 attempt's events and decides what the response's subscriber sees; a driver (the Rx or the
-asyncio edge of :mod:`solon_events.routing`) starts and stops the attempts it asks for.
+asyncio edge of :mod:`solon_events.client.routing`) starts and stops the attempts it asks for.
 
 An attempt's events are held back until its first *answer* event: anything but
 RESPONSE_START, STEP_START, STEP_END, STATUS, HEARTBEAT, USAGE, RAW and ERROR (a text,

@@ -21,7 +21,7 @@ from ..dialects.sniff import dialect_hint
 from ..errors import ChatError, ChatProtocolError
 from ..events import EVENT_TYPES, ChatEvent, framing_event
 from ..results import ChatResponse
-from ..sse import Frame
+from ..wire.sse import Frame
 from .accumulator import ChatAccumulator
 from .stages import Sink
 
@@ -54,7 +54,7 @@ def _describe(data: str | bytes | bytearray) -> str:
 def decode_payload(frame: Any, number: int) -> Any:
     """The payload of frame ``number``: decoded JSON, or :data:`DONE` for the sentinel.
 
-    A :class:`~solon_events.sse.Frame`, JSON text (str or bytes), or an already decoded
+    A :class:`~solon_events.wire.sse.Frame`, JSON text (str or bytes), or an already decoded
     payload. Dialects always receive plain JSON values: a decoded payload is copied with
     every mapping made a dict and every tuple a list. Malformed JSON and other frame types
     raise ChatProtocolError naming the frame.
@@ -94,7 +94,7 @@ class ParseStage:
     ends the step and starts the next.
 
     Call :meth:`start` first (it emits STEP_START), then :meth:`on_next` per frame and
-    :meth:`on_completed` or :meth:`on_error` once. Frames are :class:`~solon_events.sse.Frame`
+    :meth:`on_completed` or :meth:`on_error` once. Frames are :class:`~solon_events.wire.sse.Frame`
     values, JSON text or bytes, or decoded payloads; a :class:`~solon_events.ChatEvent`
     among them (a transport's retry STATUS, say) is an event of the current step, passed
     on as it is with the step's ids, and counts as no frame.
@@ -170,7 +170,7 @@ class ParseStage:
         self._push(framing_event(_STEP_START, self.step, self._response_id))
 
     def on_next(self, frame: Any) -> None:
-        """Parse one frame: a :class:`~solon_events.sse.Frame`, JSON text or a payload."""
+        """Parse one frame: a :class:`~solon_events.wire.sse.Frame`, JSON text or a payload."""
         if self.closed:
             return
         kind = frame.__class__

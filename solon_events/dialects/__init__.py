@@ -5,11 +5,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..core.tool_calls import ToolCallAssembler
 from .base import ChatDialect, dialect_names, get_dialect
 from .context import ChatStreamContext
 from .reading import make_usage
 from .request import HttpRequest
+from .tool_calls import ToolCallAssembler
 
 __all__ = [
     "AnthropicDialect",

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..messages import ChatRequest
-from ..sse import Frame, StreamDecoder
+from ..wire.sse import Frame, StreamDecoder
 from .context import ChatStreamContext
 from .frame_shapes import claims_frame
 from .reading import provider_error_message

@@ -1,6 +1,6 @@
 """The Amazon Bedrock ConverseStream dialect (``"bedrock"``).
 
-The body is an AWS event stream (:mod:`solon_events.eventstream`), not SSE: each message
+The body is an AWS event stream (:mod:`solon_events.wire.eventstream`), not SSE: each message
 becomes the frame ``{"<event type>": <payload>}``, the shape botocore gives its callers.
 What the frames mean:
 
@@ -53,10 +53,8 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.tool_calls import ToolCallAssembler
 from ..errors import ProviderError
 from ..events import EVENT_TYPES
-from ..eventstream import EventStreamFrameDecoder
 from ..messages import ChatRequest
 from ..results import (
     Citation,
@@ -66,12 +64,14 @@ from ..results import (
     new_citation,
     new_tool_call,
 )
+from ..wire.eventstream import EventStreamFrameDecoder
 from . import aws_auth
 from .base import ChatDialect
 from .bedrock_request import converse_stream_request, converse_stream_url
 from .context import ChatStreamContext
 from .reading import expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
+from .tool_calls import ToolCallAssembler
 
 __all__ = ["BedrockDialect", "converse_stream_url"]
 

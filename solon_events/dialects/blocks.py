@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from ..core.tool_calls import ToolCallAssembler
 from ..events import EVENT_TYPES
 from ..results import ToolCall, new_tool_call
 from .context import ChatStreamContext
+from .tool_calls import ToolCallAssembler
 
 __all__ = ["NO_DELTAS", "Block", "OpenBlocks", "server_call", "started_arguments"]
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.tool_calls import ToolCallAssembler
 from ..errors import ProviderError
 from ..events import EVENT_TYPES
 from ..messages import ChatRequest
@@ -51,6 +50,7 @@ from .cohere_request import chat_request
 from .context import ChatStreamContext, dispatch
 from .reading import make_usage, token_count
 from .request import Endpoint, HttpRequest
+from .tool_calls import ToolCallAssembler
 
 __all__ = ["CohereDialect", "cohere_usage"]
 

@@ -12,7 +12,7 @@ events it becomes:
   ``name`` opens the call (TOOL_CALL_START), each partial argument (a JSON path and a string,
   number, boolean or null value; strings may come in pieces) becomes a TOOL_CALL_ARGS_DELTA
   holding the next piece of the arguments' JSON text (assembled by
-  :class:`~solon_events.core.json_path.JsonPathAssembler`), and the part without
+  :class:`~solon_events.dialects.json_path.JsonPathAssembler`), and the part without
   ``willContinue`` closes it (TOOL_CALL_END with the whole call).
 - ``inlineData`` / ``fileData`` parts -> MEDIA_DONE with an ``ImageBlock`` (a ``FileBlock``
   for other mime types); thought images (``thought: true``) -> MEDIA_PARTIAL.
@@ -35,8 +35,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.json_path import JsonPathAssembler, json_path_segments
-from ..core.tool_calls import ToolCallAssembler
 from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import (
@@ -53,8 +51,10 @@ from ..values import EMPTY_MAPPING, held_member
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .gemini_request import SKIP_SIGNATURE, generate_content_request, stream_url
+from .json_path import JsonPathAssembler, json_path_segments
 from .reading import expect_object
 from .request import Endpoint, HttpRequest
+from .tool_calls import ToolCallAssembler
 
 __all__ = [
     "FILTER_REASONS",

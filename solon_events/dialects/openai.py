@@ -18,7 +18,6 @@ from typing import Any
 
 import orjson
 
-from ..core.tool_calls import ToolCallAssembler
 from ..errors import ChatProtocolError
 from ..events import EVENT_TYPES
 from ..messages import ChatRequest
@@ -28,6 +27,7 @@ from .context import ChatStreamContext
 from .openai_request import chat_completions_request
 from .reading import expect_object, make_usage
 from .request import Endpoint, HttpRequest
+from .tool_calls import ToolCallAssembler
 
 __all__ = ["OpenAIDialect"]
 

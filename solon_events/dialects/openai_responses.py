@@ -46,7 +46,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..core.tool_calls import ToolCallAssembler
 from ..events import EVENT_TYPES, ChatEventType
 from ..messages import ChatRequest
 from ..results import (
@@ -63,6 +62,7 @@ from .context import ChatStreamContext
 from .openai_responses_request import responses_request
 from .reading import expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
+from .tool_calls import ToolCallAssembler
 
 __all__ = ["OpenAIResponsesDialect"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..sse import Frame
+from ..wire.sse import Frame
 from .base import ChatDialect, dialect_names, get_dialect
 from .frame_shapes import claims_frame
 
@@ -46,8 +46,8 @@ def sniff_dialect(frames: Iterable[Any], *, limit: int = SNIFF_FRAMES) -> str | 
     """The name of the dialect ``frames`` are in, or None when none of the first ``limit``
     frames tells.
 
-    ``frames`` are decoded payloads, JSON text or bytes, or :class:`~solon_events.sse.Frame`
-    values (what :func:`~solon_events.sse.iter_frames` gives for a body). The first frame
+    ``frames`` are decoded payloads, JSON text or bytes, or :class:`~solon_events.wire.sse.Frame`
+    values (what :func:`~solon_events.wire.sse.iter_frames` gives for a body). The first frame
     exactly one dialect claims decides; a frame no dialect or several claim is skipped.
     """
     for frame in islice(frames, limit):

@@ -6,7 +6,7 @@ once more at the end: the answer growing as Markdown, thinking in a collapsed bl
 calls with their arguments, their progress reports while they run and their results with
 how long each took, each step's usage and the total. No widget
 extension is needed. Anywhere else it prints the stream with the terminal renderer of
-``solon-events stream`` (:class:`solon_events.render.LiveRenderer`). Events pass through
+``solon-events stream`` (:class:`solon_events.display.render.LiveRenderer`). Events pass through
 unchanged.
 
 Folding an event in costs its own size (text is kept in pieces, a tool call's arguments
@@ -27,15 +27,15 @@ import attrs
 
 from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
 from ..events import EVENT_TYPES, ChatEvent
-from ..render import (
+from ..steps import call_event
+from .html import markdown_html, wrap
+from .render import (
     LONG_ARGUMENTS,
     approval_lines,
     arguments_text,
     tool_progress_line,
     tool_result_line,
 )
-from ..steps import call_event
-from .html import markdown_html, wrap
 from .values import usage_fields
 
 if TYPE_CHECKING:
@@ -406,7 +406,7 @@ class TerminalView:
     """The live view outside a kernel: the terminal renderer, event by event."""
 
     def __init__(self, console: Console | None = None) -> None:
-        from ..render import LiveRenderer
+        from .render import LiveRenderer
 
         self._render = LiveRenderer(console)
         self._closed = False

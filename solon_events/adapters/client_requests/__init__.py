@@ -1,5 +1,5 @@
 """What provider SDK clients send, read into our terms: the request side of the gateway's
-provider routes (``solon-events serve --upstream ...``; :mod:`solon_events.provider_routes`).
+provider routes (``solon-events serve --upstream ...``; :mod:`solon_events.serve.provider_routes`).
 
 :func:`read_client_request` reads the body of a request in one provider's wire format
 (``"openai"``: Chat Completions, ``"openai-responses"``, ``"anthropic"``: Messages,

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from ...eventstream import CONTENT_TYPE, encode_message, event_message, exception_message
+from ...wire.eventstream import CONTENT_TYPE, encode_message, event_message, exception_message
 from ..turns import Content, ImagePart, ServerToolPart, ToolCallPart, TurnUsage
 from .base import Frame, RequestView, ToolDecl, Wire, content_text, error_info, random_id
 

@@ -28,11 +28,11 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
-from .adapters.native import decode_event, encode_event
-from .errors import ChatError
-from .events import ChatEvent
-from .extras import MissingExtraError
-from .loop_thread import EventLoopThread
+from ..adapters.native import decode_event, encode_event
+from ..errors import ChatError
+from ..events import ChatEvent
+from ..extras import MissingExtraError
+from ..loop_thread import EventLoopThread
 
 try:
     from redis.asyncio import Redis

@@ -43,17 +43,17 @@ from typing import Any, Literal
 
 import attrs
 
-from ._safe_callbacks import failure_of
-from .approvals import ApprovalDecision, PendingApproval, denied_text
-from .core.parsing import ParseStage
-from .core.stages import Sink
-from .dialects.base import ChatDialect, HttpRequest
-from .errors import ChatError, ChatTimeoutError, ToolCallError
-from .events import EVENT_TYPES, ChatEvent
-from .loop_thread import DeadlinePassed, within
-from .messages import ChatRequest, Message, ToolMessage, to_messages
-from .results import ChatResponse, ToolCall
-from .steps import (
+from .._safe_callbacks import failure_of
+from ..approvals import ApprovalDecision, PendingApproval, denied_text
+from ..core.parsing import ParseStage
+from ..core.stages import Sink
+from ..dialects.base import ChatDialect, HttpRequest
+from ..errors import ChatError, ChatTimeoutError, ToolCallError
+from ..events import EVENT_TYPES, ChatEvent
+from ..loop_thread import DeadlinePassed, within
+from ..messages import ChatRequest, Message, ToolMessage, to_messages
+from ..results import ChatResponse, ToolCall
+from ..steps import (
     PrepareStep,
     StepContext,
     StepResult,
@@ -61,10 +61,10 @@ from .steps import (
     StopCondition,
     call_key,
 )
+from ..tools import Tool, ToolContext, ToolSet
+from ..tools.context import ToolProgress
+from ..tools.scope import around_tool
 from .stream_reader import Emit, downstream_error
-from .tools import Tool, ToolContext, ToolSet
-from .tools.context import ToolProgress
-from .tools.scope import around_tool
 
 __all__ = ["ResponseRun", "StepPlan", "ToolErrorPolicy"]
 
@@ -77,7 +77,7 @@ Read = Callable[[HttpRequest, Emit, bool, "float | None"], AsyncGenerator[None, 
 """``read(request, emit, paced, deadline)``: send ``request``, ``emit`` each frame of its
 body (a retry's STATUS event too) on the running loop, yielding after each batch when
 ``paced``, within the response's ``deadline`` (loop time; None: no limit) (as
-:meth:`~solon_events.stream_reader.StreamReader.read` does)."""
+:meth:`~solon_events.client.stream_reader.StreamReader.read` does)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -108,7 +108,7 @@ class StepPlan:
     """What was decided for each of ``resume``'s pending calls, by their ids."""
     response_id: str | None = None
     """The response's id (None: a new one): an attempt of a response asked of several
-    models stamps the response's (see :mod:`solon_events.routing`)."""
+    models stamps the response's (see :mod:`solon_events.client.routing`)."""
     first_step: int = 0
     """The number of the response's first step (an attempt that takes over a response
     after its earlier steps)."""

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
 
-from .errors import ChatProtocolError
+from ..errors import ChatProtocolError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
-from .approvals import PendingApproval
+from ..approvals import PendingApproval
 
 if TYPE_CHECKING:
     from .redis_log import RedisStreamLog
@@ -80,7 +80,7 @@ class RedisApprovalStore:
     """Pending approvals in Redis, through ``log``'s connection and key prefix
     (``<prefix>:approval:<response id>``), for ``ttl`` seconds; taken with ``GETDEL``, so
     that one request only, on any replica, gets each. A Redis failure raises
-    :class:`~solon_events.redis_log.StreamLogError`."""
+    :class:`~solon_events.serve.redis_log.StreamLogError`."""
 
     def __init__(self, log: RedisStreamLog, ttl: float = DEFAULT_TTL) -> None:
         if ttl <= 0:

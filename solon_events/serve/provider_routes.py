@@ -51,19 +51,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .adapters.client_requests import ClientRequest, read_client_request
-from .adapters.provider_formats import WireEncoder, wire_encoder
-from .adapters.provider_formats.base import error_message
-from .errors import (
+from ..adapters.client_requests import ClientRequest, read_client_request
+from ..adapters.provider_formats import WireEncoder, wire_encoder
+from ..adapters.provider_formats.base import error_message
+from ..client.model import ChatModel, ChatPrompt
+from ..client.routing import ModelGroup
+from ..errors import (
     ChatConnectionError,
     ChatError,
     ChatHttpError,
     ChatProtocolError,
     ChatTimeoutError,
 )
-from .events import EVENT_TYPES, ChatEvent
-from .model import ChatModel, ChatPrompt
-from .routing import ModelGroup
+from ..events import EVENT_TYPES, ChatEvent
 
 __all__ = [
     "PROVIDER_ROUTES",

@@ -2,7 +2,7 @@
 
 Connection errors and the statuses in :data:`RETRYABLE_STATUSES` are retried, at most
 ``max_retries`` times, and only while nothing of the response has been delivered (the
-:class:`~solon_events.stream_reader.StreamReader` checks that). The wait is what the
+:class:`~solon_events.client.stream_reader.StreamReader` checks that). The wait is what the
 provider asked for (``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP date),
 capped at ``max_retry_after``; else exponential backoff with full jitter: a random wait
 between 0 and ``initial_delay * 2 ** (retry - 1)``, capped at ``max_delay``.
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from .errors import ChatConnectionError, ChatHttpError
+from ..errors import ChatConnectionError, ChatHttpError
 
 __all__ = ["RETRYABLE_STATUSES", "RetryPolicy", "retry_after_seconds"]
 
@@ -63,7 +63,8 @@ def retry_after_seconds(
     """The wait a response asks for, in seconds: ``retry-after-ms``, else ``Retry-After``
     as seconds or as an HTTP date (a date in the past is 0); None when absent or unreadable.
 
-    ``headers`` should be case-insensitive (as an :class:`~solon_events.transport.HttpResponse`'s
+    ``headers`` should be case-insensitive (as an
+    :class:`~solon_events.client.transport.HttpResponse`'s
     are); a plain dict is searched ignoring case.
     """
     milliseconds = _seconds(_header(headers, "retry-after-ms"))

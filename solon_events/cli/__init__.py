@@ -9,30 +9,39 @@ nothing is coloured and no line is wrapped.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
-import textwrap
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.text import Text
 
-from ._version import __version__
-from .dialects.base import dialect_names
-from .dialects.endpoints import dialect_for_url
-from .errors import ChatError
-from .events import ChatEvent, ChatEventType
-from .extras import MissingExtraError
-from .filters import ChatEventFilter
-from .model import ChatModel
-from .render import LiveRenderer, event_line, event_to_json
-from .replay import replay
-from .tools import Tool, ToolContext, tool
+from .._version import __version__
+from ..client.model import ChatModel
+from ..dialects.base import dialect_names
+from ..display.render import LiveRenderer, event_line, event_to_json
+from ..errors import ChatError
+from ..events import ChatEvent, ChatEventType
+from ..extras import MissingExtraError
+from ..filters import ChatEventFilter
+from ..replay import replay
+from ..tools import Tool, tool
+from .common import (  # noqa: F401
+    DEMO_STATIONS,
+    KEY_VARIABLES,
+    KEYED,
+    ROUTES,
+    CommandError,
+    HelpFormatter,
+    _local,
+    add_dialect_and_key_options,
+    get_weather,
+    provider_dialect,
+    provider_key,
+    warning,
+)
 
 __all__ = [
     "CommandError",
@@ -43,84 +52,6 @@ __all__ = [
     "provider_dialect",
     "provider_key",
 ]
-
-ROUTES = {
-    "openai": "/v1/chat/completions",
-    "openai-responses": "/v1/responses",
-    "anthropic": "/v1/messages",
-    "gemini": "/v1beta",
-    "ollama": "/api/chat",
-    "bedrock": "",  # the dialect adds /model/{model}/converse-stream
-    "cohere": "/v2/chat",
-    "google-interactions": "/v1beta/interactions",
-}
-DEMO_STATIONS = 3
-"""How many weather stations the demo's tool asks, reporting progress after each."""
-KEY_VARIABLES = {
-    "openai": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "ollama": "OLLAMA_API_KEY",
-    "bedrock": "AWS_BEARER_TOKEN_BEDROCK",
-    "cohere": "CO_API_KEY",
-    "google-interactions": "GEMINI_API_KEY",
-}
-KEYED = frozenset({"openai", "openai-responses", "anthropic", "gemini"})
-"""The dialects whose providers want an API key (Ollama's runs locally; Bedrock signs
-requests with AWS credentials when it has no key)."""
-
-
-class CommandError(Exception):
-    """A failure a command reports as one line, with the exit status ``status``."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class HelpFormatter(argparse.HelpFormatter):
-    """Each option's help ends with its default, when it has one; lines break between
-    words only (never at a hyphen: ``solon-events`` stays whole)."""
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        return textwrap.wrap(
-            " ".join(text.split()), width, break_on_hyphens=False, break_long_words=False
-        )
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return textwrap.fill(
-            " ".join(text.split()),
-            width,
-            initial_indent=indent,
-            subsequent_indent=indent,
-            break_on_hyphens=False,
-            break_long_words=False,
-        )
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        default = action.default
-        if (
-            "%(default)" not in text
-            and default not in (None, False, [], argparse.SUPPRESS)
-            and (action.option_strings or action.nargs in (argparse.OPTIONAL,))
-        ):
-            text += " (default: %(default)s)"
-        return text
-
-
-@tool
-def get_weather(city: str, ctx: ToolContext) -> str:
-    """Current weather in a city.
-
-    Args:
-        city: The city's name, e.g. Paris.
-    """
-    for station in range(1, DEMO_STATIONS + 1):
-        time.sleep(0.1)  # a real tool would ask each station
-        ctx.progress(station, DEMO_STATIONS, f"asked station {station} of {DEMO_STATIONS}")
-    return "18°C and sunny"
 
 
 @tool
@@ -159,7 +90,7 @@ class _Console(Console):
 
 def demo(dialect: str, console: Console) -> int:
     """Stream the embedded provider's scripted tool-using conversations, rendered live."""
-    from .devserver import DevServer
+    from ..devserver import DevServer
 
     server = DevServer.run_in_thread(pace=0.02)
     try:
@@ -313,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", required=True, metavar="FILE", help="where to write the recording"
     )
 
-    from .serve_cli import add_serve_parser
+    from .serve import add_serve_parser
 
     add_serve_parser(commands)
     return parser
@@ -341,49 +272,9 @@ def _provider_options(parser: argparse.ArgumentParser) -> None:
     add_dialect_and_key_options(parser)
 
 
-def add_dialect_and_key_options(parser: argparse.ArgumentParser) -> None:
-    """``--dialect`` and ``--api-key-env``, as every command that calls a provider has them."""
-    parser.add_argument(
-        "--dialect",
-        choices=("auto", *dialect_names()),
-        default="auto",
-        help="the provider's wire format; auto: the one the URL's path names (/v1/messages: "
-        "anthropic, /v1/responses: openai-responses, :streamGenerateContent or /v1beta: "
-        "gemini, /api/chat: ollama, /converse-stream: bedrock), else openai",
-    )
-    parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="environment variable holding the provider's API key (default: OPENAI_API_KEY, "
-        "ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_API_KEY or AWS_BEARER_TOKEN_BEDROCK by "
-        "dialect)",
-    )
-
-
-def provider_dialect(dialect: str, url: str | None) -> str:
-    """The dialect ``--dialect`` names for ``url``: ``auto`` is the one the URL's path
-    names, else ``openai``."""
-    if dialect != "auto":
-        return dialect
-    return (dialect_for_url(url) if url else None) or "openai"
-
-
-def provider_key(args: argparse.Namespace, url: str) -> tuple[str, str | None]:
-    """The dialect of ``url`` and the API key from the environment variable its dialect
-    reads (or ``--api-key-env``'s); a warning on standard error when that variable is
-    not set and the provider wants a key."""
-    dialect = provider_dialect(args.dialect, url)
-    variable = args.api_key_env or KEY_VARIABLES[dialect]
-    api_key = os.environ.get(variable) or None
-    host = urlsplit(url).hostname
-    if api_key is None and host and (args.api_key_env or (dialect in KEYED and not _local(host))):
-        warning(f"{variable} is not set: the request is sent without an API key")
-    return dialect, api_key
-
-
 def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> int:
     """Stream ``prompt`` rendered live and save what was received as a recording."""
-    from .recording import read_recording, record
+    from ..recording import read_recording, record
 
     request = model.prompt(prompt).event_filter(ChatEventFilter.all())
     failure: ChatError | None = None
@@ -431,21 +322,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error(exc)
 
 
-def warning(message: str) -> None:
-    """Print ``message`` as one line on standard error: what a command goes on despite."""
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        Text.assemble(("solon-events: warning: ", "bold yellow"), message)
-    )
-
-
-def _local(host: str) -> bool:
-    """Whether ``host`` is this machine (a local server wants no key)."""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def error(exc: BaseException) -> int:
     """Print ``exc`` as one line on standard error; returns the exit status."""
     plain = (CommandError, ChatError, ValueError, MissingExtraError)
@@ -465,7 +341,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.command == "replay":
         return replay_file(args.file, args.dialect, args.format, args.all, console)
     if args.command == "serve":
-        from .serve_cli import serve
+        from .serve import serve
 
         return serve(args, console)
     dialect, api_key = provider_key(args, args.url)
@@ -473,7 +349,3 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if args.command == "record":
             return record_file(model, args.prompt, args.out, console)
         return _render_live(model, args.prompt, console)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

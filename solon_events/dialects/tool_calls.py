@@ -10,7 +10,7 @@ from ..events import EVENT_TYPES
 from ..results import ToolCall, new_tool_call
 
 if TYPE_CHECKING:
-    from ..dialects.context import ChatStreamContext
+    from .context import ChatStreamContext
 
 __all__ = ["ToolCallAssembler"]
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .errors import ChatProtocolError
+from ..errors import ChatProtocolError
 
 __all__ = [
     "CONTENT_TYPE",

@@ -1,7 +1,7 @@
 """Transports: send an :class:`HttpRequest`, get the status and headers, then the body bytes.
 
 A transport is the only network code and knows nothing else: not the frames, the dialect,
-the time budgets or Rx (the model's :class:`~solon_events.stream_reader.StreamReader` does
+the time budgets or Rx (the model's :class:`~solon_events.client.stream_reader.StreamReader` does
 all of that). ``ChatModel(..., transport=...)`` takes any object with an ``async
 send(request)`` that returns an :class:`HttpResponse` (and, optionally, an ``async
 aclose()`` the model calls when it is closed), as httpx's clients take a transport:
@@ -37,9 +37,9 @@ import aiohttp
 import attrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from .dialects.base import HttpRequest
-from .errors import ChatError, ChatHttpError
-from .redaction import redact_url
+from ..dialects.base import HttpRequest
+from ..errors import ChatError, ChatHttpError
+from ..redaction import redact_url
 
 __all__ = [
     "AiohttpTransport",

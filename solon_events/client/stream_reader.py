@@ -34,20 +34,20 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
-from .dialects.base import ChatDialect, HttpRequest
-from .dialects.endpoints import expected_url
-from .errors import (
+from ..dialects.base import ChatDialect, HttpRequest
+from ..dialects.endpoints import expected_url
+from ..errors import (
     ChatConnectionError,
     ChatError,
     ChatHttpError,
     ChatProtocolError,
     ChatTimeoutError,
 )
-from .events import EVENT_TYPES, ChatEvent
-from .loop_thread import DeadlinePassed, EventLoopThread, within
-from .redaction import Redactor, redact_url
+from ..events import EVENT_TYPES, ChatEvent
+from ..loop_thread import DeadlinePassed, EventLoopThread, within
+from ..redaction import Redactor, redact_url
+from ..wire.sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .retry import RetryPolicy, retry_after_seconds
-from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .transport import ChatTransport, HttpResponse
 
 __all__ = ["StreamReader", "TimeBudgets", "downstream_error"]

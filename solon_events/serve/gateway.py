@@ -14,12 +14,12 @@
 - the providers' own APIs, for their official SDKs (``/v1/chat/completions``,
   ``/v1/responses``, ``/v1/messages``, Gemini's ``/v1beta/models/...``,
   ``/ollama/api/chat``, ``/v2/chat``, ``/v1beta/interactions``):
-  :mod:`solon_events.provider_routes`.
+  :mod:`solon_events.serve.provider_routes`.
 
 The handlers are the methods of a :class:`Gateway`, usable one by one in an application
 of your own. Every stream carries the response id in the ``x-response-id`` header.
 
-With a Redis log (``redis=``; :mod:`solon_events.resume`, :mod:`solon_events.redis_log`)
+With a Redis log (``redis=``; :mod:`solon_events.serve.resume`, :mod:`solon_events.serve.redis_log`)
 every response is written to a Redis stream as it is produced and its clients read it
 from there: each SSE event carries its entry id, a ``GET`` of the same path with
 ``?resume=<response id>`` and ``Last-Event-ID`` (or ``&after=<id>``) continues after that
@@ -80,25 +80,25 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol
 import orjson
 from aiohttp import web
 
+from ..adapters.inputs import messages_from_events, messages_from_vercel
+from ..adapters.native import encode_event, event_to_json
+from ..adapters.provider_formats import error_body, response_body
+from ..adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
+from ..approvals import ApprovalDecision, PendingApproval, parse_approval_id
+from ..client.model import ChatModel, ChatPrompt
+from ..errors import ChatError
+from ..events import EVENT_TYPES, ChatEvent
+from ..extras import MissingExtraError
+from ..tools import Tool, ToolSet
 from . import provider_routes
-from .adapters.inputs import messages_from_events, messages_from_vercel
-from .adapters.native import encode_event, event_to_json
-from .adapters.provider_formats import error_body, response_body
-from .adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
 from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
-from .approvals import ApprovalDecision, PendingApproval, parse_approval_id
-from .errors import ChatError
-from .events import EVENT_TYPES, ChatEvent
-from .extras import MissingExtraError
-from .model import ChatModel, ChatPrompt
 from .provider_routes import upstream_failure
-from .tools import Tool, ToolSet
 
 if TYPE_CHECKING:
-    from .adapters.inputs import AguiRun
+    from ..adapters.inputs import AguiRun
+    from ..client.routing import ModelGroup
     from .redis_log import RedisStreamLog
     from .resume import StoredResponse
-    from .routing import ModelGroup
 
 __all__ = ["GATEWAY", "Gateway", "create_app", "run_app", "serving"]
 
@@ -211,7 +211,7 @@ def _vercel_wire(message_id: str | None = None) -> _Wire:
 
 
 def _agui_wire(run: AguiRun | None = None) -> _Wire:
-    from .adapters.agui import AguiEncoder, agui_sse
+    from ..adapters.agui import AguiEncoder, agui_sse
 
     if run is None:
         encoder = AguiEncoder()
@@ -484,7 +484,7 @@ class Gateway:
     any other host gets 403 (a DNS-rebinding page speaks to 127.0.0.1 under its own
     name); with a token, every host is answered unless some are listed.
 
-    ``redis`` (a URL or a :class:`~solon_events.redis_log.RedisStreamLog`; the ``redis``
+    ``redis`` (a URL or a :class:`~solon_events.serve.redis_log.RedisStreamLog`; the ``redis``
     extra) makes every response resumable: its encoded events go to a Redis stream, each
     SSE event carries its entry id, and a ``GET`` of the same path with
     ``?resume=<response id>`` and ``Last-Event-ID`` (or ``&after=<id>``) continues after
@@ -540,7 +540,7 @@ class Gateway:
         )
         """Where the responses paused for tool approval wait for their decisions (in Redis
         with ``redis``, where any replica finds them); any
-        :class:`~solon_events.approval_store.ApprovalStore`."""
+        :class:`~solon_events.serve.approval_store.ApprovalStore`."""
         self._approving = any(t.requires_approval is not False for t in self.tools.values())
         self.on_disconnect = on_disconnect or ("continue" if redis is not None else "cancel")
         self._running: dict[str, Callable[[], None]] = {}
@@ -609,7 +609,7 @@ class Gateway:
         return self._prompt(messages_from_vercel(body)).astream(), _vercel_wire()
 
     def _agui(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
-        from .adapters.inputs import run_from_agui
+        from ..adapters.inputs import run_from_agui
 
         run = run_from_agui(body)
         return self._agui_prompt(run, run.messages).astream(), _agui_wire(run)
@@ -666,7 +666,7 @@ class Gateway:
         """A request that brings decisions on tool calls of a response paused for approval
         (``useChat``'s approval responses, AG-UI ``resume`` entries, ``/events``'
         ``approvals``): that response, continued. None for any other request."""
-        from .adapters import inputs
+        from ..adapters import inputs
 
         if kind == "vercel":
             found = inputs.approvals_from_vercel(body)
@@ -748,7 +748,7 @@ class Gateway:
             self._check_host(request)
         except _HttpError as exc:
             return self._error(request, exc)
-        html = resources.files("solon_events").joinpath("static/chat.html").read_bytes()
+        html = resources.files("solon_events.serve").joinpath("static/chat.html").read_bytes()
         return web.Response(
             body=html, content_type="text/html", charset="utf-8", headers=_PAGE_HEADERS
         )
@@ -862,9 +862,10 @@ class Gateway:
     # The provider routes.
 
     async def provider(self, request: web.Request) -> web.StreamResponse:
-        """``POST`` to a provider route (:data:`~solon_events.provider_routes.PROVIDER_ROUTES`):
-        a provider SDK's request in, run on the model with the client's tools only (none of
-        the server's runs), its answer out in the same wire format, streamed or whole."""
+        """``POST`` to a provider route
+        (:data:`~solon_events.serve.provider_routes.PROVIDER_ROUTES`): a provider SDK's request
+        in, run on the model with the client's tools only (none of the server's runs), its
+        answer out in the same wire format, streamed or whole."""
         route = request.match_info.route.resource
         path = route.canonical if route is not None else request.path
         format = provider_routes.PROVIDER_ROUTES[path]
@@ -1185,7 +1186,7 @@ def create_app(gateway: Gateway) -> web.Application:
     """An aiohttp Application serving ``model``: ``POST /api/chat`` (Vercel UI message
     stream v1), ``POST /agui`` (AG-UI), ``POST /events`` (our events), the same paths with
     ``GET ?resume=`` (with ``redis``), ``POST /stop``, ``GET /`` (the chat page), and the
-    provider routes for the official SDKs (:mod:`solon_events.provider_routes`:
+    provider routes for the official SDKs (:mod:`solon_events.serve.provider_routes`:
     ``/v1/chat/completions``, ``/v1/responses``, ``/v1/messages``, Gemini's
     ``/v1beta/models/...``, ``/ollama/api/chat``, Cohere's ``/v2/chat`` and
     ``/v1beta/interactions``). The options are :class:`Gateway`'s; the gateway is closed

@@ -32,16 +32,16 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import CompositeDisposable
 
-from ._safe_callbacks import raised_by
-from .approvals import PendingApproval
-from .errors import ChatError
-from .events import EVENT_TYPES, ChatEvent
-from .messages import Message, ToolSpec
+from .._safe_callbacks import raised_by
+from ..approvals import PendingApproval
+from ..errors import ChatError
+from ..events import EVENT_TYPES, ChatEvent
+from ..messages import Message, ToolSpec
+from ..results import ChatResponse
+from ..steps import PrepareStep, StopCondition
+from ..tools import Tool, ToolSet
 from .model import ChatModel, ChatPrompt
-from .results import ChatResponse
 from .routing import ModelGroup, _labels, _member_prompt
-from .steps import PrepareStep, StopCondition
-from .tools import Tool, ToolSet
 
 __all__ = ["FanOut", "FanOutPrompt", "FanOutResponses", "fan_out"]
 
@@ -320,7 +320,7 @@ class FanOutResponses(Mapping[str, ChatResponse]):
         return f"FanOutResponses({', '.join(parts)})"
 
     def _repr_html_(self) -> str:
-        from .display.html import side_by_side_html
+        from ..display.html import side_by_side_html
 
         return side_by_side_html(
             [(label, self._responses.get(label) or self.errors.get(label)) for label in self.labels]

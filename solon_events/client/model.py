@@ -10,7 +10,7 @@ move delivery with ``observe_on``, e.g.
 ``stream().pipe(ops.observe_on(AsyncIOThreadSafeScheduler(loop)))``.
 :meth:`ChatPrompt.call` blocks the calling thread only (on the I/O thread), so it works
 in plain scripts and in Jupyter, whose main thread runs a loop. Both edges run the same
-steps (:class:`~solon_events.tool_loop.ResponseRun`).
+steps (:class:`~solon_events.client.tool_loop.ResponseRun`).
 """
 
 from __future__ import annotations
@@ -28,29 +28,29 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
-from ._safe_callbacks import failure_of, raised_by
-from .approvals import ApprovalDecision, PendingApproval
-from .core import stages
-from .dialects.base import ChatDialect, HttpRequest, get_dialect
-from .dialects.endpoints import dialect_for_url
-from .errors import ChatError
-from .events import EVENT_TYPES, ChatEvent
-from .loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
-from .messages import ChatRequest, Message, ToolSpec, to_messages
-from .redaction import Redactor, redact_url
-from .results import ChatResponse
+from .._safe_callbacks import failure_of, raised_by
+from ..approvals import ApprovalDecision, PendingApproval
+from ..core import stages
+from ..dialects.base import ChatDialect, HttpRequest, get_dialect
+from ..dialects.endpoints import dialect_for_url
+from ..errors import ChatError
+from ..events import EVENT_TYPES, ChatEvent
+from ..loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
+from ..messages import ChatRequest, Message, ToolSpec, to_messages
+from ..redaction import Redactor, redact_url
+from ..results import ChatResponse
+from ..steps import PrepareStep, StopCondition
+from ..tools import Tool, ToolSet
+from ..wire.sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .retry import RetryPolicy
-from .sse import DEFAULT_MAX_FRAME_SIZE, Frame
-from .steps import PrepareStep, StopCondition
 from .stream_reader import StreamReader, TimeBudgets
 from .tool_loop import Emit, ResponseRun, StepPlan, ToolErrorPolicy
-from .tools import Tool, ToolSet
 from .transport import AiohttpTransport, ChatTransport, pools_closed
 
 if TYPE_CHECKING:
-    from .core.attempts import MidStream
+    from ..core.attempts import MidStream
+    from ..telemetry import Instrument
     from .routing import ErrorCondition, FallbackModel, HedgedModel, ModelGroup
-    from .telemetry import Instrument
 
 __all__ = ["ChatModel", "ChatPrompt"]
 
@@ -88,9 +88,9 @@ class ChatModel:
     exponential backoff; a wait that would outlast ``timeout`` or ``total_timeout`` is not
     made: the request fails with the provider's error (its ``retry_after`` says the wait).
 
-    ``transport`` sends the requests (any :class:`~solon_events.transport.ChatTransport`,
-    for example a :class:`~solon_events.transport.ReplayTransport` of recorded bytes); by
-    default an :class:`~solon_events.transport.AiohttpTransport` whose connection pool holds
+    ``transport`` sends the requests (any :class:`~solon_events.client.transport.ChatTransport`,
+    for example a :class:`~solon_events.client.transport.ReplayTransport` of recorded bytes); by
+    default an :class:`~solon_events.client.transport.AiohttpTransport` whose connection pool holds
     ``connection_limit`` connections (default 100; 0 for no limit) per event loop: the
     I/O thread's (``stream()``, ``call()``) and each caller loop's (``astream()``,
     ``acall()``). Concurrent streams beyond it wait for a connection.
@@ -248,7 +248,7 @@ class ChatModel:
         ChatError; default: every ChatError); ``mid_stream="restart"`` asks the next one
         again after a failure mid-answer (see :class:`~solon_events.FallbackModel`). Each
         failed attempt is a STATUS event (``sub_type="fallback"``) naming the model and
-        why. See :mod:`solon_events.routing`."""
+        why. See :mod:`solon_events.client.routing`."""
         from .routing import FallbackModel
 
         return FallbackModel(self, other, *more, on=on, mid_stream=mid_stream)
@@ -264,7 +264,7 @@ class ChatModel:
         later, ``other`` too (then each of ``more``, ``after`` apart): the first to answer
         wins, the others are stopped at once and their connections closed (RxPY's
         ``amb``). A member that fails first falls back to the next at once. See
-        :mod:`solon_events.routing`."""
+        :mod:`solon_events.client.routing`."""
         from .routing import HedgedModel
 
         return HedgedModel(self, other, *more, after=after, on=on)
@@ -277,7 +277,7 @@ class ChatModel:
     def _instrument(self, messages: Iterable[Message], options: Mapping[str, Any]) -> Instrument:
         """The telemetry operator for one prompt of this model (its ``stage`` for
         ``astream()``)."""
-        from .telemetry import instrument
+        from ..telemetry import instrument
 
         return instrument(**self._telemetry_options(messages, options))
 
@@ -346,7 +346,7 @@ def _telemetry_options(telemetry: bool | Mapping[str, Any]) -> dict[str, Any] | 
             f"unknown telemetry option(s) {', '.join(unknown)}; "
             f"known: {', '.join(sorted(_TELEMETRY_OPTIONS))}"
         )
-    from .telemetry import _otel
+    from ..telemetry import _otel
 
     _otel()
     return options
@@ -651,7 +651,7 @@ class ChatPrompt:
     _resume: PendingApproval | None = None
     _decisions: Mapping[str, ApprovalDecision] = attrs.field(factory=dict)
     # The response's id and its first step's number when this prompt is one attempt of a
-    # response (solon_events.routing).
+    # response (solon_events.client.routing).
     _response_id: str | None = None
     _first_step: int = 0
 

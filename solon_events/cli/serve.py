@@ -19,16 +19,16 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from .model import ChatModel
-from .routing import ModelGroup
-from .serve import MAX_BUFFER, MAX_TOTAL_BUFFER, WRITE_TIMEOUT
+from ..client.model import ChatModel
+from ..client.routing import ModelGroup
+from ..serve.gateway import MAX_BUFFER, MAX_TOTAL_BUFFER, WRITE_TIMEOUT
 
 __all__ = ["add_serve_parser", "serve"]
 
 
 def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` command to ``solon-events``'s subcommands."""
-    from .cli import HelpFormatter, add_dialect_and_key_options
+    from .common import HelpFormatter, add_dialect_and_key_options
 
     parser = commands.add_parser(
         "serve",
@@ -145,9 +145,9 @@ def add_serve_parser(commands: Any) -> None:
 
 def serve(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
-    from .cli import ROUTES, CommandError, get_weather, provider_dialect, provider_key
-    from .serve import create_app, run_app
-    from .tools import tool
+    from ..serve.gateway import create_app, run_app
+    from ..tools import tool
+    from .common import ROUTES, CommandError, get_weather, provider_dialect, provider_key
 
     if args.upstream:
         _use_upstream(args)
@@ -168,7 +168,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     server = None
     tools: list[Any] = []
     if args.url is None:
-        from .devserver import DevServer
+        from ..devserver import DevServer
 
         server = DevServer.run_in_thread(pace=0.02)
         dialect = provider_dialect(args.dialect, None)
@@ -263,8 +263,8 @@ def _seconds(text: str) -> float:
 
 def _use_upstream(args: argparse.Namespace) -> None:
     """Read ``--upstream DIALECT:URL`` into ``args.dialect`` and ``args.url``."""
-    from .cli import CommandError
-    from .dialects.base import dialect_names
+    from ..dialects.base import dialect_names
+    from .common import CommandError
 
     dialect, _, url = args.upstream.partition(":")
     if dialect not in dialect_names() or not url.startswith(("http://", "https://")):

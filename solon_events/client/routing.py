@@ -49,25 +49,25 @@ from reactivex import create as rx_create
 from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.scheduler import TimeoutScheduler
 
-from ._safe_callbacks import raised_by
-from .approvals import PendingApproval
-from .core.attempts import (
+from .._safe_callbacks import raised_by
+from ..approvals import PendingApproval
+from ..core.attempts import (
     AttemptArbiter,
     AttemptPolicy,
     Continuation,
     MidStream,
     every_chat_error,
 )
-from .core.session import new_response_id
-from .core.stages import GuardStage, Sink
-from .events import EVENT_TYPES, ChatEvent
-from .filters import ChatEventFilter
-from .messages import Message, to_messages
+from ..core.session import new_response_id
+from ..core.stages import GuardStage, Sink
+from ..events import EVENT_TYPES, ChatEvent
+from ..filters import ChatEventFilter
+from ..messages import Message, to_messages
 from .model import ChatModel, ChatPrompt, _Gathered
 
 if TYPE_CHECKING:
-    from .dialects.base import ChatDialect
-    from .telemetry.groups import GroupSpan
+    from ..dialects.base import ChatDialect
+    from ..telemetry.groups import GroupSpan
 
 __all__ = ["ErrorCondition", "FallbackModel", "HedgedModel", "ModelGroup", "race"]
 
@@ -355,7 +355,7 @@ class _Plan:
         self.trace: GroupSpan | None = None
         options = group._telemetry_options()
         if options is not None:
-            from .telemetry.groups import GroupSpan
+            from ..telemetry.groups import GroupSpan
 
             self.trace = GroupSpan(
                 options,

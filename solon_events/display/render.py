@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from .core.partial_arguments import ArgumentDeltas, StreamingArguments
-from .events import EVENT_TYPES, ChatEvent
-from .results import ChatResponse, ToolCall, Usage
+from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
+from ..events import EVENT_TYPES, ChatEvent
+from ..results import ChatResponse, ToolCall, Usage
 
 __all__ = [
     "LiveRenderer",
