@@ -136,6 +136,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(_short(group))
     ordered, ignored = layers(args.config)
     found_up = upward_imports(run_time, ordered)
+    for importer, imported in ignored:
+        if run_time.direct_import_exists(importer=importer, imported=imported):
+            run_time.remove_import(importer=importer, imported=imported)
+    found = circles(run_time)
+    print(f"== circles (run-time imports, those the contract sets aside left out): {len(found)} ==")
+    for group in found:
+        print(_short(group))
     print(f"== upward imports (run time, by the layers of {args.config.name}): {len(found_up)} ==")
     for importer, imported, line in found_up:
         note = "  (set aside by the contract)" if (importer, imported) in ignored else ""
