@@ -13,11 +13,18 @@ solon_events subscribes to its source through :func:`safe_callbacks` (or
   operators let it (``ops.map`` catches its mapper's exceptions, not its subscriber's):
   :func:`raised_by` tells the two apart by the exception's traceback, so that nothing is
   paid per event for it.
+
+An operator's own work that runs elsewhere than in its source's callbacks (a scheduler's
+timer, a callback or a task on another event loop) goes through :func:`safe_action` or
+:func:`run_safely`: there its exception would reach nobody, so both of them end the
+stream, the subscriber's own exception included (as it is, as ``stream()`` does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import concurrent.futures
+from collections.abc import Awaitable, Callable
 from types import CodeType
 from typing import Any
 
@@ -26,7 +33,15 @@ from reactivex.disposable import Disposable
 
 from .errors import ChatError
 
-__all__ = ["failure_of", "raised_by", "safe_callbacks", "subscribe_safely"]
+__all__ = [
+    "failure_of",
+    "raised_by",
+    "raised_in",
+    "run_safely",
+    "safe_action",
+    "safe_callbacks",
+    "subscribe_safely",
+]
 
 OnNext = Callable[[Any], None]
 OnError = Callable[[Exception], None]
@@ -49,6 +64,54 @@ def raised_by(error: BaseException, observer: abc.ObserverBase[Any]) -> bool:
     """Whether ``error`` was raised inside one of ``observer``'s callbacks (its traceback
     passes through them): the subscriber's own exception, not ours."""
     return _raised_within(error, _codes(observer))
+
+
+def raised_in(error: BaseException, function: Callable[..., Any] | None) -> bool:
+    """Whether ``error`` was raised inside ``function`` (a callback a user gave an
+    operator): its traceback passes through the function's code."""
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    return isinstance(code, CodeType) and _raised_within(error, frozenset((code,)))
+
+
+def safe_action(
+    observer: abc.ObserverBase[Any],
+    action: Callable[..., None],
+    *,
+    where: str,
+    fail: OnError | None = None,
+) -> Callable[..., None]:
+    """``action`` (an operator's own work run where its exception would reach nobody: a
+    scheduler's timer, a callback on another event loop), made to end the stream when it
+    raises: ``fail`` (by default ``observer.on_error``) gets the exception as
+    :func:`failure_of` makes it, or as it is when ``observer``'s callbacks raised it."""
+    end = observer.on_error if fail is None else fail
+
+    def safe(*args: Any) -> None:
+        try:
+            action(*args)
+        except Exception as error:
+            end(_theirs_or_ours(error, observer, where))
+
+    return safe
+
+
+def run_safely(
+    loop: asyncio.AbstractEventLoop,
+    observer: abc.ObserverBase[Any],
+    work: Callable[..., Awaitable[None]],
+    *args: Any,
+    where: str,
+) -> concurrent.futures.Future[None]:
+    """Run ``work(*args)`` (an operator's own coroutine function) as a task on ``loop``,
+    from any thread; when it raises, end the stream as :func:`safe_action` does."""
+
+    async def safely() -> None:
+        try:
+            await work(*args)
+        except Exception as error:
+            observer.on_error(_theirs_or_ours(error, observer, where))
+
+    return asyncio.run_coroutine_threadsafe(safely(), loop)
 
 
 def safe_callbacks(
@@ -86,6 +149,10 @@ def subscribe_safely(
         return Disposable()
     callbacks = _safe(observer, theirs, on_next, on_error, on_completed, where)
     return source.subscribe(*callbacks, scheduler=scheduler)
+
+
+def _theirs_or_ours(error: Exception, observer: abc.ObserverBase[Any], where: str) -> Exception:
+    return error if raised_by(error, observer) else failure_of(error, where)
 
 
 def _safe(

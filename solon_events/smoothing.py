@@ -34,6 +34,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 from reactivex.scheduler import EventLoopScheduler
 
+from ._safe_callbacks import failure_of, raised_in, safe_action, safe_callbacks
 from .core.chunking import Chunking, chunker
 from .events import EVENT_TYPES, ChatEvent
 
@@ -59,8 +60,10 @@ class _Smoother:
         scheduler: abc.SchedulerBase,
         interval: timedelta,
         first_chunk: Callable[[str], int],
+        chunking: Chunking,
     ) -> None:
         self.lock = threading.RLock()
+        self._chunking = chunking if callable(chunking) else None
         self._observer = observer
         self._scheduler = scheduler
         self._interval = interval
@@ -72,6 +75,7 @@ class _Smoother:
         self._after_text: list[tuple[int, ChatEvent]] = []  # passive events at text offsets
         self._timer: abc.DisposableBase | None = None
         self._released_at: Any = None  # when the last chunk went out
+        self._due = safe_action(observer, self._release_due, where=_WHERE, fail=self._fail)
         self.stopped = False
 
     def on_next(self, event: ChatEvent) -> None:
@@ -83,6 +87,8 @@ class _Smoother:
                 try:
                     self._add_text(event)
                 except Exception as error:  # a chunking function or pattern that failed
+                    if not (isinstance(error, ValueError) or raised_in(error, self._chunking)):
+                        error = failure_of(error, _WHERE)  # not the chunking's: ours
                     self.on_error(error)
                     return
                 self._pump()
@@ -178,7 +184,8 @@ class _Smoother:
             self._released_at + self._interval - now, self._due
         )
 
-    def _due(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+    def _release_due(self, _scheduler: abc.SchedulerBase, _state: Any = None) -> None:
+        """The timer's action (``_due``, which ends the stream when it raises)."""
         with self.lock:
             self._timer = None
             if self.stopped or not self._chunks:
@@ -187,6 +194,12 @@ class _Smoother:
             self._release()
             if self._chunks:
                 self._timer = self._scheduler.schedule_relative(self._interval, self._due)
+
+    def _fail(self, error: Exception) -> None:
+        """End the stream with ``error``, raised on the scheduler's thread."""
+        with self.lock:
+            self.stopped = True
+            self._observer.on_error(error)
 
     def _flush(self) -> None:
         """Send every chunk waiting and the text not cut yet, at once."""
@@ -203,6 +216,9 @@ class _Smoother:
         if self._timer is not None:
             self._timer.dispose()
             self._timer = None
+
+
+_WHERE = "the smooth() operator"
 
 
 def smooth(
@@ -244,13 +260,11 @@ def smooth(
             clock = scheduler
             if clock is None:
                 clock = own = EventLoopScheduler(exit_if_empty=True)
-            smoother = _Smoother(observer, clock, pace, first_chunk)
-            subscription = source.subscribe(
-                smoother.on_next,
-                smoother.on_error,
-                smoother.on_completed,
-                scheduler=subscribe_scheduler,
+            smoother = _Smoother(observer, clock, pace, first_chunk, chunking)
+            callbacks = safe_callbacks(
+                observer, smoother.on_next, smoother.on_error, smoother.on_completed, where=_WHERE
             )
+            subscription = source.subscribe(*callbacks, scheduler=subscribe_scheduler)
 
             def dispose() -> None:
                 smoother.dispose()

@@ -33,7 +33,9 @@ import reactivex
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from reactivex.subject import Subject
+from reactivex.testing import TestScheduler
 from recorded import body_of
+from redis_server import redis_url  # noqa: F401  (a fixture)
 from rich.console import Console
 
 import solon_events
@@ -43,9 +45,12 @@ from solon_events import (
     ChatEventFilter,
     ChatEventType,
     ChatModel,
+    smooth,
     tool,
 )
-from solon_events.adapters import to_agui, to_vercel
+from solon_events.adapters import to_agui, to_vercel, to_wire
+from solon_events.adapters.native import encode_event
+from solon_events.adapters.provider_formats import WIRE_FORMATS
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.turns import Finish, Script, Text, ToolCallPart, TurnUsage
 from solon_events.display import live
@@ -61,6 +66,7 @@ from solon_events.operators import (
     respond,
     text_deltas,
 )
+from solon_events.serve.redis_log import RedisStreamLog, read_from_redis, tee_to_redis
 from solon_events.telemetry import instrument
 from solon_events.wire.sse import SSEDecoder
 
@@ -77,7 +83,8 @@ class Fault(RuntimeError):
 
 class FaultAt:
     """A trace function raising :class:`Fault` at the ``at``-th line executed in the files
-    ``wanted`` accepts, in any thread (None: only count the lines)."""
+    ``wanted`` accepts, in any thread, while it is installed (None: only count the lines;
+    a thread started meanwhile is traced after, but neither counted nor faulted)."""
 
     def __init__(self, wanted: Callable[[str], bool], at: int | None = None) -> None:
         self._wanted = wanted
@@ -85,9 +92,10 @@ class FaultAt:
         self._lock = threading.Lock()
         self.lines = 0
         self.fired = False
+        self.armed = False
 
     def _line(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
+        if event == "line" and self.armed:
             with self._lock:
                 self.lines += 1
                 fire = not self.fired and self.lines == self._at
@@ -104,9 +112,11 @@ class FaultAt:
         """Trace this thread and the threads started meanwhile."""
         sys.settrace(self._call)
         threading.settrace(self._call)
+        self.armed = True
         try:
             yield self
         finally:
+            self.armed = False
             sys.settrace(None)
             threading.settrace(None)  # type: ignore[arg-type]
 
@@ -146,6 +156,16 @@ def check_ending(ending: Ending, *allowed: type[BaseException]) -> None:
     assert error is None or isinstance(error, (ChatError, *allowed)), repr(error)
 
 
+def check_named(ending: Ending, where: str, files: Callable[[str], bool]) -> None:
+    """A fault raised in ``files`` that ended the stream as a ChatError names ``where``:
+    '<where> failed: Fault: a fault at ...'."""
+    error = ending.ends[0]
+    if isinstance(error, ChatError) and isinstance(error.__cause__, Fault):
+        raised_at = str(error.__cause__).removeprefix("a fault at ").rpartition(":")[0]
+        if files(raised_at):
+            assert str(error).startswith(f"{where} failed: Fault: "), str(error)
+
+
 # --- every operator, fed from a subject
 
 
@@ -161,7 +181,7 @@ FRAMES = SSEDecoder(data_only=True).feed(
             [
                 ToolCallPart("get_weather", ('{"ci', 'ty": "Pa', 'ris"}')),
                 Text('{"city"'),
-                Text(': "Paris"}'),
+                Text(': "Paris", "note": "a city of bridges"}'),
                 Finish("stop"),
             ],
             TurnUsage(prompt=5, completion=7),
@@ -170,26 +190,50 @@ FRAMES = SSEDecoder(data_only=True).feed(
 )
 """A step with a tool call and a JSON answer, as OpenAI sends it."""
 
-Chain = Callable[[reactivex.Observable[Any]], reactivex.Observable[Any]]
+Chain = Callable[[reactivex.Observable[Any], TestScheduler], reactivex.Observable[Any]]
+
+
+def wire_chain(format: str) -> Chain:
+    return lambda s, _: s.pipe(parse("openai"), respond(), to_wire(format, model="m"))
+
+
 CHAINS: dict[str, Chain] = {
-    "parse normalize aggregate guard": lambda s: s.pipe(
+    "parse normalize aggregate guard": lambda s, _: s.pipe(
         parse("openai"), normalize(), aggregate(), guard(ChatEventFilter.all())
     ),
-    "respond partial_arguments final_response": lambda s: s.pipe(
+    "respond partial_arguments final_response": lambda s, _: s.pipe(
         parse("openai"), respond(), partial_arguments(), final_response()
     ),
-    "respond(partial_arguments) text_deltas": lambda s: s.pipe(
+    "respond(partial_arguments) text_deltas": lambda s, _: s.pipe(
         parse("openai"), respond(partial_arguments=True), text_deltas()
     ),
-    "argument_deltas": lambda s: s.pipe(parse("openai"), respond(), argument_deltas()),
-    "partial_json": lambda s: s.pipe(parse("openai"), respond(), partial_json(Place)),
-    "to_agui": lambda s: s.pipe(parse("openai"), respond(), to_agui()),
-    "to_vercel": lambda s: s.pipe(parse("openai"), respond(), to_vercel()),
-    "instrument": lambda s: s.pipe(
+    "argument_deltas": lambda s, _: s.pipe(parse("openai"), respond(), argument_deltas()),
+    "partial_json": lambda s, _: s.pipe(parse("openai"), respond(), partial_json(Place)),
+    "smooth": lambda s, clock: s.pipe(
+        parse("openai"), respond(), smooth(CLOCK_INTERVAL, scheduler=clock)
+    ),
+    "to_agui": lambda s, _: s.pipe(parse("openai"), respond(), to_agui()),
+    "to_vercel": lambda s, _: s.pipe(parse("openai"), respond(), to_vercel()),
+    "instrument": lambda s, _: s.pipe(
         parse("openai"), respond(), instrument(model="m", provider="openai")
     ),
-    "live": lambda s: s.pipe(parse("openai"), respond(), live(console=Console(file=io.StringIO()))),
+    "live": lambda s, _: s.pipe(
+        parse("openai"), respond(), live(console=Console(file=io.StringIO()))
+    ),
+    **{f"to_wire({format})": wire_chain(format) for format in WIRE_FORMATS},
 }
+"""Every operator, each fed by parse() (and respond()), to_wire() in every wire format;
+smooth() paced on a virtual clock that moves CLOCK_STEP after each frame, so that its timer
+releases some words."""
+CLOCK_INTERVAL, CLOCK_STEP = 10.0, 12.0
+
+NAMED: dict[Callable[[str], bool], str] = {
+    str(PACKAGE / "smoothing.py").__eq__: "the smooth() operator",
+    lambda filename: filename.startswith(str(PACKAGE / "adapters" / "provider_formats")): (
+        "the to_wire() operator"
+    ),
+}
+"""The operators whose whole code is in files of their own, by those files."""
 
 
 def run_chain(name: str, fault: FaultAt) -> tuple[Ending, bool]:
@@ -201,18 +245,36 @@ def run_chain(name: str, fault: FaultAt) -> tuple[Ending, bool]:
     an AutoDetachObserver disposes once its end is delivered, and there is nobody else
     left to tell)."""
     subject: Subject[Any] = Subject()
+    clock = TestScheduler()
     ending = Ending()
-    chain = CHAINS[name](subject)  # built before: building is no callback
+    chain = CHAINS[name](subject, clock)  # built before: building is no callback
     with fault.installed():
-        chain.subscribe(ending.on_next, ending.on_error, ending.on_completed)
-        while_subscribing = fault.fired
-        try:
-            for frame in FRAMES:
-                subject.on_next(frame)
-            subject.on_completed()
-        except Fault:
-            assert ending.ends, "a fault escaped into the source before the end"
+        while_subscribing = feed(
+            chain, subject, fault, ending, lambda: clock.advance_by(CLOCK_STEP)
+        )
     return ending, while_subscribing
+
+
+def feed(
+    chain: reactivex.Observable[Any],
+    subject: Subject[Any],
+    fault: FaultAt,
+    ending: Ending,
+    after_frame: Callable[[], Any] = lambda: None,
+) -> bool:
+    """Subscribe ``ending`` to ``chain`` and push FRAMES into ``subject`` (calling
+    ``after_frame`` after each) with ``fault`` installed; whether it fired while
+    subscribing. A fault may go up into the pushing only once the stream has its end."""
+    chain.subscribe(ending.on_next, ending.on_error, ending.on_completed)
+    while_subscribing = fault.fired
+    try:
+        for frame in FRAMES:
+            subject.on_next(frame)
+            after_frame()
+        subject.on_completed()
+    except Fault:
+        assert ending.ends, "a fault escaped into the source before the end"
+    return while_subscribing
 
 
 @functools.cache
@@ -224,7 +286,7 @@ def chain_lines(name: str) -> int:
     return counter.lines
 
 
-@settings(max_examples=1000, phases=PHASES)
+@settings(max_examples=4000, phases=PHASES)
 @given(data=st.data(), name=st.sampled_from(sorted(CHAINS)))
 def test_a_fault_anywhere_in_the_operators_ends_the_stream(data: st.DataObject, name: str) -> None:
     at = data.draw(st.integers(1, chain_lines(name)), label="line")
@@ -235,6 +297,8 @@ def test_a_fault_anywhere_in_the_operators_ends_the_stream(data: st.DataObject, 
     if while_subscribing:
         allowed += (Fault,)  # Observable.subscribe hands a failure to subscribe on as it is
     check_ending(ending, *allowed)
+    for files, where in NAMED.items():
+        check_named(ending, where, files)
 
 
 def test_an_operator_failing_in_on_completed_on_the_io_thread_ends_the_stream(
@@ -289,6 +353,185 @@ def test_the_subscribers_own_exception_goes_up_to_the_source_unchanged() -> None
         for frame in FRAMES:
             subject.on_next(frame)
     assert not ending.ends
+
+
+# --- smooth(): what its timer releases, on the scheduler's thread
+
+
+def test_a_subscriber_raising_on_a_chunk_the_timer_releases_gets_its_exception() -> None:
+    """Its exception reaches its on_error as it is, once, and nothing follows (before, it
+    went up into the scheduler: on smooth()'s own thread, lost, and the stream went on)."""
+    subject: Subject[ChatEvent] = Subject()
+    clock = TestScheduler()
+    ending = Ending()
+
+    def on_next(event: ChatEvent) -> None:
+        ending.on_next(event.text)
+        if event.text == "two ":
+            raise KeyError("the subscriber's")
+
+    subject.pipe(smooth(1.0, scheduler=clock)).subscribe(
+        on_next, ending.on_error, ending.on_completed
+    )
+    subject.on_next(ChatEvent(T.TEXT_DELTA, text="one two three four"))  # "one " at once
+    clock.advance_by(1.0)  # "two ", released by the timer
+    subject.on_next(ChatEvent(T.TEXT_END))
+    subject.on_completed()
+    clock.advance_by(10.0)
+    assert ending.items == ["one ", "two "]
+    (error,) = ending.ends
+    assert isinstance(error, KeyError) and error.args == ("the subscriber's",)
+
+
+# --- to_wire() on a ChatModel's I/O thread
+
+
+@pytest.mark.parametrize("format", sorted(WIRE_FORMATS))
+def test_an_encoder_failing_at_the_end_on_the_io_thread_ends_the_stream(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch, format: str
+) -> None:
+    """to_wire() whose encoder raises when it closes the body, at the end of a ChatModel's
+    stream (on its I/O thread): the subscriber gets a ChatError naming the operator, after
+    the bytes encoded before (before, the exception was lost on the I/O thread and the
+    subscriber waited forever)."""
+
+    def close(self: Any) -> bytes:
+        raise RuntimeError("a bug in close()")
+
+    monkeypatch.setattr(WIRE_FORMATS[format], "close", close)
+    ending = Ending()
+    with ChatModel(server.url + "/v1/chat/completions", "echo") as model:
+        model.prompt("hi there").stream().pipe(to_wire(format, model="m")).subscribe(
+            ending.on_next, ending.on_error, ending.on_completed
+        )
+        assert ending.done.wait(10.0), "the response never ended"
+    (error,) = ending.ends
+    assert isinstance(error, ChatError), repr(error)
+    assert str(error) == "the to_wire() operator failed: RuntimeError: a bug in close()"
+    assert b" there" in b"".join(ending.items)  # the text, as encoded before the end
+
+
+# --- tee_to_redis() and read_from_redis(), whose ends come from the log's own loop thread
+
+REDIS_LOG = str(PACKAGE / "serve" / "redis_log.py")
+
+
+def in_redis_log(filename: str) -> bool:
+    """The log's code, on the source's thread and on its loop thread (the operators
+    before it have the chains above; the loop thread's own start and stop, shared with
+    ChatModel, are no operator's)."""
+    return filename == REDIS_LOG
+
+
+def run_tee(url: str, fault: FaultAt) -> tuple[Ending, bool, str]:
+    """FRAMES through parse(), respond() and tee_to_redis() into a real Redis, under
+    ``fault`` (the log is made before; its loop thread starts while it is installed);
+    whether the fault fired while subscribing; and what a failure there is named."""
+    subject: Subject[Any] = Subject()
+    ending = Ending()
+    log = RedisStreamLog(url, prefix=f"faults-{next(RUNS)}")
+    chain = subject.pipe(parse("openai"), respond(), tee_to_redis(log, "r1"))
+    try:
+        with fault.installed():
+            while_subscribing = feed(chain, subject, fault, ending)
+            assert ending.done.wait(10.0), "the stream never ended"
+    finally:
+        log.close()
+    return ending, while_subscribing, "the tee_to_redis() operator"
+
+
+def run_read(url: str, fault: FaultAt) -> tuple[Ending, bool, str]:
+    """FRAMES' events, written to a real Redis by tee_to_redis(), read back by
+    read_from_redis() under ``fault`` (a log of its own, whose loop thread starts while
+    it is installed); whether the fault fired while subscribing; and what a failure there
+    is named."""
+    prefix = f"faults-{next(RUNS)}"
+    with RedisStreamLog(url, prefix=prefix) as log:
+        subject: Subject[Any] = Subject()
+        subject.pipe(parse("openai"), respond(), tee_to_redis(log, "r1")).subscribe()
+        for frame in FRAMES:
+            subject.on_next(frame)
+        subject.on_completed()
+        log.flush()
+        where = f"reading {log.key('events', 'r1')} from Redis"
+    ending = Ending()
+    with RedisStreamLog(url, prefix=prefix) as log, fault.installed():
+        try:
+            read_from_redis(log, "r1").subscribe(
+                ending.on_next, ending.on_error, ending.on_completed
+            )
+        except Fault as error:  # from the subscription, or from its disposal after the end
+            if not ending.ends:
+                ending.on_error(error)
+        while_subscribing = fault.fired
+        assert ending.done.wait(10.0), "the stream never ended"
+    return ending, while_subscribing, where
+
+
+REDIS_RUNS = {"tee_to_redis": run_tee, "read_from_redis": run_read}
+
+
+@functools.cache
+def redis_lines(url: str, name: str) -> int:
+    counter = FaultAt(in_redis_log)
+    ending, _, _ = REDIS_RUNS[name](url, counter)
+    assert ending.ends == [None] and ending.items
+    return counter.lines
+
+
+@settings(max_examples=300, phases=PHASES)
+@given(data=st.data(), name=st.sampled_from(sorted(REDIS_RUNS)))
+def test_a_fault_anywhere_in_the_redis_log_ends_the_stream(
+    redis_url: str,  # noqa: F811
+    data: st.DataObject,
+    name: str,
+) -> None:
+    at = data.draw(st.integers(1, redis_lines(redis_url, name)), label="line")
+    ending, while_subscribing, where = REDIS_RUNS[name](redis_url, FaultAt(in_redis_log, at))
+    check_ending(ending, *((Fault,) if while_subscribing else ()))
+    check_named(ending, where, in_redis_log)
+
+
+def written_by_hand(url: str, data: bytes) -> tuple[RedisStreamLog, str]:
+    """A log whose stream r1 holds ``data`` and its end, written as the tee writes."""
+    log = RedisStreamLog(url, prefix=f"faults-{next(RUNS)}")
+    key = log.key("events", "r1")
+    log.io.run(log.append(key, data, 0))
+    log.io.run(log.finish(key, 1, "completed"))
+    return log, key
+
+
+def test_reading_an_entry_that_is_no_event_fails_the_stream_naming_it(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Before, decoding it raised inside the reading task, where nobody looked, and the
+    subscriber waited forever."""
+    log, key = written_by_hand(redis_url, b"not an event")
+    ending = Ending()
+    with log:
+        read_from_redis(log, "r1").subscribe(ending.on_next, ending.on_error, ending.on_completed)
+        assert ending.done.wait(10.0), "the stream never ended"
+    (error,) = ending.ends
+    assert isinstance(error, ChatError), repr(error)
+    assert str(error).startswith(f"reading {key} from Redis failed: ValueError: not a JSON event")
+
+
+def test_a_subscriber_raising_on_an_event_read_from_redis_gets_its_exception(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """As with stream(): on the log's loop thread there is nobody else to tell (before, the
+    subscriber waited forever)."""
+    log, _ = written_by_hand(redis_url, encode_event(ChatEvent(T.TEXT_DELTA, text="hi")))
+    ending = Ending()
+
+    def on_next(event: ChatEvent) -> None:
+        raise KeyError("the subscriber's")
+
+    with log:
+        read_from_redis(log, "r1").subscribe(on_next, ending.on_error, ending.on_completed)
+        assert ending.done.wait(10.0), "the stream never ended"
+    (error,) = ending.ends
+    assert isinstance(error, KeyError) and error.args == ("the subscriber's",)
 
 
 # --- partial_json() checks for its extra when it is built

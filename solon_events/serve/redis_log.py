@@ -18,6 +18,7 @@ of a stream to a log as it passes; :func:`read_from_redis` reads one back as an
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
@@ -28,6 +29,7 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
+from .._safe_callbacks import run_safely, safe_action, safe_callbacks
 from ..adapters.native import decode_event, encode_event
 from ..errors import ChatError
 from ..events import ChatEvent
@@ -416,6 +418,9 @@ class StreamWriter:
             self.written.set()
 
 
+_TEE = "the tee_to_redis() operator"
+
+
 def tee_to_redis(
     log: RedisStreamLog, response_id: str | None = None
 ) -> Callable[[Observable[ChatEvent]], Observable[ChatEvent]]:
@@ -426,7 +431,8 @@ def tee_to_redis(
     log's own loop thread. The stream ends once its end is written (its completion or
     error then comes from that thread). A write that failed fails the stream with
     :class:`StreamLogError`: at its next event, or instead of its completion when no event
-    followed; :meth:`RedisStreamLog.flush` raises it too.
+    followed; :meth:`RedisStreamLog.flush` raises it too. A failure of the operator's own,
+    on either thread, fails the stream with a ChatError naming it.
     """
 
     def operator(source: Observable[ChatEvent]) -> Observable[ChatEvent]:
@@ -435,7 +441,8 @@ def tee_to_redis(
         ) -> abc.DisposableBase:
             loop = log.io.loop
             writers: list[StreamWriter] = []
-            ending: list[asyncio.Future[None]] = []
+            broken: list[Exception] = []  # the tee's own failure on the log's loop
+            ending: list[concurrent.futures.Future[None]] = []
 
             def write(data: bytes, outcome: Outcome | None, rid: str | None) -> None:
                 if not writers:
@@ -446,39 +453,39 @@ def tee_to_redis(
                 else:
                     writers[0].end(outcome)
 
+            safe_write = safe_action(observer, write, where=_TEE, fail=broken.append)
+
             def on_next(event: ChatEvent) -> None:
-                failure = writers[0].failure if writers else None
+                failure = broken[0] if broken else writers[0].failure if writers else None
                 if failure is not None:
                     observer.on_error(failure)  # type: ignore[arg-type]
                     return
                 data = encode_event(event, with_raw=True)
-                loop.call_soon_threadsafe(write, data, None, event.response_id)
+                loop.call_soon_threadsafe(safe_write, data, None, event.response_id)
                 observer.on_next(event)
 
-            def end(outcome: Outcome, error: Exception | None) -> None:
+            async def end(outcome: Outcome, error: Exception | None) -> None:
                 write(b"", outcome, None)
-                ending.append(asyncio.ensure_future(ended(writers[0], error)))
-
-            async def ended(writer: StreamWriter, error: Exception | None) -> None:
+                writer = writers[0]
                 await writer.done()
-                if error is not None:
-                    observer.on_error(error)
-                elif writer.failure is not None:
-                    observer.on_error(writer.failure)  # type: ignore[arg-type]
+                failure = error or writer.failure or (broken[0] if broken else None)
+                if failure is not None:
+                    observer.on_error(failure)  # type: ignore[arg-type]
                 else:
                     observer.on_completed()
 
             def on_error(error: Exception) -> None:
-                loop.call_soon_threadsafe(end, "failed", error)
+                ending.append(run_safely(loop, observer, end, "failed", error, where=_TEE))
 
             def on_completed() -> None:
-                loop.call_soon_threadsafe(end, "completed", None)
+                ending.append(run_safely(loop, observer, end, "completed", None, where=_TEE))
 
-            subscription = source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+            callbacks = safe_callbacks(observer, on_next, on_error, on_completed, where=_TEE)
+            subscription = source.subscribe(*callbacks, scheduler=scheduler)
 
             def dispose() -> None:
                 subscription.dispose()
-                loop.call_soon_threadsafe(write, b"", "stopped", None)
+                loop.call_soon_threadsafe(safe_write, b"", "stopped", None)
 
             return Disposable(dispose)
 
@@ -493,7 +500,9 @@ def read_from_redis(
     """The ChatEvents :func:`tee_to_redis` wrote for ``response_id`` (after entry id
     ``after``, or all), then the live tail; completes, or fails with the stream's ERROR
     event's error, as the original did. Delivered on the log's loop thread; disposal
-    stops reading. A stream that cannot be read whole fails with :class:`StreamLogError`.
+    stops reading. A stream that cannot be read whole fails with :class:`StreamLogError`;
+    an entry that is no ChatEvent, with a :class:`~solon_events.ChatError` naming the
+    stream.
     """
 
     def subscribe(
@@ -517,7 +526,8 @@ def read_from_redis(
             except StreamLogError as exc:
                 observer.on_error(exc)
 
-        future = log.io.submit(run())
+        where = f"reading {log.key('events', response_id)} from Redis"
+        future = run_safely(log.io.loop, observer, run, where=where)
 
         def dispose() -> None:
             future.cancel()

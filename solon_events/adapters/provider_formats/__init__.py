@@ -33,6 +33,7 @@ from typing import Any
 from reactivex import Observable, abc
 from reactivex import create as rx_create
 
+from ..._safe_callbacks import Callbacks, subscribe_safely
 from ...events import ChatEvent
 from ...results import ChatResponse
 from .anthropic import AnthropicEncoder
@@ -111,6 +112,9 @@ def error_body(format: str, status: int, message: str | None = None) -> dict[str
     return _encoder_class(format).error_body(status, message)
 
 
+_WHERE = "the to_wire() operator"
+
+
 def to_wire(
     format: str, *, model: str, **options: Any
 ) -> Callable[[Observable[ChatEvent]], Observable[bytes]]:
@@ -119,7 +123,8 @@ def to_wire(
     Each subscription gets a fresh :func:`wire_encoder`; only non-empty bytes are sent; on
     completion the encoder's :meth:`~.base.WireEncoder.close` bytes are sent last. A
     failure upstream is first written in the format's error shape (unless an ERROR event
-    already was), then passed on::
+    already was), then passed on. An encoder that raises ends the stream with a ChatError
+    naming the operator::
 
         model.prompt("Hi").stream().pipe(to_wire("anthropic", model="claude")).subscribe(
             response_body_writer)
@@ -130,25 +135,28 @@ def to_wire(
         def subscribe(
             observer: abc.ObserverBase[bytes], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
-            encoder = wire_encoder(format, model=model, **options)
+            def start() -> Callbacks:
+                encoder = wire_encoder(format, model=model, **options)
 
-            def send(data: bytes) -> None:
-                if data:
-                    observer.on_next(data)
+                def send(data: bytes) -> None:
+                    if data:
+                        observer.on_next(data)
 
-            def on_next(event: ChatEvent) -> None:
-                send(encoder.encode(event))
+                def on_next(event: ChatEvent) -> None:
+                    send(encoder.encode(event))
 
-            def on_error(error: Exception) -> None:
-                send(encoder.fail(error))
-                send(encoder.close())
-                observer.on_error(error)
+                def on_error(error: Exception) -> None:
+                    send(encoder.fail(error))
+                    send(encoder.close())
+                    observer.on_error(error)
 
-            def on_completed() -> None:
-                send(encoder.close())
-                observer.on_completed()
+                def on_completed() -> None:
+                    send(encoder.close())
+                    observer.on_completed()
 
-            return source.subscribe(on_next, on_error, on_completed, scheduler=scheduler)
+                return on_next, on_error, on_completed
+
+            return subscribe_safely(source, observer, scheduler, start, where=_WHERE)
 
         return rx_create(subscribe)
 
