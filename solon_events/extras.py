@@ -3,7 +3,8 @@
 The core needs only its own dependencies; each feature beyond it imports its extra's
 package on first use (``tools``: pydantic; ``mcp``: the MCP SDK; ``agui``:
 ag-ui-protocol; ``redis``; ``otel``: the OpenTelemetry API; ``notebook``: matplotlib;
-``structured``: jsonschema and cattrs; ``bedrock``: botocore; ``uvloop``). Without it the
+``structured``: jsonschema and cattrs; ``bedrock``: botocore; ``uvloop``; ``cost``:
+genai-prices; ``tiktoken``). Without it the
 feature raises :class:`MissingExtraError`, whose message names what to install, and the
 gateway answers 501 with that message.
 """

@@ -21,6 +21,7 @@ import attrs
 import orjson
 
 from .display_hooks import repr_html, repr_pretty
+from .pricing import Cost, price
 from .values import (
     EMPTY_MAPPING,
     FrozenValue,
@@ -39,12 +40,15 @@ __all__ = [
     "Attempt",
     "ChatResponse",
     "Citation",
+    "Cost",
     "FileBlock",
     "ImageBlock",
     "SearchResult",
     "TextBlock",
     "ToolCall",
     "Usage",
+    "UsageOutcome",
+    "UsageReport",
     "new_citation",
     "new_message",
     "new_partial_tool_call",
@@ -52,6 +56,7 @@ __all__ = [
     "new_search_result",
     "new_tool_call",
     "new_usage",
+    "with_usage",
 ]
 
 
@@ -91,6 +96,11 @@ class Usage(FrozenValue):
     frame's JSON text (:func:`~solon_events.values.held_member`), decoded on each read (a
     new value, equal every time), so that kept usage gives the garbage collector nothing
     to walk.
+
+    ``estimated`` is True when some of the counts are estimates rather than the
+    provider's (a step the provider sent no usage for, or output streamed after its last
+    count: see :mod:`solon_events.estimate`); a sum is estimated when any part is. The
+    displays show such a usage with "≈". :meth:`cost` prices it.
     """
 
     prompt_tokens: int = 0
@@ -103,12 +113,14 @@ class Usage(FrozenValue):
     cache_read_input_tokens: int = 0
     server_tool_use: Mapping[str, Any] = attrs.field(default=EMPTY_MAPPING, converter=snapshot)
     source: Any = None
+    estimated: bool = False
 
     _repr_html_ = repr_html
     _repr_pretty_ = repr_pretty
 
     def __add__(self, other: Usage) -> Usage:
-        """The usage of two steps together; sources are kept as ``{"steps": [...]}``."""
+        """The usage of two steps together; sources are kept as ``{"steps": [...]}``; the
+        sum is ``estimated`` when either is."""
         if not isinstance(other, Usage):
             return NotImplemented
         return Usage(
@@ -121,7 +133,21 @@ class Usage(FrozenValue):
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             server_tool_use=_add_counters(self.server_tool_use, other.server_tool_use),
             source={"steps": [*_steps_of(self.source), other.source]},
+            estimated=self.estimated or other.estimated,
         )
+
+    def cost(self, model: str, provider: str | None = None) -> Cost:
+        """What this usage costs with ``model`` of ``provider``, priced by the
+        ``genai-prices`` package (``pip install 'solon-events[cost]'``).
+
+        ``provider`` is a genai-prices provider id (``"openai"``, ``"anthropic"``,
+        ``"google"``, ``"aws"``, ...), a dialect name (mapped: ``"gemini"`` is
+        ``"google"``, ``"bedrock"`` is ``"aws"``) or None to let genai-prices find the
+        provider from the model. A model it has no price for gives a :class:`Cost` whose
+        ``total`` is None and whose ``reason`` says why: never a guess. See
+        :func:`solon_events.pricing.price`.
+        """
+        return price(self, model, provider)
 
 
 def _steps_of(source: Any) -> list[Any]:
@@ -295,6 +321,10 @@ class ChatResponse(FrozenValue):
     ``pending_approval`` is set on a response that paused because tool calls wait for a
     person's approval: which calls, and what it takes to continue
     (:class:`~solon_events.approvals.PendingApproval`).
+
+    ``usage`` is the step's (a STEP_END's response) or the whole response's (RESPONSE_END,
+    ABORT, ERROR: every step's, so far); ``cost`` its price, per step and in total, when
+    the model was asked to price (``ChatModel(..., pricing=True)``), else None.
     """
 
     message: AssistantMessage | None = None
@@ -308,6 +338,7 @@ class ChatResponse(FrozenValue):
     model: str | None = None
     provider_response_id: str | None = None
     pending_approval: PendingApproval | None = None
+    cost: Cost | None = None
     attempts: tuple[Attempt, ...] = ()
     """A response asked of several models: every attempt started, in the members' order
     (empty for one model's); ``usage`` is then the sum of their usage."""
@@ -340,6 +371,34 @@ class ChatResponse(FrozenValue):
 _MIRRORED = ("text", "thinking", "tool_calls", "citations", "search_results")
 
 
+UsageOutcome = Literal["completed", "failed", "aborted", "cancelled"]
+"""How a response ended, as a :class:`UsageReport` says."""
+
+
+@attrs.frozen(kw_only=True)
+class UsageReport:
+    """The usage of one response, however it ended: what ``ChatModel(on_usage=...)`` and
+    ``prompt.on_usage(...)`` are called with, once per response, after its end.
+
+    ``outcome`` is ``"completed"`` (RESPONSE_END), ``"failed"`` (ERROR; ``error`` is the
+    failure, as the stream gave it), ``"aborted"`` (the provider's ABORT) or
+    ``"cancelled"`` (disposed, ``take(n)``, ``break`` out of ``astream()``: no event may
+    follow, so this report is the one place its usage is told). ``steps`` holds each
+    step's usage in order (None for a step the provider sent no usage for and that was not
+    estimated), the step cut short by a cancellation included; ``usage`` is their sum
+    (None when none has one) and ``cost`` the sum of their prices, when priced.
+    ``response_id`` is the response's, ``model`` the model asked for.
+    """
+
+    response_id: str | None = None
+    model: str | None = None
+    outcome: UsageOutcome = "completed"
+    usage: Usage | None = None
+    steps: tuple[Usage | None, ...] = attrs.field(default=(), converter=_tuple)
+    cost: Cost | None = None
+    error: BaseException | None = None
+
+
 _build_usage = fast_builder(Usage)
 _build_message = fast_builder(AssistantMessage)
 _build_response = fast_builder(ChatResponse)
@@ -367,6 +426,7 @@ def new_usage(
     cache_read_input_tokens: int = 0,
     server_tool_use: Mapping[str, Any] | None = None,
     source: Any = None,
+    estimated: bool = False,
 ) -> Usage:
     """``Usage(...)`` with its fields by position (``total_tokens`` None: prompt +
     completion), at a fraction of the keyword constructor's cost."""
@@ -381,6 +441,7 @@ def new_usage(
         cache_read_input_tokens,
         server_tool_use,
         source,
+        estimated,
     )
 
 
@@ -391,6 +452,7 @@ def new_response(
     model: str | None = None,
     provider_response_id: str | None = None,
     pending_approval: PendingApproval | None = None,
+    cost: Cost | None = None,
 ) -> ChatResponse:
     """``ChatResponse(message=message, ...)`` by position, at a fraction of the keyword
     constructor's cost; the mirrored fields come from ``message``."""
@@ -407,6 +469,7 @@ def new_response(
         model,
         provider_response_id,
         pending_approval,
+        cost,
     )
 
 
@@ -430,3 +493,19 @@ def new_partial_tool_call(
     empty ``arguments_str`` (the text so far is in the ARGS_DELTA events; a copy of it in
     every snapshot would make a long argument cost quadratic time)."""
     return _build_tool_call(id, name, arguments, "", index)
+
+
+def with_usage(response: ChatResponse, usage: Usage | None, cost: Cost | None) -> ChatResponse:
+    """``response`` with ``usage`` and ``cost`` in place of its own (``response`` itself
+    when they are its own already)."""
+    if response.usage is usage and response.cost is cost:
+        return response
+    return new_response(
+        response.message,
+        usage,
+        response.finish_reason,
+        response.model,
+        response.provider_response_id,
+        response.pending_approval,
+        cost,
+    )

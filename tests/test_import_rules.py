@@ -50,6 +50,8 @@ PATTERNS = (
     "redaction.py",
     "client/__init__.py",
     "client/retry.py",
+    "estimate.py",
+    "pricing.py",
     "core/*.py",
     "wire/*.py",
     "dialects/*.py",

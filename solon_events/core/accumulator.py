@@ -82,6 +82,7 @@ class ChatAccumulator:
         "_text_flushed",
         "_text_start",
         "_thinking",
+        "_usage_mark",
         "errors",
         "finish_reason",
         "model",
@@ -102,6 +103,8 @@ class ChatAccumulator:
         self._text_start = 0
         self.usage: Usage | None = None
         """The latest usage snapshot of the step."""
+        self._usage_mark: tuple[int, int, int, dict[Any, int]] | None = None
+        """How much text, thinking, refusal and arguments had come at the latest usage."""
         self.finish_reason: str | None = None
         """The provider's finish reason, when known."""
         self.errors: list[BaseException] = []
@@ -167,6 +170,19 @@ class ChatAccumulator:
             model if model is not None else self.model,
             provider_response_id or self.provider_response_id,
         )
+
+    def unreported_output(self) -> tuple[str, str]:
+        """What the step streamed after its latest usage snapshot (all of it without one),
+        for an estimate of what the provider has not counted: the visible output (text,
+        refusal, tool-call arguments) and the thinking."""
+        mark = self._usage_mark
+        text, thinking, refusal, fragments = mark if mark is not None else (0, 0, 0, {})
+        visible = ["".join(self._text[text:]), "".join(self._refusal[refusal:])]
+        for key, parts in self._calls.items():
+            visible.append("".join(parts.fragments[fragments.get(key, 0) :]))
+            if key not in fragments and parts.final is not None and not parts.fragments:
+                visible.append(parts.final.arguments_str)
+        return "".join(visible), "".join(self._thinking[thinking:])
 
     # handlers
 
@@ -245,6 +261,13 @@ class ChatAccumulator:
     def _on_usage(self, event: ChatEvent) -> None:
         if event.usage is not None:
             self.usage = event.usage
+            calls = self._calls
+            self._usage_mark = (
+                len(self._text),
+                len(self._thinking),
+                len(self._refusal),
+                {key: len(parts.fragments) for key, parts in calls.items()} if calls else {},
+            )
 
     def _on_error(self, event: ChatEvent) -> None:
         if event.error is not None:

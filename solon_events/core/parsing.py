@@ -10,7 +10,7 @@ dialect, acts on what the dialect records, brackets each step with STEP_START an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -25,10 +25,11 @@ from ..wire.sse import Frame
 from .accumulator import ChatAccumulator
 from .stages import Sink
 
-__all__ = ["DONE", "ParseStage", "decode_payload"]
+__all__ = ["DONE", "ParseStage", "StepSettlement", "decode_payload"]
 
 _STEP_START = EVENT_TYPES.STEP_START
 _STEP_END = EVENT_TYPES.STEP_END
+_ABORT = EVENT_TYPES.ABORT
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
@@ -82,6 +83,19 @@ def decode_payload(frame: Any, number: int) -> Any:
     )
 
 
+class StepSettlement(Protocol):
+    """What settles a step's usage at its end (the model's
+    :class:`~solon_events.estimate.StepAccounting`): see :meth:`ParseStage.settled`."""
+
+    def settle(
+        self,
+        response: ChatResponse,
+        unreported: tuple[str, str] | None,
+        finished: bool,
+        frames: int,
+    ) -> ChatResponse: ...
+
+
 class ParseStage:
     """One stream's frames -> its events, through a dialect: the owner of the stream's state.
 
@@ -104,12 +118,33 @@ class ParseStage:
     :class:`ChatProtocolError`; so does a malformed frame and any exception a dialect
     raises, each naming the frame; a provider-reported failure fails with its error. A
     failed step still ends with its STEP_END, carrying the partial response, before
-    ``on_error``. An exception raised by ``down`` itself propagates unchanged.
+    ``on_error``. An ABORT event the dialect sends (the provider stopped the response)
+    ends the step the same way, STEP_END first, then the ABORT, then ``on_completed``;
+    later frames are ignored. An exception raised by ``down`` itself propagates unchanged.
+
+    ``accounting`` (None by default), when set, settles each step's usage and price as
+    the step ends, however it ends (see :meth:`settled`).
     """
 
-    __slots__ = ("_accumulator", "_ctx", "_dialect", "_done_count", "_down", "_first", "_push",
-                 "_record", "_response_id", "closed", "failure", "finish_reason", "finished",
-                 "frame_count", "step")  # fmt: skip
+    __slots__ = (
+        "_accumulator",
+        "_ctx",
+        "_dialect",
+        "_done_count",
+        "_down",
+        "_first",
+        "_push",
+        "_record",
+        "_response_id",
+        "aborted",
+        "accounting",
+        "closed",
+        "failure",
+        "finish_reason",
+        "finished",
+        "frame_count",
+        "step",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -142,6 +177,11 @@ class ParseStage:
         """What the stream failed with, once it has."""
         self.closed = False
         """True once the stream has completed or failed; later calls do nothing."""
+        self.aborted = False
+        """True once the dialect sent an ABORT (the stream then ended)."""
+        self.accounting: StepSettlement | None = None
+        """What settles each step's usage and price at its end (None: as the provider
+        sent it)."""
 
     @property
     def payload_count(self) -> int:
@@ -210,7 +250,7 @@ class ParseStage:
             return
         if len(record) == 1:  # most frames: one event, folded and pushed here
             event = record[0]
-            if type(event) is ChatEvent:
+            if type(event) is ChatEvent and event.type is not _ABORT:
                 record.clear()
                 self._accumulator.add(event)
                 self._push(event)
@@ -272,6 +312,10 @@ class ParseStage:
         failure = None
         for outcome in record:
             if outcome.__class__ is ChatEvent:  # most of any record
+                if outcome.type is _ABORT:
+                    record.clear()
+                    self._abort(outcome)
+                    return None
                 self._accumulator.add(outcome)
                 self._push(outcome)
             elif type(outcome) is Finish:
@@ -285,6 +329,16 @@ class ParseStage:
                 self._next_response(outcome)
         record.clear()
         return failure
+
+    def _abort(self, abort: ChatEvent) -> None:
+        """The provider stopped the response: end the step with what came so far, pass on
+        the ABORT, complete."""
+        self.closed = self.aborted = True
+        ctx = self._ctx
+        partial = self.settled(self._accumulator.snapshot(model=ctx.model))
+        self._push(self._step_end(partial, self.step, ctx.provider_response_id))
+        self._push(abort)
+        self._down.on_completed()
 
     def _next_response(self, boundary: NextResponse) -> None:
         """End the step of the response that ended; start the next step."""
@@ -312,10 +366,34 @@ class ParseStage:
         self._push(event)
 
     def _step_response(self, model: str | None, provider_response_id: str | None) -> ChatResponse:
-        return self._accumulator.snapshot(
-            finish_reason=self.finish_reason,
-            model=model,
-            provider_response_id=provider_response_id,
+        return self.settled(
+            self._accumulator.snapshot(
+                finish_reason=self.finish_reason,
+                model=model,
+                provider_response_id=provider_response_id,
+            )
+        )
+
+    def settled(self, response: ChatResponse | None = None) -> ChatResponse:
+        """``response`` (by default the step's response so far) with its usage settled by
+        :attr:`accounting`: the provider's count when the step finished with one, else an
+        estimate of what it did not count, and priced. As it is without ``accounting``.
+
+        What a step that ends early (a failure, an ABORT, a cancellation) is billed for
+        so far: the model reads it when the response is cancelled, as no event may follow.
+        """
+        if response is None:
+            response = self._accumulator.snapshot(
+                model=self._ctx.model, provider_response_id=self._ctx.provider_response_id
+            )
+        accounting = self.accounting
+        if accounting is None:
+            return response
+        return accounting.settle(
+            response,
+            self._accumulator.unreported_output(),
+            self.finished,
+            self.payload_count,
         )
 
     def _step_end(
@@ -335,7 +413,7 @@ class ParseStage:
         self.closed = True
         self.failure = error
         ctx = self._ctx
-        partial = self._accumulator.snapshot(model=ctx.model)
+        partial = self.settled(self._accumulator.snapshot(model=ctx.model))
         self._push(self._step_end(partial, self.step, ctx.provider_response_id))
         self._down.on_error(error)
 

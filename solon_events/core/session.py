@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..results import Usage
+from ..results import Cost, Usage
 
 __all__ = ["ChatStreamSession", "new_response_id"]
 
@@ -19,10 +19,12 @@ class ChatStreamSession:
 
     ``response_id`` is generated unless given; :meth:`next_step` numbers steps from
     ``first_step`` (0; a response continued after a pause numbers on from the paused step);
-    :meth:`accumulate_usage` adds each step's usage into :attr:`total_usage`.
+    :meth:`accumulate_usage` adds each step's usage into :attr:`total_usage`, and
+    :meth:`accumulate_cost` each step's price into :attr:`total_cost`.
     """
 
-    __slots__ = ("_ended", "_next_step", "_started", "response_id", "step", "total_usage")
+    __slots__ = ("_ended", "_next_step", "_started", "response_id", "step", "total_cost",
+                 "total_usage")  # fmt: skip
 
     def __init__(self, response_id: str | None = None, first_step: int = 0) -> None:
         self.response_id: str = response_id or new_response_id()
@@ -31,6 +33,8 @@ class ChatStreamSession:
         """The last step number given by :meth:`next_step` (``first_step`` before any)."""
         self.total_usage: Usage | None = None
         """The sum of every step usage so far, or None when no step reported usage."""
+        self.total_cost: Cost | None = None
+        """The sum of every step's price so far, or None when no step was priced."""
         self._started = False
         self._ended = False
 
@@ -49,6 +53,12 @@ class ChatStreamSession:
         if usage is not None:
             self.total_usage = usage if self.total_usage is None else self.total_usage + usage
         return self.total_usage
+
+    def accumulate_cost(self, cost: Cost | None) -> Cost | None:
+        """Add a step's ``cost`` to the total and return the total (None leaves it as it is)."""
+        if cost is not None:
+            self.total_cost = cost if self.total_cost is None else self.total_cost + cost
+        return self.total_cost
 
     def mark_response_started(self) -> bool:
         """True the first time only: the response may emit its RESPONSE_START."""

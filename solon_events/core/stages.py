@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ..errors import ChatError
 from ..events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
 from ..filters import ChatEventFilter
-from ..results import ChatResponse, new_response
+from ..results import ChatResponse, with_usage
 from .accumulator import ChatAccumulator
 from .normalizer import ChatEventNormalizer
 from .partial_arguments import PartialArgumentsStage
@@ -189,6 +189,8 @@ class AggregateStage:
         session = self.session
         session.mark_response_ended()
         partial = self._partial_response()
+        if partial is not None:
+            partial = self._with_totals(partial)
         with contextlib.suppress(AttributeError, TypeError):  # what call() users are given
             error.partial_response = partial  # type: ignore[attr-defined]
         provider_error = getattr(error, "provider_error", None)
@@ -214,17 +216,7 @@ class AggregateStage:
         self.ended = True
         session = self.session
         session.mark_response_ended()
-        response = self._last_response or self._step.snapshot()
-        total = session.total_usage
-        if response.usage is not total:
-            response = new_response(
-                response.message,
-                total,
-                response.finish_reason,
-                response.model,
-                response.provider_response_id,
-                response.pending_approval,
-            )
+        response = self._with_totals(self._last_response or self._step.snapshot())
         self._down.on_next(
             framing_event(
                 EVENT_TYPES.RESPONSE_END,
@@ -232,10 +224,14 @@ class AggregateStage:
                 session.response_id,
                 response.provider_response_id,
                 response=response,
-                usage=total,
+                usage=session.total_usage,
             )
         )
         self._down.on_completed()
+
+    def _with_totals(self, response: ChatResponse) -> ChatResponse:
+        """``response`` carrying the response's total usage and cost (every step's so far)."""
+        return with_usage(response, self.session.total_usage, self.session.total_cost)
 
     def _response_level(self, event: ChatEvent) -> None:
         t = event.type
@@ -250,6 +246,13 @@ class AggregateStage:
         elif t is EVENT_TYPES.ABORT:
             self._close_step()
             self.ended = True
+            self.session.mark_response_ended()
+            if event.usage is None and event.response is None:  # the usage so far, billed
+                partial = self._partial_response()
+                event = event.evolve(
+                    usage=self.session.total_usage,
+                    response=self._with_totals(partial) if partial is not None else None,
+                )
             self._down.on_next(with_response_id(event, rid))
             self._down.on_completed()
         elif t is EVENT_TYPES.ERROR:
@@ -272,6 +275,7 @@ class AggregateStage:
             usage = response.usage
             event = event.evolve(usage=usage)
         self.session.accumulate_usage(usage)
+        self.session.accumulate_cost(response.cost)
         self._last_response = response
         if self._fold:  # unfolded, the step accumulator stays empty
             self._step = ChatAccumulator()
