@@ -60,7 +60,7 @@ def failure_of(error: Exception, where: str) -> ChatError:
     return failure
 
 
-def raised_by(error: BaseException, observer: abc.ObserverBase[Any]) -> bool:
+def raised_by(error: BaseException, observer: object) -> bool:
     """Whether ``error`` was raised inside one of ``observer``'s callbacks (its traceback
     passes through them): the subscriber's own exception, not ours."""
     return _raised_within(error, _codes(observer))
@@ -189,7 +189,7 @@ def _safe(
     return safe_next, safe_error, safe_completed
 
 
-def _codes(observer: abc.ObserverBase[Any]) -> frozenset[CodeType]:
+def _codes(observer: object) -> frozenset[CodeType]:
     """The code of ``observer``'s three callbacks (an AutoDetachObserver's methods, under
     ``Observable.subscribe``)."""
     codes = []

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,18 @@ def points() -> dict[str, list[tuple[dict[str, Any], int, float]]]:
                         found.setdefault(metric.name, []).append(
                             (dict(point.attributes), point.count, point.sum)
                         )
+    return found
+
+
+def _wait_for_points(name: str) -> dict[str, list[tuple[dict[str, Any], int, float]]]:
+    """The histogram points, once ``name`` has some (recorded on another thread)."""
+    found: dict[str, list[tuple[dict[str, Any], int, float]]] = {}
+    for _ in range(500):
+        for key, values in points().items():
+            found.setdefault(key, []).extend(values)
+        if name in found:
+            return found
+        time.sleep(0.01)
     return found
 
 
@@ -275,7 +288,12 @@ def test_cancellation_is_recorded_as_such_not_as_an_error(
     assert chat.attributes is not None and chat.attributes["solon_events.response.cancelled"]
     assert "error.type" not in chat.attributes
     assert [event.name for event in chat.events] == ["cancelled"]
-    assert points() == {}
+    # No duration: but the tokens billed so far (estimated: the provider counts at the
+    # end) reach the token metric once the request is stopped, as no event can carry them.
+    found = _wait_for_points("gen_ai.client.token.usage")
+    assert set(found) == {"gen_ai.client.token.usage"}
+    counts = {attrs["gen_ai.token.type"]: total for attrs, _, total in found[set(found).pop()]}
+    assert counts["input"] > 0 and counts["output"] >= len(deltas)
 
 
 def test_content_is_recorded_only_when_asked(
@@ -431,3 +449,21 @@ async def test_an_astream_left_early_is_recorded_as_cancelled(
     chat = spans()["chat slow:50:0.01"]
     assert dict(chat.attributes or {})["solon_events.response.cancelled"] is True
     assert chat.status.status_code is StatusCode.UNSET
+
+
+def test_a_priced_response_records_its_cost_and_an_estimate_says_so(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    model = make_model(server, "gpt-4o-mini", telemetry=True, pricing=True)
+    answer = model.prompt("Hello").call()
+    assert answer.cost is not None and answer.cost.total is not None
+    chat = dict(spans()["chat gpt-4o-mini"].attributes or {})
+    assert chat["solon_events.usage.cost"] == float(answer.cost.total)
+    assert "solon_events.usage.estimated" not in chat
+    EXPORTER.clear()
+    points()
+    guessed = model.prompt("Hello").options(stream_options={"include_usage": False}).call()
+    assert guessed.usage is not None and guessed.usage.estimated
+    chat = dict(spans()["chat gpt-4o-mini"].attributes or {})
+    assert chat["solon_events.usage.estimated"] is True
+    assert chat["gen_ai.usage.output_tokens"] == guessed.usage.completion_tokens

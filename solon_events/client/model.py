@@ -34,11 +34,14 @@ from ..core import stages
 from ..dialects.base import ChatDialect, HttpRequest, get_dialect
 from ..dialects.endpoints import dialect_for_url
 from ..errors import ChatError
+from ..estimate import StepAccounting
 from ..events import EVENT_TYPES, ChatEvent
+from ..extras import require
 from ..loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
 from ..messages import ChatRequest, Message, ToolSpec, to_messages
+from ..pricing import price
 from ..redaction import Redactor, redact_url
-from ..results import ChatResponse
+from ..results import ChatResponse, Cost, Usage, UsageReport
 from ..steps import PrepareStep, StopCondition
 from ..tools import Tool, ToolSet
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE, Frame
@@ -101,6 +104,17 @@ class ChatModel:
     and ``acall()`` run on the caller's loop, whichever it is (``uvloop.run(main())`` gives
     them the same).
 
+    Usage and cost (see :mod:`solon_events.estimate` and :mod:`solon_events.pricing`): a
+    step the provider sent no usage for, or whose last count came before some of its
+    output (a stream cancelled, cut or failed mid-answer), gets an estimate, marked
+    ``Usage.estimated``. ``pricing=True`` prices every step and the response
+    (``ChatResponse.cost``; needs the ``cost`` extra, genai-prices). ``on_usage`` is called
+    with a :class:`~solon_events.UsageReport` once per response, however it ended:
+    completed, failed, aborted by the provider, or cancelled (disposed, ``take(n)``,
+    ``break`` out of ``astream()``), which no event may follow; it runs where the
+    response runs (``stream()``: the I/O thread), after its last event, and what it raises
+    is logged.
+
     ``telemetry=True`` records every response as OpenTelemetry spans and metrics per the
     GenAI semantic conventions, through the global tracer and meter providers (see
     :mod:`solon_events.telemetry`; needs the ``otel`` extra). A mapping instead of True
@@ -137,6 +151,8 @@ class ChatModel:
         connection_limit: int | None = None,
         telemetry: bool | Mapping[str, Any] = False,
         io_loop: IoLoop = "asyncio",
+        pricing: bool = False,
+        on_usage: Callable[[UsageReport], Any] | None = None,
     ) -> None:
         new_loop = loop_factory(io_loop)
         if dialect == "auto":
@@ -170,6 +186,14 @@ class ChatModel:
         elif not callable(getattr(transport, "send", None)):
             raise TypeError("transport must have an async send(request) method")
         self._telemetry = _telemetry_options(telemetry)
+        if pricing:  # the extra is checked now, as telemetry's is
+            require("genai_prices", feature="pricing", extra="cost", package="genai-prices")
+        if on_usage is not None and not callable(on_usage):
+            raise TypeError(f"on_usage takes a callable, not {type(on_usage).__name__}")
+        self.pricing = bool(pricing)
+        """Whether every step and response is priced (``ChatResponse.cost``)."""
+        self.on_usage = on_usage
+        """Called with every response's :class:`~solon_events.UsageReport` (or None)."""
         self.api_url = api_url
         self.model = model
         self.dialect = chosen
@@ -295,6 +319,13 @@ class ChatModel:
             "redactor": self._redactor,
             **(self._telemetry or {}),
         }
+
+    def _accounting(self, request: ChatRequest) -> StepAccounting:
+        """What settles the usage (and price) of a step sending ``request``."""
+        return StepAccounting(request, self._price if self.pricing else None)
+
+    def _price(self, usage: Usage, model: str) -> Cost:
+        return price(usage, model, self.dialect.name, api_url=self.api_url)
 
     def build_http_request(self, request: ChatRequest) -> HttpRequest:
         """The provider request for ``request`` (what each step posts)."""
@@ -443,7 +474,7 @@ class _ResponsePipeline:
         self,
         plan: StepPlan,
         event_filter: EventFilter | None,
-        observer: abc.ObserverBase[ChatEvent],
+        observer: stages.Sink,
         lifecycle: _Lifecycle,
         redactor: Redactor,
         partial_arguments: bool = False,
@@ -654,6 +685,7 @@ class ChatPrompt:
     # response (solon_events.client.routing).
     _response_id: str | None = None
     _first_step: int = 0
+    _on_usage: tuple[Callable[[UsageReport], Any], ...] = ()
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -745,6 +777,15 @@ class ChatPrompt:
         calls = self._resume.tool_calls
         return tuple(call.id or "" for call in calls if call.id not in self._decisions)
 
+    def on_usage(self, callback: Callable[[UsageReport], Any]) -> ChatPrompt:
+        """Call ``callback`` with the :class:`~solon_events.UsageReport` of each response
+        to this prompt, once it has ended however it ended (a cancellation included), after
+        the model's own ``on_usage``. For usage per request (an attempt of a fallback, a
+        hedged request's loser); see ``ChatModel(on_usage=...)``."""
+        if not callable(callback):
+            raise TypeError(f"on_usage takes a callable, not {type(callback).__name__}")
+        return attrs.evolve(self, on_usage=(*self._on_usage, callback))
+
     def partial_arguments(self, flag: bool = True) -> ChatPrompt:
         """Whether every tool-call argument delta carries the arguments parsed so far
         (default off; see :func:`~solon_events.operators.partial_arguments`)."""
@@ -784,6 +825,8 @@ class ChatPrompt:
             decisions=self._decisions,
             response_id=self._response_id,
             first_step=self._first_step,
+            accounting=model._accounting,
+            on_usage=((model.on_usage,) if model.on_usage else ()) + self._on_usage,
         )
 
     def _read(
@@ -812,19 +855,38 @@ class ChatPrompt:
         partial_arguments = self._partial_arguments
         model = self._model
 
+        instrument = model._instrument(self._messages, self._options) if model.telemetry else None
+
         def subscribe(
             observer: abc.ObserverBase[ChatEvent], scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             lifecycle = model._lifecycle
+            if instrument is None:
+                pipeline = _ResponsePipeline(
+                    plan, event_filter, observer, lifecycle, model._redactor, partial_arguments
+                )
+                if not lifecycle.admit(pipeline):
+                    pipeline.fail(ChatError("this ChatModel is closed"))
+                return Disposable(pipeline.dispose)
+            recording = instrument.stage(observer)
             pipeline = _ResponsePipeline(
-                plan, event_filter, observer, lifecycle, model._redactor, partial_arguments
+                _told_usage(plan, recording.usage_reported),
+                event_filter,
+                recording,
+                lifecycle,
+                model._redactor,
+                partial_arguments,
             )
-            if not lifecycle.admit(pipeline):
-                pipeline.fail(ChatError("this ChatModel is closed"))
-            return Disposable(pipeline.dispose)
+            with recording.current():  # what the subscription schedules inherits the span
+                if not lifecycle.admit(pipeline):
+                    pipeline.fail(ChatError("this ChatModel is closed"))
 
-        if model.telemetry:
-            return rx_create(subscribe).pipe(model._instrument(self._messages, self._options))
+            def dispose() -> None:
+                recording.cancel()
+                pipeline.dispose()
+
+            return Disposable(dispose)
+
         return rx_create(subscribe)
 
     def call(self) -> ChatResponse:
@@ -872,10 +934,12 @@ class ChatPrompt:
         gathered = _Gathered()
         down: stages.Sink = gathered
         recording = None
+        plan = self._plan()
         if model.telemetry:
             recording = down = model._instrument(self._messages, self._options).stage(gathered)
+            plan = _told_usage(plan, recording.usage_reported)
         run = _response_run(
-            self._plan(), down, self._event_filter, self._partial_arguments, model._redactor
+            plan, down, self._event_filter, self._partial_arguments, model._redactor
         )
         caller = _CallerRun(run, asyncio.get_running_loop())
         lifecycle = model._lifecycle
@@ -937,6 +1001,13 @@ class ChatPrompt:
             caller.release()
             if recording is not None and not gathered.ended:
                 recording.cancel()
+            if not run.ended:  # left early: reported cancelled, with the usage so far
+                run.stop()
+
+
+def _told_usage(plan: StepPlan, hook: Callable[[UsageReport], Any]) -> StepPlan:
+    """``plan`` whose usage report is told ``hook`` too (a subscription's telemetry)."""
+    return attrs.evolve(plan, on_usage=(*plan.on_usage, hook))
 
 
 def _outcome(outcome: Mapping[str, Any]) -> ChatResponse:

@@ -36,8 +36,10 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import logging
 import threading
 import time
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -45,14 +47,14 @@ import attrs
 
 from .._safe_callbacks import failure_of
 from ..approvals import ApprovalDecision, PendingApproval, denied_text
-from ..core.parsing import ParseStage
+from ..core.parsing import ParseStage, StepSettlement
 from ..core.stages import Sink
 from ..dialects.base import ChatDialect, HttpRequest
 from ..errors import ChatError, ChatTimeoutError, ToolCallError
 from ..events import EVENT_TYPES, ChatEvent
 from ..loop_thread import DeadlinePassed, within
 from ..messages import ChatRequest, Message, ToolMessage, to_messages
-from ..results import ChatResponse, ToolCall
+from ..results import ChatResponse, Cost, ToolCall, Usage, UsageOutcome, UsageReport
 from ..steps import (
     PrepareStep,
     StepContext,
@@ -69,6 +71,8 @@ from .stream_reader import Emit, downstream_error
 __all__ = ["ResponseRun", "StepPlan", "ToolErrorPolicy"]
 
 _STEP_END = EVENT_TYPES.STEP_END
+_ABORT = EVENT_TYPES.ABORT
+_log = logging.getLogger(__name__)
 ToolErrorPolicy = Literal["raise", "return"]
 """What a raising tool does: fail the response ("raise") or send the error text back."""
 
@@ -112,25 +116,47 @@ class StepPlan:
     first_step: int = 0
     """The number of the response's first step (an attempt that takes over a response
     after its earlier steps)."""
+    accounting: Callable[[ChatRequest], StepSettlement] | None = None
+    """Settles each step's usage (and price) at its end, made for the step's request."""
+    on_usage: tuple[Callable[[UsageReport], Any], ...] = ()
+    """Told the response's :class:`UsageReport` once it has ended, however it ended."""
 
 
 class _StepEnd:
     """Between a step's :class:`ParseStage` and the response's head: passes every event on
     but the step's STEP_END, which is held (tools may run before it), and notes how the
-    step's frames ended."""
+    step's frames ended (each STEP_END's response in ``ended``; an ABORT, after the held
+    STEP_END, then ``aborted`` is called)."""
 
-    __slots__ = ("error", "on_next", "step_end")
+    __slots__ = ("aborted", "error", "on_next", "step_end")
 
-    def __init__(self, head: Sink) -> None:
+    def __init__(
+        self,
+        head: Sink,
+        ended: list[ChatResponse | None],
+        aborted: Callable[[], Callable[[], None] | None],
+    ) -> None:
         self.step_end: ChatEvent | None = None
         self.error: Exception | None = None
+        self.aborted = False
         push = head.on_next
 
         def on_next(event: ChatEvent) -> None:
-            if event.type is _STEP_END:
+            kind = event.type
+            if kind is _STEP_END:
                 if self.step_end is not None:  # another provider response began
                     push(self.step_end)
                 self.step_end = event
+                ended.append(event.response)
+            elif kind is _ABORT:
+                held, self.step_end = self.step_end, None
+                if held is not None:
+                    push(held)
+                self.aborted = True
+                push(event)
+                callback = aborted()  # a weak reference: the run holds this, not back
+                if callback is not None:
+                    callback()
             else:
                 push(event)
 
@@ -184,6 +210,8 @@ class ResponseRun:
         self._progressed: asyncio.Future[None] | None = None
         self._running: ToolCall | None = None
         """The tool call running now."""
+        self._ended_steps: list[ChatResponse | None] = []
+        """The response of every step that ended, in order (for the usage report)."""
         self.ended = False
         """Whether ``head`` has ended, or :meth:`stop` was called."""
 
@@ -220,10 +248,14 @@ class ResponseRun:
             except Exception as exc:  # a request that cannot even be built
                 self._fail(failure_of(exc, "building the request"))
                 return
-            self._ending = ending = _StepEnd(self._head)
+            self._ending = ending = _StepEnd(
+                self._head, self._ended_steps, weakref.WeakMethod(self._aborted)
+            )
             self._parser = parser = ParseStage(
                 plan.dialect, ending, step=step, response_id=self._response_id
             )
+            if plan.accounting is not None:
+                parser.accounting = plan.accounting(request)
             parser.start()
             try:
                 async with contextlib.aclosing(
@@ -231,6 +263,8 @@ class ResponseRun:
                 ) as body:
                     async for _ in body:
                         yield
+                        if ending.aborted:  # the provider stopped: read no further
+                            break
             except Exception as exc:
                 parser.on_error(self._failure(exc))
             else:
@@ -481,6 +515,7 @@ class ResponseRun:
         self.ended = True
         self._head.on_next(step_end)
         self._head.on_completed()
+        self._report("completed")
 
     def _fail(self, error: Exception) -> None:
         """End the response with ``error``: a held STEP_END first, then ERROR."""
@@ -490,7 +525,51 @@ class ResponseRun:
         held, self._held = self._held, None
         if held is not None:
             self._head.on_next(held)
-        self._head.on_error(self._redact(error))
+        error = self._redact(error)
+        self._head.on_error(error)
+        self._report("failed", error)
+
+    def _aborted(self) -> None:
+        """The provider stopped the response (its ABORT is out): it has ended (unless
+        the ABORT's delivery disposed it already: :meth:`stop` reported it then)."""
+        if not self.ended:
+            self.ended = True
+            self._report("aborted")
+
+    def _report(
+        self,
+        outcome: UsageOutcome,
+        error: BaseException | None = None,
+        in_flight: ChatResponse | None = None,
+    ) -> None:
+        """Tell the plan's ``on_usage`` hooks the response's usage (once, at its end)."""
+        hooks = self._plan.on_usage
+        if not hooks:
+            return
+        responses = [*self._ended_steps, in_flight] if in_flight else self._ended_steps
+        steps = tuple(r.usage if r is not None else None for r in responses)
+        usage: Usage | None = None
+        for one in steps:
+            if one is not None:
+                usage = one if usage is None else usage + one
+        cost: Cost | None = None
+        for response in responses:
+            if response is not None and response.cost is not None:
+                cost = response.cost if cost is None else cost + response.cost
+        report = UsageReport(
+            response_id=self._response_id,
+            model=self._plan.request.model,
+            outcome=outcome,
+            usage=usage,
+            steps=steps,
+            cost=cost,
+            error=error,
+        )
+        for hook in hooks:
+            try:
+                hook(report)
+            except Exception:  # after the end: nothing to fail, so it is logged
+                _log.exception("an on_usage hook raised")
 
     def fail(self, error: Exception | None = None) -> None:
         """End the response now with ``error`` (by default: the model was closed), unless
@@ -509,10 +588,23 @@ class ResponseRun:
 
     def stop(self) -> None:
         """Push nothing more into ``head`` (a disposal); cancel or close :meth:`steps`
-        too to stop the request."""
+        too to stop the request. A response that had not ended is reported cancelled, with
+        the usage of the step being read so far (see :meth:`ParseStage.settled`)."""
+        if self.ended:
+            return
         self.ended = True
-        if self._parser is not None:
-            self._parser.closed = True
+        if self._ending is not None and self._ending.aborted:  # disposed by its ABORT's end
+            self._report("aborted")
+            return
+        in_flight = None
+        parser = self._parser
+        if parser is not None and not parser.closed:
+            parser.closed = True
+            try:
+                in_flight = parser.settled()
+            except Exception:  # a disposal never fails: the report has what is known
+                _log.exception("settling the usage of a cancelled step failed")
+        self._report("cancelled", in_flight=in_flight)
 
     async def _call_tools(self, calls: tuple[ToolCall, ...], tools: _StepTools) -> list[ToolRun]:
         """Run ``calls`` in turn; resumed, as decided: a denied call is not run, an approved

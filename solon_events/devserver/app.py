@@ -121,6 +121,7 @@ async def _handle(
         byte_interval = 0.0
     else:
         wire = wire_type(view.model, chosen.usage)
+        wire.send_usage = view.include_usage
         steps = _script_steps(wire, chosen)
         byte_interval = chosen.byte_interval
     return await _stream(server, request, wire, steps, byte_interval)

@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from ..events import ChatEvent, ChatEventGroup, ChatEventType
-from ..results import ChatResponse, ToolCall, Usage
-from .values import event_time, key_text, step_count, usage_fields
+from ..results import ChatResponse, Cost, ToolCall, Usage
+from .values import ESTIMATED, event_time, key_text, money, step_count, usage_fields
 
 __all__ = ["GROUP_COLOURS", "events_html", "markdown_html", "side_by_side_html", "to_html", "wrap"]
 
@@ -87,7 +87,29 @@ def _json(value: Any) -> str:
 
 
 def _usage_body(usage: Usage) -> str:
-    return _table((escape(name), str(value)) for name, value in usage_fields(usage))
+    mark = ESTIMATED if usage.estimated else ""
+    rows = [(escape(name), f"{mark}{value}") for name, value in usage_fields(usage)]
+    if usage.estimated:
+        rows.append(("", "<span class='se-meta'>≈ estimated: the provider did not count it</span>"))
+    return _table(rows)
+
+
+def _cost_body(cost: Cost) -> str:
+    if cost.total is None:
+        return f"<span class='se-meta'>unknown: {escape(cost.reason or 'no price')}</span>"
+    mark = ESTIMATED if cost.estimated else ""
+    parts = (
+        ("total", cost.total),
+        ("input", cost.input),
+        ("cache read", cost.cache_read),
+        ("cache write", cost.cache_write),
+        ("output", cost.output),
+        ("reasoning", cost.reasoning),
+    )
+    rows = [(name, f"{mark}{money(value)}") for name, value in parts if value is not None]
+    if cost.model:
+        rows.append(("priced as", escape(f"{cost.model} ({cost.provider})")))
+    return _table(rows)
 
 
 def _tool_calls_body(calls: Sequence[ToolCall], results: Mapping[str, str] | None = None) -> str:
@@ -143,6 +165,8 @@ def _response_body(response: ChatResponse) -> str:
         rows.append(("steps", str(steps)))
     if response.usage is not None:
         rows.append(("usage", _usage_body(response.usage)))
+    if response.cost is not None and response.cost.total is not None:
+        rows.append(("cost", _cost_body(response.cost)))
     parts.append(_table(rows))
     return "".join(parts)
 
@@ -191,11 +215,14 @@ def _event_body(event: ChatEvent, at: float | None = None) -> str:
 
 def to_html(value: Any) -> str:
     """The HTML of a :class:`~solon_events.ChatResponse`, :class:`~solon_events.Usage`,
-    :class:`~solon_events.ToolCall` or :class:`~solon_events.ChatEvent`."""
+    :class:`~solon_events.Cost`, :class:`~solon_events.ToolCall` or
+    :class:`~solon_events.ChatEvent`."""
     if isinstance(value, ChatResponse):
         return wrap(_response_body(value))
     if isinstance(value, Usage):
         return wrap(_usage_body(value))
+    if isinstance(value, Cost):
+        return wrap(_cost_body(value))
     if isinstance(value, ToolCall):
         return wrap(_tool_calls_body((value,)))
     if isinstance(value, ChatEvent):

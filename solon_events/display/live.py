@@ -36,7 +36,7 @@ from .render import (
     tool_progress_line,
     tool_result_line,
 )
-from .values import usage_fields
+from .values import cost_text, usage_text
 
 if TYPE_CHECKING:
     from reactivex import Observable
@@ -263,7 +263,8 @@ def _tool_html(segment: _Segment) -> str:
 
 def _u(event: ChatEvent) -> str:
     assert event.usage is not None
-    return ", ".join(f"{name} {value}" for name, value in usage_fields(event.usage))
+    cost = cost_text(event.response.cost) if event.response is not None else None
+    return usage_text(event.usage) + (f"; cost {cost}" if cost else "")
 
 
 class DisplayHandle(Protocol):

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import ChatEvent, ChatEventType
-from ..results import ChatResponse, ToolCall, Usage
-from .values import key_text, step_count, timed_events, usage_fields
+from ..results import ChatResponse, Cost, ToolCall, Usage
+from .values import ESTIMATED, cost_text, key_text, money, step_count, timed_events, usage_text
 
 __all__ = ["events_text", "to_text"]
 
@@ -23,8 +23,22 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _usage(usage: Usage) -> str:
-    return ", ".join(f"{name} {value}" for name, value in usage_fields(usage))
+def _cost(cost: Cost) -> str:
+    if cost.total is None:
+        return f"unknown ({cost.reason})" if cost.reason else "unknown"
+    mark = ESTIMATED if cost.estimated else ""
+    parts = [
+        f"{name} {mark}{money(value)}"
+        for name, value in (
+            ("input", cost.input),
+            ("cache read", cost.cache_read),
+            ("cache write", cost.cache_write),
+            ("output", cost.output),
+            ("reasoning", cost.reasoning),
+        )
+        if value
+    ]
+    return f"{mark}{money(cost.total)}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _call(call: ToolCall) -> str:
@@ -54,18 +68,23 @@ def _response(response: ChatResponse) -> list[str]:
     if response.message is not None and response.message.refusal:
         lines.append(f"{_INDENT}refusal: {response.message.refusal}")
     if response.usage is not None:
-        lines.append(f"{_INDENT}usage: {_usage(response.usage)}")
+        lines.append(f"{_INDENT}usage: {usage_text(response.usage)}")
+    if cost_text(response.cost) is not None:
+        assert response.cost is not None
+        lines.append(f"{_INDENT}cost: {_cost(response.cost)}")
     return lines
 
 
 def to_text(value: Any) -> str:
     """The terminal summary of a :class:`~solon_events.ChatResponse`,
-    :class:`~solon_events.Usage`, :class:`~solon_events.ToolCall` or
-    :class:`~solon_events.ChatEvent`."""
+    :class:`~solon_events.Usage`, :class:`~solon_events.Cost`,
+    :class:`~solon_events.ToolCall` or :class:`~solon_events.ChatEvent`."""
     if isinstance(value, ChatResponse):
         return "\n".join(_response(value))
     if isinstance(value, Usage):
-        return f"Usage({_usage(value)})"
+        return f"Usage({usage_text(value)})"
+    if isinstance(value, Cost):
+        return f"Cost({_cost(value)})"
     if isinstance(value, ToolCall):
         return f"ToolCall {_call(value)}"
     if isinstance(value, ChatEvent):

@@ -13,7 +13,8 @@ from rich.text import Text
 
 from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
 from ..events import EVENT_TYPES, ChatEvent
-from ..results import ChatResponse, ToolCall, Usage
+from ..results import ChatResponse, Cost, ToolCall, Usage
+from .values import ESTIMATED, cost_text
 
 __all__ = [
     "LiveRenderer",
@@ -32,19 +33,24 @@ LONG_ARGUMENTS = 160
 """Characters of a finished call's arguments shown on its line; the rest is counted."""
 
 
-def usage_line(usage: Usage | None) -> str:
-    """``usage`` in one short line."""
+def usage_line(usage: Usage | None, cost: Cost | None = None) -> str:
+    """``usage`` in one short line (each count after "≈" when it is estimated), and
+    ``cost`` when it is known."""
     if usage is None:
         return "no usage reported"
+    mark = ESTIMATED if usage.estimated else ""
     parts = [
-        f"prompt {usage.prompt_tokens}",
-        f"completion {usage.completion_tokens}",
-        f"total {usage.total_tokens}",
+        f"prompt {mark}{usage.prompt_tokens}",
+        f"completion {mark}{usage.completion_tokens}",
+        f"total {mark}{usage.total_tokens}",
     ]
     if usage.thinking_tokens:
-        parts.append(f"thinking {usage.thinking_tokens}")
+        parts.append(f"thinking {mark}{usage.thinking_tokens}")
     if usage.cache_read_input_tokens:
         parts.append(f"cache read {usage.cache_read_input_tokens}")
+    shown = cost_text(cost)
+    if shown is not None:
+        parts.append(f"cost {shown}")
     return ", ".join(parts)
 
 
@@ -173,7 +179,8 @@ def event_summary(event: ChatEvent) -> str:
         finish = f"finish={reason}; " if reason else ""
         waiting = approval_lines(response)
         pending = f"; awaiting approval: {', '.join(waiting)}" if waiting else ""
-        return finish + usage_line(event.usage) + pending
+        cost = response.cost if response is not None else None
+        return finish + usage_line(event.usage, cost) + pending
     if t is EVENT_TYPES.USAGE:
         return usage_line(event.usage)
     if t is EVENT_TYPES.ERROR:
@@ -330,12 +337,19 @@ class LiveRenderer:
             out.print(Text(f"content filtered: {event.text or ''}", style="red"))
         elif t is EVENT_TYPES.STEP_END:
             self._switch(None)
-            out.print(Text(f"step {event.step} usage: {usage_line(event.usage)}", style="dim"))
+            line = usage_line(event.usage, _cost_of(event))
+            out.print(Text(f"step {event.step} usage: {line}", style="dim"))
         elif t is EVENT_TYPES.RESPONSE_END:
             self._switch(None)
             for line in approval_lines(event.response):
                 out.print(Text(f"⏸ awaiting approval: {line}", style="bold yellow"))
-            out.print(Text(f"total usage: {usage_line(event.usage)}", style="bold"))
+            out.print(
+                Text(f"total usage: {usage_line(event.usage, _cost_of(event))}", style="bold")
+            )
         elif t is EVENT_TYPES.ERROR:
             self._switch(None)
             out.print(Text(f"error: {event.text}", style="bold red"))
+
+
+def _cost_of(event: ChatEvent) -> Cost | None:
+    return event.response.cost if event.response is not None else None

@@ -1,16 +1,31 @@
 """What the displays show of a value, independent of how it is drawn: an event's key
-text, its arrival time, the fields of a usage and the number of steps behind it."""
+text, its arrival time, the fields of a usage (each count after "≈" when the usage is
+estimated), a cost when it is known and the number of steps behind it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from ..events import EVENT_TYPES, ChatEvent
-from ..results import Usage
+from ..results import Cost, Usage
 
-__all__ = ["event_time", "key_text", "step_count", "timed_events", "usage_fields"]
+__all__ = [
+    "ESTIMATED",
+    "cost_text",
+    "event_time",
+    "key_text",
+    "money",
+    "step_count",
+    "timed_events",
+    "usage_fields",
+    "usage_text",
+]
+
+ESTIMATED = "≈"
+"""What stands before a count or a cost that is estimated."""
 
 RECEIVED_AT = "received_at"  # solon_events.recording.RECEIVED_AT, without importing it
 
@@ -107,6 +122,26 @@ def usage_fields(usage: Usage) -> list[tuple[str, int]]:
         if isinstance(value, (int, float)) and value
     ]
     return fields
+
+
+def usage_text(usage: Usage) -> str:
+    """``usage``'s counters in one line (``prompt 9, completion 5, total 14``), each after
+    "≈" when the usage is estimated."""
+    mark = ESTIMATED if usage.estimated else ""
+    return ", ".join(f"{name} {mark}{value}" for name, value in usage_fields(usage))
+
+
+def money(amount: Decimal) -> str:
+    """``amount`` of US dollars as ``$0.000435``: every digit the price gives, no exponent."""
+    return "$" + format(amount.normalize(), "f")
+
+
+def cost_text(cost: Cost | None) -> str | None:
+    """A known cost's total (``$0.000435``, after "≈" when the usage was estimated); None
+    when there is no cost or its price is unknown."""
+    if cost is None or cost.total is None:
+        return None
+    return (ESTIMATED if cost.estimated else "") + money(cost.total)
 
 
 def step_count(usage: Usage | None) -> int:

@@ -35,7 +35,13 @@ A failure sets the span's status to ERROR and ``error.type`` (the HTTP status of
 in the stream, else the exception's class), also on the duration metric. Disposing the
 subscription (or ``take(n)``) before the end is a cancellation: the span ends with
 ``solon_events.response.cancelled`` true, an event ``cancelled`` and no error status, and
-no metric point is recorded.
+no duration is recorded; a ChatModel's response (``telemetry=True``) records on the token
+metric the usage it had so far (the provider's count and an estimate of what it did not
+count), once the request is stopped, as no event can carry it.
+
+An estimated usage (:attr:`Usage.estimated <solon_events.Usage.estimated>`) sets
+``solon_events.usage.estimated`` true on the span; a priced response (``ChatModel(...,
+pricing=True)``) sets ``solon_events.usage.cost``, its total cost in US dollars.
 
 Given the model's :class:`~solon_events.redaction.Redactor` (``ChatModel(...,
 telemetry=True)`` passes its own), every text attribute and the error status pass it: the
@@ -66,7 +72,7 @@ from ..core.stages import Sink
 from ..events import ChatEvent
 from ..extras import MissingExtraError, install_hint
 from ..redaction import Redactor
-from ..results import ToolCall
+from ..results import ToolCall, UsageReport
 from ..tools.scope import ToolScope
 from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
 
@@ -281,6 +287,12 @@ class RecordingStage:
     def cancel(self) -> None:
         """The response was left before its end (nothing after its end)."""
         _safely(self._recorder.cancel)
+
+    def usage_reported(self, report: UsageReport) -> None:
+        """The response's :class:`~solon_events.UsageReport` (a ChatModel's run tells it):
+        a cancelled response's usage goes to the token metric."""
+        if report.outcome == "cancelled":
+            _safely(self._recorder.cancelled_usage, report.usage)
 
     @contextlib.contextmanager
     def current(self) -> Iterator[None]:

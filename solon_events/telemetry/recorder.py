@@ -56,6 +56,8 @@ SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
 CANCELLED = "solon_events.response.cancelled"
+USAGE_ESTIMATED = "solon_events.usage.estimated"
+USAGE_COST = "solon_events.usage.cost"
 
 # Request options (ChatPrompt.options) recorded under gen_ai.request.*.
 REQUEST_OPTIONS = {
@@ -185,11 +187,13 @@ class RecorderSettings:
         return self.redacted(attributes)
 
 
-def _usage_attributes(usage: Usage) -> dict[str, int]:
-    attributes = {
+def _usage_attributes(usage: Usage) -> dict[str, int | bool]:
+    attributes: dict[str, int | bool] = {
         "gen_ai.usage.input_tokens": usage.prompt_tokens,
         "gen_ai.usage.output_tokens": usage.completion_tokens,
     }
+    if usage.estimated:
+        attributes[USAGE_ESTIMATED] = True
     for key, value in (
         ("gen_ai.usage.cache_read.input_tokens", usage.cache_read_input_tokens),
         ("gen_ai.usage.cache_creation.input_tokens", usage.cache_creation_input_tokens),
@@ -215,6 +219,7 @@ class ResponseRecorder:
         self._first_chunk: float | None = None
         self._lock = threading.Lock()
         self._ended = False
+        self._tokens_recorded = False
         self._response: ChatResponse | None = None
         self._usage: Usage | None = None
         self._response_id: str | None = None
@@ -279,7 +284,7 @@ class ResponseRecorder:
             self._response = event.response or self._response
             self._usage = event.usage
             self.end(None)
-        elif kind is EVENT_TYPES.ERROR:
+        elif kind is EVENT_TYPES.ERROR or kind is EVENT_TYPES.ABORT:
             self._response = event.response or self._response
             self._usage = event.usage or self._usage
 
@@ -348,7 +353,7 @@ class ResponseRecorder:
         with self._lock:
             if self._ended:
                 return
-            self._ended = True
+            self._ended = self._tokens_recorded = True
         duration = time.perf_counter() - self._started
         span = self._span
         metric_attributes = dict(self._common)
@@ -361,12 +366,7 @@ class ResponseRecorder:
             on.time_to_first_chunk.record(self._first_chunk, metric_attributes)
         usage = self._usage or (response.usage if response is not None else None)
         if usage is not None:
-            on.token_usage.record(
-                usage.prompt_tokens, {**metric_attributes, "gen_ai.token.type": "input"}
-            )
-            on.token_usage.record(
-                usage.completion_tokens, {**metric_attributes, "gen_ai.token.type": "output"}
-            )
+            self._record_tokens(usage, metric_attributes)
         if error is not None:
             redactor = self._settings.redactor
             kind = redactor.text(error_type(error))
@@ -376,6 +376,28 @@ class ResponseRecorder:
         on.duration.record(duration, metric_attributes)
         self._end_tools()
         span.end()
+
+    def _record_tokens(self, usage: Usage, metric_attributes: Mapping[str, Any]) -> None:
+        """The token metric's two points (input, output) of ``usage``."""
+        record = self._on.token_usage.record
+        record(usage.prompt_tokens, {**metric_attributes, "gen_ai.token.type": "input"})
+        record(usage.completion_tokens, {**metric_attributes, "gen_ai.token.type": "output"})
+
+    def cancelled_usage(self, usage: Usage | None) -> None:
+        """The usage of a response cancelled before its end, known once the request is
+        stopped (after :meth:`cancel`): recorded on the token metric, as no event may
+        follow a cancellation to carry it."""
+        if usage is None:
+            return
+        with self._lock:
+            if not self._ended or self._tokens_recorded:
+                return
+            self._tokens_recorded = True
+        attributes = dict(self._common)
+        response = self._response
+        if response is not None and response.model:
+            attributes[RESPONSE_MODEL] = self._settings.redactor.text(response.model)
+        self._record_tokens(usage, attributes)
 
     def _outcome_attributes(self, response: ChatResponse | None) -> dict[str, Any]:
         attributes: dict[str, Any] = {}
@@ -388,6 +410,9 @@ class ResponseRecorder:
             attributes.update(_usage_attributes(usage))
         if response is None:
             return attributes
+        cost = response.cost
+        if cost is not None and cost.total is not None:
+            attributes[USAGE_COST] = float(cost.total)
         if response.model:
             attributes[RESPONSE_MODEL] = response.model
         if response.provider_response_id:

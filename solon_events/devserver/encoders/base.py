@@ -72,6 +72,9 @@ class RequestView:
     that echo it as careless providers do."""
     attempt: int = 1
     """How many requests with this model name the route has received, this one included."""
+    include_usage: bool = True
+    """Whether the answer ends with its usage (Chat Completions' not when the request says
+    ``stream_options.include_usage: false``; the other wires' always)."""
 
 
 def content_text(content: Any) -> str:
@@ -134,6 +137,10 @@ class Wire:
     framing: ClassVar[Framing] = "sse"
     """How frames are written: SSE data lines, SSE with ``event:`` lines, SSE with CRLF
     line ends, one JSON object per line, or AWS event-stream messages (binary)."""
+
+    send_usage = True
+    """Whether the response ends with its usage (the request's
+    :attr:`RequestView.include_usage`)."""
 
     def __init__(self, model: str, usage: TurnUsage) -> None:
         self.model = model

@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import attrs
+
+from ..turns import Content
 from .base import (
     FormatWire,
+    Frame,
     RequestView,
     ToolDecl,
     content_text,
@@ -53,5 +57,17 @@ class OpenAIChatWire(FormatWire):
 
     @classmethod
     def read_request(cls, body: Mapping[str, Any]) -> RequestView:
-        """Messages with ``role: tool`` results, ``tools`` of ``type: function``."""
-        return read_chat_messages(body)
+        """Messages with ``role: tool`` results, ``tools`` of ``type: function``. The usage
+        chunk is sent unless ``stream_options.include_usage`` is false (what a compatible
+        server that sends no usage looks like; OpenAI itself needs it true)."""
+        options = body.get("stream_options")
+        refused = isinstance(options, Mapping) and options.get("include_usage") is False
+        return attrs.evolve(read_chat_messages(body), include_usage=not refused)
+
+    def encode(self, part: Content) -> list[Frame]:
+        """The encoder's payloads, the usage chunk (``choices: []``) left out when the
+        request refused it."""
+        frames = super().encode(part)
+        if self.send_usage:
+            return frames
+        return [f for f in frames if not (isinstance(f, Mapping) and f.get("choices") == [])]

@@ -1,0 +1,336 @@
+"""Usage on every ending, in every dialect, over the embedded provider (real HTTP on
+127.0.0.1): a response that completes, one the provider aborts, one that fails with an
+error frame, one whose connection is cut after some frames, and one cancelled mid-text by
+disposal, by ``take(n)`` and by ``break`` out of ``astream()``.
+
+Each ending's usage is the same in the terminal event (RESPONSE_END, ABORT, ERROR), in the
+STEP_ENDs and in the ``on_usage`` report; a cancelled response's usage is in the report
+alone (no event may follow a disposal). Where the provider had not counted the output yet
+(its usage comes at the end, or Anthropic's and Gemini's counts came before the text), the
+usage is marked estimated and covers what was streamed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from reactivex import operators as ops
+
+from solon_events import (
+    ChatConnectionError,
+    ChatError,
+    ChatEvent,
+    ChatEventType,
+    ChatModel,
+    ChatStreamContext,
+    Usage,
+    UsageReport,
+    get_dialect,
+)
+from solon_events.cli import ROUTES
+from solon_events.client.tool_loop import ResponseRun
+from solon_events.devserver import RunningServer
+from solon_events.estimate import heuristic_tokens
+
+T = ChatEventType
+DIALECTS = list(ROUTES)
+
+
+class Reports:
+    """What an ``on_usage`` hook was told, waited for across threads."""
+
+    def __init__(self) -> None:
+        self.items: list[UsageReport] = []
+        self._changed = threading.Condition()
+
+    def __call__(self, report: UsageReport) -> None:
+        with self._changed:
+            self.items.append(report)
+            self._changed.notify_all()
+
+    def one(self) -> UsageReport:
+        """The one report (waiting for it to be told)."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: self.items, timeout=10)
+        assert len(self.items) == 1, self.items
+        return self.items[0]
+
+
+@pytest.fixture
+def reports() -> Reports:
+    return Reports()
+
+
+def _streamed_text(events: list[ChatEvent]) -> str:
+    return "".join(e.text or "" for e in events if e.type is T.TEXT_DELTA)
+
+
+def _covers_the_stream(usage: Usage | None, deltas: list[str], dialect: str) -> None:
+    """An estimated usage that counts a prompt and at least the text streamed after the
+    provider's last count (the embedded provider's Gemini counts come with each frame, the
+    first delta's included, as Gemini's do)."""
+    uncounted = "".join(deltas[1:] if dialect == "gemini" else deltas)
+    assert usage is not None and usage.prompt_tokens > 0
+    if not uncounted:  # nothing came after the provider's count: it is kept as it is
+        assert not usage.estimated
+        return
+    assert usage.estimated
+    assert usage.completion_tokens >= heuristic_tokens(uncounted) > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+def _deltas(events: list[ChatEvent]) -> list[str]:
+    return [e.text or "" for e in events if e.type is T.TEXT_DELTA]
+
+
+def _summed(events: list[ChatEvent]) -> Usage | None:
+    total: Usage | None = None
+    for event in events:
+        if event.type is T.STEP_END and event.usage is not None:
+            total = event.usage if total is None else total + event.usage
+    return total
+
+
+def _collect(model: ChatModel, prompt: str = "count") -> tuple[list[ChatEvent], Exception | None]:
+    events: list[ChatEvent] = []
+    failure: list[Exception] = []
+    done = threading.Event()
+
+    def failed(error: Exception) -> None:
+        failure.append(error)
+        done.set()
+
+    model.prompt(prompt).stream().subscribe(events.append, failed, done.set)
+    assert done.wait(20)
+    return events, failure[0] if failure else None
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_complete(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "echo", dialect, on_usage=reports)
+    events, failure = _collect(model, "one two three")
+    assert failure is None
+    end = events[-1]
+    assert end.type is T.RESPONSE_END
+    assert end.usage is not None and not end.usage.estimated
+    assert (end.usage.prompt_tokens, end.usage.completion_tokens) == (3, 3)
+    assert end.usage == _summed(events) == end.response.usage  # type: ignore[union-attr]
+    report = reports.one()
+    assert report.outcome == "completed" and report.error is None
+    assert report.usage == end.usage and report.steps == (end.usage,)
+    assert report.response_id == end.response_id and report.model == "echo"
+
+
+def test_complete_without_usage_from_a_compatible_server_is_estimated(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports
+) -> None:
+    model = make_model(server, "echo", "openai", on_usage=reports)
+    prompt = model.prompt("one two three").options(stream_options={"include_usage": False})
+    events: list[ChatEvent] = []
+    prompt.stream().pipe(ops.do_action(events.append)).run()
+    end = events[-1]
+    assert end.type is T.RESPONSE_END
+    _covers_the_stream(end.usage, _deltas(events), "openai")
+    assert end.usage is not None and end.usage.source == {"estimated_by": "heuristic"}
+    assert reports.one().usage == end.usage
+
+
+def _aborting(dialect: str, after: int) -> Any:
+    """``dialect`` as a dialect of one's own that reads an ABORT (the provider stopping the
+    response) after ``after`` text deltas: what the core does with a provider's abort."""
+    base = type(get_dialect(dialect))
+
+    def parse_frame(self: Any, ctx: ChatStreamContext, frame: Any) -> None:
+        base.parse_frame(self, ctx, frame)
+        recorded = ctx.take()
+        for outcome in recorded:  # recorded again, as they were
+            ctx.emit(outcome)  # type: ignore[arg-type]
+        seen = ctx.state.get("deltas", 0) + sum(
+            1 for o in recorded if isinstance(o, ChatEvent) and o.type is T.TEXT_DELTA
+        )
+        ctx.state["deltas"] = seen
+        if seen >= after and not ctx.state.get("aborted"):
+            ctx.state["aborted"] = True
+            ctx.send(T.ABORT, text="stopped by the provider")
+
+    return type(f"Aborting{base.__name__}", (base,), {"parse_frame": parse_frame})()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_abort_frame(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    aborting = _aborting(dialect, after=3)
+    model = make_model(server, "slow:20:0.01", dialect, on_usage=reports)
+    model = ChatModel(model.api_url, "slow:20:0.01", dialect=aborting, on_usage=reports)
+    try:
+        events, failure = _collect(model)
+    finally:
+        model.close()
+    assert failure is None
+    abort = events[-1]
+    assert abort.type is T.ABORT and abort.text == "stopped by the provider"
+    assert T.RESPONSE_END not in [e.type for e in events]
+    text = _streamed_text(events)
+    assert text.split() == ["0", "1", "2"]
+    _covers_the_stream(abort.usage, _deltas(events), dialect)
+    assert abort.usage == _summed(events)
+    assert abort.response is not None and abort.response.text == text
+    report = reports.one()
+    assert report.outcome == "aborted" and report.usage == abort.usage
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_error_frame(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "error-frame", dialect, on_usage=reports, max_retries=0)
+    events, failure = _collect(model)
+    assert isinstance(failure, ChatError)
+    error = events[-1]
+    assert error.type is T.ERROR
+    assert _streamed_text(events) == "Partial answer"
+    _covers_the_stream(error.usage, _deltas(events), dialect)
+    assert error.usage == _summed(events)
+    assert failure.partial_response.usage == error.usage  # type: ignore[attr-defined]
+    report = reports.one()
+    assert report.outcome == "failed" and report.usage == error.usage
+    assert report.error is failure
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_http_failure_after_some_frames(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "cut", dialect, on_usage=reports, max_retries=0)
+    events, failure = _collect(model)
+    assert isinstance(failure, (ChatConnectionError, ChatError))
+    error = events[-1]
+    assert error.type is T.ERROR
+    text = _streamed_text(events)
+    assert text == "This is a cut"
+    _covers_the_stream(error.usage, _deltas(events), dialect)
+    report = reports.one()
+    assert report.outcome == "failed" and report.usage == error.usage
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_disposal_mid_text(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "gate", dialect, on_usage=reports)
+    events: list[ChatEvent] = []
+    first_text = threading.Event()
+
+    def on_next(event: ChatEvent) -> None:
+        events.append(event)
+        if event.type is T.TEXT_DELTA:
+            first_text.set()
+
+    subscription = model.prompt("wait").stream().subscribe(on_next)
+    assert first_text.wait(10)
+    subscription.dispose()
+    delivered = len(events)
+    report = reports.one()
+    assert report.outcome == "cancelled"
+    _covers_the_stream(report.usage, _deltas(events), dialect)
+    assert report.steps == (report.usage,)
+    assert len(events) == delivered  # nothing after the disposal
+    assert not {T.STEP_END, T.RESPONSE_END, T.ERROR} & {e.type for e in events}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_take(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "slow:30:0.02", dialect, on_usage=reports)
+    texts = (
+        model.prompt("count")
+        .stream()
+        .pipe(ops.filter(lambda e: e.type is T.TEXT_DELTA), ops.take(3), ops.map(lambda e: e.text))
+        .pipe(ops.to_list())
+        .run()
+    )
+    assert "".join(texts).split() == ["0", "1", "2"]
+    report = reports.one()
+    assert report.outcome == "cancelled"
+    _covers_the_stream(report.usage, texts, dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_break(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "slow:30:0.02", dialect, on_usage=reports)
+
+    async def read() -> list[str]:
+        texts: list[str] = []
+        stream = model.prompt("count").astream()
+        async for event in stream:
+            if event.type is T.TEXT_DELTA:
+                texts.append(event.text or "")
+                if len(texts) == 3:
+                    break
+        await stream.aclose()  # type: ignore[attr-defined]
+        return texts
+
+    texts = asyncio.run(read())
+    assert "".join(texts).split() == ["0", "1", "2"]
+    report = reports.one()
+    assert report.outcome == "cancelled"
+    _covers_the_stream(report.usage, texts, dialect)
+
+
+def test_a_prompts_own_hook_is_told_after_the_models_and_a_raising_hook_is_logged(
+    server: RunningServer,
+    make_model: Callable[..., ChatModel],
+    reports: Reports,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    told: list[str] = []
+
+    def model_hook(report: UsageReport) -> None:
+        told.append("model")
+        raise RuntimeError("a broken billing hook")
+
+    def prompt_hook(report: UsageReport) -> None:
+        told.append("prompt")
+        reports(report)
+
+    model = make_model(server, "echo", "anthropic", on_usage=model_hook)
+    with caplog.at_level("ERROR", logger="solon_events.tool_loop"):
+        response = model.prompt("one two").on_usage(prompt_hook).call()
+        report = reports.one()
+    assert told == ["model", "prompt"]
+    assert report.usage == response.usage and report.outcome == "completed"
+    assert any("on_usage hook raised" in r.getMessage() for r in caplog.records)
+    with pytest.raises(TypeError, match="callable"):
+        model.prompt("x").on_usage("not a function")  # type: ignore[arg-type]
+
+
+def test_an_astream_read_to_its_end_is_not_stopped(
+    server: RunningServer,
+    make_model: Callable[..., ChatModel],
+    reports: Reports,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # stop() is for a response left early (it reports it cancelled); one read to its end
+    # must not run it, as whatever it raised would reach the consumer after the end
+    def stop(self: ResponseRun) -> None:
+        raise RuntimeError("stop() after the end")
+
+    monkeypatch.setattr(ResponseRun, "stop", stop)
+    model = make_model(server, "echo", "openai", on_usage=reports)
+
+    async def read() -> list[ChatEvent]:
+        return [event async for event in model.prompt("one two").astream()]
+
+    events = asyncio.run(read())
+    assert events[-1].type is T.RESPONSE_END
+    assert reports.one().outcome == "completed"
