@@ -32,9 +32,14 @@ own counts on recorded streams that carry them (the table is in the docs' usage 
 much larger, as the providers count what was not streamed (hidden reasoning, a tool call's
 framing, search results) and with tokenizers of their own.
 
+A request the provider accepted (it answered with a stream) but that was lost before its
+first frame, and so retried, is billed its input at least: :meth:`StepAccounting.retried`
+estimates it (no output: none came).
+
 An estimated :class:`~solon_events.Usage` has ``estimated`` True and its ``source`` says
 how it was made: ``{"estimated_by": "heuristic"}`` (or ``"tiktoken o200k_base"``), with
-``"reported"`` the provider's count it completes, when there was one.
+``"reported"`` the provider's count it completes, when there was one, or ``"retried": True``
+for a retried request's.
 """
 
 from __future__ import annotations
@@ -237,6 +242,23 @@ class StepAccounting:
         if self._price is not None and usage is not None:
             cost = self._price(usage, response.model or self.request.model)
         return with_usage(response, usage, cost)
+
+    def retried(self) -> tuple[Usage, Any]:
+        """The usage and price of a request of this step that the provider accepted (it
+        answered with a stream) but that was lost before its first frame, then retried:
+        its input tokens, estimated, as the provider may have billed them (what it may
+        have generated after the connection was lost cannot be known)."""
+        counter = self.counter(None)
+        usage = new_usage(
+            request_tokens(self.request, counter),
+            0,
+            None,
+            0,
+            source={"estimated_by": counter.method, "retried": True},
+            estimated=True,
+        )
+        cost = self._price(usage, self.request.model) if self._price is not None else None
+        return usage, cost
 
     def _estimate(
         self, model: str | None, reported: Usage | None, visible: str, thinking: str

@@ -385,9 +385,14 @@ class UsageReport:
     ``"cancelled"`` (disposed, ``take(n)``, ``break`` out of ``astream()``: no event may
     follow, so this report is the one place its usage is told). ``steps`` holds each
     step's usage in order (None for a step the provider sent no usage for and that was not
-    estimated), the step cut short by a cancellation included; ``usage`` is their sum
-    (None when none has one) and ``cost`` the sum of their prices, when priced.
-    ``response_id`` is the response's, ``model`` the model asked for.
+    estimated), the step cut short by a cancellation included. ``retried`` holds the
+    estimated usage of each request that was retried after the provider had accepted it
+    (answered with a stream) and before its first frame: its input, which the provider
+    may have billed (a request refused with an error status, or never connected, is not
+    billed and not listed). ``usage`` is the sum of both (None when none has one): what
+    the response was billed for, equal to its RESPONSE_END's usage unless a request was
+    retried so; ``cost`` is the sum of their prices, when priced. ``response_id`` is the
+    response's, ``model`` the model asked for.
     """
 
     response_id: str | None = None
@@ -395,6 +400,7 @@ class UsageReport:
     outcome: UsageOutcome = "completed"
     usage: Usage | None = None
     steps: tuple[Usage | None, ...] = attrs.field(default=(), converter=_tuple)
+    retried: tuple[Usage, ...] = attrs.field(default=(), converter=_tuple)
     cost: Cost | None = None
     error: BaseException | None = None
 

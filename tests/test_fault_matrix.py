@@ -108,6 +108,9 @@ FAULTS = {
     "a dropped connection, then an answer": Fault(
         "drop:1:a", None, "", "tell me", {"max_retries": 1}, retries=1
     ),
+    "answered, cut before the first frame, then an answer": Fault(
+        "cut-early:1:a", None, "", "tell me", {"max_retries": 1}, retries=1
+    ),
     "a dropped connection, no retries": Fault(
         "drop:1:b", ChatConnectionError, r"^request to .* failed", ""
     ),
@@ -168,7 +171,9 @@ def test_fault(server: RunningServer, fault: Fault, dialect: str, edge: str) -> 
     options = {"max_retries": 0, **fault.options}
     url = server.url + ENDPOINTS[dialect]
     scenario = fault.scenario
-    if scenario.startswith(("flaky:", "drop:")):  # the provider counts attempts per name
+    if scenario.startswith(
+        ("flaky:", "drop:", "cut-early:")
+    ):  # the provider counts attempts per name
         scenario += f":{edge}"
     model = ChatModel(url, scenario, dialect=dialect, api_key=KEY, **options)
     try:

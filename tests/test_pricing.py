@@ -156,3 +156,19 @@ def test_pricing_without_the_extra_says_which_to_install(
         Usage(prompt_tokens=1).cost("gpt-4o-mini")
     with pytest.raises(MissingExtraError, match=r"solon-events\[cost\]"):
         ChatModel("http://127.0.0.1:1/v1/chat/completions", "m", pricing=True)
+
+
+def test_a_retried_requests_estimated_input_is_priced() -> None:
+    from solon_events.estimate import StepAccounting, request_tokens
+    from solon_events.messages import ChatRequest, UserMessage
+
+    request = ChatRequest(
+        model="gpt-4o-mini", messages=(UserMessage(text="What is the weather in Paris?"),)
+    )
+    accounting = StepAccounting(request, lambda usage, model: price(usage, model, "openai"))
+    usage, cost = accounting.retried()
+    assert usage.estimated and usage.completion_tokens == 0
+    assert usage.prompt_tokens == request_tokens(request, accounting.counter(None)) > 0
+    assert cost is not None and cost.known and cost.estimated
+    assert cost == usage.cost("gpt-4o-mini", "openai")
+    assert cost.total == cost.input  # input alone: nothing came out

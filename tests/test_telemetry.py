@@ -25,7 +25,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otel_global import EXPORTER, READER, install
 from reactivex import operators as ops
 
-from solon_events import ChatEventType, ChatModel, replay, tool
+from solon_events import ChatEventType, ChatModel, UsageReport, replay, tool
 from solon_events.client.transport import ReplayTransport
 from solon_events.devserver import RunningServer
 from solon_events.errors import (
@@ -294,6 +294,35 @@ def test_cancellation_is_recorded_as_such_not_as_an_error(
     assert set(found) == {"gen_ai.client.token.usage"}
     counts = {attrs["gen_ai.token.type"]: total for attrs, _, total in found[set(found).pop()]}
     assert counts["input"] > 0 and counts["output"] >= len(deltas)
+
+
+def test_a_retried_requests_usage_reaches_the_token_metric(
+    server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    # The first request is answered, then lost before its first frame: it is retried, and
+    # the input it may have been billed for is recorded beside the response's own tokens.
+    reports: list[UsageReport] = []
+    told = threading.Event()
+
+    def on_usage(report: UsageReport) -> None:
+        reports.append(report)
+        told.set()
+
+    model = make_model(server, "cut-early:1", telemetry=True, on_usage=on_usage)
+    response = model.prompt("one two three").call()
+    assert told.wait(10)
+    [report] = reports
+    [retried] = report.retried
+    assert response.usage is not None and retried.prompt_tokens > 0
+    count, total = 0, 0.0
+    for _ in range(500):
+        for attrs, n, value in points().get("gen_ai.client.token.usage", []):
+            if attrs["gen_ai.token.type"] == "input":
+                count, total = count + n, total + value
+        if count >= 2:
+            break
+        time.sleep(0.01)
+    assert (count, total) == (2, response.usage.prompt_tokens + retried.prompt_tokens)
 
 
 def test_content_is_recorded_only_when_asked(

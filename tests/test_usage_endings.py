@@ -334,3 +334,39 @@ def test_an_astream_read_to_its_end_is_not_stopped(
     events = asyncio.run(read())
     assert events[-1].type is T.RESPONSE_END
     assert reports.one().outcome == "completed"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_request_retried_after_the_provider_accepted_it_is_kept(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    # answered with a stream, then lost before its first frame: the input may be billed
+    model = make_model(server, "cut-early:1", dialect, on_usage=reports)
+    events, failure = _collect(model, "one two three")
+    assert failure is None
+    retry = next(e for e in events if e.type is T.STATUS and e.sub_type == "retry")
+    assert retry.attrs["accepted"] is True
+    lost = retry.usage
+    assert lost is not None and lost.estimated
+    assert lost.prompt_tokens > 0 and lost.completion_tokens == 0
+    assert lost.source["retried"] is True
+    end = events[-1]
+    assert end.type is T.RESPONSE_END and end.usage is not None and not end.usage.estimated
+    assert end.usage == _summed(events)  # the events count the steps alone
+    report = reports.one()
+    assert report.outcome == "completed"
+    assert report.retried == (lost,) and report.steps == (end.usage,)
+    assert report.usage == end.usage + lost and report.usage.estimated
+
+
+@pytest.mark.parametrize("dialect", ["openai", "bedrock"])
+def test_a_request_refused_with_an_error_status_is_not_billed(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "flaky:1:503:1", dialect, on_usage=reports)
+    events, failure = _collect(model, "one two three")
+    assert failure is None
+    retry = next(e for e in events if e.type is T.STATUS and e.sub_type == "retry")
+    assert retry.attrs["accepted"] is False and retry.usage is None
+    report = reports.one()
+    assert report.retried == () and report.usage == events[-1].usage

@@ -86,7 +86,9 @@ class ChatModel:
     A budget that runs out fails the response with a :class:`~solon_events.ChatTimeoutError`
     whose ``budget`` names it. Before the first frame of a request, connection errors and
     the statuses 408, 409, 429, 500, 502, 503 and 504 are retried up to ``max_retries``
-    times (each retry a STATUS event with ``sub_type="retry"``), after the wait the
+    times (each retry a STATUS event with ``sub_type="retry"`` and ``attrs`` ``attempt``,
+    ``delay``, ``cause`` and ``accepted``: whether the provider had answered with a stream
+    before the connection was lost), after the wait the
     provider asked for (``Retry-After``, at most ``max_retry_after`` seconds) or an
     exponential backoff; a wait that would outlast ``timeout`` or ``total_timeout`` is not
     made: the request fails with the provider's error (its ``retry_after`` says the wait).
@@ -107,7 +109,9 @@ class ChatModel:
     Usage and cost (see :mod:`solon_events.estimate` and :mod:`solon_events.pricing`): a
     step the provider sent no usage for, or whose last count came before some of its
     output (a stream cancelled, cut or failed mid-answer), gets an estimate, marked
-    ``Usage.estimated``. ``pricing=True`` prices every step and the response
+    ``Usage.estimated``; so does a request retried after the provider had accepted it (its
+    retry STATUS event carries it: the input the provider may have billed).
+    ``pricing=True`` prices every step and the response
     (``ChatResponse.cost``; needs the ``cost`` extra, genai-prices). ``on_usage`` is called
     with a :class:`~solon_events.UsageReport` once per response, however it ended:
     completed, failed, aborted by the provider, or cancelled (disposed, ``take(n)``,

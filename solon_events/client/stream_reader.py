@@ -115,6 +115,8 @@ class _FrameClock:
         self.total_deadline = total_deadline
         self.frames = 0
         self.bytes = 0
+        self.accepted = False
+        """Whether the provider accepted the request (answered with a stream)."""
         self.deadline: float | None = None
         self.budget = "timeout"
         self._set_frame_deadline(first_deadline, "timeout")
@@ -361,7 +363,7 @@ class StreamReader:
                 if delay is None:
                     raise
                 retries += 1
-                self._emit(emit, (self._retry_status(retries, delay, error),))
+                self._emit(emit, (self._retry_status(retries, delay, error, clock.accepted),))
             if paced:
                 yield
             await asyncio.sleep(delay)
@@ -376,7 +378,9 @@ class StreamReader:
         left, _budget = clock.next_limit()
         return None if left is not None and delay >= left else delay
 
-    def _retry_status(self, retry: int, delay: float, cause: ChatError) -> ChatEvent:
+    def _retry_status(
+        self, retry: int, delay: float, cause: ChatError, accepted: bool
+    ) -> ChatEvent:
         return ChatEvent(
             EVENT_TYPES.STATUS,
             sub_type="retry",
@@ -385,6 +389,7 @@ class StreamReader:
                 "attempt": retry,
                 "delay": delay,
                 "cause": self.redactor.text(str(cause)),
+                "accepted": accepted,
             },
         )
 
@@ -403,6 +408,7 @@ class StreamReader:
         watchdog = _Watchdog(asyncio.get_running_loop(), clock)
         try:
             await self._check_head(response, request, clock)
+            clock.accepted = True
             decoder = (
                 self.dialect.frame_decoder(self.max_frame_size, data_only=True)
                 if data_only and self._decoder_takes_data_only

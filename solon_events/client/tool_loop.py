@@ -212,6 +212,8 @@ class ResponseRun:
         """The tool call running now."""
         self._ended_steps: list[ChatResponse | None] = []
         """The response of every step that ended, in order (for the usage report)."""
+        self._retried: list[tuple[Usage, Cost | None]] = []
+        """The usage and price of each request retried after the provider accepted it."""
         self.ended = False
         """Whether ``head`` has ended, or :meth:`stop` was called."""
 
@@ -256,6 +258,7 @@ class ResponseRun:
             )
             if plan.accounting is not None:
                 parser.accounting = plan.accounting(request)
+                parser.retried = self._retried
             parser.start()
             try:
                 async with contextlib.aclosing(
@@ -548,20 +551,23 @@ class ResponseRun:
             return
         responses = [*self._ended_steps, in_flight] if in_flight else self._ended_steps
         steps = tuple(r.usage if r is not None else None for r in responses)
+        retried = tuple(one for one, _ in self._retried)
         usage: Usage | None = None
-        for one in steps:
+        for one in (*steps, *retried):
             if one is not None:
                 usage = one if usage is None else usage + one
+        costs = [r.cost for r in responses if r is not None] + [c for _, c in self._retried]
         cost: Cost | None = None
-        for response in responses:
-            if response is not None and response.cost is not None:
-                cost = response.cost if cost is None else cost + response.cost
+        for one_cost in costs:
+            if one_cost is not None:
+                cost = one_cost if cost is None else cost + one_cost
         report = UsageReport(
             response_id=self._response_id,
             model=self._plan.request.model,
             outcome=outcome,
             usage=usage,
             steps=steps,
+            retried=retried,
             cost=cost,
             error=error,
         )

@@ -20,7 +20,7 @@ from ..dialects.reading import plain_json
 from ..dialects.sniff import dialect_hint
 from ..errors import ChatError, ChatProtocolError
 from ..events import EVENT_TYPES, ChatEvent, framing_event
-from ..results import ChatResponse
+from ..results import ChatResponse, Cost, Usage
 from ..wire.sse import Frame
 from .accumulator import ChatAccumulator
 from .stages import Sink
@@ -95,6 +95,11 @@ class StepSettlement(Protocol):
         frames: int,
     ) -> ChatResponse: ...
 
+    def retried(self) -> tuple[Usage, Cost | None]:
+        """The usage and price of a request of the step that the provider accepted but
+        that was lost before its first frame (and retried)."""
+        ...
+
 
 class ParseStage:
     """One stream's frames -> its events, through a dialect: the owner of the stream's state.
@@ -143,6 +148,7 @@ class ParseStage:
         "finish_reason",
         "finished",
         "frame_count",
+        "retried",
         "step",
     )  # fmt: skip
 
@@ -182,6 +188,10 @@ class ParseStage:
         self.accounting: StepSettlement | None = None
         """What settles each step's usage and price at its end (None: as the provider
         sent it)."""
+        self.retried: list[tuple[Usage, Cost | None]] = []
+        """The usage and price of each request the provider accepted and lost before its
+        first frame (a retry STATUS event with ``attrs["accepted"]``), given
+        :attr:`accounting`: each such event carries its usage."""
 
     @property
     def payload_count(self) -> int:
@@ -356,12 +366,24 @@ class ParseStage:
         For what the I/O side reports about the request (a retry's STATUS event before the
         provider's first frame): it is not a frame, so it is not counted, parsed or folded
         into the step's response. :meth:`on_next` relays a ChatEvent found among the frames.
+        Given :attr:`accounting`, a retry of a request the provider had accepted carries
+        that request's estimated usage (see :attr:`retried`).
         """
         if self.closed:
             return
         step = self.step
         response_id = self._response_id or event.response_id
-        if event.step != step or event.response_id != response_id:
+        accounting = self.accounting
+        if (
+            accounting is not None
+            and event.type is EVENT_TYPES.STATUS
+            and event.sub_type == "retry"
+            and event.attrs.get("accepted")
+        ):  # a request the provider accepted, lost before its first frame: it may be billed
+            usage, cost = accounting.retried()
+            self.retried.append((usage, cost))
+            event = event.evolve(step=step, response_id=response_id, usage=usage)
+        elif event.step != step or event.response_id != response_id:
             event = event.evolve(step=step, response_id=response_id)
         self._push(event)
 

@@ -469,6 +469,12 @@ def _drop(view: RequestView, args: Sequence[str]) -> Plan:
     return DropReply() if view.attempt <= _int(args, 0, 1) else _echo(view, ())
 
 
+def _cut_early(view: RequestView, args: Sequence[str]) -> Plan:
+    if view.attempt <= _int(args, 0, 1):  # answered, then lost before the first frame
+        return Script([RawBytes(b'data: {"'), Cut()], TurnUsage(0, 0))
+    return _echo(view, ())
+
+
 def _deep_error(view: RequestView, args: Sequence[str]) -> StatusReply:
     depth = _int(args, 1, 500)
     body = b'{"error": ' * depth + b'"too deep"' + b"}" * depth
@@ -533,6 +539,10 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "cut": (_cut, "two deltas, half a frame, then the connection is dropped"),
     "flaky": (_flaky, "flaky:<n>:<code>:<ms> - n answers of code (retry-after-ms), then echo"),
     "drop": (_drop, "drop:<n> - the first n requests lose their connection, then echo"),
+    "cut-early": (
+        _cut_early,
+        "cut-early:<n> - the first n requests are answered, then cut before a frame; then echo",
+    ),
     "deep-error": (_deep_error, "deep-error:<code>:<depth> - an error body nested depth deep"),
     "echo-key": (_echo_key, "echo-key:<frame|status|page|text|malformed> - quotes the API key"),
     "long-args": (

@@ -290,9 +290,12 @@ class RecordingStage:
 
     def usage_reported(self, report: UsageReport) -> None:
         """The response's :class:`~solon_events.UsageReport` (a ChatModel's run tells it):
-        a cancelled response's usage goes to the token metric."""
+        a cancelled response's usage goes to the token metric, and so does each retried
+        request's (the events carry neither to the metric)."""
         if report.outcome == "cancelled":
             _safely(self._recorder.cancelled_usage, report.usage)
+        for usage in report.retried:
+            _safely(self._recorder.retried_usage, usage)
 
     @contextlib.contextmanager
     def current(self) -> Iterator[None]:

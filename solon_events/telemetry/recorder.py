@@ -393,11 +393,21 @@ class ResponseRecorder:
             if not self._ended or self._tokens_recorded:
                 return
             self._tokens_recorded = True
+        self._record_tokens(usage, self._ended_attributes())
+
+    def retried_usage(self, usage: Usage) -> None:
+        """The estimated usage of a request retried after the provider had accepted it
+        (see :attr:`UsageReport.retried <solon_events.UsageReport.retried>`), told after
+        the response's end: recorded on the token metric."""
+        self._record_tokens(usage, self._ended_attributes())
+
+    def _ended_attributes(self) -> dict[str, Any]:
+        """The token metric's attributes for usage told after the response's end."""
         attributes = dict(self._common)
         response = self._response
         if response is not None and response.model:
             attributes[RESPONSE_MODEL] = self._settings.redactor.text(response.model)
-        self._record_tokens(usage, attributes)
+        return attributes
 
     def _outcome_attributes(self, response: ChatResponse | None) -> dict[str, Any]:
         attributes: dict[str, Any] = {}
