@@ -1,7 +1,9 @@
 """Usage on every ending, in every dialect, over the embedded provider (real HTTP on
 127.0.0.1): a response that completes, one the provider aborts, one that fails with an
-error frame, one whose connection is cut after some frames, and one cancelled mid-text by
-disposal, by ``take(n)`` and by ``break`` out of ``astream()``.
+error frame, one whose connection is cut after some frames, one whose body ends before its
+last frame, one refused with an error status, one cancelled mid-text by disposal, by
+``take(n)`` and by ``break`` out of ``astream()``, and a request retried after the provider
+had accepted it.
 
 Each ending's usage is the same in the terminal event (RESPONSE_END, ABORT, ERROR), in the
 STEP_ENDs and in the ``on_usage`` report; a cancelled response's usage is in the report
@@ -218,6 +220,36 @@ def test_http_failure_after_some_frames(
     _covers_the_stream(error.usage, _deltas(events), dialect)
     report = reports.one()
     assert report.outcome == "failed" and report.usage == error.usage
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_stream_ended_without_its_last_frame(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    # the body ends cleanly after three deltas: no finish, no usage frame
+    model = make_model(server, "truncate", dialect, on_usage=reports, max_retries=0)
+    events, failure = _collect(model)
+    assert isinstance(failure, ChatError)
+    error = events[-1]
+    assert error.type is T.ERROR
+    assert _streamed_text(events) == "This is a partial answer"
+    _covers_the_stream(error.usage, _deltas(events), dialect)
+    assert error.usage == _summed(events)
+    report = reports.one()
+    assert report.outcome == "failed" and report.usage == error.usage
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_an_error_status_before_any_frame_is_not_billed(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> None:
+    model = make_model(server, "status:500", dialect, on_usage=reports, max_retries=0)
+    events, failure = _collect(model)
+    assert isinstance(failure, ChatError)
+    assert events[-1].type is T.ERROR and events[-1].usage is None
+    report = reports.one()
+    assert report.outcome == "failed" and report.usage is None
+    assert report.steps == (None,) and report.retried == ()
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
