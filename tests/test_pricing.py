@@ -8,15 +8,15 @@ model (its ``model_price``), so that a newer price list changes nothing here.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from decimal import Decimal
 
 import genai_prices
 import pytest
 from reactivex import operators as ops
+from usage_reports import Reports
 
-from solon_events import ChatEventType, ChatModel, Cost, Usage, UsageReport, tool
+from solon_events import ChatEventType, ChatModel, Cost, Usage, tool
 from solon_events.devserver import RunningServer
 from solon_events.display.html import to_html
 from solon_events.display.pretty import to_text
@@ -95,15 +95,9 @@ def get_weather(city: str) -> str:
 def test_a_priced_model_prices_every_step_and_the_whole_response(
     server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
-    reports: list[UsageReport] = []
-    told = threading.Event()
-
-    def on_usage(report: UsageReport) -> None:
-        reports.append(report)
-        told.set()
-
+    reports = Reports()
     # gpt-4o-mini is no scenario of the embedded provider: it answers as "weather" does
-    model = make_model(server, "gpt-4o-mini", pricing=True, on_usage=on_usage)
+    model = make_model(server, "gpt-4o-mini", pricing=True, on_usage=reports)
     events = model.prompt("Weather in Paris?").tools(get_weather).stream().pipe(ops.to_list()).run()
     step_ends = [e for e in events if e.type is T.STEP_END]
     assert len(step_ends) == 2
@@ -114,8 +108,7 @@ def test_a_priced_model_prices_every_step_and_the_whole_response(
     end = events[-1]
     assert end.type is T.RESPONSE_END and end.response is not None
     assert end.response.cost == costs[0] + costs[1]  # type: ignore[operator]
-    assert told.wait(10)
-    assert reports[0].cost == end.response.cost
+    assert reports.one().cost == end.response.cost
     shown = f"${format(end.response.cost.total.normalize(), 'f')}"  # type: ignore[union-attr]
     assert shown in to_text(end.response)
     assert shown in to_html(end.response)

@@ -24,8 +24,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 from otel_global import EXPORTER, READER, install
 from reactivex import operators as ops
+from usage_reports import Reports
 
-from solon_events import ChatEventType, ChatModel, UsageReport, replay, tool
+from solon_events import ChatEventType, ChatModel, replay, tool
 from solon_events.client.transport import ReplayTransport
 from solon_events.devserver import RunningServer
 from solon_events.errors import (
@@ -301,17 +302,10 @@ def test_a_retried_requests_usage_reaches_the_token_metric(
 ) -> None:
     # The first request is answered, then lost before its first frame: it is retried, and
     # the input it may have been billed for is recorded beside the response's own tokens.
-    reports: list[UsageReport] = []
-    told = threading.Event()
-
-    def on_usage(report: UsageReport) -> None:
-        reports.append(report)
-        told.set()
-
-    model = make_model(server, "cut-early:1", telemetry=True, on_usage=on_usage)
+    reports = Reports()
+    model = make_model(server, "cut-early:1", telemetry=True, on_usage=reports)
     response = model.prompt("one two three").call()
-    assert told.wait(10)
-    [report] = reports
+    report = reports.one()
     [retried] = report.retried
     assert response.usage is not None and retried.prompt_tokens > 0
     count, total = 0, 0.0

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from reactivex import operators as ops
+from usage_reports import Reports
 
 from solon_events import (
     ChatConnectionError,
@@ -40,26 +41,6 @@ from solon_events.estimate import heuristic_tokens
 
 T = ChatEventType
 DIALECTS = list(ROUTES)
-
-
-class Reports:
-    """What an ``on_usage`` hook was told, waited for across threads."""
-
-    def __init__(self) -> None:
-        self.items: list[UsageReport] = []
-        self._changed = threading.Condition()
-
-    def __call__(self, report: UsageReport) -> None:
-        with self._changed:
-            self.items.append(report)
-            self._changed.notify_all()
-
-    def one(self) -> UsageReport:
-        """The one report (waiting for it to be told)."""
-        with self._changed:
-            assert self._changed.wait_for(lambda: self.items, timeout=10)
-        assert len(self.items) == 1, self.items
-        return self.items[0]
 
 
 @pytest.fixture
@@ -188,21 +169,30 @@ def test_abort_frame(
     assert report.outcome == "aborted" and report.usage == abort.usage
 
 
+def _failed(
+    model: ChatModel, reports: Reports, dialect: str, streamed: str
+) -> tuple[ChatEvent, Exception, UsageReport]:
+    """The ERROR, the failure and the report of a response that failed after streaming
+    ``streamed``: its usage covers the stream and is the STEP_ENDs' sum and the report's."""
+    events, failure = _collect(model)
+    assert isinstance(failure, ChatError)
+    error = events[-1]
+    assert error.type is T.ERROR
+    assert _streamed_text(events) == streamed
+    _covers_the_stream(error.usage, _deltas(events), dialect)
+    assert error.usage == _summed(events)
+    report = reports.one()
+    assert report.outcome == "failed" and report.usage == error.usage
+    return error, failure, report
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_error_frame(
     server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
 ) -> None:
     model = make_model(server, "error-frame", dialect, on_usage=reports, max_retries=0)
-    events, failure = _collect(model)
-    assert isinstance(failure, ChatError)
-    error = events[-1]
-    assert error.type is T.ERROR
-    assert _streamed_text(events) == "Partial answer"
-    _covers_the_stream(error.usage, _deltas(events), dialect)
-    assert error.usage == _summed(events)
+    error, failure, report = _failed(model, reports, dialect, "Partial answer")
     assert failure.partial_response.usage == error.usage  # type: ignore[attr-defined]
-    report = reports.one()
-    assert report.outcome == "failed" and report.usage == error.usage
     assert report.error is failure
 
 
@@ -211,15 +201,8 @@ def test_http_failure_after_some_frames(
     server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
 ) -> None:
     model = make_model(server, "cut", dialect, on_usage=reports, max_retries=0)
-    events, failure = _collect(model)
-    assert isinstance(failure, (ChatConnectionError, ChatError))
-    error = events[-1]
-    assert error.type is T.ERROR
-    text = _streamed_text(events)
-    assert text == "This is a cut"
-    _covers_the_stream(error.usage, _deltas(events), dialect)
-    report = reports.one()
-    assert report.outcome == "failed" and report.usage == error.usage
+    _, failure, _ = _failed(model, reports, dialect, "This is a cut")
+    assert isinstance(failure, ChatConnectionError)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -228,15 +211,7 @@ def test_a_stream_ended_without_its_last_frame(
 ) -> None:
     # the body ends cleanly after three deltas: no finish, no usage frame
     model = make_model(server, "truncate", dialect, on_usage=reports, max_retries=0)
-    events, failure = _collect(model)
-    assert isinstance(failure, ChatError)
-    error = events[-1]
-    assert error.type is T.ERROR
-    assert _streamed_text(events) == "This is a partial answer"
-    _covers_the_stream(error.usage, _deltas(events), dialect)
-    assert error.usage == _summed(events)
-    report = reports.one()
-    assert report.outcome == "failed" and report.usage == error.usage
+    _failed(model, reports, dialect, "This is a partial answer")
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -368,15 +343,22 @@ def test_an_astream_read_to_its_end_is_not_stopped(
     assert reports.one().outcome == "completed"
 
 
+def _answered_after_a_retry(model: ChatModel) -> tuple[list[ChatEvent], ChatEvent]:
+    """The events of a response answered after one retry, and the retry's STATUS event."""
+    events, failure = _collect(model, "one two three")
+    assert failure is None
+    retries = [e for e in events if e.type is T.STATUS and e.sub_type == "retry"]
+    assert len(retries) == 1 and events[-1].type is T.RESPONSE_END
+    return events, retries[0]
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_a_request_retried_after_the_provider_accepted_it_is_kept(
     server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
 ) -> None:
     # answered with a stream, then lost before its first frame: the input may be billed
     model = make_model(server, "cut-early:1", dialect, on_usage=reports)
-    events, failure = _collect(model, "one two three")
-    assert failure is None
-    retry = next(e for e in events if e.type is T.STATUS and e.sub_type == "retry")
+    events, retry = _answered_after_a_retry(model)
     assert retry.attrs["accepted"] is True
     lost = retry.usage
     assert lost is not None and lost.estimated
@@ -396,9 +378,7 @@ def test_a_request_refused_with_an_error_status_is_not_billed(
     server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
 ) -> None:
     model = make_model(server, "flaky:1:503:1", dialect, on_usage=reports)
-    events, failure = _collect(model, "one two three")
-    assert failure is None
-    retry = next(e for e in events if e.type is T.STATUS and e.sub_type == "retry")
+    events, retry = _answered_after_a_retry(model)
     assert retry.attrs["accepted"] is False and retry.usage is None
     report = reports.one()
     assert report.retried == () and report.usage == events[-1].usage
