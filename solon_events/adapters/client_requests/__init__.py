@@ -46,15 +46,7 @@ _READERS: dict[str, Callable[[Any], ClientRequest]] = {
     "google-interactions": read_interaction,
 }
 
-CLIENT_FORMATS = (
-    "openai",
-    "openai-responses",
-    "anthropic",
-    "gemini",
-    "ollama",
-    "cohere",
-    "google-interactions",
-)
+CLIENT_FORMATS = (*_READERS, "gemini")
 """The wire formats whose requests :func:`read_client_request` reads (dialect names)."""
 
 

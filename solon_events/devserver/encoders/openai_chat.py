@@ -6,18 +6,19 @@ Ollama); the stream is written by
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..turns import Content
 from .base import (
     FormatWire,
-    Frame,
     RequestView,
     ToolDecl,
     content_text,
 )
+
+if TYPE_CHECKING:
+    from ...adapters.provider_formats import OpenAIChatEncoder
 
 __all__ = ["OpenAIChatWire", "read_chat_messages"]
 
@@ -54,6 +55,7 @@ class OpenAIChatWire(FormatWire):
 
     framing = "sse"
     format = "openai"
+    encoder: OpenAIChatEncoder
 
     @classmethod
     def read_request(cls, body: Mapping[str, Any]) -> RequestView:
@@ -64,10 +66,13 @@ class OpenAIChatWire(FormatWire):
         refused = isinstance(options, Mapping) and options.get("include_usage") is False
         return attrs.evolve(read_chat_messages(body), include_usage=not refused)
 
-    def encode(self, part: Content) -> list[Frame]:
-        """The encoder's payloads, the usage chunk (``choices: []``) left out when the
-        request refused it."""
-        frames = super().encode(part)
-        if self.send_usage:
-            return frames
-        return [f for f in frames if not (isinstance(f, Mapping) and f.get("choices") == [])]
+    @property
+    def send_usage(self) -> bool:
+        """Whether the stream ends with its usage chunk (``choices: []``): the encoder's
+        ``include_usage``, which a request's ``stream_options.include_usage: false`` turns
+        off."""
+        return self.encoder.include_usage
+
+    @send_usage.setter
+    def send_usage(self, value: bool) -> None:
+        self.encoder.include_usage = value
