@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -28,3 +29,9 @@ def assert_built_alike(built: Any, expected: Any) -> None:
     by field (``==`` leaves some fields out)."""
     assert type(built) is type(expected)
     assert attrs.asdict(built, recurse=False) == attrs.asdict(expected, recurse=False)
+
+
+def keywords(names: str, values: Sequence[Any]) -> dict[str, Any]:
+    """``values`` named by ``names`` (space-separated, in order): the keyword arguments that
+    the values a positional builder takes stand for."""
+    return dict(zip(names.split(), values, strict=True))

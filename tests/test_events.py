@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import attrs
 import pytest
-from copies import WAYS, assert_built_alike, copied
+from copies import WAYS, assert_built_alike, copied, keywords
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -136,36 +136,25 @@ def test_defaults() -> None:
 
 
 def test_every_field_is_kept() -> None:
-    call = ToolCall(id="c", name="f")
-    usage = Usage(prompt_tokens=1)
-    error = RuntimeError("x")
-    block = ImageBlock(url="u")
-    event = ChatEvent(
-        T.CUSTOM,
-        text="t",
-        usage=usage,
-        error=error,
-        step=3,
-        index=4,
-        response_id="r",
-        provider_response_id="p",
-        item_id="i",
-        tool_call_id="tc",
-        tool_call=call,
-        block=block,
-        raw_type="rt",
-        sub_type="st",
-        raw={"a": 1},
-        attrs={"k": "v"},
-    )
-    assert (event.text, event.usage, event.error, event.step, event.index) == (
-        "t", usage, error, 3, 4,
-    )  # fmt: skip
-    assert (event.response_id, event.provider_response_id, event.item_id) == ("r", "p", "i")
-    assert (event.tool_call_id, event.tool_call, event.block) == ("tc", call, block)
-    assert (event.raw_type, event.sub_type) == ("rt", "st")
-    assert event.raw["a"] == 1
-    assert event.attrs["k"] == "v"
+    given = {
+        "text": "t",
+        "usage": Usage(prompt_tokens=1),
+        "error": RuntimeError("x"),
+        "step": 3,
+        "index": 4,
+        "response_id": "r",
+        "provider_response_id": "p",
+        "item_id": "i",
+        "tool_call_id": "tc",
+        "tool_call": ToolCall(id="c", name="f"),
+        "block": ImageBlock(url="u"),
+        "raw_type": "rt",
+        "sub_type": "st",
+        "raw": {"a": 1},
+        "attrs": {"k": "v"},
+    }
+    event = ChatEvent(T.CUSTOM, **given)
+    assert {name: getattr(event, name) for name in given} == given
 
 
 def test_type_is_required() -> None:
@@ -302,6 +291,10 @@ def test_with_response_id_equals_evolve() -> None:
 
 
 _IDS = st.none() | st.text(max_size=3)
+FRAMING_FIELDS = (
+    "step response_id provider_response_id index item_id tool_call_id tool_call response usage"
+    " raw text"
+)
 
 
 @given(
@@ -326,25 +319,9 @@ def test_framing_event_builds_what_the_constructor_builds(
     raw: dict[str, int] | None,
     text: str | None,
 ) -> None:
-    response_id, provider_response_id, item_id, tool_call_id = ids
-    built = framing_event(
-        event_type, step, response_id, provider_response_id, index, item_id, tool_call_id,
-        call, response, usage, raw, text,
-    )  # fmt: skip
-    expected = ChatEvent(
-        event_type,
-        text=text,
-        response=response,
-        usage=usage,
-        step=step,
-        index=index,
-        response_id=response_id,
-        provider_response_id=provider_response_id,
-        item_id=item_id,
-        tool_call_id=tool_call_id,
-        tool_call=call,
-        raw=raw,
-    )
+    values = (step, *ids[:2], index, *ids[2:], call, response, usage, raw, text)
+    built = framing_event(event_type, *values)
+    expected = ChatEvent(event_type, **keywords(FRAMING_FIELDS, values))
     assert_built_alike(built, expected)
     assert isinstance(built.raw, MappingProxyType) or built.raw == {}
 

@@ -23,20 +23,22 @@ from reactivex import operators as ops
 from recorded import ENDPOINTS
 from sockets import open_connections, wait_for
 
-from solon_events import ChatEventFilter, ChatResponse, Usage
+from solon_events import (
+    ChatError,
+    ChatEventFilter,
+    ChatHttpError,
+    ChatProtocolError,
+    ChatResponse,
+    ChatTimeoutError,
+    ProviderError,
+    ToolCallError,
+    Usage,
+)
 from solon_events.client.model import ChatModel, ChatPrompt
 from solon_events.devserver import ROUTES as WIRE_ROUTES
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.encoders.base import error_info
 from solon_events.devserver.scenarios import ERROR_FRAME_MESSAGE
-from solon_events.errors import (
-    ChatError,
-    ChatHttpError,
-    ChatProtocolError,
-    ChatTimeoutError,
-    ProviderError,
-    ToolCallError,
-)
 from solon_events.events import ChatEvent, ChatEventType
 from solon_events.tools import Tool, ToolContext, tool
 

@@ -38,14 +38,13 @@ from recorded import body_of
 from redis_server import redis_url  # noqa: F401  (a fixture)
 from rich.console import Console
 
-import solon_events
+import solon_events as se
 from solon_events import (
     ChatError,
     ChatEvent,
     ChatEventFilter,
     ChatEventType,
     ChatModel,
-    smooth,
     tool,
 )
 from solon_events.adapters import to_agui, to_vercel, to_wire
@@ -54,24 +53,12 @@ from solon_events.adapters.provider_formats import WIRE_FORMATS
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.turns import Finish, Script, Text, ToolCallPart, TurnUsage
 from solon_events.display import live
-from solon_events.operators import (
-    aggregate,
-    argument_deltas,
-    final_response,
-    guard,
-    normalize,
-    parse,
-    partial_arguments,
-    partial_json,
-    respond,
-    text_deltas,
-)
 from solon_events.serve.redis_log import RedisStreamLog, read_from_redis, tee_to_redis
 from solon_events.telemetry import instrument
 from solon_events.wire.sse import SSEDecoder
 
 T = ChatEventType
-PACKAGE = Path(solon_events.__file__).resolve().parent
+PACKAGE = Path(se.__file__).resolve().parent
 SAFETY_NET = str(PACKAGE / "_safe_callbacks.py")
 TOOL_LOOP = (str(PACKAGE / "tool_loop.py"), str(PACKAGE / "tools"))
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]  # explain would trace too
@@ -194,31 +181,31 @@ Chain = Callable[[reactivex.Observable[Any], TestScheduler], reactivex.Observabl
 
 
 def wire_chain(format: str) -> Chain:
-    return lambda s, _: s.pipe(parse("openai"), respond(), to_wire(format, model="m"))
+    return lambda s, _: s.pipe(se.parse("openai"), se.respond(), to_wire(format, model="m"))
 
 
 CHAINS: dict[str, Chain] = {
     "parse normalize aggregate guard": lambda s, _: s.pipe(
-        parse("openai"), normalize(), aggregate(), guard(ChatEventFilter.all())
+        se.parse("openai"), se.normalize(), se.aggregate(), se.guard(ChatEventFilter.all())
     ),
     "respond partial_arguments final_response": lambda s, _: s.pipe(
-        parse("openai"), respond(), partial_arguments(), final_response()
+        se.parse("openai"), se.respond(), se.partial_arguments(), se.final_response()
     ),
     "respond(partial_arguments) text_deltas": lambda s, _: s.pipe(
-        parse("openai"), respond(partial_arguments=True), text_deltas()
+        se.parse("openai"), se.respond(partial_arguments=True), se.text_deltas()
     ),
-    "argument_deltas": lambda s, _: s.pipe(parse("openai"), respond(), argument_deltas()),
-    "partial_json": lambda s, _: s.pipe(parse("openai"), respond(), partial_json(Place)),
+    "argument_deltas": lambda s, _: s.pipe(se.parse("openai"), se.respond(), se.argument_deltas()),
+    "partial_json": lambda s, _: s.pipe(se.parse("openai"), se.respond(), se.partial_json(Place)),
     "smooth": lambda s, clock: s.pipe(
-        parse("openai"), respond(), smooth(CLOCK_INTERVAL, scheduler=clock)
+        se.parse("openai"), se.respond(), se.smooth(CLOCK_INTERVAL, scheduler=clock)
     ),
-    "to_agui": lambda s, _: s.pipe(parse("openai"), respond(), to_agui()),
-    "to_vercel": lambda s, _: s.pipe(parse("openai"), respond(), to_vercel()),
+    "to_agui": lambda s, _: s.pipe(se.parse("openai"), se.respond(), to_agui()),
+    "to_vercel": lambda s, _: s.pipe(se.parse("openai"), se.respond(), to_vercel()),
     "instrument": lambda s, _: s.pipe(
-        parse("openai"), respond(), instrument(model="m", provider="openai")
+        se.parse("openai"), se.respond(), instrument(model="m", provider="openai")
     ),
     "live": lambda s, _: s.pipe(
-        parse("openai"), respond(), live(console=Console(file=io.StringIO()))
+        se.parse("openai"), se.respond(), live(console=Console(file=io.StringIO()))
     ),
     **{f"to_wire({format})": wire_chain(format) for format in WIRE_FORMATS},
 }
@@ -314,7 +301,7 @@ def test_an_operator_failing_in_on_completed_on_the_io_thread_ends_the_stream(
         monkeypatch.setitem(sys.modules, "cattrs", None)
 
     with ChatModel(server.url + "/v1/chat/completions", "echo") as model:
-        model.prompt('{"city": "Paris"}').stream().pipe(partial_json(Place)).subscribe(
+        model.prompt('{"city": "Paris"}').stream().pipe(se.partial_json(Place)).subscribe(
             on_next, ending.on_error, ending.on_completed
         )
         assert ending.done.wait(10.0), "the response never ended"
@@ -346,7 +333,7 @@ def test_the_subscribers_own_exception_goes_up_to_the_source_unchanged() -> None
         if event.type is T.TEXT_DELTA:
             raise KeyError("the subscriber's")
 
-    subject.pipe(parse("openai"), normalize(), text_deltas()).subscribe(
+    subject.pipe(se.parse("openai"), se.normalize(), se.text_deltas()).subscribe(
         lambda _text: on_next(ChatEvent(T.TEXT_DELTA)), ending.on_error, ending.on_completed
     )
     with pytest.raises(KeyError, match="the subscriber's"):
@@ -370,7 +357,7 @@ def test_a_subscriber_raising_on_a_chunk_the_timer_releases_gets_its_exception()
         if event.text == "two ":
             raise KeyError("the subscriber's")
 
-    subject.pipe(smooth(1.0, scheduler=clock)).subscribe(
+    subject.pipe(se.smooth(1.0, scheduler=clock)).subscribe(
         on_next, ending.on_error, ending.on_completed
     )
     subject.on_next(ChatEvent(T.TEXT_DELTA, text="one two three four"))  # "one " at once
@@ -430,7 +417,7 @@ def run_tee(url: str, fault: FaultAt) -> tuple[Ending, bool, str]:
     subject: Subject[Any] = Subject()
     ending = Ending()
     log = RedisStreamLog(url, prefix=f"faults-{next(RUNS)}")
-    chain = subject.pipe(parse("openai"), respond(), tee_to_redis(log, "r1"))
+    chain = subject.pipe(se.parse("openai"), se.respond(), tee_to_redis(log, "r1"))
     try:
         with fault.installed():
             while_subscribing = feed(chain, subject, fault, ending)
@@ -448,7 +435,7 @@ def run_read(url: str, fault: FaultAt) -> tuple[Ending, bool, str]:
     prefix = f"faults-{next(RUNS)}"
     with RedisStreamLog(url, prefix=prefix) as log:
         subject: Subject[Any] = Subject()
-        subject.pipe(parse("openai"), respond(), tee_to_redis(log, "r1")).subscribe()
+        subject.pipe(se.parse("openai"), se.respond(), tee_to_redis(log, "r1")).subscribe()
         for frame in FRAMES:
             subject.on_next(frame)
         subject.on_completed()

@@ -13,15 +13,8 @@ from serving import sse_json, sse_payloads
 from wire_messages import Call, Message, Said, Thought, encode_all, events_of, read_back
 
 from solon_events import ChatEvent, ChatEventType, ChatHttpError, ProviderError
-from solon_events.adapters import (
-    WIRE_FORMATS,
-    WireEncoder,
-    error_body,
-    response_body,
-    to_wire,
-    wire_encoder,
-)
-from solon_events.adapters.provider_formats.base import error_status, finish_kind
+from solon_events.adapters import WIRE_FORMATS, error_body, response_body, to_wire, wire_encoder
+from solon_events.adapters.provider_formats.base import WireEncoder, error_status, finish_kind
 from solon_events.results import AssistantMessage, ChatResponse, ToolCall, Usage
 
 T = ChatEventType

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
-from copies import WAYS, assert_built_alike, copied
+from copies import WAYS, assert_built_alike, copied, keywords
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -269,7 +269,14 @@ def test_chat_response_is_empty(message: AssistantMessage | None, empty: bool) -
     assert ChatResponse(message=message).is_empty is empty
 
 
-# The positional builders the pipeline uses: the same values as the keyword constructors
+# The positional builders the pipeline uses: the same values as the keyword constructors (the
+# names, in the order the pipeline passes them)
+
+USAGE_FIELDS = (
+    "prompt_tokens completion_tokens total_tokens thinking_tokens cache_creation_input_tokens"
+    " cache_read_input_tokens server_tool_use source"
+)
+CITATION_FIELDS = "url title cited_text start_index end_index document_index file_id type raw"
 
 _counts = st.integers(min_value=0, max_value=10**6)
 _maybe_text = st.none() | st.text(max_size=5)
@@ -288,20 +295,13 @@ def _sequence(item: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 def test_new_usage_equals_the_keyword_constructor(
     counts: tuple[Any, ...], server_tool_use: Any, source: Any
 ) -> None:
-    prompt, completion, total, thinking, creation, read = counts
-    built = new_usage(prompt, completion, total, thinking, creation, read, server_tool_use, source)
-    keywords: dict[str, Any] = {} if total is None else {"total_tokens": total}
-    expected = Usage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        thinking_tokens=thinking,
-        cache_creation_input_tokens=creation,
-        cache_read_input_tokens=read,
-        server_tool_use=server_tool_use,
-        source=source,
-        **keywords,
-    )
-    assert_built_alike(built, expected)
+    total = counts[2]
+    values = (*counts, server_tool_use, source)
+    built = new_usage(*values)
+    expected = keywords(USAGE_FIELDS, values)
+    if total is None:
+        del expected["total_tokens"]
+    assert_built_alike(built, Usage(**expected))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         built.prompt_tokens = 1  # type: ignore[misc]
 
@@ -341,24 +341,15 @@ def test_new_message_and_new_response_equal_the_keyword_constructors(
     given_message = message if with_message else None
     usage = Usage(prompt_tokens=1)
     response = new_response(given_message, usage, finish, "m", "r")
-    assert type(response) is ChatResponse
-    assert response == ChatResponse(
+    expected_response = ChatResponse(
         message=given_message,
         usage=usage,
         finish_reason=finish,
         model="m",
         provider_response_id="r",
     )
-    assert attrs.asdict(response, recurse=False) == attrs.asdict(
-        ChatResponse(
-            message=given_message,
-            usage=usage,
-            finish_reason=finish,
-            model="m",
-            provider_response_id="r",
-        ),
-        recurse=False,
-    )
+    assert response == expected_response
+    assert_built_alike(response, expected_response)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         response.text = "x"  # type: ignore[misc]
 
@@ -376,21 +367,9 @@ _raw = st.none() | st.dictionaries(st.text(max_size=3), _maybe_text, max_size=3)
 def test_new_citation_equals_the_keyword_constructor(
     texts: tuple[Any, ...], positions: tuple[Any, ...], ids: tuple[Any, ...], raw: Any
 ) -> None:
-    url, title, cited_text = texts
-    start, end, document = positions
-    file_id, kind = ids
-    built = new_citation(url, title, cited_text, start, end, document, file_id, kind, raw)
-    expected = Citation(
-        url=url,
-        title=title,
-        cited_text=cited_text,
-        start_index=start,
-        end_index=end,
-        document_index=document,
-        file_id=file_id,
-        type=kind,
-        raw=raw,
-    )
+    values = (*texts, *positions, *ids, raw)
+    built = new_citation(*values)
+    expected = Citation(**keywords(CITATION_FIELDS, values))
     assert built == expected
     assert_built_alike(built, expected)
     assert type(built.raw) is MappingProxyType and built.raw is not raw
@@ -400,9 +379,8 @@ def test_new_citation_equals_the_keyword_constructor(
 
 @given(st.tuples(_maybe_text, _maybe_text, _maybe_text, _maybe_text, _maybe_text), _raw)
 def test_new_search_result_equals_the_keyword_constructor(texts: tuple[Any, ...], raw: Any) -> None:
-    url, title, snippet, date, kind = texts
-    built = new_search_result(url, title, snippet, date, kind, raw)
-    expected = SearchResult(url=url, title=title, snippet=snippet, date=date, type=kind, raw=raw)
+    built = new_search_result(*texts, raw)
+    expected = SearchResult(**keywords("url title snippet date type raw", (*texts, raw)))
     assert built == expected
     assert_built_alike(built, expected)
     assert type(built.raw) is MappingProxyType and built.raw is not raw

@@ -15,16 +15,8 @@ import pytest
 from wire_messages import read_back
 
 from solon_events import ChatError, ChatEventType
-from solon_events.devserver.encoders import (
-    AnthropicWire,
-    CohereWire,
-    GeminiWire,
-    GoogleInteractionsWire,
-    OllamaWire,
-    OpenAIChatWire,
-    OpenAIResponsesWire,
-    Wire,
-)
+from solon_events.devserver import ROUTES
+from solon_events.devserver.encoders import Wire
 from solon_events.devserver.turns import (
     Content,
     Finish,
@@ -35,15 +27,8 @@ from solon_events.devserver.turns import (
     TurnUsage,
 )
 
-WIRES: dict[str, type[Wire]] = {
-    "openai": OpenAIChatWire,
-    "openai-responses": OpenAIResponsesWire,
-    "anthropic": AnthropicWire,
-    "gemini": GeminiWire,
-    "ollama": OllamaWire,
-    "cohere": CohereWire,
-    "google-interactions": GoogleInteractionsWire,
-}
+WIRES: dict[str, type[Wire]] = {dialect: wire for _path, wire, dialect in ROUTES}
+"""Every wire format the embedded provider speaks, by the name of the dialect that reads it."""
 
 USAGE = TurnUsage(prompt=7, completion=5)
 
