@@ -20,8 +20,9 @@ format                     what it writes                                module
 and :func:`error_body` write a format's non-streaming bodies. Each module's docstring says
 what its format cannot carry, and drops.
 
-A new format is one module with a :class:`~.base.WireEncoder` subclass, and its line in
-:data:`WIRE_FORMATS`.
+A new format is one module with a :class:`~.base.WireEncoder` subclass, its line in
+:data:`WIRE_FORMATS`, and its finish words in :data:`.base.FINISH_WORDS`. The framing
+(SSE events, JSON lines) is :mod:`solon_events.wire.writing`'s.
 """
 
 from __future__ import annotations

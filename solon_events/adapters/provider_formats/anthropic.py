@@ -47,25 +47,9 @@ import orjson
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import (
-    Block,
-    FinishKind,
-    MessageEnd,
-    Payload,
-    WireEncoder,
-    error_info,
-    random_id,
-    sse_event,
-)
+from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["AnthropicEncoder", "anthropic_usage"]
-
-_STOP_REASONS: dict[FinishKind, str] = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "content_filter": "refusal",
-}
 
 
 def anthropic_usage(usage: Usage | None) -> dict[str, Any]:
@@ -89,7 +73,7 @@ class AnthropicEncoder(WireEncoder):
 
     format = "anthropic"
     media_type = "text/event-stream"
-    finish_words: ClassVar[dict[FinishKind, str]] = _STOP_REASONS
+    event_name = "type"
     other_finish_words: ClassVar[frozenset[str]] = frozenset({"stop_sequence", "pause_turn"})
     call_id_prefix = "toolu_01"
 
@@ -98,11 +82,6 @@ class AnthropicEncoder(WireEncoder):
         self.id = random_id("msg_01")
         """The message's id."""
         self._index = -1
-
-    def frame(self, payload: Payload) -> bytes:
-        """An SSE event named by the payload's ``type``."""
-        assert not isinstance(payload, str)
-        return sse_event(payload)
 
     def open(self) -> list[Payload]:
         """``message_start`` and a ``ping``."""

@@ -21,13 +21,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
 import attrs
-import orjson
 
 from ...errors import ChatError, ChatHttpError
 from ...events import EVENT_TYPES, ChatEvent, ChatEventType
 from ...results import ChatResponse, ToolCall, Usage
+from ...wire.writing import sse_data, sse_event, sse_frame
 
 __all__ = [
+    "FINISH_WORDS",
     "Block",
     "ErrorInfo",
     "FinishKind",
@@ -51,6 +52,8 @@ Payload = Mapping[str, Any] | str
 
 FinishKind = Literal["stop", "length", "tool_calls", "content_filter"]
 """A finish reason in the words every format has one for."""
+
+_FINISH_KIND_ORDER: tuple[FinishKind, ...] = ("stop", "length", "tool_calls", "content_filter")
 
 
 @attrs.frozen
@@ -80,17 +83,6 @@ def random_id(prefix: str, length: int = 24, alphabet: str = _ALNUM) -> str:
 def now() -> int:
     """The current Unix time in whole seconds."""
     return int(time.time())
-
-
-def sse_data(payload: Payload) -> bytes:
-    """``payload`` as one SSE event of a ``data:`` line (a string payload as it is)."""
-    data = payload.encode() if isinstance(payload, str) else orjson.dumps(payload)
-    return b"data: " + data + b"\n\n"
-
-
-def sse_event(payload: Mapping[str, Any]) -> bytes:
-    """``payload`` as one SSE event named by its ``type`` (``event:`` then ``data:``)."""
-    return b"event: " + payload["type"].encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
 # ------------------------------------------------------------------ finish reasons
@@ -127,6 +119,25 @@ _FINISH_KINDS: dict[str, FinishKind] = {
 }
 
 
+# fmt: off
+_FORMAT_FINISH_WORDS = {
+    # format                stop          length         tool_calls         content_filter
+    "openai":              ("stop",      "length",      "tool_calls",      "content_filter"),
+    "anthropic":           ("end_turn",  "max_tokens",  "tool_use",        "refusal"),
+    "gemini":              ("STOP",      "MAX_TOKENS",  "STOP",            "SAFETY"),
+    "ollama":              ("stop",      "length",      "stop",            "stop"),
+    "cohere":              ("COMPLETE",  "MAX_TOKENS",  "TOOL_CALL",       "COMPLETE"),
+    "google-interactions": ("completed", "incomplete",  "requires_action", "completed"),
+}
+# fmt: on
+
+FINISH_WORDS: Mapping[str, Mapping[FinishKind, str]] = {
+    format: dict(zip(_FINISH_KIND_ORDER, words)) for format, words in _FORMAT_FINISH_WORDS.items()
+}
+"""Each format's finish reason for each :data:`FinishKind`, by the format's name (the
+Responses API has none: it says ``status`` and ``incomplete_details``)."""
+
+
 def finish_kind(reason: str | None, has_tool_calls: bool = False) -> FinishKind:
     """Any provider's finish reason as a :data:`FinishKind`; a stop of a step that made tool
     calls (Gemini's ``STOP``, Ollama's ``stop``) is ``"tool_calls"``; unknown words stop."""
@@ -144,7 +155,7 @@ def finish_word(
     is one of them (or of its ``others``) and of that kind, else the word for ``kind``."""
     if reason and (reason in words.values() or reason in others) and finish_kind(reason) == kind:
         return reason
-    return words.get(kind) or words["stop"]
+    return words[kind]
 
 
 def response_finish_kind(response: ChatResponse) -> FinishKind:
@@ -345,8 +356,9 @@ class WireEncoder:
     """The format's name: the name of the dialect that reads it (``"openai"``, ...)."""
     media_type: ClassVar[str] = "text/event-stream"
     """The content type of a streamed body."""
-    finish_words: ClassVar[Mapping[FinishKind, str]] = {}
-    """The format's finish reason for each :data:`FinishKind`."""
+    event_name: ClassVar[str | None] = None
+    """The payload field that names its SSE event (an ``event:`` line before its ``data:``);
+    None: bare ``data:`` events."""
     other_finish_words: ClassVar[frozenset[str]] = frozenset()
     """More finish reasons of the format, written as they are when the upstream gave them
     (Anthropic's ``stop_sequence``, say)."""
@@ -415,8 +427,9 @@ class WireEncoder:
         return b": keep-alive\n\n"
 
     def frame(self, payload: Payload) -> bytes:
-        """One payload as it goes on the wire (an SSE ``data:`` event by default)."""
-        return sse_data(payload)
+        """One payload as it goes on the wire: an SSE event, named by the payload's
+        :attr:`event_name` field where the format names them (:func:`.sse_frame`)."""
+        return sse_frame(payload, self.event_name)
 
     @classmethod
     def response_body(cls, response: ChatResponse, *, model: str) -> dict[str, Any]:
@@ -497,15 +510,15 @@ class WireEncoder:
 
     # ---------------------------------------------------------------- helpers
 
-    def finish_word(self, kind: FinishKind, reason: str | None) -> str:
-        """The format's finish reason (:func:`finish_word` of :attr:`finish_words`)."""
-        return finish_word(self.finish_words, kind, reason, self.other_finish_words)
+    @classmethod
+    def finish_word(cls, kind: FinishKind, reason: str | None) -> str:
+        """The format's finish reason (:func:`finish_word` of its :data:`FINISH_WORDS`)."""
+        return finish_word(FINISH_WORDS[cls.format], kind, reason, cls.other_finish_words)
 
     @classmethod
     def response_finish_word(cls, response: ChatResponse) -> str:
         """The format's finish reason for a whole ``response`` (its non-streaming body's)."""
-        kind = response_finish_kind(response)
-        return finish_word(cls.finish_words, kind, response.finish_reason, cls.other_finish_words)
+        return cls.finish_word(response_finish_kind(response), response.finish_reason)
 
     def call_id(self, block: Block) -> str:
         """A call's id, made up in the format's style when the events gave none."""
@@ -570,31 +583,28 @@ class WireEncoder:
         block = self._new_block(kind)
         return block, self._enter(block)
 
-    def _on_text_start(self, event: ChatEvent) -> list[Payload]:
-        return self._content("text", fresh=True)[1]
+    def _on_block_start(self, event: ChatEvent) -> list[Payload]:
+        kind: BlockKind = "text" if event.type is EVENT_TYPES.TEXT_START else "thinking"
+        return self._content(kind, fresh=True)[1]
 
     def _on_text_delta(self, event: ChatEvent) -> list[Payload]:
-        text = event.text
+        block = self._block
+        if block is not None and block.kind == "text" and event.text:
+            return self.text(block, event.text)
+        return self._opening_delta("text", event.text)
+
+    def _opening_delta(self, kind: Literal["text", "thinking"], text: str | None) -> list[Payload]:
+        """A text or thinking delta when no block of its ``kind`` is open: it opens one."""
         if not text:
             return []
-        block = self._block
-        if block is not None and block.kind == "text":
-            return self.text(block, text)
-        block, payloads = self._content("text")
-        return payloads + self.text(block, text)
-
-    def _on_thinking_start(self, event: ChatEvent) -> list[Payload]:
-        return self._content("thinking", fresh=True)[1]
+        block, payloads = self._content(kind)
+        return payloads + (self.text(block, text) if kind == "text" else self.thinking(block, text))
 
     def _on_thinking_delta(self, event: ChatEvent) -> list[Payload]:
-        text = event.text
-        if not text:
-            return []
         block = self._block
-        if block is not None and block.kind == "thinking":
-            return self.thinking(block, text)
-        block, payloads = self._content("thinking")
-        return payloads + self.thinking(block, text)
+        if block is not None and block.kind == "thinking" and event.text:
+            return self.thinking(block, event.text)
+        return self._opening_delta("thinking", event.text)
 
     def _on_block_end(self, event: ChatEvent) -> list[Payload]:
         kind = "text" if event.type is EVENT_TYPES.TEXT_END else "thinking"
@@ -757,10 +767,10 @@ class WireEncoder:
 
 
 _HANDLERS: dict[ChatEventType, _Handler] = {
-    EVENT_TYPES.TEXT_START: WireEncoder._on_text_start,
+    EVENT_TYPES.TEXT_START: WireEncoder._on_block_start,
     EVENT_TYPES.TEXT_DELTA: WireEncoder._on_text_delta,
     EVENT_TYPES.TEXT_END: WireEncoder._on_block_end,
-    EVENT_TYPES.THINKING_START: WireEncoder._on_thinking_start,
+    EVENT_TYPES.THINKING_START: WireEncoder._on_block_start,
     EVENT_TYPES.THINKING_DELTA: WireEncoder._on_thinking_delta,
     EVENT_TYPES.THINKING_END: WireEncoder._on_block_end,
     EVENT_TYPES.THINKING_SIGNATURE: WireEncoder._on_signature,

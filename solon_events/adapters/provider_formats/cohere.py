@@ -37,16 +37,7 @@ from typing import Any, ClassVar
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import (
-    Block,
-    FinishKind,
-    MessageEnd,
-    Payload,
-    WireEncoder,
-    error_info,
-    sse_data,
-    sse_event,
-)
+from .base import Block, MessageEnd, Payload, WireEncoder, error_info
 
 __all__ = ["CohereEncoder", "cohere_usage_body"]
 
@@ -68,11 +59,7 @@ class CohereEncoder(WireEncoder):
 
     format = "cohere"
     media_type = "text/event-stream"
-    finish_words: ClassVar[dict[FinishKind, str]] = {
-        "stop": "COMPLETE",
-        "length": "MAX_TOKENS",
-        "tool_calls": "TOOL_CALL",
-    }
+    event_name = "type"
     other_finish_words: ClassVar[frozenset[str]] = frozenset({"STOP_SEQUENCE", "TIMEOUT"})
     call_id_prefix: ClassVar[str] = "call_"
 
@@ -82,12 +69,6 @@ class CohereEncoder(WireEncoder):
         """The message's id, on ``message-start``."""
         self._contents = 0
         self._citations = 0
-
-    def frame(self, payload: Payload) -> bytes:
-        """An SSE event named by the payload's ``type`` (a bare ``data:`` without one)."""
-        if isinstance(payload, str) or "type" not in payload:
-            return sse_data(payload)
-        return sse_event(payload)
 
     def open(self) -> list[Payload]:
         """``message-start``."""

@@ -43,16 +43,10 @@ import orjson
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import Block, FinishKind, MessageEnd, Payload, WireEncoder, error_info, random_id
+from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["GeminiEncoder", "gemini_usage_metadata", "partial_args"]
 
-_FINISH_REASONS: dict[FinishKind, str] = {
-    "stop": "STOP",
-    "length": "MAX_TOKENS",
-    "tool_calls": "STOP",
-    "content_filter": "SAFETY",
-}
 _OTHER_REASONS = frozenset(
     {"RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
 )
@@ -132,7 +126,6 @@ class GeminiEncoder(WireEncoder):
 
     format = "gemini"
     media_type = "text/event-stream"
-    finish_words: ClassVar[dict[FinishKind, str]] = _FINISH_REASONS
     other_finish_words: ClassVar[frozenset[str]] = _OTHER_REASONS
 
     def __init__(self, model: str, *, stream_arguments: bool = False) -> None:

@@ -31,21 +31,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import orjson
-
 from ...dialects.google_interactions_request import assistant_steps
 from ...events import ChatEvent
 from ...results import AssistantMessage, ChatResponse, Usage
-from .base import (
-    Block,
-    FinishKind,
-    MessageEnd,
-    Payload,
-    WireEncoder,
-    error_info,
-    random_id,
-    sse_data,
-)
+from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
+from .gemini import GeminiEncoder
 
 __all__ = ["GoogleInteractionsEncoder", "interactions_usage_body"]
 
@@ -69,11 +59,7 @@ class GoogleInteractionsEncoder(WireEncoder):
 
     format = "google-interactions"
     media_type = "text/event-stream"
-    finish_words: ClassVar[dict[FinishKind, str]] = {
-        "stop": "completed",
-        "length": "incomplete",
-        "tool_calls": "requires_action",
-    }
+    event_name = "event_type"
     call_id_prefix: ClassVar[str] = "fc_"
 
     def __init__(self, model: str) -> None:
@@ -81,13 +67,6 @@ class GoogleInteractionsEncoder(WireEncoder):
         self.id = _interaction_id()
         """The interaction's id, on its created and completed events."""
         self._steps = 0
-
-    def frame(self, payload: Payload) -> bytes:
-        """An SSE event named by the payload's ``event_type`` (a bare ``data:`` without one)."""
-        if isinstance(payload, str) or "event_type" not in payload:
-            return sse_data(payload)
-        name = payload["event_type"].encode()
-        return b"event: " + name + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
     def _interaction(self, status: str, **more: Any) -> dict[str, Any]:
         return {
@@ -174,11 +153,7 @@ class GoogleInteractionsEncoder(WireEncoder):
         info = error_info(status, message)
         return [{"error": {"code": info.gemini_status, "message": message}, "event_type": "error"}]
 
-    @classmethod
-    def error_body(cls, status: int, message: str | None = None) -> dict[str, Any]:
-        """Google's ``{"error": {"code", "message", "status"}}``."""
-        info = error_info(status, message)
-        return {"error": {"code": status, "message": info.message, "status": info.gemini_status}}
+    error_body = GeminiEncoder.error_body  # Google's: {"error": {"code", "message", "status"}}
 
     @classmethod
     def response_body(cls, response: ChatResponse, *, model: str) -> dict[str, Any]:

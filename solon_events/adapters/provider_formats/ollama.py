@@ -30,41 +30,14 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timezone
-from typing import Any, ClassVar
-
-import orjson
+from typing import Any
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import Block, FinishKind, MessageEnd, Payload, WireEncoder, error_info, random_id
+from ...wire.writing import json_line
+from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["OllamaEncoder", "json_line"]
-
-_DONE_REASONS: dict[FinishKind, str] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "stop",
-    "content_filter": "stop",
-}
-
-
-_LINE_BREAKS = (
-    (b"\xc2\x85", b"\\u0085"),
-    (b"\xe2\x80\xa8", b"\\u2028"),
-    (b"\xe2\x80\xa9", b"\\u2029"),
-)
-"""The characters other than control characters that ``str.splitlines`` (and so httpx's
-``iter_lines``, which the ollama SDK reads lines with) breaks a line at, as JSON escapes."""
-
-
-def json_line(payload: Payload) -> bytes:
-    """``payload`` as one line of JSON: NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR escaped
-    (``orjson`` writes them as they are; control characters it escapes already)."""
-    data = orjson.dumps(payload)
-    if b"\xc2\x85" in data or b"\xe2\x80" in data:
-        for raw, escaped in _LINE_BREAKS:
-            data = data.replace(raw, escaped)
-    return data + b"\n"
 
 
 def _created_at() -> str:
@@ -97,7 +70,6 @@ class OllamaEncoder(WireEncoder):
 
     format = "ollama"
     media_type = "application/x-ndjson"
-    finish_words: ClassVar[dict[FinishKind, str]] = _DONE_REASONS
 
     def __init__(self, model: str) -> None:
         super().__init__(model)

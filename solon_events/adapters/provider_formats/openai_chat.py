@@ -33,11 +33,11 @@ does).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from ...events import ChatEvent
 from ...results import ChatResponse, Usage
-from .base import Block, FinishKind, MessageEnd, Payload, WireEncoder, error_info, now, random_id
+from .base import Block, MessageEnd, Payload, WireEncoder, error_info, now, random_id
 
 __all__ = ["OpenAIChatEncoder", "chat_usage"]
 
@@ -73,12 +73,6 @@ class OpenAIChatEncoder(WireEncoder):
 
     format = "openai"
     media_type = "text/event-stream"
-    finish_words: ClassVar[dict[FinishKind, str]] = {
-        "stop": "stop",
-        "length": "length",
-        "tool_calls": "tool_calls",
-        "content_filter": "content_filter",
-    }
 
     def __init__(
         self, model: str, *, reasoning_field: str = "reasoning_content", include_usage: bool = True

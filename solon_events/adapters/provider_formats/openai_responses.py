@@ -64,7 +64,6 @@ from .base import (
     now,
     random_id,
     response_finish_kind,
-    sse_event,
 )
 from .openai_chat import OpenAIChatEncoder
 
@@ -187,6 +186,7 @@ class OpenAIResponsesEncoder(WireEncoder):
 
     format = "openai-responses"
     media_type = "text/event-stream"
+    event_name = "type"
     refusal_blocks = True
 
     def __init__(self, model: str) -> None:
@@ -199,11 +199,6 @@ class OpenAIResponsesEncoder(WireEncoder):
         self._item: dict[str, Any] = {}
         self._annotations: list[dict[str, Any]] = []
         self._server_items: dict[int, dict[str, Any]] = {}
-
-    def frame(self, payload: Payload) -> bytes:
-        """An SSE event named by the payload's ``type``."""
-        assert not isinstance(payload, str)
-        return sse_event(payload)
 
     def _event(self, type: str, **fields: Any) -> dict[str, Any]:
         self._sequence += 1
@@ -332,34 +327,25 @@ class OpenAIResponsesEncoder(WireEncoder):
 
     def text(self, block: Block, text: str) -> list[Payload]:
         """An ``output_text.delta``."""
-        block.fragments.append(text)
         return [
-            self._event(
-                "response.output_text.delta",
-                **self._where(),
-                content_index=0,
-                delta=text,
-                logprobs=[],
-            )
+            self._delta(block, "response.output_text.delta", "content_index", text, logprobs=[])
         ]
 
     def thinking(self, block: Block, text: str) -> list[Payload]:
         """A ``reasoning_summary_text.delta``."""
-        block.fragments.append(text)
-        return [
-            self._event(
-                "response.reasoning_summary_text.delta",
-                **self._where(),
-                summary_index=0,
-                delta=text,
-            )
-        ]
+        return [self._delta(block, "response.reasoning_summary_text.delta", "summary_index", text)]
 
     def refusal(self, text: str) -> list[Payload]:
         """A ``refusal.delta`` in the open refusal part."""
         assert self._block is not None
-        self._block.fragments.append(text)
-        return [self._event("response.refusal.delta", **self._where(), content_index=0, delta=text)]
+        return [self._delta(self._block, "response.refusal.delta", "content_index", text)]
+
+    def _delta(self, block: Block, type: str, index: str, text: str, **more: Any) -> Payload:
+        """A delta event (``type``) of ``text`` in the open item's first part (``index``
+        names the part's position), kept in ``block``."""
+        block.fragments.append(text)
+        where = {"item_id": self._item["id"], "output_index": len(self._output), index: 0}
+        return self._event(type, **where, delta=text, **more)
 
     def redacted(self, data: str) -> list[Payload]:
         """A whole ``reasoning`` item holding ``data`` as its ``encrypted_content``."""
