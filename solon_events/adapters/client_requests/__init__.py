@@ -15,11 +15,12 @@ comes back the same. Sans-I/O; a malformed body raises ``ValueError`` naming the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .anthropic import read_messages
 from .cohere import read_chat as read_cohere_chat
+from .fields import body_object
 from .gemini import read_generate_content
 from .google_interactions import read_interaction
 from .ollama import read_chat
@@ -37,7 +38,7 @@ __all__ = [
     "read_client_request",
 ]
 
-_READERS: dict[str, Callable[[Any], ClientRequest]] = {
+_READERS: dict[str, Callable[[Mapping[str, Any]], ClientRequest]] = {
     "openai": read_chat_completions,
     "openai-responses": read_responses,
     "anthropic": read_messages,
@@ -60,9 +61,10 @@ def read_client_request(
     ``model`` and ``stream``. A body that cannot be read raises ``ValueError`` naming
     the field.
     """
-    if format == "gemini":
-        return read_generate_content(body, model=model, stream=bool(stream))
     reader = _READERS.get(format)
-    if reader is None:
+    if reader is None and format != "gemini":
         raise ValueError(f"unknown client format {format!r}; known: {', '.join(CLIENT_FORMATS)}")
+    body = body_object(body)
+    if reader is None:
+        return read_generate_content(body, model=model, stream=bool(stream))
     return reader(body)

@@ -17,48 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ...messages import Message, SystemMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
-from .options import GenerationOptions
-from .request import (
-    ClientRequest,
-    body_object,
-    each,
-    field_of,
-    integer,
-    json_text,
-    number,
-    optional,
-    paired,
-    stop_sequences,
-    texts,
-    tool_spec,
-    unknown_fields,
-)
+from .fields import each, field_of, integer, json_text, optional, texts
+from .options import GenerationOptions, sampling
+from .request import ClientRequest, client_request, tool_result, tool_spec
 
 __all__ = ["read_messages"]
 
-_KNOWN = frozenset(
-    {
-        "model",
-        "messages",
-        "system",
-        "tools",
-        "tool_choice",
-        "max_tokens",
-        "temperature",
-        "top_p",
-        "top_k",
-        "stop_sequences",
-        "thinking",
-        "stream",
-    }
-)
+_SAMPLING = ("temperature", "top_p", "top_k", "max_tokens", "stop_sequences")
+_KNOWN = {"model", "messages", "system", "tools", "tool_choice", "thinking", "stream", *_SAMPLING}
 
 
-def read_messages(body: Any) -> ClientRequest:
+def read_messages(body: Mapping[str, Any]) -> ClientRequest:
     """The :class:`ClientRequest` of a Messages API body."""
-    body = body_object(body)
     turns = each(body, "messages", _turn, required=True)
     messages: list[Message] = []
     system = _system(body.get("system"))
@@ -66,16 +38,8 @@ def read_messages(body: Any) -> ClientRequest:
         messages.append(SystemMessage(text=system))
     for turn in turns:
         messages.extend(turn)
-    tools = tuple(each(body, "tools", _tool))
-    return ClientRequest(
-        format="anthropic",
-        model=optional(body, "model", str, "") or "",
-        messages=paired(messages),
-        tools=tools,
-        options=_options(body),
-        stream=bool(optional(body, "stream", bool, "")),
-        ignored=unknown_fields(body, _KNOWN),
-    )
+    tools = each(body, "tools", _tool)
+    return client_request("anthropic", body, messages, _options(body), tools=tools, known=_KNOWN)
 
 
 def _options(body: Mapping[str, Any]) -> GenerationOptions:
@@ -99,11 +63,7 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
         if choice.get("disable_parallel_tool_use"):
             parallel = False
     return GenerationOptions(
-        temperature=number(body, "temperature"),
-        top_p=number(body, "top_p"),
-        top_k=integer(body, "top_k"),
-        max_tokens=integer(body, "max_tokens"),
-        stop=stop_sequences(body.get("stop_sequences"), "stop_sequences"),
+        **sampling(body, _SAMPLING),
         reasoning=reasoning,
         reasoning_budget=budget,
         tool_choice=tool_choice,
@@ -149,24 +109,21 @@ def _turn(value: Any, where: str) -> list[Message]:
 def _user(blocks: list[Mapping[str, Any]], where: str) -> list[Message]:
     results: list[Message] = []
     media: list[ImageBlock | FileBlock] = []
-    text: list[str] = []
     for i, block in enumerate(blocks):
         kind, at = block.get("type"), f"{where}[{i}]"
-        if kind == "text":
-            text.append(field_of(block.get("text"), str, f"{at}.text"))
-        elif kind == "tool_result":
-            results.append(
-                ToolMessage(
-                    tool_call_id=field_of(block.get("tool_use_id"), str, f"{at}.tool_use_id"),
-                    name="",
-                    content=_result_text(block.get("content"), f"{at}.content"),
-                    is_error=bool(block.get("is_error")),
-                )
-            )
+        if kind == "tool_result":
+            content = _result_text(block.get("content"), f"{at}.content")
+            failed = bool(block.get("is_error"))
+            results.append(tool_result(block, "tool_use_id", content, at, is_error=failed))
         elif kind in ("image", "document"):
             media.append(_media(kind, field_of(block.get("source"), Mapping, f"{at}.source"), at))
-        else:
+        elif kind != "text":
             raise ValueError(f"{at}.type {kind!r} cannot be passed on")
+    text = [
+        field_of(block.get("text"), str, f"{where}[{i}].text")
+        for i, block in enumerate(blocks)
+        if block.get("type") == "text"
+    ]
     if text or media or not results:
         results.append(UserMessage(text="\n\n".join(text), blocks=media))
     return results
@@ -194,16 +151,13 @@ def _media(kind: str, source: Mapping[str, Any], where: str) -> ImageBlock | Fil
 
 
 def _assistant(blocks: list[Mapping[str, Any]], where: str) -> AssistantMessage:
-    text: list[str] = []
     thinking: list[str] = []
     calls: list[ToolCall] = []
     metadata: dict[str, Any] = {}
     redacted: list[str] = []
     for i, block in enumerate(blocks):
         kind, at = block.get("type"), f"{where}[{i}]"
-        if kind == "text":
-            text.append(field_of(block.get("text"), str, f"{at}.text"))
-        elif kind == "thinking":
+        if kind == "thinking":
             thinking.append(field_of(block.get("thinking"), str, f"{at}.thinking"))
             signature = optional(block, "signature", str, at)
             if signature:
@@ -219,10 +173,10 @@ def _assistant(blocks: list[Mapping[str, Any]], where: str) -> AssistantMessage:
                     arguments=dict(arguments),
                 )
             )
-        else:
+        elif kind != "text":
             raise ValueError(f"{at}.type {kind!r} cannot be passed on")
     if redacted:
         metadata["redacted_thinking"] = redacted
     return AssistantMessage(
-        text="".join(text), thinking="".join(thinking), tool_calls=calls, metadata=metadata
+        text=texts(blocks, where), thinking="".join(thinking), tool_calls=calls, metadata=metadata
     )

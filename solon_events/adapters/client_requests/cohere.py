@@ -17,66 +17,38 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolMessage, UserMessage
+from ...messages import Message, SystemMessage, ToolMessage
 from ...results import AssistantMessage, ImageBlock
-from .openai_chat import function_tool
-from .options import GenerationOptions
-from .request import (
-    ClientRequest,
-    body_object,
-    each,
-    field_of,
-    image_block,
-    integer,
-    json_text,
-    number,
-    optional,
-    paired,
-    stop_sequences,
-    texts,
-    tool_call,
-    unknown_fields,
-)
+from .fields import each, field_of, integer, json_text, optional, texts
+from .openai_chat import function_call, function_tool, image_url_block
+from .options import GenerationOptions, sampling
+from .request import ClientRequest, client_request, user_message
 
 __all__ = ["read_chat"]
 
-_KNOWN = frozenset(
-    {
-        "model",
-        "messages",
-        "tools",
-        "tool_choice",
-        "temperature",
-        "p",
-        "k",
-        "max_tokens",
-        "stop_sequences",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "thinking",
-        "stream",
-    }
+_SAMPLING = (
+    "temperature",
+    "p",
+    "k",
+    "max_tokens",
+    "stop_sequences",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
 )
+_KNOWN = {"model", "messages", "tools", "tool_choice", "thinking", "stream", *_SAMPLING}
 
 
-def read_chat(body: Any) -> ClientRequest:
+def read_chat(body: Mapping[str, Any]) -> ClientRequest:
     """The :class:`ClientRequest` of a Cohere ``/v2/chat`` body."""
-    body = body_object(body)
     if body.get("documents"):
         raise ValueError(
             "documents cannot be passed on: the gateway sends the conversation only "
             "(put the documents' text in a message)"
         )
-    return ClientRequest(
-        format="cohere",
-        model=optional(body, "model", str, "") or "",
-        messages=paired(each(body, "messages", _message, required=True)),
-        tools=tuple(each(body, "tools", function_tool)),
-        options=_options(body),
-        stream=bool(optional(body, "stream", bool, "")),
-        ignored=unknown_fields(body, _KNOWN),
-    )
+    messages = each(body, "messages", _message, required=True)
+    tools = each(body, "tools", function_tool)
+    return client_request("cohere", body, messages, _options(body), tools=tools, known=_KNOWN)
 
 
 def _options(body: Mapping[str, Any]) -> GenerationOptions:
@@ -93,14 +65,7 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
     if choice is not None and choice.upper() not in choices:
         raise ValueError(f"tool_choice must be REQUIRED or NONE, not {choice!r}")
     return GenerationOptions(
-        temperature=number(body, "temperature"),
-        top_p=number(body, "p"),
-        top_k=integer(body, "k"),
-        max_tokens=integer(body, "max_tokens"),
-        stop=stop_sequences(body.get("stop_sequences"), "stop_sequences"),
-        seed=integer(body, "seed"),
-        presence_penalty=number(body, "presence_penalty"),
-        frequency_penalty=number(body, "frequency_penalty"),
+        **sampling(body, _SAMPLING),
         reasoning=reasoning,
         reasoning_budget=budget,
         tool_choice=choices[choice.upper()] if choice else None,
@@ -114,7 +79,7 @@ def _message(value: Any, where: str) -> Message:
     if role == "system":
         return SystemMessage(text=_text(content, f"{where}.content"))
     if role == "user":
-        return _user(content, f"{where}.content")
+        return user_message(content, f"{where}.content", _block)
     if role == "assistant":
         return _assistant(item, where)
     if role == "tool":
@@ -132,24 +97,10 @@ def _text(content: Any, where: str) -> str:
     return texts(field_of(content, list, where), where)
 
 
-def _user(content: Any, where: str) -> UserMessage:
-    if content is None or isinstance(content, str):
-        return UserMessage(text=content or "")
-    parts = field_of(content, list, where)
-    blocks: list[ImageBlock] = []
-    for i, part in enumerate(parts):
-        part = field_of(part, Mapping, f"{where}[{i}]")
-        kind = part.get("type")
-        if kind == "image_url":
-            image = field_of(part.get("image_url"), Mapping, f"{where}[{i}].image_url")
-            blocks.append(
-                image_block(field_of(image.get("url"), str, f"{where}[{i}].image_url.url"))
-            )
-        elif kind != "text":
-            raise ValueError(
-                f"{where}[{i}].type {kind!r} cannot be passed on (text and image_url can)"
-            )
-    return UserMessage(text=texts(parts, where), blocks=blocks)
+def _block(part: Mapping[str, Any], kind: Any, where: str) -> ImageBlock:
+    if kind != "image_url":
+        raise ValueError(f"{where}.type {kind!r} cannot be passed on (text and image_url can)")
+    return image_url_block(part, where)
 
 
 def _assistant(item: Mapping[str, Any], where: str) -> AssistantMessage:
@@ -162,20 +113,11 @@ def _assistant(item: Mapping[str, Any], where: str) -> AssistantMessage:
             if isinstance(part, Mapping) and part.get("type") == "thinking"
         )
     calls = tuple(
-        _call(call, f"{where}.tool_calls[{i}]")
+        function_call(call, f"{where}.tool_calls[{i}]")
         for i, call in enumerate(optional(item, "tool_calls", list, where) or ())
     )
     return AssistantMessage(
         text=_text(content, f"{where}.content"), thinking=thinking, tool_calls=calls
-    )
-
-
-def _call(value: Any, where: str) -> Any:
-    call = field_of(value, Mapping, where)
-    function = field_of(call.get("function"), Mapping, f"{where}.function")
-    name = field_of(function.get("name"), str, f"{where}.function.name")
-    return tool_call(
-        optional(call, "id", str, where), name, function.get("arguments"), f"{where}.function"
     )
 
 

@@ -28,39 +28,24 @@ from typing import Any
 from ...dialects.gemini_request import SKIP_SIGNATURE
 from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
-from .options import GenerationOptions
-from .request import (
-    ClientRequest,
-    body_object,
-    each,
-    field_of,
-    integer,
-    json_text,
-    number,
-    optional,
-    paired,
-    stop_sequences,
-    tool_spec,
-    unknown_fields,
-)
+from .fields import each, field_of, integer, json_text, optional, unknown_fields
+from .options import GenerationOptions, sampling
+from .request import ClientRequest, client_request, tool_spec
 
 __all__ = ["json_schema", "read_generate_content"]
 
 _KNOWN = frozenset({"contents", "systemInstruction", "tools", "toolConfig", "generationConfig"})
-_CONFIG_KNOWN = frozenset(
-    {
-        "temperature",
-        "topP",
-        "topK",
-        "maxOutputTokens",
-        "stopSequences",
-        "seed",
-        "presencePenalty",
-        "frequencyPenalty",
-        "thinkingConfig",
-        "candidateCount",
-    }
+_SAMPLING = (
+    "temperature",
+    "topP",
+    "topK",
+    "maxOutputTokens",
+    "stopSequences",
+    "seed",
+    "presencePenalty",
+    "frequencyPenalty",
 )
+_CONFIG_KNOWN = {"thinkingConfig", "candidateCount", *_SAMPLING}
 
 
 def _camel(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -85,10 +70,12 @@ def _field(body: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any] |
     return None if value is None else _camel(value)
 
 
-def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -> ClientRequest:
+def read_generate_content(
+    body: Mapping[str, Any], *, model: str = "", stream: bool = False
+) -> ClientRequest:
     """The :class:`ClientRequest` of a ``generateContent`` body; ``model`` and ``stream``
     come from the URL the client posted to."""
-    body = _camel(body_object(body))
+    body = _camel(body)
     contents = each(body, "contents", _content, required=True)
     messages: list[Message] = []
     system = _field(body, "systemInstruction", "")
@@ -106,12 +93,14 @@ def read_generate_content(body: Any, *, model: str = "", stream: bool = False) -
     ignored = unknown_fields(body, _KNOWN) + tuple(
         f"generationConfig.{name}" for name in unknown_fields(config, _CONFIG_KNOWN)
     )
-    return ClientRequest(
-        format="gemini",
+    options = _options(config, _field(body, "toolConfig", ""))
+    return client_request(
+        "gemini",
+        body,
+        messages,
+        options,
+        tools=tools,
         model=model.removeprefix("models/"),
-        messages=paired(messages),
-        tools=tuple(tools),
-        options=_options(config, _field(body, "toolConfig", "")),
         stream=stream,
         ignored=ignored,
     )
@@ -148,14 +137,7 @@ def _options(config: Mapping[str, Any], tool_config: Mapping[str, Any] | None) -
                 allowed[0], str, "toolConfig.functionCallingConfig.allowedFunctionNames[0]"
             )
     return GenerationOptions(
-        temperature=number(config, "temperature", where),
-        top_p=number(config, "topP", where),
-        top_k=integer(config, "topK", where),
-        max_tokens=integer(config, "maxOutputTokens", where),
-        stop=stop_sequences(config.get("stopSequences"), f"{where}.stopSequences"),
-        seed=integer(config, "seed", where),
-        presence_penalty=number(config, "presencePenalty", where),
-        frequency_penalty=number(config, "frequencyPenalty", where),
+        **sampling(config, _SAMPLING, where),
         reasoning=reasoning,
         reasoning_effort=effort,
         reasoning_budget=budget,

@@ -21,71 +21,37 @@ from typing import Any
 
 import attrs
 
-from ...messages import Message, SystemMessage, ToolMessage, UserMessage
+from ...messages import Message, ToolMessage, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock
-from .options import GenerationOptions
-from .request import (
-    ClientRequest,
-    body_object,
-    each,
-    field_of,
-    file_block,
-    flat_function_tool,
-    image_block,
-    integer,
-    json_text,
-    number,
-    optional,
-    paired,
-    stateless,
-    stop_sequences,
-    texts,
-    tool_call,
-    unknown_fields,
-    with_a_turn,
-)
+from .fields import field_of, json_text, optional, texts, unknown_fields
+from .options import GenerationOptions, sampling
+from .request import ClientRequest, file_block, image_block, input_request, tool_call
 
 __all__ = ["read_interaction"]
 
 _KNOWN = frozenset(
     {"model", "input", "system_instruction", "tools", "generation_config", "stream", "store"}
 )
-_CONFIG_KNOWN = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "max_output_tokens",
-        "stop_sequences",
-        "seed",
-        "thinking_level",
-        "thinking_summaries",
-        "tool_choice",
-    }
-)
+_SAMPLING = ("temperature", "top_p", "max_output_tokens", "stop_sequences", "seed")
+_CONFIG_KNOWN = {"thinking_level", "thinking_summaries", "tool_choice", *_SAMPLING}
 _CONTENT = frozenset({"text", "image", "document", "audio", "video"})
 _TURN = ("thought", "model_output", "function_call")  # an assistant turn's steps, in order
 
 
-def read_interaction(body: Any) -> ClientRequest:
+def read_interaction(body: Mapping[str, Any]) -> ClientRequest:
     """The :class:`ClientRequest` of an ``interactions.create`` body."""
-    body = body_object(body)
-    stateless(body, "previous_interaction_id")
-    messages: list[Message] = []
-    system = optional(body, "system_instruction", str, "")
-    if system:
-        messages.append(SystemMessage(text=system))
-    messages.extend(_input(body.get("input")))
     config = optional(body, "generation_config", Mapping, "") or {}
     ignored = unknown_fields(body, _KNOWN) + tuple(
         f"generation_config.{name}" for name in unknown_fields(config, _CONFIG_KNOWN)
     )
-    return ClientRequest(
-        format="google-interactions",
-        model=optional(body, "model", str, "") or "",
-        messages=paired(with_a_turn(messages, "a user input or a function result")),
-        tools=tuple(each(body, "tools", flat_function_tool)),
-        options=_options(config),
-        stream=bool(optional(body, "stream", bool, "")),
+    return input_request(
+        "google-interactions",
+        body,
+        _options(config),
+        previous="previous_interaction_id",
+        instructions="system_instruction",
+        conversation=_input,
+        turn="a user input or a function result",
         ignored=ignored,
     )
 
@@ -100,11 +66,7 @@ def _options(config: Mapping[str, Any]) -> GenerationOptions:
         effort = level if reasoning else None
     choice, name = _tool_choice(config.get("tool_choice"))
     return GenerationOptions(
-        temperature=number(config, "temperature", where),
-        top_p=number(config, "top_p", where),
-        max_tokens=integer(config, "max_output_tokens", where),
-        stop=stop_sequences(config.get("stop_sequences"), f"{where}.stop_sequences"),
-        seed=integer(config, "seed", where),
+        **sampling(config, _SAMPLING, where),
         reasoning=reasoning,
         reasoning_effort=effort,
         tool_choice=choice,

@@ -16,56 +16,42 @@ from typing import Any
 
 from ...messages import Message, SystemMessage, ToolMessage, UserMessage
 from ...results import AssistantMessage, ImageBlock
-from .openai_chat import function_tool
-from .options import GenerationOptions
-from .request import (
-    ClientRequest,
-    body_object,
-    each,
-    field_of,
-    image_type,
-    integer,
-    number,
-    optional,
-    paired,
-    stop_sequences,
-    tool_call,
-    unknown_fields,
-)
+from .fields import each, field_of, optional, unknown_fields
+from .openai_chat import function_call, function_tool
+from .options import GenerationOptions, sampling
+from .request import ClientRequest, client_request, image_type
 
 __all__ = ["read_chat"]
 
 _KNOWN = frozenset({"model", "messages", "tools", "stream", "think", "options"})
-_OPTIONS_KNOWN = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "top_k",
-        "num_predict",
-        "stop",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-    }
+_SAMPLING = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "num_predict",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
 )
 
 
-def read_chat(body: Any) -> ClientRequest:
+def read_chat(body: Mapping[str, Any]) -> ClientRequest:
     """The :class:`ClientRequest` of an ``/api/chat`` body."""
-    body = body_object(body)
-    messages = paired(each(body, "messages", _message, required=True))
-    tools = tuple(each(body, "tools", function_tool))
+    messages = each(body, "messages", _message, required=True)
+    tools = each(body, "tools", function_tool)
     options = optional(body, "options", Mapping, "") or {}
     stream = optional(body, "stream", bool, "")
     ignored = unknown_fields(body, _KNOWN) + tuple(
-        f"options.{name}" for name in unknown_fields(options, _OPTIONS_KNOWN)
+        f"options.{name}" for name in unknown_fields(options, _SAMPLING)
     )
-    return ClientRequest(
-        format="ollama",
-        model=optional(body, "model", str, "") or "",
-        messages=messages,
+    generation = _options(body.get("think"), options)
+    return client_request(
+        "ollama",
+        body,
+        messages,
+        generation,
         tools=tools,
-        options=_options(body.get("think"), options),
         stream=stream is not False,
         ignored=ignored,
     )
@@ -79,16 +65,7 @@ def _options(think: Any, options: Mapping[str, Any]) -> GenerationOptions:
     else:
         reasoning = field_of(think, bool, "think") if think is not None else None
     return GenerationOptions(
-        temperature=number(options, "temperature", "options"),
-        top_p=number(options, "top_p", "options"),
-        top_k=integer(options, "top_k", "options"),
-        max_tokens=integer(options, "num_predict", "options"),
-        stop=stop_sequences(options.get("stop"), "options.stop"),
-        seed=integer(options, "seed", "options"),
-        presence_penalty=number(options, "presence_penalty", "options"),
-        frequency_penalty=number(options, "frequency_penalty", "options"),
-        reasoning=reasoning,
-        reasoning_effort=effort,
+        **sampling(options, _SAMPLING, "options"), reasoning=reasoning, reasoning_effort=effort
     )
 
 
@@ -109,17 +86,10 @@ def _message(value: Any, where: str) -> Message:
         ]
         return UserMessage(text=content, blocks=blocks)
     if role == "assistant":
-        calls = []
-        for i, value in enumerate(optional(item, "tool_calls", list, where) or ()):
-            at = f"{where}.tool_calls[{i}]"
-            call = field_of(value, Mapping, at)
-            function = field_of(call.get("function"), Mapping, f"{at}.function")
-            name = field_of(function.get("name"), str, f"{at}.function.name")
-            calls.append(
-                tool_call(
-                    optional(call, "id", str, at), name, function.get("arguments"), f"{at}.function"
-                )
-            )
+        calls = [
+            function_call(call, f"{where}.tool_calls[{i}]")
+            for i, call in enumerate(optional(item, "tool_calls", list, where) or ())
+        ]
         thinking = optional(item, "thinking", str, where) or ""
         return AssistantMessage(text=content, thinking=thinking, tool_calls=calls)
     if role == "tool":

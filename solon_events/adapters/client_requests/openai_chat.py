@@ -14,70 +14,50 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ...results import AssistantMessage, FileBlock, ImageBlock
-from .options import GenerationOptions
+from ...messages import Message, SystemMessage, ToolMessage, ToolSpec
+from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from .fields import each, field_of, integer, optional, texts
+from .options import GenerationOptions, effort_fields, sampling
 from .request import (
     ClientRequest,
-    body_object,
-    each,
-    effort_fields,
-    field_of,
+    client_request,
     file_block,
     image_block,
-    integer,
-    number,
-    optional,
-    paired,
-    stop_sequences,
-    texts,
     tool_call,
     tool_spec,
-    unknown_fields,
+    user_message,
 )
 
-__all__ = ["function_tool", "read_chat_completions", "tool_choice"]
+__all__ = [
+    "function_call",
+    "function_tool",
+    "image_url_block",
+    "read_chat_completions",
+    "tool_choice",
+]
 
-_KNOWN = frozenset(
-    {
-        "model",
-        "messages",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "temperature",
-        "top_p",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "reasoning_effort",
-        "stream",
-        "stream_options",
-        "n",
-    }
-)
+_SAMPLING = ("temperature", "top_p", "stop", "seed", "presence_penalty", "frequency_penalty")
+_KNOWN = {
+    *("model", "messages", "tools", "tool_choice", "parallel_tool_calls", "reasoning_effort"),
+    *("max_completion_tokens", "max_tokens", "stream", "stream_options", "n", *_SAMPLING),
+}
 
 
-def read_chat_completions(body: Any) -> ClientRequest:
+def read_chat_completions(body: Mapping[str, Any]) -> ClientRequest:
     """The :class:`ClientRequest` of a Chat Completions body."""
-    body = body_object(body)
-    messages = paired(each(body, "messages", _message, required=True))
-    tools = tuple(each(body, "tools", function_tool))
+    messages = each(body, "messages", _message, required=True)
+    tools = each(body, "tools", function_tool)
     if (integer(body, "n") or 1) != 1:
         raise ValueError("n must be 1: the gateway asks the upstream for one choice")
-    stream_options = optional(body, "stream_options", Mapping, "") or {}
-    return ClientRequest(
-        format="openai",
-        model=optional(body, "model", str, "") or "",
-        messages=messages,
+    include_usage = bool((optional(body, "stream_options", Mapping, "") or {}).get("include_usage"))
+    return client_request(
+        "openai",
+        body,
+        messages,
+        _options(body),
         tools=tools,
-        options=_options(body),
-        stream=bool(optional(body, "stream", bool, "")),
-        include_usage=bool(stream_options.get("include_usage")),
-        ignored=unknown_fields(body, _KNOWN),
+        known=_KNOWN,
+        include_usage=include_usage,
     )
 
 
@@ -85,13 +65,8 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
     choice, name = tool_choice(body.get("tool_choice"), nested=True)
     max_tokens = integer(body, "max_completion_tokens")
     return GenerationOptions(
-        temperature=number(body, "temperature"),
-        top_p=number(body, "top_p"),
+        **sampling(body, _SAMPLING),
         max_tokens=max_tokens if max_tokens is not None else integer(body, "max_tokens"),
-        stop=stop_sequences(body.get("stop"), "stop"),
-        seed=integer(body, "seed"),
-        presence_penalty=number(body, "presence_penalty"),
-        frequency_penalty=number(body, "frequency_penalty"),
         tool_choice=choice,
         tool_name=name,
         parallel_tool_calls=optional(body, "parallel_tool_calls", bool, ""),
@@ -148,10 +123,10 @@ def _message(value: Any, where: str) -> Message:
     if role in ("system", "developer"):
         return SystemMessage(text=_content_text(content, f"{where}.content"))
     if role == "user":
-        return _user(content, f"{where}.content")
+        return user_message(content, f"{where}.content", _block)
     if role == "assistant":
         calls = tuple(
-            _call(call, f"{where}.tool_calls[{i}]")
+            function_call(call, f"{where}.tool_calls[{i}]")
             for i, call in enumerate(optional(item, "tool_calls", list, where) or ())
         )
         thinking = optional(item, "reasoning_content", str, where) or ""
@@ -169,7 +144,9 @@ def _message(value: Any, where: str) -> Message:
     )
 
 
-def _call(value: Any, where: str) -> Any:
+def function_call(value: Any, where: str) -> ToolCall:
+    """A tool call as Chat Completions, Ollama and Cohere send one back: ``{"id",
+    "function": {name, arguments}}`` (the arguments as JSON text or as an object)."""
     call = field_of(value, Mapping, where)
     function = field_of(call.get("function"), Mapping, f"{where}.function")
     name = field_of(function.get("name"), str, f"{where}.function.name")
@@ -178,26 +155,18 @@ def _call(value: Any, where: str) -> Any:
     )
 
 
-def _user(content: Any, where: str) -> UserMessage:
-    if content is None or isinstance(content, str):
-        return UserMessage(text=content or "")
-    parts = field_of(content, list, where)
-    blocks: list[ImageBlock | FileBlock] = []
-    for i, part in enumerate(parts):
-        part = field_of(part, Mapping, f"{where}[{i}]")
-        kind = part.get("type")
-        if kind == "image_url":
-            image = field_of(part.get("image_url"), Mapping, f"{where}[{i}].image_url")
-            url = field_of(image.get("url"), str, f"{where}[{i}].image_url.url")
-            blocks.append(image_block(url))
-        elif kind == "file":
-            file = field_of(part.get("file"), Mapping, f"{where}[{i}].file")
-            blocks.append(_file(file, f"{where}[{i}].file"))
-        elif kind != "text":
-            raise ValueError(
-                f"{where}[{i}].type {kind!r} cannot be passed on (text, image_url and file can)"
-            )
-    return UserMessage(text=texts(parts, where), blocks=blocks)
+def image_url_block(part: Mapping[str, Any], where: str) -> ImageBlock:
+    """An ``image_url`` content part (Chat Completions', Cohere's): its ``image_url.url``."""
+    image = field_of(part.get("image_url"), Mapping, f"{where}.image_url")
+    return image_block(field_of(image.get("url"), str, f"{where}.image_url.url"))
+
+
+def _block(part: Mapping[str, Any], kind: Any, where: str) -> ImageBlock | FileBlock:
+    if kind == "image_url":
+        return image_url_block(part, where)
+    if kind == "file":
+        return _file(field_of(part.get("file"), Mapping, f"{where}.file"), f"{where}.file")
+    raise ValueError(f"{where}.type {kind!r} cannot be passed on (text, image_url and file can)")
 
 
 def _file(file: Mapping[str, Any], where: str) -> FileBlock:

@@ -20,84 +20,64 @@ from typing import Any
 
 import attrs
 
-from ...messages import Message, SystemMessage, ToolMessage, UserMessage
+from ...messages import Message, SystemMessage, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock
+from .fields import field_of, json_text, optional, texts
 from .openai_chat import tool_choice
-from .options import GenerationOptions
+from .options import GenerationOptions, effort_fields, sampling
 from .request import (
     ClientRequest,
-    body_object,
-    each,
-    effort_fields,
-    field_of,
     file_block,
-    flat_function_tool,
     image_block,
-    integer,
-    json_text,
-    number,
-    optional,
-    paired,
-    stateless,
-    texts,
+    input_request,
     tool_call,
-    unknown_fields,
-    with_a_turn,
+    tool_result,
+    user_message,
 )
 
 __all__ = ["read_responses"]
 
-_KNOWN = frozenset(
-    {
-        "model",
-        "input",
-        "instructions",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "temperature",
-        "top_p",
-        "max_output_tokens",
-        "reasoning",
-        "stream",
-        "store",
-    }
-)
+_SAMPLING = ("temperature", "top_p", "max_output_tokens")
+_KNOWN = {
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "stream",
+    "store",
+    *_SAMPLING,
+}
 _TEXT_PARTS = ("input_text", "output_text", "text", "refusal", "summary_text")
 
 
-def read_responses(body: Any) -> ClientRequest:
+def read_responses(body: Mapping[str, Any]) -> ClientRequest:
     """The :class:`ClientRequest` of a Responses API body."""
-    body = body_object(body)
-    stateless(body, "previous_response_id")
-    messages: list[Message] = []
-    instructions = optional(body, "instructions", str, "")
-    if instructions:
-        messages.append(SystemMessage(text=instructions))
-    given = body.get("input")
-    if isinstance(given, str):
-        messages.append(UserMessage(text=given))
-    else:
-        items = field_of(given, list, "input")
-        messages.extend(_conversation(items))
-    return ClientRequest(
-        format="openai-responses",
-        model=optional(body, "model", str, "") or "",
-        messages=paired(with_a_turn(messages, "a user message or a function call's output")),
-        tools=tuple(each(body, "tools", flat_function_tool)),
-        options=_options(body),
-        stream=bool(optional(body, "stream", bool, "")),
-        ignored=unknown_fields(body, _KNOWN),
+    return input_request(
+        "openai-responses",
+        body,
+        _options(body),
+        previous="previous_response_id",
+        instructions="instructions",
+        conversation=_input,
+        turn="a user message or a function call's output",
+        known=_KNOWN,
     )
+
+
+def _input(given: Any) -> list[Message]:
+    if isinstance(given, str):
+        return [UserMessage(text=given)]
+    return _conversation(field_of(given, list, "input"))
 
 
 def _options(body: Mapping[str, Any]) -> GenerationOptions:
     reasoning = optional(body, "reasoning", Mapping, "")
     choice, name = tool_choice(body.get("tool_choice"), nested=False)
     return GenerationOptions(
-        temperature=number(body, "temperature"),
-        top_p=number(body, "top_p"),
-        max_tokens=integer(body, "max_output_tokens"),
+        **sampling(body, _SAMPLING),
         tool_choice=choice,
         tool_name=name,
         parallel_tool_calls=optional(body, "parallel_tool_calls", bool, ""),
@@ -127,17 +107,12 @@ def _conversation(items: list[Any]) -> list[Message]:
             continue
         close_turn()
         if kind == "function_call_output":
-            out.append(
-                ToolMessage(
-                    tool_call_id=field_of(item.get("call_id"), str, f"{where}.call_id"),
-                    name="",
-                    content=_output_text(item.get("output"), f"{where}.output"),
-                )
-            )
+            output = _output_text(item.get("output"), f"{where}.output")
+            out.append(tool_result(item, "call_id", output, where))
         elif kind == "message" and role in ("system", "developer"):
             out.append(SystemMessage(text=_text(item.get("content"), f"{where}.content")))
         elif kind == "message" and role == "user":
-            out.append(_user(item.get("content"), f"{where}.content"))
+            out.append(user_message(item.get("content"), f"{where}.content", _block, _TEXT_PARTS))
         else:
             raise ValueError(f"{where} ({kind}, role {role!r}) cannot be passed on")
     close_turn()
@@ -171,23 +146,14 @@ def _output_text(output: Any, where: str) -> str:
     return json_text(output if output is not None else "")
 
 
-def _user(content: Any, where: str) -> UserMessage:
-    if content is None or isinstance(content, str):
-        return UserMessage(text=content or "")
-    parts = field_of(content, list, where)
-    blocks: list[ImageBlock | FileBlock] = []
-    for i, part in enumerate(parts):
-        part = field_of(part, Mapping, f"{where}[{i}]")
-        kind, at = part.get("type"), f"{where}[{i}]"
-        if kind == "input_image":
-            if part.get("file_id"):
-                raise ValueError(f"{at}.file_id cannot be passed on: send the image's URL or data")
-            blocks.append(image_block(field_of(part.get("image_url"), str, f"{at}.image_url")))
-        elif kind == "input_file":
-            blocks.append(_file(part, at))
-        elif kind not in _TEXT_PARTS:
-            raise ValueError(f"{at}.type {kind!r} cannot be passed on")
-    return UserMessage(text=texts(parts, where, _TEXT_PARTS), blocks=blocks)
+def _block(part: Mapping[str, Any], kind: Any, where: str) -> ImageBlock | FileBlock:
+    if kind == "input_image":
+        if part.get("file_id"):
+            raise ValueError(f"{where}.file_id cannot be passed on: send the image's URL or data")
+        return image_block(field_of(part.get("image_url"), str, f"{where}.image_url"))
+    if kind == "input_file":
+        return _file(part, where)
+    raise ValueError(f"{where}.type {kind!r} cannot be passed on")
 
 
 def _file(part: Mapping[str, Any], where: str) -> FileBlock:

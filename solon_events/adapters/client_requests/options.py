@@ -12,10 +12,12 @@ for is left out (see :data:`UNSUPPORTED`). Sans-I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from .fields import integer, number, stop_sequences
 
 __all__ = [
     "EFFORT_BUDGETS",
@@ -23,6 +25,8 @@ __all__ = [
     "UNSUPPORTED",
     "budget_for_effort",
     "effort_for_budget",
+    "effort_fields",
+    "sampling",
 ]
 
 EFFORT_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768}
@@ -296,3 +300,56 @@ the upstream can be told (Ollama's ``think: false``, Gemini's budget 0, Cohere's
 ``tool_choice="none"``, and Cohere's ``"auto"`` is its default, written as nothing;
 Anthropic's and Bedrock's thinking is left out when ``max_tokens`` leaves no room for a
 1,024-token budget."""
+
+
+# ------------------------------------------------------------------ reading them
+
+_SPELLINGS: dict[str, str] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "topP": "top_p",
+    "p": "top_p",
+    "top_k": "top_k",
+    "topK": "top_k",
+    "k": "top_k",
+    "max_tokens": "max_tokens",
+    "max_output_tokens": "max_tokens",
+    "maxOutputTokens": "max_tokens",
+    "num_predict": "max_tokens",
+    "stop": "stop",
+    "stop_sequences": "stop",
+    "stopSequences": "stop",
+    "seed": "seed",
+    "presence_penalty": "presence_penalty",
+    "presencePenalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "frequencyPenalty": "frequency_penalty",
+}
+"""Every protocol's name for a sampling option: the :class:`GenerationOptions` field it is."""
+
+_FRACTIONAL = frozenset({"temperature", "top_p", "presence_penalty", "frequency_penalty"})
+
+
+def sampling(body: Mapping[str, Any], fields: Iterable[str], where: str = "") -> dict[str, Any]:
+    """The sampling options that a client protocol names ``fields`` (each one of the
+    spellings in ``_SPELLINGS``), read from ``body``, as :class:`GenerationOptions` fields."""
+    options: dict[str, Any] = {}
+    for field in fields:
+        option = _SPELLINGS[field]
+        if option == "stop":
+            options[option] = stop_sequences(
+                body.get(field), f"{where}.{field}" if where else field
+            )
+        elif option in _FRACTIONAL:
+            options[option] = number(body, field, where)
+        else:
+            options[option] = integer(body, field, where)
+    return options
+
+
+def effort_fields(effort: str | None) -> dict[str, Any]:
+    """The :class:`GenerationOptions` fields of an OpenAI-style reasoning effort (``"none"``
+    turns reasoning off)."""
+    if effort is None:
+        return {}
+    return {"reasoning": effort != "none", "reasoning_effort": effort if effort != "none" else None}

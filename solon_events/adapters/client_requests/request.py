@@ -1,23 +1,22 @@
-"""A client's request read into our terms, and what every protocol's reader shares.
-
-Each reader checks the body as it goes and raises ``ValueError`` naming the field that
-is wrong (the gateway answers it with HTTP 400 in the protocol's error shape). Sans-I/O.
+"""A client's request read into our terms, and the pieces of a request that every
+protocol's reader shares: tool calls and results, tools, media, the pairing of results
+with their calls, and the :class:`ClientRequest` they make (the fields themselves are
+read by :mod:`.fields`). Sans-I/O.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
-import orjson
 
 from ...dialects.writing import data_url_parts
-from ...messages import Message, ToolMessage, ToolSpec, UserMessage
+from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
-from ..inputs import _kind, _object
+from .fields import each, field_of, optional, texts, unknown_fields
 from .options import GenerationOptions
 
 __all__ = ["ClientRequest"]
@@ -46,90 +45,95 @@ class ClientRequest:
     ignored: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
 
-# Field readers: each names the field in its error.
+def client_request(
+    format: str,
+    body: Mapping[str, Any],
+    messages: Iterable[Message],
+    options: GenerationOptions,
+    *,
+    tools: Iterable[ToolSpec] = (),
+    known: Iterable[str] = (),
+    model: str | None = None,
+    stream: bool | None = None,
+    ignored: tuple[str, ...] | None = None,
+    include_usage: bool = True,
+) -> ClientRequest:
+    """The :class:`ClientRequest` of ``body`` in ``format``, from what its reader read: the
+    ``messages`` (:func:`paired`), ``options`` and ``tools``; ``model`` and ``stream`` are
+    the body's fields unless given; ``ignored`` its fields not ``known`` unless given."""
+    if model is None:
+        model = optional(body, "model", str, "") or ""
+    if stream is None:
+        stream = bool(optional(body, "stream", bool, ""))
+    return ClientRequest(
+        format=format,
+        model=model,
+        messages=paired(messages),
+        tools=tuple(tools),
+        options=options,
+        stream=stream,
+        include_usage=include_usage,
+        ignored=unknown_fields(body, known) if ignored is None else ignored,
+    )
 
 
-def body_object(body: Any) -> Mapping[str, Any]:
-    """The request body, which must be a JSON object."""
-    return _object(body)
+def input_request(
+    format: str,
+    body: Mapping[str, Any],
+    options: GenerationOptions,
+    *,
+    previous: str,
+    instructions: str,
+    conversation: Callable[[Any], list[Message]],
+    turn: str,
+    known: Iterable[str] = (),
+    ignored: tuple[str, ...] | None = None,
+) -> ClientRequest:
+    """The :class:`ClientRequest` of an API that can keep a conversation itself (the
+    Responses API, the Interactions API): a request continuing a stored one (its
+    ``previous`` field) is refused (:func:`stateless`); the ``instructions`` field becomes
+    a system message, the ``input`` field, read by ``conversation``, the rest, which must
+    hold ``turn`` (:func:`with_a_turn`); tools are function tools declared flat."""
+    stateless(body, previous)
+    messages: list[Message] = []
+    system = optional(body, instructions, str, "")
+    if system:
+        messages.append(SystemMessage(text=system))
+    messages += conversation(body.get("input"))
+    with_a_turn(messages, turn)
+    tools = each(body, "tools", flat_function_tool)
+    return client_request(
+        format, body, messages, options, tools=tools, known=known, ignored=ignored
+    )
 
 
-def field_of(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
-    """``value`` when it is of ``kind``, else a ValueError naming ``where``."""
-    if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise ValueError(f"{where} must be a number, not a boolean")
-    if not isinstance(value, kind):
-        raise ValueError(f"{where} must be {_what(kind)}, not {_kind(value)}")
-    return value
+def user_message(
+    content: Any,
+    where: str,
+    block: Callable[[Mapping[str, Any], Any, str], ImageBlock | FileBlock],
+    text_kinds: tuple[str, ...] = ("text",),
+) -> UserMessage:
+    """A user message whose ``content`` is a string or a list of parts: the text of its
+    ``text_kinds`` parts joined, ``block(part, kind, where)`` of each other part (which
+    raises ValueError for a kind that cannot be passed on)."""
+    if content is None or isinstance(content, str):
+        return UserMessage(text=content or "")
+    parts = field_of(content, list, where)
+    blocks = []
+    for i, part in enumerate(parts):
+        at = f"{where}[{i}]"
+        kind = field_of(part, Mapping, at).get("type")
+        if kind not in text_kinds:
+            blocks.append(block(part, kind, at))
+    return UserMessage(text=texts(parts, where, text_kinds), blocks=blocks)
 
 
-def _what(kind: type | tuple[type, ...]) -> str:
-    names = {
-        str: "a string",
-        int: "an integer",
-        bool: "a boolean",
-        list: "an array",
-        dict: "an object",
-        Mapping: "an object",
-    }
-    if isinstance(kind, tuple):
-        return "a number" if set(kind) == {int, float} else " or ".join(_what(k) for k in kind)
-    return names.get(kind, kind.__name__)
-
-
-def optional(body: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    """``body[key]`` checked to be of ``kind``; None when absent or null."""
-    value = body.get(key)
-    if value is None:
-        return None
-    return field_of(value, kind, f"{where}.{key}" if where else key)
-
-
-def number(body: Mapping[str, Any], key: str, where: str = "") -> float | None:
-    """A numeric field (an int or a float), or None."""
-    value = optional(body, key, (int, float), where)
-    return None if value is None else value
-
-
-def integer(body: Mapping[str, Any], key: str, where: str = "") -> int | None:
-    """An integer field, or None (a float with no fraction is taken: JSON has one number)."""
-    value = optional(body, key, (int, float), where)
-    if value is None:
-        return None
-    if value != int(value):
-        raise ValueError(f"{where + '.' if where else ''}{key} must be an integer, got {value}")
-    return int(value)
-
-
-def stop_sequences(value: Any, where: str) -> tuple[str, ...]:
-    """A stop field: a string or an array of strings."""
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    items = field_of(value, list, where)
-    return tuple(field_of(item, str, f"{where}[{i}]") for i, item in enumerate(items))
-
-
-def each(
-    body: Mapping[str, Any], key: str, read: Callable[[Any, str], Any], *, required: bool = False
-) -> list[Any]:
-    """``read(item, where)`` of each item of the array ``body[key]`` (none when it is absent;
-    ``required``: it must hold one at least)."""
-    items = body.get(key)
-    if items is None and not required:
-        return []
-    items = field_of(items, list, key)
-    if required and not items:
-        raise ValueError(f"{key} must not be empty")
-    return [read(item, f"{key}[{i}]") for i, item in enumerate(items)]
-
-
-def json_text(value: Any) -> str:
-    """A tool result's content as text: a string as it is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value).decode()
+def tool_result(
+    item: Mapping[str, Any], id_field: str, content: str, where: str, *, is_error: bool = False
+) -> ToolMessage:
+    """A tool result the client sends back, naming its call by the id in ``item[id_field]``."""
+    call_id = field_of(item.get(id_field), str, f"{where}.{id_field}")
+    return ToolMessage(tool_call_id=call_id, name="", content=content, is_error=is_error)
 
 
 def arguments_of(value: Any, where: str) -> ToolCall | dict[str, Any]:
@@ -275,28 +279,3 @@ def image_type(data: str) -> str | None:
     if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
         return "image/webp"
     return None
-
-
-def texts(parts: Sequence[Any], where: str, kinds: tuple[str, ...] = ("text",)) -> str:
-    """The text of content parts ``[{"type": "text", "text": ...}, ...]`` (other kinds
-    of part are skipped), joined."""
-    out = []
-    for i, part in enumerate(parts):
-        field_of(part, Mapping, f"{where}[{i}]")
-        if part.get("type") in kinds:
-            out.append(field_of(part.get("text"), str, f"{where}[{i}].text"))
-    return "".join(out)
-
-
-def effort_fields(effort: str | None) -> dict[str, Any]:
-    """The :class:`GenerationOptions` fields of an OpenAI-style reasoning effort (``"none"``
-    turns reasoning off)."""
-    if effort is None:
-        return {}
-    return {"reasoning": effort != "none", "reasoning_effort": effort if effort != "none" else None}
-
-
-def unknown_fields(body: Mapping[str, Any], known: Iterable[str]) -> tuple[str, ...]:
-    """The body's fields that are not ``known`` (and not null), sorted."""
-    known = frozenset(known)
-    return tuple(sorted(k for k, v in body.items() if k not in known and v is not None))
