@@ -17,18 +17,7 @@ import attrs
 import orjson
 from aiohttp import web
 
-from .encoders import (
-    AnthropicWire,
-    BedrockWire,
-    CohereWire,
-    Frame,
-    GeminiWire,
-    GoogleInteractionsWire,
-    OllamaWire,
-    OpenAIChatWire,
-    OpenAIResponsesWire,
-    Wire,
-)
+from .encoders import WIRES, Frame, Wire
 from .scenarios import (
     HTML_BODY,
     BodyReply,
@@ -43,15 +32,8 @@ from .turns import Control, Cut, KeepAlive, Pause, Ping, RawBytes, Script, TurnU
 
 __all__ = ["ROUTES", "ServerState", "create_app"]
 
-ROUTES: tuple[tuple[str, type[Wire], str], ...] = (
-    ("/v1/chat/completions", OpenAIChatWire, "openai"),
-    ("/v1/messages", AnthropicWire, "anthropic"),
-    ("/v1/responses", OpenAIResponsesWire, "openai-responses"),
-    ("/v1beta/models/{model}:streamGenerateContent", GeminiWire, "gemini"),
-    ("/api/chat", OllamaWire, "ollama"),
-    ("/model/{model}/converse-stream", BedrockWire, "bedrock"),
-    ("/v2/chat", CohereWire, "cohere"),
-    ("/v1beta/interactions", GoogleInteractionsWire, "google-interactions"),
+ROUTES: tuple[tuple[str, type[Wire], str], ...] = tuple(
+    (path, wire, wire.format) for path, wire in WIRES.items()
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
 

@@ -15,6 +15,7 @@ from .openai_chat import OpenAIChatWire
 from .openai_responses import OpenAIResponsesWire
 
 __all__ = [
+    "WIRES",
     "AnthropicWire",
     "BedrockWire",
     "CohereWire",
@@ -29,3 +30,15 @@ __all__ = [
     "ToolDecl",
     "Wire",
 ]
+
+WIRES: dict[str, type[Wire]] = {
+    "/v1/chat/completions": OpenAIChatWire,
+    "/v1/messages": AnthropicWire,
+    "/v1/responses": OpenAIResponsesWire,
+    "/v1beta/models/{model}:streamGenerateContent": GeminiWire,
+    "/api/chat": OllamaWire,
+    "/model/{model}/converse-stream": BedrockWire,
+    "/v2/chat": CohereWire,
+    "/v1beta/interactions": GoogleInteractionsWire,
+}
+"""The wire of each route, by its path."""

@@ -134,6 +134,8 @@ class Wire:
     text, one tool call); a server tool or an image makes its own blocks.
     """
 
+    format: ClassVar[str] = ""
+    """The name of the wire format (the dialect that reads it)."""
     framing: ClassVar[Framing] = "sse"
     """How frames are written: SSE data lines, SSE with ``event:`` lines, SSE with CRLF
     line ends, one JSON object per line, or AWS event-stream messages (binary)."""
@@ -261,16 +263,19 @@ class Wire:
         raise NotImplementedError
 
 
+_KINDS: dict[type, str] = {
+    Thinking: "thinking",
+    Text: "text",
+    ToolCallPart: "tool",
+    ServerToolPart: "media",
+    ImagePart: "media",
+    Finish: "finish",
+}
+"""The kind of block each part belongs to (a StreamError: ``"error"``)."""
+
+
 def _kind(part: Content) -> str:
-    if isinstance(part, Thinking):
-        return "thinking"
-    if isinstance(part, Text):
-        return "text"
-    if isinstance(part, ToolCallPart):
-        return "tool"
-    if isinstance(part, (ServerToolPart, ImagePart)):
-        return "media"
-    return "finish" if isinstance(part, Finish) else "error"
+    return _KINDS.get(type(part), "error")
 
 
 class FormatWire(Wire):
@@ -281,8 +286,6 @@ class FormatWire(Wire):
     for these formats: what a client reads is what the adapters write.
     """
 
-    format: ClassVar[str] = ""
-    """The adapters' name of the format (the dialect that reads it)."""
     stream_error_status: ClassVar[int] = 500
     """The HTTP status an in-stream error of a script is typed by (Anthropic's
     ``overloaded_error`` is 503)."""

@@ -28,6 +28,7 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use"}
 class BedrockWire(Wire):
     """The ``/model/{modelId}/converse-stream`` stream."""
 
+    format = "bedrock"
     framing = "eventstream"
 
     def __init__(self, model: str, usage: TurnUsage) -> None:
