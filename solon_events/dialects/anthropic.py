@@ -47,7 +47,16 @@ from ..results import (
 )
 from .anthropic_request import ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS, messages_request
 from .base import ChatDialect
-from .blocks import NO_DELTAS, Block, OpenBlocks, server_call
+from .blocks import (
+    NO_DELTAS,
+    Block,
+    OpenBlocks,
+    field_delta,
+    open_raw,
+    send_search_results,
+    send_server_result,
+    start_server_call,
+)
 from .context import ChatStreamContext, dispatch
 from .reading import make_usage
 from .request import Endpoint, HttpRequest
@@ -192,8 +201,7 @@ def _on_block_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
     if not isinstance(content, dict) or not isinstance(block_type, str):
         ctx.send(EVENT_TYPES.RAW, raw_type="content_block_start", raw=frame)
         return
-    if index in stream.blocks:
-        stream.close(ctx, index, stream.blocks.pop(index))
+    stream.close_at(ctx, index)
     opener = _BLOCK_OPENERS.get(block_type)
     if opener is None:
         opener = _generic_opener(block_type)
@@ -215,16 +223,7 @@ def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
 
 
 def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
-    index = _index(frame.get("index"))
-    block = stream.blocks.pop(index, None)
-    if block is None:
-        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="content_block_stop", raw=frame)
-    elif block.kind == "raw":
-        ctx.send(
-            EVENT_TYPES.RAW, index=index, raw_type=f"content_block_stop:{block.type}", raw=frame
-        )
-    else:
-        stream.close(ctx, index, block, frame)
+    stream.stop(ctx, _index(frame.get("index")), "content_block_stop", frame)
 
 
 _EventHandler = Callable[[ChatStreamContext, _Stream, Mapping[str, Any]], None]
@@ -243,6 +242,11 @@ _EVENT_HANDLERS: dict[str, _EventHandler] = {
 
 # ---------------------------------------------------------------- block openers
 
+# The deltas of one field of text; a block's start may carry the same fields.
+_text_delta = field_delta("text", EVENT_TYPES.TEXT_DELTA)
+_thinking_delta = field_delta("thinking", EVENT_TYPES.THINKING_DELTA)
+_signature_delta = field_delta("signature", EVENT_TYPES.THINKING_SIGNATURE)
+
 
 def _open_text(
     ctx: ChatStreamContext,
@@ -252,9 +256,7 @@ def _open_text(
     frame: Mapping[str, Any],
 ) -> Block:
     ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
-    text = content.get("text")
-    if isinstance(text, str) and text:
-        ctx.send(EVENT_TYPES.TEXT_DELTA, index=index, text=text, raw=frame)
+    _text_delta(ctx, stream, None, index, content, frame)
     citations = content.get("citations")
     if isinstance(citations, list):
         for citation in citations:
@@ -271,12 +273,8 @@ def _open_thinking(
     frame: Mapping[str, Any],
 ) -> Block:
     ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
-    thinking = content.get("thinking")
-    if isinstance(thinking, str) and thinking:
-        ctx.send(EVENT_TYPES.THINKING_DELTA, index=index, text=thinking, raw=frame)
-    signature = content.get("signature")
-    if isinstance(signature, str) and signature:
-        ctx.send(EVENT_TYPES.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
+    _thinking_delta(ctx, stream, None, index, content, frame)
+    _signature_delta(ctx, stream, None, index, content, frame)
     return _THINKING_BLOCK
 
 
@@ -328,15 +326,7 @@ def _open_server_tool_use(
         server_name = content.get("server_name")
         if server_name is not None:
             attrs["server_name"] = server_name
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_START,
-        index=index,
-        tool_call_id=block.id,
-        sub_type=block.sub_type,
-        tool_call=server_call(block, index),
-        attrs=attrs,
-        raw=frame,
-    )
+    start_server_call(ctx, index, block, frame, attrs)
     return block
 
 
@@ -352,42 +342,11 @@ def _open_tool_result(
     sub_type, call = stream.server_calls.get(
         call_id, (block_type[: -len(_TOOL_RESULT_SUFFIX)], None)
     )
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_RESULT,
-        index=index,
-        tool_call_id=call_id,
-        sub_type=sub_type,
-        raw_type=block_type,
-        tool_call=call,
-        attrs={"is_error": _is_error_result(content)},
-        raw=content,
-    )
+    is_error = _is_error_result(content)
+    send_server_result(ctx, index, call_id, sub_type, block_type, call, is_error, content)
     items = content.get("content")
-    if isinstance(items, list):
-        _send_search_results(ctx, index, call_id, sub_type, items)
+    send_search_results(ctx, index, call_id, sub_type, items, _search_result)
     return _block("result", block_type, call_id)
-
-
-def _send_search_results(
-    ctx: ChatStreamContext,
-    index: int,
-    call_id: str | None,
-    sub_type: str | None,
-    items: list[Any],
-) -> None:
-    """A SEARCH_RESULT for each item of a tool result that has a ``url``."""
-    for item in items:
-        if isinstance(item, dict):
-            url = item.get("url")
-            if isinstance(url, str):
-                ctx.send(
-                    EVENT_TYPES.SEARCH_RESULT,
-                    index=index,
-                    tool_call_id=call_id,
-                    sub_type=sub_type,
-                    search_result=_search_result(url, item),
-                    raw=item,
-                )
 
 
 def _open_unknown(
@@ -398,8 +357,7 @@ def _open_unknown(
     frame: Mapping[str, Any],
 ) -> Block:
     block_type = _str(content.get("type"))
-    ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"content_block_start:{block_type}", raw=frame)
-    return _block("raw", block_type)
+    return open_raw(ctx, index, block_type, f"content_block_start:{block_type}", frame)
 
 
 _Opener = Callable[[ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], Block]
@@ -425,45 +383,6 @@ def _generic_opener(block_type: str) -> _Opener:
 # ---------------------------------------------------------------- deltas
 
 
-def _text_delta(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    block: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    text = delta.get("text")
-    if isinstance(text, str) and text:
-        ctx.send(EVENT_TYPES.TEXT_DELTA, index=index, text=text, raw=frame)
-
-
-def _thinking_delta(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    block: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    text = delta.get("thinking")
-    if isinstance(text, str) and text:
-        ctx.send(EVENT_TYPES.THINKING_DELTA, index=index, text=text, raw=frame)
-
-
-def _signature_delta(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    block: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    signature = delta.get("signature")
-    if isinstance(signature, str) and signature:
-        ctx.send(EVENT_TYPES.THINKING_SIGNATURE, index=index, text=signature, raw=frame)
-
-
 def _citations_delta(
     ctx: ChatStreamContext,
     stream: _Stream,
@@ -485,10 +404,7 @@ def _tool_args_delta(
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
 ) -> None:
-    fragment = delta.get("partial_json")
-    if isinstance(fragment, str) and fragment:
-        block.fragments.append(fragment)
-        stream.tools.delta(ctx, index, fragment, raw=frame)
+    stream.add_arguments(ctx, index, block, delta.get("partial_json"), frame)
 
 
 def _server_args_delta(
@@ -517,8 +433,14 @@ _DeltaHandler = Callable[
 ]
 
 _DELTA_HANDLERS: dict[str, dict[str, _DeltaHandler]] = {
-    "text": {"text_delta": _text_delta, "citations_delta": _citations_delta},
-    "thinking": {"thinking_delta": _thinking_delta, "signature_delta": _signature_delta},
+    "text": {
+        "text_delta": _text_delta,
+        "citations_delta": _citations_delta,
+    },
+    "thinking": {
+        "thinking_delta": _thinking_delta,
+        "signature_delta": _signature_delta,
+    },
     "tool": {"input_json_delta": _tool_args_delta},
     "server": {"input_json_delta": _server_args_delta},
 }

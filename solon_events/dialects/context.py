@@ -19,7 +19,15 @@ from ..events import EVENT_TYPES, ChatEvent, ChatEventType
 from ..values import EMPTY_MAPPING, fast_recorder
 from .reading import expect_object, provider_error_message
 
-__all__ = ["ChatStreamContext", "Failure", "Finish", "NextResponse", "Outcome", "dispatch"]
+__all__ = [
+    "ChatStreamContext",
+    "Failure",
+    "Finish",
+    "NextResponse",
+    "Outcome",
+    "dispatch",
+    "identify",
+]
 
 _S = TypeVar("_S")
 
@@ -203,3 +211,12 @@ def dispatch(
         ctx.send(EVENT_TYPES.RAW, raw_type=str(name), raw=frame)
         return
     handler(ctx, ctx.state_of(state_key, state), frame)
+
+
+def identify(ctx: ChatStreamContext, response_id: Any, model: Any) -> None:
+    """Take a response's id and model as ``ctx.provider_response_id`` and ``ctx.model``, each
+    when it is a non-empty string."""
+    if isinstance(response_id, str) and response_id:
+        ctx.provider_response_id = response_id
+    if isinstance(model, str) and model:
+        ctx.model = model

@@ -17,53 +17,56 @@ from urllib.parse import urlsplit
 
 __all__ = ["dialect_for_url", "expected_url"]
 
+
+def _itself(ending: str, example: str, named_by: str | None = None) -> tuple[str, str, str]:
+    """The patterns and shape of a dialect posted to the endpoint itself, whose path ends in
+    ``ending`` (a URL names the dialect by the longer ending ``named_by``, if given)."""
+    return (
+        re.escape(named_by or ending) + "$",
+        re.escape(ending) + "$",
+        f"the endpoint itself, ending in {ending}: {example}",
+    )
+
+
 # dialect: (what the path of a URL it is named by matches, what the path of the URL it
 # posts to matches, the shape to show when a 404 says the URL is wrong)
-_ENDPOINTS: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {
-    "openai": (
-        re.compile(r"/chat/completions$"),
-        re.compile(r"/chat/completions$"),
-        "the endpoint itself, ending in /chat/completions: "
-        "https://api.openai.com/v1/chat/completions",
+_PATTERNS: dict[str, tuple[str, str, str]] = {
+    "openai": _itself("/chat/completions", "https://api.openai.com/v1/chat/completions"),
+    "openai-responses": _itself(
+        "/responses", "https://api.openai.com/v1/responses", named_by="/v1/responses"
     ),
-    "openai-responses": (
-        re.compile(r"/v1/responses$"),
-        re.compile(r"/responses$"),
-        "the endpoint itself, ending in /responses: https://api.openai.com/v1/responses",
-    ),
-    "anthropic": (
-        re.compile(r"/v1/messages$"),
-        re.compile(r"/messages$"),
-        "the endpoint itself, ending in /messages: https://api.anthropic.com/v1/messages",
+    "anthropic": _itself(
+        "/messages", "https://api.anthropic.com/v1/messages", named_by="/v1/messages"
     ),
     "gemini": (
-        re.compile(r"(?::(?:stream)?[gG]enerateContent|/v1beta(?:/models)?)$"),
-        re.compile(r"/v1\w*/.+:(?:stream)?[gG]enerateContent$"),
+        r"(?::(?:stream)?[gG]enerateContent|/v1beta(?:/models)?)$",
+        r"/v1\w*/.+:(?:stream)?[gG]enerateContent$",
         "the API's base with its version, https://generativelanguage.googleapis.com/v1beta, to "
         "which the model's path is added, or .../v1beta/models/{model}:streamGenerateContent",
     ),
     "google-interactions": (
-        re.compile(r"/interactions$"),
-        re.compile(r"/interactions$"),
+        r"/interactions$",
+        r"/interactions$",
         "the API's base with its version, https://generativelanguage.googleapis.com/v1beta, to "
         "which /interactions is added, or the endpoint itself, ending in /interactions",
     ),
-    "cohere": (
-        re.compile(r"/v2/chat$"),
-        re.compile(r"/v2/chat$"),
-        "the endpoint itself, ending in /v2/chat: https://api.cohere.com/v2/chat",
-    ),
+    "cohere": _itself("/v2/chat", "https://api.cohere.com/v2/chat"),
     "ollama": (
-        re.compile(r"/api/chat$"),
-        re.compile(r"/api/chat$"),
+        r"/api/chat$",
+        r"/api/chat$",
         "the server's /api/chat endpoint: http://localhost:11434/api/chat",
     ),
     "bedrock": (
-        re.compile(r"/converse-stream$"),
-        re.compile(r"/model/[^/]+/converse-stream$"),
+        r"/converse-stream$",
+        r"/model/[^/]+/converse-stream$",
         "the runtime's base, https://bedrock-runtime.us-east-1.amazonaws.com, to which the "
         "model's path is added, or .../model/{modelId}/converse-stream",
     ),
+}
+
+_ENDPOINTS: dict[str, tuple[re.Pattern[str], re.Pattern[str], str]] = {
+    name: (re.compile(named_by), re.compile(posts_to), shape)
+    for name, (named_by, posts_to, shape) in _PATTERNS.items()
 }
 
 _BEDROCK_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.[\w-]+\.amazonaws\.com$")

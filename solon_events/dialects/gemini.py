@@ -32,7 +32,7 @@ events it becomes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from ..events import EVENT_TYPES
@@ -44,17 +44,16 @@ from ..results import (
     SearchResult,
     ToolCall,
     Usage,
-    new_tool_call,
     new_usage,
 )
 from ..values import EMPTY_MAPPING, held_member
 from .base import ChatDialect
-from .context import ChatStreamContext
+from .context import ChatStreamContext, identify
 from .gemini_request import SKIP_SIGNATURE, generate_content_request, stream_url
 from .json_path import JsonPathAssembler, json_path_segments
 from .reading import expect_object
 from .request import Endpoint, HttpRequest
-from .tool_calls import ToolCallAssembler
+from .tool_calls import ToolCallAssembler, send_whole_call
 
 __all__ = [
     "FILTER_REASONS",
@@ -135,7 +134,7 @@ class GeminiDialect(ChatDialect):
                 usage = frame.get("usageMetadata")
                 if len(frame) == 3 or (len(frame) == 4 and type(usage) is dict):
                     if response_id != ctx.provider_response_id or model != ctx.model:
-                        _identify(ctx, response_id, model)
+                        identify(ctx, response_id, model)
                     ctx.send(_TEXT_DELTA, text=text, raw=part)
                     if usage is not None:
                         _usage(ctx, _state(ctx), usage, frame)
@@ -166,13 +165,13 @@ def _response(ctx: ChatStreamContext, frame: Any) -> None:
         ctx.fail(error if isinstance(error, dict) else frame)
         return
     state = _state(ctx)
-    _identify(ctx, frame.get("responseId"), frame.get("modelVersion"))
+    identify(ctx, frame.get("responseId"), frame.get("modelVersion"))
     known = False
     blocked = None
     feedback = frame.get("promptFeedback")
     if isinstance(feedback, dict):
         known = True
-        blocked = _prompt_feedback(ctx, state, feedback)
+        blocked = _reason(ctx, state, feedback, "blockReason", None)
     finish = None
     candidates = frame.get("candidates")
     if isinstance(candidates, list):
@@ -215,9 +214,13 @@ def _one_part(
         return False
     state = _state(ctx)
     if response_id != ctx.provider_response_id or model != ctx.model:
-        _identify(ctx, response_id, model)
+        identify(ctx, response_id, model)
     _part(ctx, state, part)
-    reason = _finish_reason(ctx, state, candidate) if "finishReason" in candidate else None
+    reason = (
+        _reason(ctx, state, candidate, "finishReason", FILTER_REASONS)
+        if "finishReason" in candidate
+        else None
+    )
     usage = frame.get("usageMetadata")
     if type(usage) is dict:
         _usage(ctx, state, usage, frame)
@@ -225,14 +228,6 @@ def _one_part(
         state.close_call(ctx)
         ctx.finish(reason)
     return True
-
-
-def _identify(ctx: ChatStreamContext, response_id: Any, model: Any) -> None:
-    """Take the frame's ``responseId`` and ``modelVersion`` when they are non-empty strings."""
-    if isinstance(response_id, str) and response_id:
-        ctx.provider_response_id = response_id
-    if isinstance(model, str) and model:
-        ctx.model = model
 
 
 class _State:
@@ -295,29 +290,23 @@ def _candidate(ctx: ChatStreamContext, state: _State, candidate: Mapping[str, An
     citations = candidate.get("citationMetadata")
     if isinstance(citations, dict):
         _citation_sources(ctx, state, citations)
-    return _finish_reason(ctx, state, candidate)
+    return _reason(ctx, state, candidate, "finishReason", FILTER_REASONS)
 
 
-def _finish_reason(
-    ctx: ChatStreamContext, state: _State, candidate: Mapping[str, Any]
+def _reason(
+    ctx: ChatStreamContext,
+    state: _State,
+    raw: Mapping[str, Any],
+    key: str,
+    filters: Container[str] | None,
 ) -> str | None:
-    """The candidate's finish reason, if it has one; CONTENT_FILTER (once) for a safety one."""
-    reason = candidate.get("finishReason")
+    """``raw[key]`` if it is a non-empty string; CONTENT_FILTER (once a reason) when it is
+    one of ``filters`` (None: any)."""
+    reason = raw.get(key)
     if not isinstance(reason, str) or not reason:
         return None
-    if reason in FILTER_REASONS and state.first_time(("filter", reason)):
-        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=candidate)
-    return reason
-
-
-def _prompt_feedback(
-    ctx: ChatStreamContext, state: _State, feedback: Mapping[str, Any]
-) -> str | None:
-    reason = feedback.get("blockReason")
-    if not isinstance(reason, str) or not reason:
-        return None
-    if state.first_time(("filter", reason)):
-        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=feedback)
+    if (filters is None or reason in filters) and state.first_time(("filter", reason)):
+        ctx.send(EVENT_TYPES.CONTENT_FILTER, text=reason, raw=raw)
     return reason
 
 
@@ -372,15 +361,8 @@ def _function_call(
     args = call.get("args")
     position = state.next_position()
     if not more and not partial:
-        arguments = dict(args) if isinstance(args, dict) else {}
-        tool_call = new_tool_call(call_id, str(name), arguments, "", position)
-        ctx.send(
-            EVENT_TYPES.TOOL_CALL_CHUNK,
-            index=position,
-            tool_call_id=call_id,
-            tool_call=tool_call,
-            raw=part,
-        )
+        arguments = args if isinstance(args, dict) else None
+        send_whole_call(ctx, call_id, str(name), arguments, position, part)
         return
     state.calls.start(ctx, position, id=call_id, name=str(name), index=position, raw=part)
     state.open_call = position

@@ -39,6 +39,7 @@ interaction are keyed by their ``index``. What each becomes:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import orjson
@@ -49,14 +50,23 @@ from ..results import (
     Citation,
     FileBlock,
     ImageBlock,
+    SearchResult,
     Usage,
     new_citation,
     new_search_result,
     new_usage,
 )
 from .base import ChatDialect
-from .blocks import Block, OpenBlocks, server_call
-from .context import ChatStreamContext, dispatch
+from .blocks import (
+    Block,
+    OpenBlocks,
+    field_delta,
+    open_raw,
+    send_search_results,
+    send_server_result,
+    start_server_call,
+)
+from .context import ChatStreamContext, dispatch, identify
 from .google_interactions_request import interactions_request, interactions_url
 from .reading import token_count
 from .request import Endpoint, HttpRequest
@@ -127,7 +137,7 @@ def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
 
 def _on_created(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
     interaction = _mapping(frame.get("interaction"))
-    _identify(ctx, interaction)
+    identify(ctx, interaction.get("id"), interaction.get("model"))
     status = interaction.get("status")
     ctx.send(EVENT_TYPES.STATUS, text=_opt_str(status), raw_type="interaction.created", raw=frame)
 
@@ -158,8 +168,7 @@ def _open(
     frame: Mapping[str, Any],
 ) -> None:
     """Open the step ``index`` of type ``step_type`` (closing one open at that index)."""
-    if index in state.blocks:
-        state.close(ctx, index, state.blocks.pop(index))
+    state.close_at(ctx, index)
     opener = _OPENERS.get(step_type)
     if opener is None:
         if step_type.endswith(_CALL_SUFFIX):
@@ -180,7 +189,7 @@ def _on_step_delta(ctx: ChatStreamContext, state: _State, frame: dict[str, Any])
     if not isinstance(delta, dict):
         pass
     elif handler is not None:
-        handler(ctx, state, index, delta, frame)
+        handler(ctx, state, step, index, delta, frame)
         return
     elif step is not None and step.kind == "server":
         _server_arguments(ctx, step, index, delta, frame)
@@ -192,18 +201,12 @@ def _on_step_delta(ctx: ChatStreamContext, state: _State, frame: dict[str, Any])
 
 
 def _on_step_stop(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
-    index = _index(frame.get("index"))
-    step = state.blocks.pop(index, None)
-    if step is None or step.kind == "raw":
-        raw_type = "step.stop" if step is None else f"step.stop:{step.type}"
-        ctx.send(EVENT_TYPES.RAW, index=index, raw_type=raw_type, raw=frame)
-        return
-    state.close(ctx, index, step, frame)
+    state.stop(ctx, _index(frame.get("index")), "step.stop", frame)
 
 
 def _on_completed(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
     interaction = _mapping(frame.get("interaction"))
-    _identify(ctx, interaction)
+    identify(ctx, interaction.get("id"), interaction.get("model"))
     steps = interaction.get("steps")
     if not state.streamed and isinstance(steps, list):
         _whole_steps(ctx, state, steps, frame)
@@ -257,6 +260,11 @@ _HANDLERS: dict[str, _Handler] = {
 
 # ---------------------------------------------------------------- step openers
 
+# The deltas of one field of text; a step's start may carry the same fields.
+_text = field_delta("text", EVENT_TYPES.TEXT_DELTA)
+_summary_text = field_delta("text", EVENT_TYPES.THINKING_DELTA)
+_thought_signature = field_delta("signature", EVENT_TYPES.THINKING_SIGNATURE)
+
 
 def _open_output(
     ctx: ChatStreamContext,
@@ -270,9 +278,9 @@ def _open_output(
     for item in content if isinstance(content, list) else ():
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "text":
-            _text(ctx, state, index, item, frame)
+            _text(ctx, state, None, index, item, frame)
         elif kind in _MEDIA_TYPES:
-            _media(ctx, state, index, item, frame)
+            _media(ctx, state, None, index, item, frame)
     return _OUTPUT_STEP
 
 
@@ -286,10 +294,9 @@ def _open_thought(
     ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
     summary = step.get("summary")
     for item in summary if isinstance(summary, list) else ():
-        text = item.get("text") if isinstance(item, dict) else None
-        if isinstance(text, str) and text:
-            ctx.send(EVENT_TYPES.THINKING_DELTA, text=text, index=index, raw=frame)
-    _signature(ctx, index, step.get("signature"), frame)
+        if isinstance(item, dict):
+            _summary_text(ctx, state, None, index, item, frame)
+    _thought_signature(ctx, state, None, index, step, frame)
     return _THOUGHT_STEP
 
 
@@ -302,8 +309,13 @@ def _open_function_call(
 ) -> Block:
     opened = Block("tool", "function_call", _opt_str(step.get("id")), _str(step.get("name")))
     opened.input = step.get("arguments")
-    state.tools.start(ctx, index, id=opened.id, name=opened.name, raw=frame)
-    _signature(ctx, index, step.get("signature"), frame, opened.id)
+    call_id = opened.id
+    state.tools.start(ctx, index, id=call_id, name=opened.name, raw=frame)
+    signature = step.get("signature")
+    if isinstance(signature, str) and signature:
+        ctx.send(
+            EVENT_TYPES.THINKING_SIGNATURE, signature, index=index, tool_call_id=call_id, raw=frame
+        )
     return opened
 
 
@@ -318,14 +330,7 @@ def _open_server_call(
     opened = Block("server", step_type, _opt_str(step.get("id")), step_type)
     opened.sub_type = step_type[: -len(_CALL_SUFFIX)]
     opened.input = step.get("arguments")
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_START,
-        index=index,
-        tool_call_id=opened.id,
-        sub_type=opened.sub_type,
-        tool_call=server_call(opened, index),
-        raw=frame,
-    )
+    start_server_call(ctx, index, opened, frame)
     return opened
 
 
@@ -350,8 +355,7 @@ def _open_unknown(
     frame: Mapping[str, Any],
 ) -> Block:
     step_type = _str(step.get("type"))
-    ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"step.start:{step_type}", raw=frame)
-    return Block("raw", step_type)
+    return open_raw(ctx, index, step_type, f"step.start:{step_type}", frame)
 
 
 _Opener = Callable[[ChatStreamContext, _State, int, Mapping[str, Any], Mapping[str, Any]], Block]
@@ -370,60 +374,37 @@ _THOUGHT_STEP = Block("thinking", "thought")
 # ---------------------------------------------------------------- deltas
 
 
-def _text(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    text = delta.get("text")
-    if isinstance(text, str) and text:
-        ctx.send(EVENT_TYPES.TEXT_DELTA, text=text, index=index, raw=frame)
-
-
 def _thought_summary(
     ctx: ChatStreamContext,
     state: _State,
+    step: Block | None,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
 ) -> None:
     content = delta.get("content")
-    text = content.get("text") if isinstance(content, dict) else None
-    if isinstance(text, str) and text:
-        ctx.send(EVENT_TYPES.THINKING_DELTA, text=text, index=index, raw=frame)
-
-
-def _thought_signature(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    _signature(ctx, index, delta.get("signature"), frame)
+    if isinstance(content, dict):
+        _summary_text(ctx, state, step, index, content, frame)
 
 
 def _arguments_delta(
     ctx: ChatStreamContext,
     state: _State,
+    step: Block | None,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
 ) -> None:
-    fragment = delta.get("arguments")
-    block = state.blocks.get(index)
-    if block is None or block.kind != "tool":
+    if step is None or step.kind != "tool":
         ctx.send(EVENT_TYPES.RAW, index=index, raw_type="step.delta:arguments_delta", raw=frame)
-    elif isinstance(fragment, str) and fragment:
-        block.fragments.append(fragment)
-        state.tools.delta(ctx, index, fragment, raw=frame)
+    else:
+        state.add_arguments(ctx, index, step, delta.get("arguments"), frame)
 
 
 def _annotations(
     ctx: ChatStreamContext,
     state: _State,
+    step: Block | None,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -438,6 +419,7 @@ def _annotations(
 def _media(
     ctx: ChatStreamContext,
     state: _State,
+    step: Block | None,
     index: int,
     delta: Mapping[str, Any],
     frame: Mapping[str, Any],
@@ -483,36 +465,21 @@ def _server_result(
     frame: Mapping[str, Any],
 ) -> None:
     call = state.server_calls.get(step.id)
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_RESULT,
-        index=index,
-        tool_call_id=step.id,
-        sub_type=step.sub_type,
-        raw_type=step.type,
-        tool_call=call[1] if call is not None else None,
-        attrs={"is_error": delta.get("is_error") is True},
-        raw=delta,
-    )
+    is_error = delta.get("is_error") is True
+    tool_call = call[1] if call is not None else None
+    send_server_result(ctx, index, step.id, step.sub_type, step.type, tool_call, is_error, delta)
     result = delta.get("result")
-    for item in result if isinstance(result, list) else ():
-        url = item.get("url") if isinstance(item, dict) else None
-        if isinstance(url, str) and isinstance(item, dict):
-            search_result = new_search_result(
-                url, _opt_str(item.get("title")), None, None, step.type, item
-            )
-            ctx.send(
-                EVENT_TYPES.SEARCH_RESULT,
-                index=index,
-                tool_call_id=step.id,
-                sub_type=step.sub_type,
-                search_result=search_result,
-                raw=item,
-            )
+    send_search_results(
+        ctx, index, step.id, step.sub_type, result, partial(_search_result, step.type)
+    )
 
 
-_Delta = Callable[[ChatStreamContext, _State, int, Mapping[str, Any], Mapping[str, Any]], None]
+_Delta = Callable[
+    [ChatStreamContext, _State, Block | None, int, Mapping[str, Any], Mapping[str, Any]], None
+]
 
 _MEDIA_TYPES = frozenset({"image", "audio", "video", "document"})
+
 
 _DELTAS: dict[str, _Delta] = {
     "text": _text,
@@ -571,31 +538,9 @@ def _citation(annotation: Mapping[str, Any]) -> Citation:
     )
 
 
-def _signature(
-    ctx: ChatStreamContext,
-    index: int,
-    signature: Any,
-    frame: Mapping[str, Any],
-    tool_call_id: str | None = None,
-) -> None:
-    if isinstance(signature, str) and signature:
-        ctx.send(
-            EVENT_TYPES.THINKING_SIGNATURE,
-            text=signature,
-            index=index,
-            tool_call_id=tool_call_id,
-            raw=frame,
-        )
-
-
-def _identify(ctx: ChatStreamContext, interaction: Mapping[str, Any]) -> None:
-    """Take the interaction's ``id`` and ``model`` when they are non-empty strings."""
-    interaction_id = interaction.get("id")
-    if isinstance(interaction_id, str) and interaction_id:
-        ctx.provider_response_id = interaction_id
-    model = interaction.get("model")
-    if isinstance(model, str) and model:
-        ctx.model = model
+def _search_result(result_type: str, url: str, item: Mapping[str, Any]) -> SearchResult:
+    """A SearchResult from an item of a built-in tool's result of type ``result_type``."""
+    return new_search_result(url, _opt_str(item.get("title")), None, None, result_type, item)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

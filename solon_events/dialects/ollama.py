@@ -20,12 +20,12 @@ from typing import Any
 
 from ..events import EVENT_TYPES
 from ..messages import ChatRequest
-from ..results import new_tool_call
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .ollama_request import GENERATION_OPTIONS, TOP_LEVEL_OPTIONS, chat_request
 from .reading import expect_object, make_usage
 from .request import Endpoint, HttpRequest
+from .tool_calls import send_whole_call
 
 __all__ = ["GENERATION_OPTIONS", "TOP_LEVEL_OPTIONS", "OllamaDialect"]
 
@@ -108,25 +108,7 @@ def _tool_call(ctx: ChatStreamContext, call: dict[str, Any]) -> None:
     ctx.state[_COUNT_KEY] = position + 1
     given = call.get("id")
     call_id = given if isinstance(given, str) and given else f"ollama_call_{ctx.step}_{position}"
-    arguments = function.get("arguments")
-    tool_call = (
-        new_tool_call(call_id, str(function["name"]), None, arguments, position)
-        if isinstance(arguments, str)
-        else new_tool_call(
-            call_id,
-            str(function["name"]),
-            dict(arguments) if type(arguments) is dict else {},
-            "",
-            position,
-        )
-    )
-    ctx.send(
-        EVENT_TYPES.TOOL_CALL_CHUNK,
-        index=position,
-        tool_call_id=call_id,
-        tool_call=tool_call,
-        raw=call,
-    )
+    send_whole_call(ctx, call_id, str(function["name"]), function.get("arguments"), position, call)
 
 
 def _done(ctx: ChatStreamContext, frame: dict[str, Any]) -> None:

@@ -46,6 +46,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from ..events import EVENT_TYPES, ChatEventType
 from ..messages import ChatRequest
 from ..results import (
@@ -58,7 +60,7 @@ from ..results import (
     new_tool_call,
 )
 from .base import ChatDialect
-from .context import ChatStreamContext
+from .context import ChatStreamContext, identify
 from .openai_responses_request import responses_request
 from .reading import expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
@@ -91,12 +93,15 @@ _SERVER_TOOLS = {
 """Built-in tool item types and their ``sub_type``; other ``*_call`` items drop ``_call``."""
 
 _PROGRESS_TOOLS = {
-    "web_search_call": "web_search",
-    "file_search_call": "file_search",
-    "code_interpreter_call": "code_interpreter",
-    "image_generation_call": "image_generation",
-    "mcp_call": "mcp",
-    "mcp_list_tools": "mcp_list_tools",
+    kind: _SERVER_TOOLS[kind]
+    for kind in (
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+    )
 }
 """Tools whose progress events are ``response.<item type>.<progress word>``."""
 
@@ -120,6 +125,7 @@ _TOKEN_KEYS = frozenset(
 )
 
 
+@attrs.define(eq=False)
 class _StreamingPart:
     """The part the previous frame streamed into: text, thinking, a call's arguments or a
     built-in tool's code, arguments or command.
@@ -129,51 +135,23 @@ class _StreamingPart:
     ``pending`` until a frame takes the general path to a handler not in ``_KEEPS_STREAMING_PART``.
     """
 
-    __slots__ = (
-        "calls",
-        "event",
-        "field",
-        "index",
-        "key",
-        "kind",
-        "part",
-        "part_key",
-        "pending",
-        "streamed",
-        "sub_type",
-    )
-
-    def __init__(
-        self,
-        kind: str,
-        key: str,
-        part_key: tuple[str, str, int] | None,
-        *,
-        field: str,
-        part: int,
-        index: int,
-        event: ChatEventType,
-        sub_type: str | None = None,
-        calls: ToolCallAssembler | None = None,
-        streamed: list[str] | None = None,
-    ) -> None:
-        self.kind = kind
-        """The event type of the part's deltas."""
-        self.key = key
-        self.part_key = part_key
-        """The part's key in ``_StepState.sent``; None for a part whose sent count nobody reads."""
-        self.field = field
-        """The event field holding ``part``."""
-        self.part = part
-        self.index = index
-        self.event = event
-        self.sub_type = sub_type
-        self.calls = calls
-        """The assembler to send arguments through (for a call's arguments)."""
-        self.pending = 0
-        """Characters sent on the fast path, not yet counted in ``_StepState.sent``."""
-        self.streamed = streamed
-        """A text part's deltas so far (``_StepState.streamed``), which the fast path extends."""
+    kind: str
+    """The event type of the part's deltas."""
+    key: str
+    part_key: tuple[str, str, int] | None
+    """The part's key in ``_StepState.sent``; None for a part whose sent count nobody reads."""
+    field: str = attrs.field(kw_only=True)
+    """The event field holding ``part``."""
+    part: int = attrs.field(kw_only=True)
+    index: int = attrs.field(kw_only=True)
+    event: ChatEventType = attrs.field(kw_only=True)
+    sub_type: str | None = attrs.field(kw_only=True, default=None)
+    calls: ToolCallAssembler | None = attrs.field(kw_only=True, default=None)
+    """The assembler to send arguments through (for a call's arguments)."""
+    streamed: list[str] | None = attrs.field(kw_only=True, default=None)
+    """A text part's deltas so far (``_StepState.streamed``), which the fast path extends."""
+    pending: int = attrs.field(init=False, default=0)
+    """Characters sent on the fast path, not yet counted in ``_StepState.sent``."""
 
 
 class _StepState:
@@ -370,12 +348,7 @@ def _identify(ctx: ChatStreamContext, frame: _Frame) -> _Frame:
     response = frame.get("response")
     if not isinstance(response, dict):
         return {}
-    response_id = response.get("id")
-    if isinstance(response_id, str) and response_id:
-        ctx.provider_response_id = response_id
-    model = response.get("model")
-    if isinstance(model, str) and model:
-        ctx.model = model
+    identify(ctx, response.get("id"), response.get("model"))
     return response
 
 
@@ -956,19 +929,12 @@ def _start_server_tool(
     if key in step_state.server_started:
         return
     step_state.server_started.add(key)
-    call_id = _call_id(item)
     output_format = item.get("output_format")
     if isinstance(output_format, str):
         step_state.formats[key] = output_format
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_START,
-        item_id=key,
-        tool_call_id=call_id,
-        index=index,
-        sub_type=sub_type,
-        tool_call=_server_call(item, sub_type, call_id, index),
-        raw=frame,
-    )
+    ids = _server_tool_ids(key, item, index, sub_type)
+    call = _server_call(item, sub_type, ids["tool_call_id"], index)
+    ctx.send(EVENT_TYPES.SERVER_TOOL_START, tool_call=call, raw=frame, **ids)
 
 
 def _finish_server_tool(
@@ -982,39 +948,21 @@ def _finish_server_tool(
 ) -> None:
     if key not in step_state.server_started:
         _start_server_tool(ctx, step_state, key, sub_type, item, index, frame)
-    call_id = _call_id(item)
+    ids = _server_tool_ids(key, item, index, sub_type)
     for result in _search_results(item):
-        ctx.send(
-            EVENT_TYPES.SEARCH_RESULT,
-            item_id=key,
-            tool_call_id=call_id,
-            index=index,
-            sub_type=sub_type,
-            search_result=result,
-            raw=frame,
-        )
+        ctx.send(EVENT_TYPES.SEARCH_RESULT, search_result=result, raw=frame, **ids)
     image = item.get("result")
     if sub_type == "image_generation" and isinstance(image, str) and image:
         mime_type = image_mime(item.get("output_format"), step_state.formats.get(key))
         block = ImageBlock(data=image, mime_type=mime_type, id=key)
-        ctx.send(
-            EVENT_TYPES.MEDIA_DONE,
-            item_id=key,
-            tool_call_id=call_id,
-            index=index,
-            sub_type=sub_type,
-            block=block,
-            raw=frame,
-        )
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_RESULT,
-        item_id=key,
-        tool_call_id=call_id,
-        index=index,
-        sub_type=sub_type,
-        tool_call=_server_call(item, sub_type, call_id, index),
-        raw=item,
-    )
+        ctx.send(EVENT_TYPES.MEDIA_DONE, block=block, raw=frame, **ids)
+    call = _server_call(item, sub_type, ids["tool_call_id"], index)
+    ctx.send(EVENT_TYPES.SERVER_TOOL_RESULT, tool_call=call, raw=item, **ids)
+
+
+def _server_tool_ids(key: str, item: _Frame, index: int, sub_type: str) -> dict[str, Any]:
+    """The fields that name a built-in tool's item on each of its events."""
+    return {"item_id": key, "tool_call_id": _call_id(item), "index": index, "sub_type": sub_type}
 
 
 def _search_results(item: _Frame) -> Iterable[SearchResult]:

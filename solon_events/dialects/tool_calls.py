@@ -12,11 +12,12 @@ from ..results import ToolCall, new_tool_call
 if TYPE_CHECKING:
     from .context import ChatStreamContext
 
-__all__ = ["ToolCallAssembler"]
+__all__ = ["ToolCallAssembler", "send_whole_call"]
 
 _TOOL_CALL_START = EVENT_TYPES.TOOL_CALL_START
 _TOOL_CALL_ARGS_DELTA = EVENT_TYPES.TOOL_CALL_ARGS_DELTA
 _TOOL_CALL_END = EVENT_TYPES.TOOL_CALL_END
+_TOOL_CALL_CHUNK = EVENT_TYPES.TOOL_CALL_CHUNK
 
 
 class _OpenCall:
@@ -127,3 +128,16 @@ class ToolCallAssembler:
         """Close every call still open, in the order they were opened."""
         for key in list(self._open):
             self.end(ctx, key)
+
+
+def send_whole_call(
+    ctx: ChatStreamContext, id: str | None, name: str, arguments: Any, index: int, raw: Any
+) -> None:
+    """Record TOOL_CALL_CHUNK for a call that came whole in one frame (Gemini's, Ollama's):
+    ``arguments`` as JSON text (a str) or as an object (a dict; anything else is none)."""
+    if isinstance(arguments, str):
+        tool_call = new_tool_call(id, name, None, arguments, index)
+    else:
+        given = dict(arguments) if isinstance(arguments, dict) else {}
+        tool_call = new_tool_call(id, name, given, "", index)
+    ctx.send(_TOOL_CALL_CHUNK, index=index, tool_call_id=id, tool_call=tool_call, raw=raw)
