@@ -15,7 +15,12 @@ from solon_events import (
     ChatEventType,
     ToolCall,
 )
-from solon_events.core.attempts import AttemptArbiter, AttemptPolicy, Continuation
+from solon_events.core.attempts import (
+    LOSER_REPORT_WAIT,
+    AttemptArbiter,
+    AttemptPolicy,
+    Continuation,
+)
 from solon_events.messages import ToolMessage, UserMessage
 from solon_events.results import ChatResponse, Usage
 
@@ -53,7 +58,9 @@ class Down:
         self.end = "completed"
 
 
-def arbiter(members: int = 2, **policy: Any) -> tuple[AttemptArbiter, Driver, Down]:
+def arbiter(
+    members: int = 2, prefills: tuple[bool, ...] = (), **policy: Any
+) -> tuple[AttemptArbiter, Driver, Down]:
     driver, down = Driver(), Down()
     made = AttemptArbiter(
         down,
@@ -62,6 +69,7 @@ def arbiter(members: int = 2, **policy: Any) -> tuple[AttemptArbiter, Driver, Do
         driver,
         response_id="resp_x",
         messages=(UserMessage(text="weather?"),),
+        prefills=prefills,
     )
     made.open()
     return made, driver, down
@@ -193,15 +201,140 @@ def test_the_response_lists_every_attempt_and_sums_their_usage() -> None:
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (20, 5)
 
 
-def test_a_cancelled_loser_is_listed_without_usage() -> None:
-    arb, _driver, down = arbiter(2, after=0)
+def test_a_cancelled_loser_has_the_usage_its_model_reports_once_stopped() -> None:
+    arb, driver, down = arbiter(2, after=0)
+    answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=4, completion_tokens=1))
+    arb.sink(1).on_next(ChatEvent(T.TEXT_DELTA, text="hi"))
+    assert driver.stopped == [0]
+    arb.sink(1).on_next(ChatEvent(T.RESPONSE_END, response=answer))
+    arb.sink(1).on_completed()
+    # the end waits for the loser's report (at most LOSER_REPORT_WAIT: a timer)
+    assert down.events[-1].type is T.TEXT_DELTA and down.end is None
+    assert [seconds for seconds, _ in driver.timers] == [LOSER_REPORT_WAIT]
+    estimated = Usage(prompt_tokens=4, source={"estimated_by": "heuristic"}, estimated=True)
+    arb.usage_reported(0, estimated)  # cancelled before any count: #32's estimate
+    response = down.events[-1].response
+    assert response is not None and down.end == "completed"
+    assert [(a.model, a.outcome, a.usage) for a in response.attempts] == [
+        ("m0", "cancelled", estimated),
+        ("m1", "answered", answer.usage),
+    ]
+    assert response.usage is not None and response.usage.estimated  # a sum with an estimate
+    assert response.usage.prompt_tokens == 8
+    driver.timers[0][1]()  # the timer after it delivers nothing more
+    assert [e.type for e in down.events].count(T.RESPONSE_END) == 1
+
+
+def test_a_loser_that_never_reports_is_listed_without_usage_after_the_wait() -> None:
+    arb, driver, down = arbiter(2, after=0)
     answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=4, completion_tokens=1))
     arb.sink(1).on_next(ChatEvent(T.TEXT_DELTA, text="hi"))
     arb.sink(1).on_next(ChatEvent(T.RESPONSE_END, response=answer))
+    arb.sink(1).on_completed()
+    ((_, wait_over),) = driver.timers
+    wait_over()
     response = down.events[-1].response
-    assert response is not None
-    assert [(a.model, a.outcome, a.usage) for a in response.attempts] == [
-        ("m0", "cancelled", None),
-        ("m1", "answered", answer.usage),
+    assert response is not None and down.end == "completed"
+    assert [(a.outcome, a.usage) for a in response.attempts] == [
+        ("cancelled", None),
+        ("answered", answer.usage),
     ]
-    assert response.usage == answer.usage
+    arb.usage_reported(0, Usage(prompt_tokens=1))  # too late: nothing more is delivered
+    assert [e.type for e in down.events].count(T.RESPONSE_END) == 1
+
+
+def test_a_loser_reported_before_the_end_does_not_hold_it() -> None:
+    arb, driver, down = arbiter(2, after=0)
+    arb.sink(1).on_next(ChatEvent(T.TEXT_DELTA, text="hi"))
+    arb.usage_reported(0, Usage(prompt_tokens=2))
+    arb.usage_reported(1, Usage(prompt_tokens=9))  # the winner's own: from its events
+    answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=4))
+    arb.sink(1).on_next(ChatEvent(T.RESPONSE_END, response=answer))
+    response = down.events[-1].response
+    assert response is not None and not driver.timers
+    assert [a.usage for a in response.attempts] == [Usage(prompt_tokens=2), answer.usage]
+
+
+# --- mid_stream="continue"
+
+
+def fail_mid_step(arb: AttemptArbiter, index: int, step: int, *said: ChatEvent) -> None:
+    """Member ``index`` sends step ``step``'s ``said`` events, then fails (STEP_END with
+    the partial text, ERROR)."""
+    sink = arb.sink(index)
+    sink.on_next(ChatEvent(T.STEP_START, step=step))
+    for event in said:
+        sink.on_next(event)
+    text = "".join(e.text or "" for e in said if e.type is T.TEXT_DELTA)
+    thinking = "".join(e.text or "" for e in said if e.type is T.THINKING_DELTA)
+    partial = ChatResponse(message=AssistantMessage(text=text, thinking=thinking))
+    sink.on_next(ChatEvent(T.STEP_END, step=step, response=partial))
+    failure = ChatError("connection reset")
+    sink.on_next(ChatEvent(T.ERROR, step=step, error=failure, usage=Usage(prompt_tokens=3)))
+    sink.on_error(failure)
+
+
+def test_a_continuation_sends_the_text_as_a_prefill_and_shows_it_once() -> None:
+    arb, driver, down = arbiter(2, prefills=(True, True), mid_stream="continue")
+    fail_mid_step(arb, 0, 0, ChatEvent(T.TEXT_DELTA, text="It is "))
+    ((index, continuation),) = driver.started[1:]
+    assert index == 1 and continuation is not None
+    assert continuation.first_step == 1 and continuation.prefill == "It is"  # no trailing space
+    assert continuation.messages == (UserMessage(text="weather?"), AssistantMessage(text="It is"))
+    status = down.events[-1]
+    assert status.attrs["mode"] == "continue" and status.attrs["continued_text"] == "It is "
+    sink = arb.sink(1)
+    answer = ChatResponse(message=AssistantMessage(text=" sunny."), usage=Usage(prompt_tokens=5))
+    for event in (
+        ChatEvent(T.STEP_START, step=1),
+        ChatEvent(T.TEXT_DELTA, step=1, text=" "),  # shown already: dropped
+        ChatEvent(T.TEXT_DELTA, step=1, text="sunny."),
+        ChatEvent(T.STEP_END, step=1, response=answer),
+        ChatEvent(T.RESPONSE_END, step=1, response=answer),
+    ):
+        sink.on_next(event)
+    sink.on_completed()
+    shown = [e.text for e in down.events if e.type is T.TEXT_DELTA]
+    assert shown == ["It is ", "sunny."]  # the space the continuation began with, once
+    ends = [e.response for e in down.events if e.type in (T.STEP_END, T.RESPONSE_END)]
+    assert [r.text for r in ends if r is not None] == ["It is ", "It is sunny.", "It is sunny."]
+    final = down.events[-1].response
+    assert final is not None and [a.outcome for a in final.attempts] == ["failed", "answered"]
+    assert final.usage is not None and final.usage.prompt_tokens == 8
+
+
+@pytest.mark.parametrize(
+    ("said", "prefills", "why"),
+    [
+        ((ChatEvent(T.THINKING_DELTA, text="Hmm"),), (True, True), "not text alone"),
+        (
+            (ChatEvent(T.TEXT_DELTA, text="Let me"), ChatEvent(T.TOOL_CALL_START, index=0)),
+            (True, True),
+            "not text alone",
+        ),
+        ((ChatEvent(T.TEXT_START), ChatEvent(T.TEXT_DELTA, text="  ")), (True, True), "no text"),
+        ((ChatEvent(T.TEXT_DELTA, text="It is"),), (True, False), "no prefill"),
+    ],
+)
+def test_what_cannot_be_continued_is_restarted(
+    said: tuple[ChatEvent, ...], prefills: tuple[bool, ...], why: str
+) -> None:
+    arb, driver, down = arbiter(2, prefills=prefills, mid_stream="continue")
+    fail_mid_step(arb, 0, 0, *said)
+    ((_, continuation),) = driver.started[1:]
+    assert continuation is not None and continuation.prefill == ""
+    assert continuation.messages == (UserMessage(text="weather?"),)
+    status = down.events[-1]
+    assert status.attrs["mode"] == "restart" and status.attrs["not_continued"] == why
+
+
+def test_a_continuation_that_fails_mid_text_is_continued_again() -> None:
+    arb, driver, down = arbiter(3, prefills=(True, True, True), mid_stream="continue")
+    fail_mid_step(arb, 0, 0, ChatEvent(T.TEXT_DELTA, text="One"))
+    fail_mid_step(arb, 1, 1, ChatEvent(T.TEXT_DELTA, text=" two"))
+    continuation = driver.started[2][1]
+    assert continuation is not None and continuation.prefill == "One two"
+    assert [e.attrs["continued_text"] for e in down.events if e.type is T.STATUS] == [
+        "One",
+        "One two",
+    ]

@@ -358,6 +358,31 @@ def test_a_hedge_asks_the_next_model_when_the_first_is_slow_and_drops_the_loser(
     ]
 
 
+@pytest.mark.parametrize("edge", ["stream", "astream", "call"])
+def test_a_hedge_loser_keeps_the_usage_its_model_reported_once_stopped(
+    server: RunningServer, make_model: Build, edge: str
+) -> None:
+    # Anthropic pings for a while before answering: the request was accepted (frames came)
+    # but said nothing when the echo answered, so its usage is #32's estimate of its input.
+    pinging = quick(make_model, server, "pings-first:0.05:200", dialect="anthropic")
+    hedged = pinging.hedge(quick(make_model, server, "echo"), after=0.3)
+    if edge == "call":
+        response = hedged.prompt(PROMPT).call()
+    else:
+        events, error = run_edge(edge, hedged.prompt(PROMPT))
+        assert error is None and texts(events) == WORDS
+        assert [s.attrs["model"] for s in statuses(events, "hedge")] == ["pings-first:0.05:200"]
+        response = events[-1].response  # type: ignore[assignment]
+    assert response is not None
+    (loser, winner) = response.attempts
+    assert (loser.outcome, winner.outcome) == ("cancelled", "answered")
+    assert loser.usage is not None and loser.usage.estimated  # marked as #32 marks them
+    assert loser.usage.source == {"estimated_by": "heuristic"} and loser.usage.prompt_tokens > 0
+    assert winner.usage is not None and not winner.usage.estimated
+    assert response.usage is not None and response.usage.estimated
+    assert response.usage.prompt_tokens == loser.usage.prompt_tokens + winner.usage.prompt_tokens
+
+
 def _tap(note: Callable[[ChatEvent], None]) -> Any:
     from reactivex import operators as ops
 

@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 from routing_runs import acollect, collect
 from stream_invariants import check_invariants
 
-from solon_events import ChatError, ChatEvent, ChatEventFilter, ChatEventType, ChatModel, race
+from solon_events import (
+    ChatError,
+    ChatEvent,
+    ChatEventFilter,
+    ChatEventType,
+    ChatModel,
+    ChatResponse,
+    race,
+)
 from solon_events.client.routing import FallbackModel, HedgedModel
 from solon_events.core.attempts import AttemptArbiter, AttemptPolicy, Continuation
 from solon_events.devserver import DevServer, RunningServer
@@ -44,9 +52,11 @@ class Script:
             items.append(ChatEvent(T.TEXT_START, item_id=src))
             items += [ChatEvent(T.TEXT_DELTA, text=t, item_id=src) for t in shown]
             items.append(ChatEvent(T.TEXT_END, item_id=src))
-        items.append(ChatEvent(T.STEP_END, item_id=src))
+        partial = ChatResponse(text="".join(shown))
+        items.append(ChatEvent(T.STEP_END, item_id=src, response=partial))
         if fails_after is None:
-            items += [ChatEvent(T.RESPONSE_END, item_id=src), "completed"]
+            answer = ChatResponse(text="".join(texts))
+            items += [ChatEvent(T.RESPONSE_END, item_id=src, response=answer), "completed"]
         else:
             error = ChatError(f"attempt {index} failed")
             items += [ChatEvent(T.ERROR, item_id=src, error=error), error]
@@ -62,10 +72,12 @@ class FakeDriver:
         self.stopped: set[int] = set()
         self.timers: list[Callable[[], None]] = []
         self.started: list[int] = []
+        self.first_step: dict[int, int] = {}  # attempt -> the number of its first step
 
     def start(self, index: int, continuation: Continuation | None) -> None:
         self.started.append(index)
         self.running[index] = 0
+        self.first_step[index] = continuation.first_step if continuation else 0
 
     def stop(self, index: int) -> None:
         self.stopped.add(index)
@@ -101,24 +113,33 @@ scripts = st.lists(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=600)
 @given(
     scripts,
     st.sampled_from([None, 1.0, 0.0]),
+    st.sampled_from(["never", "restart", "continue"]),
     st.booleans(),
     st.data(),
 )
 def test_the_arbiter_shows_one_attempt_once_whatever_the_interleaving(
-    drawn: list[tuple[int, int | None, int]], after: float | None, in_flight: bool, data: Any
+    drawn: list[tuple[int, int | None, int]],
+    after: float | None,
+    mid_stream: Any,
+    in_flight: bool,
+    data: Any,
 ) -> None:
     plans = [Script(i, a, f if f is None or f <= a else a, n) for i, (a, f, n) in enumerate(drawn)]
+    if after is not None:  # hedges and races never take over mid-answer
+        mid_stream = "never"
+    prefills = data.draw(st.lists(st.booleans(), min_size=len(plans), max_size=len(plans)))
     driver, down = FakeDriver(), Down()
     arbiter = AttemptArbiter(
         down,
         [f"m{i}" for i in range(len(plans))],
-        AttemptPolicy(after=after),
+        AttemptPolicy(after=after, mid_stream=mid_stream),
         driver,
         response_id="resp_1",
+        prefills=prefills,
     )
     driver.arbiter = arbiter
     arbiter.open()
@@ -140,6 +161,8 @@ def test_the_arbiter_shows_one_attempt_once_whatever_the_interleaving(
             continue
         item = plans[which].items[driver.running[which]]
         driver.running[which] += 1
+        if isinstance(item, ChatEvent):  # numbered from the step the attempt starts at
+            item = item.evolve(step=driver.first_step[which])
         sink = arbiter.sink(which)
         if item == "completed":
             sink.on_completed()
@@ -154,14 +177,28 @@ def test_the_arbiter_shows_one_attempt_once_whatever_the_interleaving(
     assert all(e.response_id == "resp_1" for e in events if e.item_id is None)
     winner = arbiter.winner
     shown = [e.text for e in events if e.type is T.TEXT_DELTA]
-    if winner is not None:
-        assert shown == plans[winner].texts  # each of the winner's deltas, once, in order
-    else:
-        assert shown == []
+    # the attempts that answered, in turn (one unless another took over mid-answer)
+    answered = list(dict.fromkeys(e.item_id for e in events if e.type is T.TEXT_DELTA))
+    took_over = [e for e in events if e.type is T.STATUS and e.attrs.get("mode") in MID_STREAM]
+    if mid_stream == "never" or not took_over:
+        if winner is not None:
+            assert shown == plans[winner].texts  # each of the winner's deltas, once, in order
+        else:
+            assert shown == []
+    else:  # each answering attempt's deltas once, in order, one attempt after the other
+        assert shown == [t for src in answered for t in plans[int(src[1:])].texts]
+        assert len(took_over) >= len(answered) - 1
+    if down.ends == ["completed"] and mid_stream != "never":
+        # the final text is each delta since the last restart, once (continued text kept)
+        restarts = [k for k, e in enumerate(events) if e.attrs.get("mode") == "restart"]
+        since = restarts[-1] if restarts else 0
+        kept = "".join(e.text or "" for e in events[since:] if e.type is T.TEXT_DELTA)
+        assert events[-1].response is not None and events[-1].response.text == kept
+    took_over_from = {e.attrs["attempt"] for e in took_over}
     for index in range(len(plans)):
         src = f"a{index}"
         mine = [k for k, e in enumerate(events) if e.item_id == src and e.type is not T.STATUS]
-        if index != winner:
+        if index != winner and index not in took_over_from:
             # a failed attempt that ended the response shows its steps and ERROR only
             ended_it = (
                 down.ends
@@ -191,6 +228,9 @@ def test_the_arbiter_shows_one_attempt_once_whatever_the_interleaving(
     if down.ends == ["completed"]:
         assert winner is not None and events[-1].type is T.RESPONSE_END
         assert events[-1].item_id == f"a{winner}"
+
+
+MID_STREAM = ("restart", "continue")
 
 
 # --- whole groups over the embedded provider
@@ -227,6 +267,18 @@ def models(provider: RunningServer) -> Iterator[dict[str, ChatModel]]:
         model.close()
 
 
+def answered(group: Any, edge: str) -> tuple[list[ChatEvent], BaseException | None]:
+    """The group's response to the prompt through ``stream()`` or ``astream()``, every event
+    delivered, its stream invariants checked."""
+    prompt = group.prompt("one two three").event_filter(ChatEventFilter.all())
+    if edge == "stream":
+        events, error = collect(prompt.stream(), timeout=20)
+    else:
+        events, error = asyncio.run(acollect(prompt))
+    check_invariants(events, error)
+    return events, error
+
+
 @settings(max_examples=40)
 @given(
     st.lists(st.sampled_from(sorted(MEMBERS)), min_size=2, max_size=4, unique=True),
@@ -243,12 +295,7 @@ def test_any_fault_sequence_shows_the_winner_once_and_no_loser(
         group = HedgedModel(*members, after=0.05)
     else:
         group = race(*members)
-    prompt = group.prompt("one two three").event_filter(ChatEventFilter.all())
-    if edge == "stream":
-        events, error = collect(prompt.stream(), timeout=20)
-    else:
-        events, error = asyncio.run(acollect(prompt))
-    check_invariants(events, error)
+    events, error = answered(group, edge)
     answering = [name for name in names if MEMBERS[name] is not None]
     if error is None:
         winner = events[-1].response.model  # type: ignore[union-attr]
@@ -264,3 +311,55 @@ def test_any_fault_sequence_shows_the_winner_once_and_no_loser(
     else:  # every member failed (``on`` lets every ChatError fall back)
         assert not answering
         assert not [e for e in events if e.type is T.TEXT_DELTA]
+
+
+# A continuation (mid_stream="continue"): the stall members say "Stalling", then fail (their
+# idle budget runs out) unless asked to continue that text; the Anthropic and Ollama ones
+# take it as a prefill, the Chat Completions ones restart it.
+CONTINUING = {
+    "stall:5@anthropic": ("stall:5", "/v1/messages", "anthropic"),
+    "stall:0@ollama": ("stall:0", "/api/chat", "ollama"),
+    "stall:5@openai": ("stall:5", "/v1/chat/completions", "openai"),
+    "echo@openai": ("echo", "/v1/chat/completions", "openai"),
+    "status:503@anthropic": ("status:503", "/v1/messages", "anthropic"),
+    "drop:100000@ollama": ("drop:100000", "/api/chat", "ollama"),
+}
+WHOLE_ANSWERS = {"Stalling and done.", "one two three"}
+
+
+@pytest.fixture(scope="module")
+def continuing(provider: RunningServer) -> Iterator[dict[str, ChatModel]]:
+    built = {
+        key: ChatModel(provider.url + route, name, dialect=dialect, max_retries=0, idle_timeout=0.3)
+        for key, (name, route, dialect) in CONTINUING.items()
+    }
+    yield built
+    for model in built.values():
+        model.close()
+
+
+@settings(max_examples=30)
+@given(
+    st.lists(st.sampled_from(sorted(CONTINUING)), min_size=2, max_size=4, unique=True),
+    st.sampled_from(["stream", "astream"]),
+)
+def test_any_fault_sequence_continued_shows_each_delta_once(
+    continuing: dict[str, ChatModel], keys: list[str], edge: str
+) -> None:
+    group = FallbackModel(*(continuing[key] for key in keys), mid_stream="continue")
+    events, error = answered(group, edge)
+    statuses = [e for e in events if e.type is T.STATUS and e.sub_type == "fallback"]
+    for status in statuses:  # each abandoned attempt announced before what follows it
+        later = events[events.index(status) + 1 :]
+        assert not [e for e in later if e.attrs.get("model") == status.attrs["model"]]
+    if error is None:
+        restarts = [k for k, e in enumerate(events) if e.attrs.get("mode") == "restart"]
+        since = events[restarts[-1] if restarts else 0 :]
+        kept = "".join(e.text or "" for e in since if e.type is T.TEXT_DELTA)
+        final = events[-1].response
+        assert final is not None
+        # the continued text and its continuation, each delta once: the whole answer
+        assert final.text == kept and kept in WHOLE_ANSWERS
+        assert [a.outcome for a in final.attempts][-1] == "answered"
+    else:
+        assert isinstance(error, ChatError)

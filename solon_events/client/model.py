@@ -274,7 +274,9 @@ class ChatModel:
         first answer event, ``other`` (then each of ``more`` in turn): RxPY's ``catch``.
         ``on`` says which failures fall back (exception classes, or a predicate of the
         ChatError; default: every ChatError); ``mid_stream="restart"`` asks the next one
-        again after a failure mid-answer (see :class:`~solon_events.FallbackModel`). Each
+        again after a failure mid-answer, ``mid_stream="continue"`` asks it to continue the
+        text so far where its dialect takes an assistant prefill (see
+        :class:`~solon_events.FallbackModel`). Each
         failed attempt is a STATUS event (``sub_type="fallback"``) naming the model and
         why. See :mod:`solon_events.client.routing`."""
         from .routing import FallbackModel

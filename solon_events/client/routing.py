@@ -63,6 +63,7 @@ from ..core.stages import GuardStage, Sink
 from ..events import EVENT_TYPES, ChatEvent
 from ..filters import ChatEventFilter
 from ..messages import Message, to_messages
+from ..results import UsageReport
 from .model import ChatModel, ChatPrompt, _Gathered
 
 if TYPE_CHECKING:
@@ -139,6 +140,12 @@ class ModelGroup:
     fallback = ChatModel.fallback
     hedge = ChatModel.hedge
 
+    @property
+    def assistant_prefill(self) -> bool:
+        """Whether every model of the group continues a trailing assistant turn (see
+        ``mid_stream="continue"``)."""
+        return all(model.dialect.assistant_prefill for model in self.leaves())
+
     def leaves(self) -> tuple[ChatModel, ...]:
         """Every ChatModel of the group (nested groups' included), in order."""
         found: list[ChatModel] = []
@@ -198,6 +205,26 @@ class FallbackModel(ModelGroup):
     failed one; the steps before it are kept (their tools are not run again), and
     RESPONSE_END carries the last member's answer. A tool's failure
     (:class:`~solon_events.ToolCallError`) is never restarted.
+
+    ``"continue"`` asks the next member to continue the failed step's text instead: it is
+    sent that text (trailing whitespace left out) as a trailing assistant turn, an
+    assistant prefill, which a member takes when its dialect does
+    (:attr:`~solon_events.dialects.base.ChatDialect.assistant_prefill`: Anthropic,
+    Ollama, an OpenAI-compatible server declared to with ``OpenAIDialect(prefill=...)``; a
+    group when each of its models does). The subscriber
+    has seen the failed step's events and its STEP_END (the partial response), then sees a
+    STATUS event (``sub_type="fallback"``, ``attrs["mode"] == "continue"``, the text
+    continued in ``attrs["continued_text"]``), then the next member's step, numbered on,
+    whose text deltas are the rest of the text: appended to what was seen, never repeated
+    (the whitespace already shown is dropped from its first deltas). That step's STEP_END
+    and RESPONSE_END carry the whole text (continued text + continuation), once; every
+    attempt is on ``ChatResponse.attempts`` with its usage. The failed step is restarted
+    instead (``attrs["mode"] == "restart"``, ``attrs["not_continued"]`` saying why) when it
+    cannot be continued: it had begun anything but text (a tool call, thinking:
+    ``"not text alone"``), it had no text (``"no text"``), or the next member takes no
+    prefill (``"no prefill"``; also when a member asked to continue fails before answering
+    and the one after it takes no prefill: the STATUS event of that failure then says
+    ``"restart"``).
     """
 
     def __init__(
@@ -207,8 +234,10 @@ class FallbackModel(ModelGroup):
         on: ErrorCondition | None = None,
         mid_stream: MidStream = "never",
     ) -> None:
-        if mid_stream not in ("never", "restart"):
-            raise ValueError(f"mid_stream must be 'never' or 'restart', got {mid_stream!r}")
+        if mid_stream not in ("never", "restart", "continue"):
+            raise ValueError(
+                f"mid_stream must be 'never', 'restart' or 'continue', got {mid_stream!r}"
+            )
         policy = AttemptPolicy(after=None, on=_condition(on), mid_stream=mid_stream)
         super().__init__((primary, *fallbacks), policy, kind="fallback")
 
@@ -382,13 +411,24 @@ class _Plan:
             self.down = GuardStage(down, user_filter)
 
     def member_prompt(self, index: int, continuation: Continuation | None) -> ChatPrompt:
-        return _member_prompt(
+        """Member ``index``'s prompt; a model's tells the arbiter its usage when it ends
+        (the usage of an attempt abandoned for another)."""
+        member = self.group.members[index]
+        prompt = _member_prompt(
             self.prompt,
-            self.group.members[index],
+            member,
             response_id=self.response_id,
             event_filter=self.attempt_filter,
             continuation=continuation,
         )
+        arbiter = self.arbiter_
+        if arbiter is None or isinstance(member, ModelGroup):
+            return prompt  # a group's members tell its own arbiter
+
+        def reported(report: UsageReport) -> None:
+            arbiter.usage_reported(index, report.usage)
+
+        return prompt.on_usage(reported)
 
     def arbiter(
         self, driver: Any, theirs: Callable[[BaseException], bool] = lambda _e: False
@@ -402,6 +442,7 @@ class _Plan:
             messages=self.prompt._messages,
             theirs=theirs,
             redact=self.redact,
+            prefills=[_takes_prefill(member) for member in self.group.members],
         )
         return self.arbiter_
 
@@ -447,6 +488,13 @@ class _Traced:
     def on_completed(self) -> None:
         self._plan.end_trace()
         self._down.on_completed()
+
+
+def _takes_prefill(member: ChatModel | ModelGroup) -> bool:
+    """Whether ``member`` continues a trailing assistant turn (its dialect's say)."""
+    if isinstance(member, ModelGroup):
+        return member.assistant_prefill
+    return member.dialect.assistant_prefill
 
 
 def _redactor(group: ModelGroup) -> Callable[[str], str]:
@@ -544,7 +592,11 @@ class _AsyncRun:
             task.cancel()  # the read it awaits is cancelled: its connection closes
 
     def later(self, seconds: float, callback: Callable[[], None]) -> None:
-        self._timers.append(self._loop.call_later(seconds, callback))
+        def wake() -> None:
+            callback()
+            self._wake.set()  # what it delivered is for the consumer to read
+
+        self._timers.append(self._loop.call_later(seconds, wake))
 
     async def _pump(self, index: int, events: AsyncIterator[ChatEvent]) -> None:
         """Read attempt ``index`` into the arbiter until it ends or wins."""

@@ -16,12 +16,24 @@ member is started; its own STATUS events (a retry's) pass at once, tagged with t
 So a subscriber sees one RESPONSE_START (the arbiter's), one attempt's steps, and never an
 event of an attempt after it was abandoned.
 
+An abandoned attempt's usage is what its model reports once it has stopped
+(:meth:`AttemptArbiter.usage_reported`: the provider's count, else an estimate marked
+``Usage.estimated``); the winner's RESPONSE_END waits for those reports (they come as each
+attempt stops; at most :data:`LOSER_REPORT_WAIT` seconds) so that its ``attempts`` and
+usage total hold them.
+
 After the winner's first answer event, a failure ends the response (``mid_stream="never"``)
-or, with ``mid_stream="restart"``, the arbiter asks the driver for the next member from
-where the conversation is (see :class:`Continuation`): the failed step is closed as it
-was (its STEP_END carries the partial response), a STATUS event (``sub_type="fallback"``,
-``attrs["mode"] == "restart"``, ``attrs["abandoned_text"]``) says its text is abandoned,
-and the next member's steps follow, numbered on.
+or, with ``mid_stream="restart"`` or ``"continue"``, the arbiter asks the driver for the
+next member from where the conversation is (see :class:`Continuation`): the failed step
+is closed as it was (its STEP_END carries the partial response), a STATUS event
+(``sub_type="fallback"``) says what becomes of its text, and the next member's steps
+follow, numbered on. A restart abandons the text (``attrs["mode"] == "restart"``,
+``attrs["abandoned_text"]``); a continuation keeps it (``attrs["mode"] == "continue"``,
+``attrs["continued_text"]``): the next member is sent it as a trailing assistant turn
+(a prefill) and its deltas are the rest of that text, the continued step's STEP_END and
+RESPONSE_END carrying the whole text once. A failed step that is not text alone (a tool
+call, thinking) or without text, or a next member whose dialect takes no prefill, is
+restarted instead.
 
 The arbiter is thread-safe: a Rx driver's attempts deliver on several threads. Until a
 winner is chosen each callback takes a lock; the winner's events then pass without it.
@@ -39,10 +51,11 @@ import attrs
 from ..errors import ChatError, ToolCallError
 from ..events import EVENT_TYPES, ChatEvent, framing_event
 from ..messages import Message, ToolMessage
-from ..results import Attempt, ChatResponse, Usage
+from ..results import AssistantMessage, Attempt, ChatResponse, Usage
 from .stages import Sink
 
 __all__ = [
+    "LOSER_REPORT_WAIT",
     "NO_ANSWER_YET",
     "Attempt",
     "AttemptArbiter",
@@ -52,10 +65,12 @@ __all__ = [
     "MidStream",
 ]
 
-MidStream = Literal["never", "restart"]
-"""What a failure after the first answer event does: end the response (``"never"``), or
-ask the next member again from the start of the failed step (``"restart"``: the steps
-before it are kept, their tools not run again)."""
+MidStream = Literal["never", "restart", "continue"]
+"""What a failure after the first answer event does: end the response (``"never"``), ask
+the next member again from the start of the failed step (``"restart"``: the steps before
+it are kept, their tools not run again), or ask it to continue the failed step's text
+(``"continue"``: sent as an assistant prefill where the member's dialect takes one, else
+a restart)."""
 
 NO_ANSWER_YET = frozenset(
     {
@@ -72,10 +87,16 @@ NO_ANSWER_YET = frozenset(
 """The event types that are no answer yet: an attempt that has sent only these has said
 nothing a subscriber could have read."""
 
+LOSER_REPORT_WAIT = 0.5
+"""Seconds the winner's RESPONSE_END waits at most for the usage reports of the attempts
+abandoned for it (each comes as soon as its attempt has stopped)."""
+
 _PASSED_AT_ONCE = frozenset({EVENT_TYPES.STATUS, EVENT_TYPES.HEARTBEAT})
 _TERMINAL = frozenset({EVENT_TYPES.RESPONSE_END, EVENT_TYPES.ERROR, EVENT_TYPES.ABORT})
 _STATUS = EVENT_TYPES.STATUS
 _STEP_END = EVENT_TYPES.STEP_END
+_STEP_START = EVENT_TYPES.STEP_START
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
 _TOOL_RESULT = EVENT_TYPES.TOOL_RESULT
 _RESPONSE_START = EVENT_TYPES.RESPONSE_START
 _RESPONSE_END = EVENT_TYPES.RESPONSE_END
@@ -107,10 +128,12 @@ class AttemptPolicy:
 class Continuation:
     """Where a member asked after a failure mid-answer starts: the conversation so far
     (``messages``: the prompt's, then each finished tool step's assistant turn and tool
-    results) and the number of its first step."""
+    results) and the number of its first step. ``prefill`` is the text it continues (then
+    the last of ``messages``, an assistant turn), empty for a restart."""
 
     messages: tuple[Message, ...]
     first_step: int
+    prefill: str = ""
 
 
 class AttemptDriver(Protocol):
@@ -129,6 +152,11 @@ class AttemptDriver(Protocol):
 _log = logging.getLogger(__name__)
 
 _NOT_STARTED, _RUNNING, _WON, _FAILED, _ABANDONED = range(5)
+
+_TEXT_ONLY = frozenset(
+    {EVENT_TYPES.TEXT_START, EVENT_TYPES.TEXT_DELTA, EVENT_TYPES.TEXT_END} | NO_ANSWER_YET
+)
+"""What a step may have sent and still be continued: its text and no other answer."""
 
 
 class _State:
@@ -179,8 +207,9 @@ class AttemptArbiter:
     ``labels`` name the members in order; ``driver`` starts and stops their attempts;
     ``response_id`` is the response's (every attempt stamps the same one); ``theirs`` tells
     an exception the subscriber raised from its own callbacks (passed on, never a reason to
-    ask another member); ``redact`` masks secrets in the reasons STATUS events give.
-    Call :meth:`open` once, :meth:`dispose` to stop everything.
+    ask another member); ``redact`` masks secrets in the reasons STATUS events give;
+    ``prefills`` says which members take an assistant prefill (``mid_stream="continue"``;
+    by default none). Call :meth:`open` once, :meth:`dispose` to stop everything.
     """
 
     def __init__(
@@ -194,6 +223,7 @@ class AttemptArbiter:
         messages: Sequence[Message] = (),
         theirs: Callable[[BaseException], bool] = lambda _error: False,
         redact: Callable[[str], str] = lambda text: text,
+        prefills: Sequence[bool] = (),
     ) -> None:
         if not labels:
             raise ValueError("a response needs at least one member to ask")
@@ -215,6 +245,16 @@ class AttemptArbiter:
         self._continuation: Continuation | None = None
         self._tool_results: list[ToolMessage] = []
         self._abandoned = ""
+        self._prefills = tuple(prefills) or (False,) * len(labels)
+        self._text_only = True  # the current step has sent no answer but its text
+        self._continued_step: int | None = None  # the step a prefill continues
+        self._prefix = ""  # the text it continues, as the subscriber saw it
+        self._overlap = ""  # whitespace shown but not sent, dropped from what follows
+        self._stripped = 0  # how much of it the continuation's text started with
+        self._last_step = -1  # the winner's last STEP_END
+        self._unreported: set[int] = set()  # abandoned attempts whose usage is not told yet
+        self._held_end: ChatEvent | None = None  # the RESPONSE_END waiting for them
+        self._completed_after_end = False
         self._sinks = [AttemptSink(self, i) for i in range(len(labels))]
 
     @property
@@ -314,6 +354,7 @@ class AttemptArbiter:
         for other in self._running(but=index):
             loser = self._states[other]
             loser.state = _ABANDONED
+            self._unreported.add(other)
             self._driver.stop(other)
             self._push(
                 ChatEvent(
@@ -326,9 +367,12 @@ class AttemptArbiter:
                 )
             )
         held, winner.held = winner.held, []
-        for event in held:
-            self._push(event)
         self.passing = self._policy.mid_stream == "never"
+        for event in held:
+            if self.passing:
+                self._push(event)
+            else:  # tracked: a later member may take over
+                self._track(index, event)
 
     # --- the winner's own events, tracked (mid-stream policies)
 
@@ -338,7 +382,16 @@ class AttemptArbiter:
         if t in _TERMINAL:
             self._winner_ends(index, event)
             return
-        if t is _TOOL_RESULT:
+        if t not in _TEXT_ONLY:
+            self._text_only = False
+            self._overlap = ""
+        elif t is _TEXT_DELTA and self._overlap:
+            event = self._without_overlap(event)
+            if not event.text:
+                return
+        if t is _STEP_START:
+            self._text_only = True
+        elif t is _TOOL_RESULT:
             call = event.tool_call
             self._tool_results.append(
                 ToolMessage(
@@ -350,6 +403,9 @@ class AttemptArbiter:
             )
         elif t is _STEP_END:
             self._step = event.step + 1
+            self._last_step = event.step
+            if event.step == self._continued_step and event.response is not None:
+                event = event.evolve(response=self._with_prefix(event.response))
             response = event.response
             message = response.message if response is not None else None
             self._abandoned = message.text if message is not None else ""
@@ -366,8 +422,69 @@ class AttemptArbiter:
             self._states[index].held.append(event)
             return
         if event.type is _RESPONSE_END and event.response is not None:
-            event = event.evolve(response=self._with_attempts(index, event.response))
+            response = event.response
+            if self._continued_step is not None and self._last_step == self._continued_step:
+                response = self._with_prefix(response)
+            with self._lock:
+                if self._unreported:  # held until the abandoned attempts' usage is told
+                    self._states[index].usage = response.usage
+                    self._held_end = event.evolve(response=response)
+                    self._driver.later(LOSER_REPORT_WAIT, self._release_end)
+                    return
+            event = event.evolve(response=self._with_attempts(index, response))
         self._push(event)
+
+    # --- the usage of abandoned attempts
+
+    def usage_reported(self, index: int, usage: Usage | None) -> None:
+        """Member ``index``'s attempt has ended and its model told its ``usage`` (a
+        :class:`~solon_events.UsageReport`'s: counted by the provider, else estimated):
+        an abandoned attempt's is kept (the others' came with their events)."""
+        with self._lock:
+            state = self._states[index]
+            if state.state == _ABANDONED and usage is not None:
+                state.usage = usage
+            self._unreported.discard(index)
+            if self._held_end is not None and not self._unreported:
+                self._release_end()
+
+    def _release_end(self) -> None:
+        """Deliver the held RESPONSE_END (once), with every attempt's usage known by now,
+        then the completion that came after it."""
+        with self._lock:
+            held, self._held_end = self._held_end, None
+            if held is None or self.ended:
+                return
+            winner = self.winner
+            assert winner is not None and held.response is not None
+            self._unreported.clear()
+            self._push(held.evolve(response=self._with_attempts(winner, held.response)))
+            if self._completed_after_end:
+                self.ended = True
+                self._down.on_completed()
+
+    # --- continuing a text (mid_stream="continue")
+
+    def _without_overlap(self, event: ChatEvent) -> ChatEvent:
+        """A continuation's text delta without the whitespace the subscriber has seen
+        already (shown, but not sent in the prefill)."""
+        text = event.text or ""
+        overlap = self._overlap
+        same = 0
+        while same < len(text) and same < len(overlap) and text[same] == overlap[same]:
+            same += 1
+        self._stripped += same
+        self._overlap = overlap[same:] if same == len(text) else ""
+        return event.evolve(text=text[same:]) if same else event
+
+    def _with_prefix(self, response: ChatResponse) -> ChatResponse:
+        """The continued step's response with the text it continued: the whole text, as
+        the subscriber saw it, once."""
+        message = response.message
+        if message is None:
+            return response
+        text = self._prefix + message.text[self._stripped :]
+        return attrs.evolve(response, message=attrs.evolve(message, text=text))
 
     def _with_attempts(self, index: int, response: ChatResponse) -> ChatResponse:
         """The winner's response with every attempt on it and, as its usage, the sum of
@@ -414,7 +531,9 @@ class AttemptArbiter:
                 self._end_with(error, held)
                 return
             if won:  # its ERROR (held) is not delivered: the response goes on
-                self._restart_from(index, error)
+                self._mid_stream_from(index, error)
+            elif self._cannot_continue(next_index):
+                self._continue_as_restart(index, error, next_index)  # type: ignore[arg-type]
             else:
                 self._announce(index, error, next_index, others)
             if next_index is not None:
@@ -462,14 +581,43 @@ class AttemptArbiter:
             },
         )
 
-    def _restart_from(self, index: int, error: BaseException) -> None:
+    def _mid_stream_from(self, index: int, error: BaseException) -> None:
         """The winner failed mid-answer (its failed step closed, its ERROR held back) and
-        the next member takes over from the start of that step, numbered after it."""
+        the next member takes over, numbered after that step: it continues the step's
+        text (``mid_stream="continue"``, when it can) or starts that step again."""
         self.winner = None
         self.passing = False
-        self._continuation = Continuation(messages=tuple(self._messages), first_step=self._step)
+        self._overlap = ""
         next_index = self._next_to_start()
         assert next_index is not None
+        text = self._abandoned
+        why = self._why_not_continued(next_index, text)
+        self._text_only = True  # for the next member's first step (its STEP_START is held)
+        if why is None:
+            prefill = text.rstrip()
+            self._continued_step = self._step
+            self._prefix = text
+            self._overlap = text[len(prefill) :]
+            self._stripped = 0
+            self._continuation = Continuation(
+                messages=(*self._messages, AssistantMessage(text=prefill)),
+                first_step=self._step,
+                prefill=prefill,
+            )
+            self._push(
+                self._fallback_status(
+                    index,
+                    error,
+                    f"asking {self._states[next_index].label} to continue the text of step "
+                    f"{self._step - 1} in step {self._step}",
+                    mode="continue",
+                    continued_text=text,
+                )
+            )
+            return
+        self._continued_step = None
+        self._continuation = Continuation(messages=tuple(self._messages), first_step=self._step)
+        extra = {} if self._policy.mid_stream != "continue" else {"not_continued": why}
         self._push(
             self._fallback_status(
                 index,
@@ -477,7 +625,54 @@ class AttemptArbiter:
                 f"the text of step {self._step - 1} is abandoned; asking "
                 f"{self._states[next_index].label} again from step {self._step}",
                 mode="restart",
-                abandoned_text=self._abandoned,
+                abandoned_text=text,
+                **extra,
+            )
+        )
+
+    def _why_not_continued(self, next_index: int, text: str) -> str | None:
+        """Why the failed step's text cannot be continued by member ``next_index`` (None
+        when it can)."""
+        if self._policy.mid_stream != "continue":
+            return "restart"
+        if not self._text_only:
+            return "not text alone"  # a tool call, thinking, ... was begun
+        if not text.strip():
+            return "no text"
+        if not self._prefills[next_index]:
+            return "no prefill"  # its dialect takes no assistant prefill
+        return None
+
+    def _cannot_continue(self, next_index: int | None) -> bool:
+        """Whether member ``next_index`` is to continue a text it cannot (its dialect takes
+        no prefill): the member asked to continue it failed before answering."""
+        continuation = self._continuation
+        return (
+            next_index is not None
+            and continuation is not None
+            and bool(continuation.prefill)
+            and not self._prefills[next_index]
+        )
+
+    def _continue_as_restart(self, index: int, error: BaseException, next_index: int) -> None:
+        """Member ``index``, asked to continue a text, failed before answering, and the
+        next one cannot continue it: that one starts the step again, and the STATUS event
+        announcing the failure says the text is abandoned."""
+        continuation = self._continuation
+        assert continuation is not None
+        self._continued_step = None
+        self._overlap = ""
+        step = continuation.first_step
+        self._continuation = Continuation(messages=continuation.messages[:-1], first_step=step)
+        self._push(
+            self._fallback_status(
+                index,
+                error,
+                f"the text of step {step - 1} is abandoned; asking "
+                f"{self._states[next_index].label} again from step {step}",
+                mode="restart",
+                abandoned_text=self._prefix,
+                not_continued="no prefill",
             )
         )
 
@@ -499,6 +694,9 @@ class AttemptArbiter:
                 return
             if state.state == _RUNNING:  # ended without an answer event: it answered nothing
                 self._win(index)
+            if self._held_end is not None:  # completes once its RESPONSE_END is delivered
+                self._completed_after_end = True
+                return
             self.ended = True
             self._down.on_completed()
 

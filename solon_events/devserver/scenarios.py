@@ -52,6 +52,7 @@ __all__ = [
     "ScenarioError",
     "StatusReply",
     "city_in",
+    "continued",
     "example_arguments",
     "first_event_delay",
     "plan",
@@ -115,7 +116,33 @@ def plan(view: RequestView, *, has_recording: bool = False) -> Plan:
         name, args = ("replay" if has_recording else "weather"), []
     if name == "replay" and not has_recording:
         raise ScenarioError("the replay scenario needs a DevServer started with a recording")
-    return SCENARIOS[name][0](view, args)
+    chosen = SCENARIOS[name][0](view, args)
+    if view.prefill and isinstance(chosen, Script):
+        return continued(chosen, view.prefill)
+    return chosen
+
+
+def continued(script: Script, prefill: str) -> Script:
+    """``script`` continued from an assistant prefill: when ``prefill`` begins its text
+    (leading and trailing whitespace aside), only the rest of the answer is said, at once
+    (what came before the prefill's end is said already: its thinking, its pauses, its
+    text up to there); else the whole answer, as a model that starts its text anew."""
+    text = "".join(part.text for part in script.parts if isinstance(part, Text))
+    said = prefill.strip()
+    start = text.find(said) if said else -1
+    if start < 0 or text[:start].strip():
+        return script
+    end = start + len(said)  # the characters of ``text`` said already
+    parts: list[Part] = []
+    seen = 0
+    for part in script.parts:
+        if seen >= end and not (isinstance(part, Pause) and not parts):
+            parts.append(part)
+        elif isinstance(part, Text):
+            if seen + len(part.text) > end:
+                parts.append(Text(part.text[end - seen :]))
+            seen += len(part.text)
+    return attrs.evolve(script, parts=parts)
 
 
 def _float(args: Sequence[str], index: int, default: float) -> float:
@@ -446,9 +473,27 @@ def _pings(view: RequestView, args: Sequence[str]) -> Script:
     return Script([*parts, Text(" after the pings."), Finish("stop")], TurnUsage(10, 2))
 
 
+def _pings_first(view: RequestView, args: Sequence[str]) -> Script:
+    interval, count = _float(args, 0, 0.05), _int(args, 1, 20)
+    parts: list[Part] = []
+    for _ in range(count):
+        parts += [Ping(), Pause(interval)]
+    echo = _echo(view, ())
+    return attrs.evolve(echo, parts=[*parts, *echo.parts])
+
+
 def _cut(view: RequestView, args: Sequence[str]) -> Script:
     parts: list[Part] = [Text("This is"), Text(" a cut"), RawBytes(b'data: {"choi'), Cut()]
     return Script(parts, TurnUsage(10, 2))
+
+
+def _cut_in_call(view: RequestView, args: Sequence[str]) -> Script:
+    tool = view.tools[0] if view.tools else ToolDecl("get_weather", _CITY_SCHEMA)
+    parts: list[Part] = [Text("Let me check."), _tool_call(tool), Cut()]
+    return Script(parts, TurnUsage(10, 8))
+
+
+_CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
 def _error_status(args: Sequence[str], index: int, default: int) -> int:
@@ -536,7 +581,17 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "comments": (_comments, "comments:<s>:<n> - n SSE comments (blank JSON lines), s apart"),
     "endless-line": (_endless_line, "endless-line:<s>:<n> - a delta, then a line never ended"),
     "pings": (_pings, "pings:<s>:<n> - a delta, n provider pings s apart (Anthropic), the rest"),
+    "pings-first": (
+        _pings_first,
+        "pings-first:<s>:<n> - n provider pings s apart (Anthropic; nothing elsewhere) "
+        "before the echo answer",
+    ),
     "cut": (_cut, "two deltas, half a frame, then the connection is dropped"),
+    "cut-in-call": (
+        _cut_in_call,
+        "a delta, a call of the first declared tool (else get_weather), then the connection "
+        "is dropped before the turn ends",
+    ),
     "flaky": (_flaky, "flaky:<n>:<code>:<ms> - n answers of code (retry-after-ms), then echo"),
     "drop": (_drop, "drop:<n> - the first n requests lose their connection, then echo"),
     "cut-early": (

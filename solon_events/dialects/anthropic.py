@@ -88,6 +88,7 @@ class AnthropicDialect(ChatDialect):
     """Anthropic Messages API streaming (``POST /v1/messages`` with ``stream: true``)."""
 
     name = "anthropic"
+    assistant_prefill = True  # a trailing assistant turn is continued (no trailing space)
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The Messages API request (:func:`messages_request`)."""

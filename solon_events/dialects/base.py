@@ -62,6 +62,12 @@ class ChatDialect:
     name: str = ""
     """The name :func:`get_dialect` knows this dialect by."""
 
+    assistant_prefill: bool = False
+    """Whether the model continues a trailing assistant turn of the request (an assistant
+    prefill) rather than answering after it: what ``fallback(..., mid_stream="continue")``
+    asks before it sends one (Anthropic and Ollama do; an OpenAI-compatible server when
+    declared to, ``OpenAIDialect(prefill=...)``)."""
+
     def build_request(
         self,
         request: ChatRequest,

@@ -47,6 +47,7 @@ class OllamaDialect(ChatDialect):
     """Ollama's native chat API, ``/api/chat`` with ``stream: true`` (NDJSON)."""
 
     name = "ollama"
+    assistant_prefill = True  # /api/chat continues a trailing assistant message
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``/api/chat`` request (:func:`chat_request`)."""

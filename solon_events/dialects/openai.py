@@ -24,12 +24,12 @@ from ..messages import ChatRequest
 from ..results import Citation, SearchResult, new_citation, new_search_result
 from .base import ChatDialect
 from .context import ChatStreamContext
-from .openai_request import chat_completions_request
+from .openai_request import PrefillForm, chat_completions_request
 from .reading import expect_object, make_usage
 from .request import Endpoint, HttpRequest
 from .tool_calls import ToolCallAssembler
 
-__all__ = ["OpenAIDialect"]
+__all__ = ["OpenAIDialect", "PrefillForm"]
 
 # bound once: each enum member lookup costs a thousand instructions
 _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
@@ -46,13 +46,34 @@ _USAGE = "openai.usage"  # the provider's last usage payload, to skip repeats
 
 
 class OpenAIDialect(ChatDialect):
-    """OpenAI Chat Completions streaming (``stream: true``) and compatible servers."""
+    """OpenAI Chat Completions streaming (``stream: true``) and compatible servers.
+
+    OpenAI answers after a trailing assistant message; some compatible servers continue
+    it when the request says so, each in its own way. ``prefill`` declares the server's
+    (:data:`~solon_events.dialects.openai_request.PrefillForm`): ``"prefix"`` (DeepSeek's
+    beta base URL, Mistral: ``"prefix": true`` on the message), ``"partial"`` (Qwen on
+    DashScope: ``"partial": true``) or ``"continue_final_message"`` (vLLM, SGLang: the
+    request's ``continue_final_message: true`` and ``add_generation_prompt: false``).
+    With one, :attr:`assistant_prefill` is true: ``fallback(..., mid_stream="continue")``
+    may ask this model to continue a text (``ChatModel(url, model,
+    dialect=OpenAIDialect(prefill="prefix"))``).
+    """
 
     name = "openai"
 
+    def __init__(self, prefill: PrefillForm | None = None) -> None:
+        if prefill not in (None, "prefix", "partial", "continue_final_message"):
+            raise ValueError(
+                "prefill must be None, 'prefix', 'partial' or 'continue_final_message', "
+                f"got {prefill!r}"
+            )
+        self.prefill: PrefillForm | None = prefill
+        """How a trailing assistant message is marked as a prefill (None: it is not)."""
+        self.assistant_prefill = prefill is not None
+
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """A streaming Chat Completions request (:func:`chat_completions_request`)."""
-        return chat_completions_request(request, endpoint)
+        return chat_completions_request(request, endpoint, prefill=self.prefill)
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``chat.completion.chunk`` (or an error frame) into events."""

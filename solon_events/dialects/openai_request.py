@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ..messages import ChatRequest, ToolMessage, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, function_tool, role_message, verbatim
 
-__all__ = ["chat_completions_request"]
+__all__ = ["PrefillForm", "chat_completions_request"]
+
+PrefillForm = Literal["prefix", "partial", "continue_final_message"]
+"""How a compatible server is told to continue a trailing assistant message: ``"prefix"``
+(``"prefix": true`` on it: DeepSeek, Mistral), ``"partial"`` (``"partial": true``: Qwen on
+DashScope), ``"continue_final_message"`` (the request's ``continue_final_message: true``
+and ``add_generation_prompt: false``: vLLM, SGLang)."""
 
 
-def chat_completions_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
+def chat_completions_request(
+    request: ChatRequest, endpoint: Endpoint, *, prefill: PrefillForm | None = None
+) -> HttpRequest:
     """A streaming Chat Completions request (with usage in the last chunk) posted to
     ``endpoint.url``, its key as ``Authorization: Bearer``; ``request.options`` override
-    the body."""
-    body: dict[str, Any] = {
-        "model": request.model,
-        "messages": [_message(m) for m in request.messages],
-    }
+    the body. With ``prefill``, a trailing assistant message (text, no tool call) is marked
+    for the server to continue, in that form."""
+    messages = [_message(m) for m in request.messages]
+    body: dict[str, Any] = {"model": request.model, "messages": messages}
+    last = request.messages[-1] if request.messages else None
+    if prefill and isinstance(last, AssistantMessage) and not last.tool_calls:
+        if prefill == "continue_final_message":
+            body["continue_final_message"] = True
+            body["add_generation_prompt"] = False
+        else:
+            messages[-1][prefill] = True
     if request.tools:
         body["tools"] = [function_tool(t) for t in request.tools]
     body["stream"] = True

@@ -21,7 +21,8 @@ class AnthropicWire(FormatWire):
 
     @classmethod
     def read_request(cls, body: Mapping[str, Any]) -> RequestView:
-        """``tool_result`` blocks of the last user turn; tools with an ``input_schema``."""
+        """``tool_result`` blocks of the last user turn; tools with an ``input_schema``; a
+        trailing assistant turn's text, continued (a prefill)."""
         messages = [m for m in body.get("messages") or () if isinstance(m, Mapping)]
         results: list[str] = []
         if messages and messages[-1].get("role") == "user":
@@ -45,11 +46,13 @@ class AnthropicWire(FormatWire):
             for t in body.get("tools") or ()
             if isinstance(t, Mapping) and t.get("name") and "input_schema" in t
         )
+        last = messages[-1] if messages else {}
         return RequestView(
             model=str(body.get("model") or ""),
             user_text=user_text,
             tool_results=tuple(results),
             tools=tools,
+            prefill=_user_text(last.get("content")) if last.get("role") == "assistant" else "",
         )
 
 

@@ -72,6 +72,11 @@ class RequestView:
     that echo it as careless providers do."""
     attempt: int = 1
     """How many requests with this model name the route has received, this one included."""
+    prefill: str = ""
+    """The text of a trailing assistant turn the request asks the model to continue (an
+    assistant prefill: Anthropic's and Ollama's trailing assistant message, a Chat
+    Completions one marked ``prefix``/``partial`` or with ``continue_final_message``); the
+    scripted answer goes on from it."""
     include_usage: bool = True
     """Whether the answer ends with its usage (Chat Completions' not when the request says
     ``stream_options.include_usage: false``; the other wires' always)."""

@@ -21,5 +21,6 @@ class OllamaWire(FormatWire):
 
     @classmethod
     def read_request(cls, body: Mapping[str, Any]) -> RequestView:
-        """Messages with ``role: tool`` results and OpenAI-style ``tools``."""
+        """Messages with ``role: tool`` results and OpenAI-style ``tools``; a trailing
+        assistant message is continued (a prefill), as Ollama does."""
         return read_chat_messages(body)

@@ -24,7 +24,8 @@ __all__ = ["OpenAIChatWire", "read_chat_messages"]
 
 
 def read_chat_messages(body: Mapping[str, Any]) -> RequestView:
-    """The view of a ``messages`` + ``tools`` body (Chat Completions and Ollama)."""
+    """The view of a ``messages`` + ``tools`` body (Chat Completions and Ollama), a
+    trailing assistant message's text as the prefill."""
     messages = [m for m in body.get("messages") or () if isinstance(m, Mapping)]
     results: list[str] = []
     for message in reversed(messages):
@@ -35,11 +36,13 @@ def read_chat_messages(body: Mapping[str, Any]) -> RequestView:
         (content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"),
         "",
     )
+    last = messages[-1] if messages else {}
     return RequestView(
         model=str(body.get("model") or ""),
         user_text=user_text,
         tool_results=tuple(results),
         tools=tuple(_function_tools(body.get("tools") or ())),
+        prefill=content_text(last.get("content")) if last.get("role") == "assistant" else "",
     )
 
 
@@ -48,6 +51,14 @@ def _function_tools(tools: Iterable[Any]) -> Iterable[ToolDecl]:
         function = tool.get("function") if isinstance(tool, Mapping) else None
         if isinstance(function, Mapping) and function.get("name"):
             yield ToolDecl(str(function["name"]), function.get("parameters") or {})
+
+
+def _asks_to_continue(body: Mapping[str, Any]) -> bool:
+    """Whether a compatible server is asked to continue the trailing assistant message
+    (DeepSeek's and Mistral's ``prefix``, Qwen's ``partial``, vLLM's
+    ``continue_final_message``)."""
+    last = body["messages"][-1]
+    return bool(last.get("prefix") or last.get("partial") or body.get("continue_final_message"))
 
 
 class OpenAIChatWire(FormatWire):
@@ -59,12 +70,17 @@ class OpenAIChatWire(FormatWire):
 
     @classmethod
     def read_request(cls, body: Mapping[str, Any]) -> RequestView:
-        """Messages with ``role: tool`` results, ``tools`` of ``type: function``. The usage
+        """Messages with ``role: tool`` results, ``tools`` of ``type: function``; a trailing
+        assistant message continued only when marked so (``prefix``, ``partial``,
+        ``continue_final_message``). The usage
         chunk is sent unless ``stream_options.include_usage`` is false (what a compatible
         server that sends no usage looks like; OpenAI itself needs it true)."""
         options = body.get("stream_options")
         refused = isinstance(options, Mapping) and options.get("include_usage") is False
-        return attrs.evolve(read_chat_messages(body), include_usage=not refused)
+        view = read_chat_messages(body)
+        if view.prefill and not _asks_to_continue(body):
+            view = attrs.evolve(view, prefill="")  # a turn of the history, answered after
+        return attrs.evolve(view, include_usage=not refused)
 
     @property
     def send_usage(self) -> bool:
