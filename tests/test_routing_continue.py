@@ -270,3 +270,39 @@ def test_the_provider_continues_only_its_own_text() -> None:
     assert continued(script, "  Hello ").parts == [Text(" wide"), Text(" world"), Finish("stop")]
     assert continued(script, "Goodbye") == script  # not its text: said whole, anew
     assert continued(script, "wide") == script
+
+
+@pytest.mark.parametrize("edge", ["stream", "astream", "call"])
+def test_anthropic_continues_anthropic(provider: RunningServer, build: Any, edge: str) -> None:
+    chain = stalling(build, "anthropic").fallback(
+        build("stall:5", "anthropic"), mid_stream="continue"
+    )
+    if edge == "call":
+        response = chain.prompt(PROMPT).call()
+    else:
+        events, error = run_edge(edge, chain.prompt(PROMPT))
+        assert error is None
+        check_invariants(events, None)
+        assert texts(events) == [STALLED, " and done."]
+        assert [s.attrs["mode"] for s in fallbacks(events)] == ["continue"]
+        response = events[-1].response  # type: ignore[assignment]
+    assert response is not None and response.text == ANSWER
+    assert [a.outcome for a in response.attempts] == ["failed", "answered"]
+    assert prefill_sent("anthropic", last_request(provider, "stall:5")) == STALLED
+
+
+def test_the_reason_of_a_continued_failure_is_redacted(build: Any) -> None:
+    secret = "sk-test-SECRET-continue-123"
+    # "Partial", then an error frame that quotes the key, as careless providers do
+    leaky = build("echo-key:frame", api_key=secret)
+    chain = leaky.fallback(build("stall:0", "ollama"), mid_stream="continue")
+    events, error = run_edge("stream", chain.prompt(PROMPT))
+    assert error is None
+    (status,) = fallbacks(events)
+    assert status.attrs["mode"] == "continue" and status.attrs["continued_text"] == "Partial"
+    assert "Incorrect API key provided" in (status.text or "")
+    for event in events:
+        assert secret not in repr(event.attrs) and secret not in (event.text or "")
+        assert secret[:12] not in (event.text or "")
+    # the continuing model does not know "Partial": it says its whole answer after it
+    assert events[-1].response.text == "Partial" + ANSWER  # type: ignore[union-attr]
