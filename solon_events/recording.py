@@ -424,7 +424,7 @@ def record(
     same, then its error is raised. Every secret the model knows (its key, auth headers, the
     secrets of its URL) is masked in what is written.
     """
-    from .client.model import _outcome
+    from .client.prompt import _outcome
     from .filters import ChatEventFilter
     from .redaction import redact_url
 

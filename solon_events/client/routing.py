@@ -64,11 +64,12 @@ from ..events import EVENT_TYPES, ChatEvent
 from ..filters import ChatEventFilter
 from ..messages import Message, to_messages
 from ..results import UsageReport
-from .model import ChatModel, ChatPrompt, _Gathered
+from .prompt import ChatPrompt, _Gathered
 
 if TYPE_CHECKING:
     from ..dialects.base import ChatDialect
     from ..telemetry.groups import GroupSpan
+    from .model import ChatModel
 
 __all__ = ["ErrorCondition", "FallbackModel", "HedgedModel", "ModelGroup", "race"]
 
@@ -78,7 +79,45 @@ ErrorCondition = type[BaseException] | tuple[type[BaseException], ...] | Callabl
 """Which failures let the next member be asked: exception classes or a predicate."""
 
 
-class ModelGroup:
+class _Combinable:
+    """What a response is asked of, combined with others by :meth:`fallback` and
+    :meth:`hedge`: the base of :class:`~solon_events.ChatModel` and :class:`ModelGroup`."""
+
+    def fallback(
+        self,
+        other: ChatModel | ModelGroup,
+        *more: ChatModel | ModelGroup,
+        on: ErrorCondition | None = None,
+        mid_stream: MidStream = "never",
+    ) -> FallbackModel:
+        """A model that asks this one (a model or a group) and, should it fail before its
+        first answer event, ``other`` (then each of ``more`` in turn): RxPY's ``catch``.
+        ``on`` says which failures fall back (exception classes, or a predicate of the
+        ChatError; default: every ChatError); ``mid_stream="restart"`` asks the next one
+        again after a failure mid-answer, ``mid_stream="continue"`` asks it to continue the
+        text so far where its dialect takes an assistant prefill (see
+        :class:`~solon_events.FallbackModel`). Each failed attempt is a STATUS event
+        (``sub_type="fallback"``) naming the model and why. See
+        :mod:`solon_events.client.routing`."""
+        first = cast("ChatModel | ModelGroup", self)
+        return FallbackModel(first, other, *more, on=on, mid_stream=mid_stream)
+
+    def hedge(
+        self,
+        other: ChatModel | ModelGroup,
+        *more: ChatModel | ModelGroup,
+        after: float,
+        on: ErrorCondition | None = None,
+    ) -> HedgedModel:
+        """A model that asks this one and, when it has not answered ``after`` seconds
+        later, ``other`` too (then each of ``more``, ``after`` apart): the first to answer
+        wins, the others are stopped at once and their connections closed (RxPY's
+        ``amb``). A member that fails first falls back to the next at once. See
+        :mod:`solon_events.client.routing`."""
+        return HedgedModel(cast("ChatModel | ModelGroup", self), other, *more, after=after, on=on)
+
+
+class ModelGroup(_Combinable):
     """Several models answering one prompt as one response (see the module docs).
 
     Made by :meth:`ChatModel.fallback`, :meth:`ChatModel.hedge` and :func:`race` (or the
@@ -98,7 +137,7 @@ class ModelGroup:
         if len(members) < 2:
             raise ValueError(f"{kind} needs at least two models")
         for member in members:
-            if not isinstance(member, (ChatModel, ModelGroup)):
+            if not isinstance(member, _Combinable):
                 raise TypeError(
                     f"{kind} takes ChatModels (or groups of them), not {type(member).__name__}"
                 )
@@ -137,14 +176,14 @@ class ModelGroup:
             return _GroupPrompt(self, pending.messages, resume=pending)  # type: ignore[arg-type]
         return _GroupPrompt(self, to_messages(text_or_messages))  # type: ignore[arg-type]
 
-    fallback = ChatModel.fallback
-    hedge = ChatModel.hedge
-
     @property
     def assistant_prefill(self) -> bool:
         """Whether every model of the group continues a trailing assistant turn (see
         ``mid_stream="continue"``)."""
         return all(model.dialect.assistant_prefill for model in self.leaves())
+
+    fallback = _Combinable.fallback  # documented with the group's own methods
+    hedge = _Combinable.hedge
 
     def leaves(self) -> tuple[ChatModel, ...]:
         """Every ChatModel of the group (nested groups' included), in order."""
@@ -309,7 +348,7 @@ def _labels(members: Sequence[ChatModel | ModelGroup]) -> tuple[str, ...]:
     served when two members share it, and a number when that is shared too."""
     names = [m.name if isinstance(m, ModelGroup) else m.model for m in members]
     for i, member in enumerate(members):
-        if names.count(names[i]) > 1 and isinstance(member, ChatModel):
+        if names.count(names[i]) > 1 and not isinstance(member, ModelGroup):
             from urllib.parse import urlsplit
 
             url = urlsplit(member.api_url)
@@ -368,7 +407,7 @@ def _member_prompt(
     values.update(model=member, response_id=response_id, event_filter=event_filter)
     if continuation is not None:
         values.update(messages=continuation.messages, first_step=continuation.first_step)
-    cls = ChatPrompt if isinstance(member, ChatModel) else _GroupPrompt
+    cls = _GroupPrompt if isinstance(member, ModelGroup) else ChatPrompt
     return cls(**values)
 
 
