@@ -57,7 +57,7 @@ from .blocks import (
     send_server_result,
     start_server_call,
 )
-from .context import ChatStreamContext, dispatch
+from .context import ChatStreamContext, FrameHandler, dispatch
 from .reading import make_usage
 from .request import Endpoint, HttpRequest
 
@@ -227,9 +227,7 @@ def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, 
     stream.stop(ctx, _index(frame.get("index")), "content_block_stop", frame)
 
 
-_EventHandler = Callable[[ChatStreamContext, _Stream, Mapping[str, Any]], None]
-
-_EVENT_HANDLERS: dict[str, _EventHandler] = {
+_EVENT_HANDLERS: dict[str, FrameHandler[_Stream]] = {
     "message_start": _on_message_start,
     "content_block_start": _on_block_start,
     "content_block_delta": _on_block_delta,

@@ -38,7 +38,7 @@ Frames are the JSON payloads of the SSE stream, each with a ``type``: ``message-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ProviderError
@@ -47,7 +47,7 @@ from ..messages import ChatRequest
 from ..results import Citation, Usage, new_citation
 from .base import ChatDialect
 from .cohere_request import chat_request
-from .context import ChatStreamContext, dispatch
+from .context import ChatStreamContext, FrameHandler, dispatch
 from .reading import make_usage, token_count
 from .request import Endpoint, HttpRequest
 from .tool_calls import ToolCallAssembler
@@ -189,7 +189,7 @@ def _on_tool_call_start(ctx: ChatStreamContext, stream: _Stream, frame: dict[str
         name=name if isinstance(name, str) else "",
         raw=frame,
     )
-    _arguments(ctx, stream, index, function, frame)
+    stream.tools.delta(ctx, index, _arguments(function), raw=frame)
 
 
 def _on_tool_call_delta(ctx: ChatStreamContext, stream: _Stream, frame: dict[str, Any]) -> None:
@@ -199,19 +199,13 @@ def _on_tool_call_delta(ctx: ChatStreamContext, stream: _Stream, frame: dict[str
     if index not in stream.tools or not isinstance(function, dict):
         ctx.send(EVENT_TYPES.RAW, index=index, raw_type="tool-call-delta", raw=frame)
         return
-    _arguments(ctx, stream, index, function, frame)
+    stream.tools.delta(ctx, index, _arguments(function), raw=frame)
 
 
-def _arguments(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    function: Mapping[str, Any],
-    frame: dict[str, Any],
-) -> None:
+def _arguments(function: Mapping[str, Any]) -> str:
+    """A tool call's ``arguments`` fragment (none: empty, which the assembler skips)."""
     fragment = function.get("arguments")
-    if isinstance(fragment, str) and fragment:
-        stream.tools.delta(ctx, index, fragment, raw=frame)
+    return fragment if isinstance(fragment, str) else ""
 
 
 def _on_tool_call_end(ctx: ChatStreamContext, stream: _Stream, frame: dict[str, Any]) -> None:
@@ -255,9 +249,7 @@ def _on_message_end(ctx: ChatStreamContext, stream: _Stream, frame: dict[str, An
     ctx.finish(reason if isinstance(reason, str) and reason else None)
 
 
-_Handler = Callable[[ChatStreamContext, _Stream, dict[str, Any]], None]
-
-_HANDLERS: dict[str, _Handler] = {
+_HANDLERS: dict[str, FrameHandler[_Stream]] = {
     "message-start": _on_message_start,
     "content-start": _on_content_start,
     "content-delta": _on_content_delta,

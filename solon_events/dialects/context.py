@@ -23,6 +23,7 @@ __all__ = [
     "ChatStreamContext",
     "Failure",
     "Finish",
+    "FrameHandler",
     "NextResponse",
     "Outcome",
     "dispatch",
@@ -192,11 +193,16 @@ class ChatStreamContext:
         return f"<ChatStreamContext step={self.step} recorded={len(self._record)}>"
 
 
+FrameHandler = Callable[[ChatStreamContext, _S, dict[str, Any]], None]
+"""What :func:`dispatch` hands a frame to: ``handler(ctx, state, frame)``, with the dialect's
+state of the step."""
+
+
 def dispatch(
     ctx: ChatStreamContext,
     frame: Any,
     key: str,
-    handlers: Mapping[str, Callable[[ChatStreamContext, _S, dict[str, Any]], None]],
+    handlers: Mapping[str, FrameHandler[_S]],
     state_key: str,
     state: Callable[[], _S],
 ) -> None:

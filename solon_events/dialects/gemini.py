@@ -38,12 +38,12 @@ from typing import Any
 from ..events import EVENT_TYPES
 from ..messages import ChatRequest
 from ..results import (
-    Citation,
     FileBlock,
     ImageBlock,
     SearchResult,
     ToolCall,
     Usage,
+    new_citation,
     new_usage,
 )
 from ..values import EMPTY_MAPPING, held_member
@@ -483,16 +483,8 @@ def _support(
         url = _str(source.get("uri")) if source is not None else None
         if not state.first_time(("citation", start, end, text, chunk_index, url)):
             continue
-        citation = Citation(
-            url=url,
-            title=_str(source.get("title")) if source is not None else None,
-            cited_text=text,
-            start_index=start,
-            end_index=end,
-            document_index=chunk_index,
-            type=kind,
-            raw=support,
-        )
+        title = _str(source.get("title")) if source is not None else None
+        citation = new_citation(url, title, text, start, end, chunk_index, None, kind, support)
         ctx.send(EVENT_TYPES.CITATION, citation=citation, raw=grounding)
 
 
@@ -516,14 +508,8 @@ def _citation_sources(ctx: ChatStreamContext, state: _State, metadata: Mapping[s
         end = _int_or_none(source.get("endIndex"))
         if url is None or not state.first_time(("source", url, start, end)):
             continue
-        citation = Citation(
-            url=url,
-            title=_str(source.get("title")),
-            start_index=start,
-            end_index=end,
-            type="citation_source",
-            raw=source,
-        )
+        title = _str(source.get("title"))
+        citation = new_citation(url, title, None, start, end, None, None, "citation_source", source)
         ctx.send(EVENT_TYPES.CITATION, citation=citation, raw=metadata)
 
 

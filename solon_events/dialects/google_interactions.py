@@ -66,7 +66,7 @@ from .blocks import (
     send_server_result,
     start_server_call,
 )
-from .context import ChatStreamContext, dispatch, identify
+from .context import ChatStreamContext, FrameHandler, dispatch, identify
 from .google_interactions_request import interactions_request, interactions_url
 from .reading import token_count
 from .request import Endpoint, HttpRequest
@@ -245,9 +245,7 @@ def _whole_steps(
         state.close(ctx, index, block, frame)
 
 
-_Handler = Callable[[ChatStreamContext, _State, dict[str, Any]], None]
-
-_HANDLERS: dict[str, _Handler] = {
+_HANDLERS: dict[str, FrameHandler[_State]] = {
     "interaction.created": _on_created,
     "interaction.status_update": _on_status_update,
     "step.start": _on_step_start,

@@ -55,6 +55,7 @@ from ..results import (
     ImageBlock,
     SearchResult,
     ToolCall,
+    Usage,
     new_citation,
     new_search_result,
     new_tool_call,
@@ -92,17 +93,8 @@ _SERVER_TOOLS = {
 }
 """Built-in tool item types and their ``sub_type``; other ``*_call`` items drop ``_call``."""
 
-_PROGRESS_TOOLS = {
-    kind: _SERVER_TOOLS[kind]
-    for kind in (
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "mcp_call",
-        "mcp_list_tools",
-    )
-}
+_PROGRESSING = "web_search file_search code_interpreter image_generation mcp mcp_list_tools"
+_PROGRESS_TOOLS = {k: v for k, v in _SERVER_TOOLS.items() if v in _PROGRESSING.split()}
 """Tools whose progress events are ``response.<item type>.<progress word>``."""
 
 _PROGRESS_WORDS = ("in_progress", "searching", "interpreting", "generating", "completed", "failed")
@@ -366,28 +358,28 @@ def _complete_output(
 
 def _usage(ctx: ChatStreamContext, response: _Frame, frame: _Frame) -> None:
     usage = response.get("usage")
-    if not isinstance(usage, dict):
-        return
+    if isinstance(usage, dict):
+        ctx.send(EVENT_TYPES.USAGE, usage=_usage_of(usage), raw=frame)
+
+
+def _usage_of(usage: _Frame) -> Usage:
+    """A Usage from a response's ``usage``: its token counts, the ``reasoning_tokens`` and
+    ``cached_tokens`` of their details, and any other count (a built-in tool's) as
+    ``server_tool_use``."""
     inputs = usage.get("input_tokens_details")
     outputs = usage.get("output_tokens_details")
-    ctx.send(
-        EVENT_TYPES.USAGE,
-        usage=make_usage(
-            prompt_tokens=_int(usage.get("input_tokens")),
-            completion_tokens=_int(usage.get("output_tokens")),
-            total_tokens=_int(usage.get("total_tokens")),
-            thinking_tokens=_int(outputs.get("reasoning_tokens"))
-            if isinstance(outputs, dict)
-            else 0,
-            cache_read_input_tokens=_int(inputs.get("cached_tokens"))
-            if isinstance(inputs, dict)
-            else 0,
-            server_tool_use={
-                key: value for key, value in usage.items() if key not in _TOKEN_KEYS and _int(value)
-            },
-            source=usage,
-        ),
-        raw=frame,
+    return make_usage(
+        prompt_tokens=_int(usage.get("input_tokens")),
+        completion_tokens=_int(usage.get("output_tokens")),
+        total_tokens=_int(usage.get("total_tokens")),
+        thinking_tokens=_int(outputs.get("reasoning_tokens")) if isinstance(outputs, dict) else 0,
+        cache_read_input_tokens=_int(inputs.get("cached_tokens"))
+        if isinstance(inputs, dict)
+        else 0,
+        server_tool_use={
+            key: value for key, value in usage.items() if key not in _TOKEN_KEYS and _int(value)
+        },
+        source=usage,
     )
 
 
