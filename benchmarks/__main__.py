@@ -84,6 +84,14 @@ def _captured() -> Iterator[_Tee]:
         yield tee
 
 
+def _saved(figures: dict[str, Any], path: Path | None) -> dict[str, Any]:
+    """``figures``, written to ``path`` as JSON first when a path is given."""
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=1) + "\n")
+        print(f"figures written to {path}")
+    return figures
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmarks ``argv`` asks for; print them and return their figures."""
     args = _parser().parse_args(argv)
@@ -108,9 +116,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "the translating gateway over loopback, beside LiteLLM's proxy",
             lambda: bench_gateway.main(quick),
         )
-        if args.json:
-            args.json.write_text(json.dumps(figures, indent=1) + "\n")
-        return figures
+        return _saved(figures, args.json)
     section(
         "pipeline",
         "Rx pipeline over hand-built events",
@@ -154,9 +160,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "hedged requests: time to the first event, one model against a hedge after p90",
             lambda: bench_hedging.main(quick),
         )
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=1) + "\n")
-        print(f"figures written to {args.json}")
+    _saved(figures, args.json)
     if args.readme:
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "figures.json").write_text(json.dumps(figures, indent=1) + "\n")

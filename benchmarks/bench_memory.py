@@ -121,10 +121,9 @@ def measure(frames: int) -> list[dict[str, Any]]:
 
 def main(quick: bool = False) -> list[dict[str, Any]]:
     """Print the memory table; return its figures."""
-    if not recordings.available():
-        print("(../shared/corpus not present: memory skipped)")
-        return []
     frames = QUICK_FRAMES if quick else FRAMES
+    if recordings.missing("memory"):
+        return []
     figures = measure(frames)
     print(f"kept vs discarded events over {frames:,} frames (target: keep <= {KEEP_TARGET:g}x)")
     print(

@@ -59,19 +59,18 @@ def _require() -> None:
         ) from exc
 
 
-def _transport(body: bytes, httpx: Any) -> Any:
-    """An in-memory transport of the ``httpx`` module given that answers ``body`` as SSE."""
+def _http_client(body: bytes, asynchronous: bool = False, httpx: Any = None) -> Any:
+    """A client of the ``httpx`` module given (the installed one by default) whose in-memory
+    transport answers every request with ``body`` as SSE."""
+    if httpx is None:
+        import httpx
 
     def handler(_request: Any) -> Any:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
 
-    return httpx.MockTransport(handler)
-
-
-def _httpx() -> Any:
-    import httpx
-
-    return httpx
+    transport = httpx.MockTransport(handler)
+    client = httpx.AsyncClient if asynchronous else httpx.Client
+    return client(transport=transport)
 
 
 def _anthropic_httpx() -> Any:
@@ -84,23 +83,17 @@ def _anthropic_httpx() -> Any:
 def _openai_client(body: bytes, asynchronous: bool = False) -> Any:
     import openai
 
-    httpx = _httpx()
-    if asynchronous:
-        http = httpx.AsyncClient(transport=_transport(body, httpx))
-        return openai.AsyncOpenAI(api_key="x", base_url=f"{BASE_URL}/v1", http_client=http)
-    http = httpx.Client(transport=_transport(body, httpx))
-    return openai.OpenAI(api_key="x", base_url=f"{BASE_URL}/v1", http_client=http)
+    client = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+    http = _http_client(body, asynchronous)
+    return client(api_key="x", base_url=f"{BASE_URL}/v1", http_client=http)
 
 
 def _anthropic_client(body: bytes, asynchronous: bool = False) -> Any:
     import anthropic
 
-    httpx = _anthropic_httpx()
-    if asynchronous:
-        http = httpx.AsyncClient(transport=_transport(body, httpx))
-        return anthropic.AsyncAnthropic(api_key="x", base_url=BASE_URL, http_client=http)
-    http = httpx.Client(transport=_transport(body, httpx))
-    return anthropic.Anthropic(api_key="x", base_url=BASE_URL, http_client=http)
+    client = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+    http = _http_client(body, asynchronous, _anthropic_httpx())
+    return client(api_key="x", base_url=BASE_URL, http_client=http)
 
 
 # -- the openai and anthropic SDKs ---------------------------------------------------------
@@ -148,9 +141,7 @@ def cohere_sdk(dialect: str, body: bytes) -> Call | None:
         return None
     import cohere
 
-    httpx = _httpx()
-    http = httpx.Client(transport=_transport(body, httpx))
-    client = cohere.ClientV2(api_key="x", base_url=BASE_URL, httpx_client=http)
+    client = cohere.ClientV2(api_key="x", base_url=BASE_URL, httpx_client=_http_client(body))
 
     def chat() -> Any:
         parts = []
@@ -168,9 +159,7 @@ def google_genai_sdk(dialect: str, body: bytes) -> Call | None:
     from google import genai
     from google.genai import types
 
-    httpx = _httpx()
-    http = httpx.Client(transport=_transport(body, httpx))
-    options = types.HttpOptions(base_url=BASE_URL, httpx_client=http)
+    options = types.HttpOptions(base_url=BASE_URL, httpx_client=_http_client(body))
     client = genai.Client(api_key="x", http_options=options)
 
     def interaction() -> Any:
@@ -256,15 +245,14 @@ def litellm(dialect: str, body: bytes) -> Call | None:
     from litellm.llms.custom_httpx.http_handler import HTTPHandler
 
     lite.suppress_debug_info = True
-    httpx = _httpx()
     if dialect == "openai":
         options: dict[str, Any] = {"model": "openai/m", "client": _openai_client(body)}
     elif dialect in ("anthropic", "gemini"):
-        handler = HTTPHandler(client=httpx.Client(transport=_transport(body, httpx)))
+        handler = HTTPHandler(client=_http_client(body))
         model = "anthropic/claude-x" if dialect == "anthropic" else "gemini/gemini-2.0-flash"
         options = {"model": model, "client": handler}
     elif dialect == "openai-responses":
-        handler = HTTPHandler(client=httpx.Client(transport=_transport(body, httpx)))
+        handler = HTTPHandler(client=_http_client(body))
         options = {"model": "openai/m", "client": handler, "api_base": f"{BASE_URL}/v1"}
 
         def responses() -> Any:
@@ -356,8 +344,7 @@ def measure(frames: int, repeat: int = 3) -> list[dict[str, Any]]:
 
 def main(quick: bool = False) -> list[dict[str, Any]]:
     """Print the peers table; return its figures."""
-    if not recordings.available():
-        print("(../shared/corpus not present: peers skipped)")
+    if recordings.missing("peers"):
         return []
     frames = QUICK_FRAMES if quick else FRAMES
     try:

@@ -118,8 +118,7 @@ def verdicts(scaling: list[dict[str, Any]]) -> dict[str, str]:
 
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the stretched rows and the fixed costs; return them as figures."""
-    if not recordings.available():
-        print("(../shared/corpus not present: stretched recordings skipped)")
+    if recordings.missing("stretched recordings"):
         return {}
     figures = scaling(QUICK_SIZES if quick else SIZES)
     print(f"{'dialect':<20}{'frames':>11}{'us/frame':>10}{'baseline':>10}{'ratio':>8}{'target':>8}")

@@ -134,6 +134,14 @@ def available() -> bool:
     return CORPUS.is_dir()
 
 
+def missing(section: str) -> bool:
+    """Whether the corpus is missing; if so, say that ``section`` is skipped."""
+    if available():
+        return False
+    print(f"(../shared/corpus not present: {section} skipped)")
+    return True
+
+
 @functools.cache
 def recordings() -> tuple[Recording, ...]:
     """The recording of each dialect of :data:`SOURCES`, split (the corpus's only when it is
