@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -52,6 +52,14 @@ def fresh_server() -> Iterator[RunningServer]:
     running = DevServer.run_in_thread()
     yield running
     running.close()
+
+
+@pytest.fixture
+async def provider() -> AsyncIterator[DevServer]:
+    """An embedded provider of the test's own on the test's loop (the gateway tests serve
+    from the same loop); a module that needs another one defines its own."""
+    async with DevServer() as server:
+        yield server
 
 
 @pytest.fixture

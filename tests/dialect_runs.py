@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 from hypothesis import strategies as st
+from sinks import Recorder
 
-from solon_events import ChatEvent, ChatEventType, ChatProtocolError
+from solon_events import ChatEventType, ChatProtocolError
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatDialect, ChatStreamContext
 
@@ -24,20 +25,6 @@ DONE = "[DONE]"
 """The sentinel frame, for dialects that take it."""
 
 _BRACKETS = (ChatEventType.STEP_START, ChatEventType.STEP_END)
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.events: list[ChatEvent] = []
-
-    def on_next(self, event: ChatEvent) -> None:
-        self.events.append(event)
-
-    def on_error(self, error: Exception) -> None:
-        pass
-
-    def on_completed(self) -> None:
-        pass
 
 
 class _Driven(ChatDialect):
@@ -85,7 +72,7 @@ def feed(
     here; a provider failure is the stage's ``failure``.
     """
     dialect = parse if isinstance(parse, ChatDialect) else _Driven(parse, end, done)
-    recorder = _Recorder()
+    recorder = Recorder()
     stage = ParseStage(dialect, recorder, step=step, response_id=response_id)
     for frame in frames:
         stage.on_next(frame)

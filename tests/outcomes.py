@@ -10,7 +10,7 @@ from reactivex import Observable
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatPrompt
 
-__all__ = ["Ending", "Outcome", "astream_outcome_of", "observed", "outcome_of"]
+__all__ = ["Ending", "Outcome", "Watch", "astream_outcome_of", "observed", "outcome_of"]
 
 
 class Ending:
@@ -40,6 +40,21 @@ class Outcome(Ending):
     def of(self, kind: ChatEventType) -> list[ChatEvent]:
         """The events of ``kind``."""
         return [event for event in self.events if event.type is kind]
+
+
+class Watch(Outcome):
+    """An :class:`Outcome` whose ``on_next`` also sets ``seen`` at the first event of
+    ``kind`` (for a test that acts, a disposal say, once the response got that far)."""
+
+    def __init__(self, kind: ChatEventType) -> None:
+        super().__init__()
+        self.kind = kind
+        self.seen = threading.Event()
+
+    def on_next(self, event: ChatEvent) -> None:
+        self.events.append(event)
+        if event.type is self.kind:
+            self.seen.set()
 
 
 def observed(source: Observable[ChatEvent], timeout: float = 10.0) -> Outcome:

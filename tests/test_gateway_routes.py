@@ -107,12 +107,6 @@ def error_message(format: str, body: Any) -> str:
 
 
 @pytest.fixture
-async def provider() -> AsyncIterator[DevServer]:
-    async with DevServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def gateway(provider: DevServer) -> AsyncIterator[Callable[..., Any]]:
     """``await gateway(scenario, **create_app options)``: a gateway's URL on the embedded
     provider (OpenAI Chat Completions upstream, no retries)."""

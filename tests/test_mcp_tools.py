@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from executables import run_python
 from mcp_process import McpHttpProcess, free_port
 from outcomes import outcome_of
 
@@ -252,7 +252,5 @@ def test_without_the_mcp_sdk_the_error_names_the_extra() -> None:
         "from solon_events import McpTools\n"
         "try:\n    McpTools.stdio('x')\nexcept ImportError as e:\n    print(e)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = run_python(code)
     assert "pip install 'solon-events[mcp]'" in done.stdout, done.stderr

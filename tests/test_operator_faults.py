@@ -19,7 +19,6 @@ import contextlib
 import functools
 import io
 import itertools
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from typing import Any
 import attrs
 import pytest
 import reactivex
+from executables import run_python
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from reactivex.subject import Subject
@@ -545,9 +545,7 @@ def test_partial_json_of_an_attrs_class_without_the_extra_fails_at_once() -> Non
         "        print('built')\n"
         "print(partial_json() is not None, JsonAnswer({'type': 'object'}) is not None)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = run_python(code, check=True)
     needs = "validating against an attrs class needs cattrs: pip install 'solon-events[structured]'"
     assert result.stdout.splitlines() == [needs, needs, "True True"]
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from reactivex import Observer
 from reactivex import operators as ops
 from reactivex.scheduler import CurrentThreadScheduler
+from sinks import Recorder
 
 from solon_events import (
     ChatError,
@@ -480,22 +481,6 @@ def test_replay_subscriber_can_subscribe_to_other_observables() -> None:
 # the parse stage owns the stream: what a dialect records, and what it raises
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.events: list[ChatEvent] = []
-        self.errors: list[Exception] = []
-        self.completed = False
-
-    def on_next(self, event: ChatEvent) -> None:
-        self.events.append(event)
-
-    def on_error(self, error: Exception) -> None:
-        self.errors.append(error)
-
-    def on_completed(self) -> None:
-        self.completed = True
-
-
 class _Lines(ChatDialect):
     """{"text": ...} frames, {"done": true} to finish, {"error": ...} to fail."""
 
@@ -510,10 +495,10 @@ class _Lines(ChatDialect):
             ctx.finish("stop")
 
 
-def _stage(dialect: ChatDialect, frames: list[Any]) -> _Recorder:
+def _stage(dialect: ChatDialect, frames: list[Any]) -> Recorder:
     from solon_events.core.parsing import ParseStage
 
-    recorder = _Recorder()
+    recorder = Recorder()
     stage = ParseStage(dialect, recorder, response_id="r")
     stage.start()
     for frame in frames:
@@ -620,7 +605,7 @@ def test_an_event_among_the_frames_is_an_event_of_the_step() -> None:
 def test_an_event_among_the_frames_takes_the_steps_ids() -> None:
     from solon_events.core.parsing import ParseStage
 
-    recorder = _Recorder()
+    recorder = Recorder()
     stage = ParseStage(_Lines(), recorder, step=2, response_id="resp")
     stage.on_next(ChatEvent(T.STATUS, step=0, response_id="other", text="retrying"))
     (status,) = recorder.events

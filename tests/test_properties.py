@@ -9,6 +9,7 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import Observable
+from sinks import Recorder
 
 from solon_events import (
     ChatError,
@@ -309,22 +310,6 @@ def test_response_lifecycle_invariants(case: tuple[list[ChatEvent], int | None, 
         assert "completed" not in log
 
 
-class _Recorder:
-    """A sink that records what reaches it."""
-
-    def __init__(self) -> None:
-        self.log: list[Any] = []
-
-    def on_next(self, event: ChatEvent) -> None:
-        self.log.append(event)
-
-    def on_error(self, error: Exception) -> None:
-        self.log.append(error)
-
-    def on_completed(self) -> None:
-        self.log.append("completed")
-
-
 FILTERS: list[Any] = [
     None,
     ChatEventFilter.all(),
@@ -343,7 +328,7 @@ def test_the_composed_respond_stage_delivers_what_the_chained_operators_deliver(
     ``normalize() | aggregate() | guard()`` deliver through Rx subscriptions."""
     events, fail_at, _how = case
     events = [e.evolve(response_id=upstream_id) for e in events]
-    composed, chained = _Recorder(), _Recorder()
+    composed, chained = Recorder(), Recorder()
     head = stages.RespondStage(
         composed, response_id="r", event_filter=event_filter, fold_steps=False
     )

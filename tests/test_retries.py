@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import email.utils
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 import reactivex
-from outcomes import outcome_of
+from outcomes import Watch, outcome_of
 from recorded import ENDPOINTS, text_body, weather_bodies
 
 from solon_events import (
@@ -245,21 +244,14 @@ def test_no_retry_beyond_the_total_timeout() -> None:
 
 
 def test_no_retry_after_disposal(server: RunningServer) -> None:
-    seen: list[ChatEvent] = []
-    retrying = threading.Event()
-
-    def on_next(event: ChatEvent) -> None:
-        seen.append(event)
-        if event.type is T.STATUS:
-            retrying.set()
-
+    retrying = Watch(T.STATUS)
     with model_for(server, "flaky:5:503:400") as model:
-        subscription = model.prompt("stop").stream().subscribe(on_next)
-        assert retrying.wait(5.0)
+        subscription = model.prompt("stop").stream().subscribe(retrying.on_next)
+        assert retrying.seen.wait(5.0)
         subscription.dispose()
         time.sleep(0.8)  # two retry-after waits
     assert len(server.requests) == 1, "a disposed response must not be retried"
-    assert seen[-1].type is T.STATUS
+    assert retrying.events[-1].type is T.STATUS
 
 
 def test_a_later_step_is_retried_too() -> None:

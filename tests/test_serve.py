@@ -32,12 +32,6 @@ ANSWER = "It is 18°C and sunny in Paris right now."
 
 
 @pytest.fixture
-async def provider() -> AsyncIterator[DevServer]:
-    async with DevServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def models(provider: DevServer) -> AsyncIterator[Callable[..., ChatModel]]:
     """``models(scenario)``: a ChatModel on the embedded provider, closed after the test."""
     made: list[ChatModel] = []

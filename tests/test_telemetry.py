@@ -7,8 +7,6 @@ Spans and metric points go to the in-memory exporter and reader of tests/otel_gl
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from executables import run_python
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -440,9 +439,7 @@ def test_a_missing_extra_says_what_to_install() -> None:
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = run_python(code, check=True)
     assert "pip install 'solon-events[otel]'" in result.stdout
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-import subprocess
-import sys
 from typing import Annotated, Any
 
 import annotated_types
 import pytest
+from executables import run_python
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
@@ -250,12 +249,6 @@ def test_results_are_json_by_alias() -> None:
 
 
 # --------------------------------------------------------------------------- optional import
-
-
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
 
 
 def test_pydantic_is_not_imported_by_tools_that_do_not_use_it() -> None:

@@ -15,11 +15,11 @@ usage is marked estimated and covers what was streamed.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from outcomes import Watch, observed
 from reactivex import operators as ops
 from usage_reports import Reports
 
@@ -78,18 +78,11 @@ def _summed(events: list[ChatEvent]) -> Usage | None:
     return total
 
 
-def _collect(model: ChatModel, prompt: str = "count") -> tuple[list[ChatEvent], Exception | None]:
-    events: list[ChatEvent] = []
-    failure: list[Exception] = []
-    done = threading.Event()
-
-    def failed(error: Exception) -> None:
-        failure.append(error)
-        done.set()
-
-    model.prompt(prompt).stream().subscribe(events.append, failed, done.set)
-    assert done.wait(20)
-    return events, failure[0] if failure else None
+def _collect(
+    model: ChatModel, prompt: str = "count"
+) -> tuple[list[ChatEvent], BaseException | None]:
+    outcome = observed(model.prompt(prompt).stream(), timeout=20)
+    return outcome.events, outcome.error
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -169,49 +162,49 @@ def test_abort_frame(
     assert report.outcome == "aborted" and report.usage == abort.usage
 
 
-def _failed(
-    model: ChatModel, reports: Reports, dialect: str, streamed: str
-) -> tuple[ChatEvent, Exception, UsageReport]:
-    """The ERROR, the failure and the report of a response that failed after streaming
-    ``streamed``: its usage covers the stream and is the STEP_ENDs' sum and the report's."""
-    events, failure = _collect(model)
-    assert isinstance(failure, ChatError)
-    error = events[-1]
-    assert error.type is T.ERROR
-    assert _streamed_text(events) == streamed
-    _covers_the_stream(error.usage, _deltas(events), dialect)
-    assert error.usage == _summed(events)
-    report = reports.one()
-    assert report.outcome == "failed" and report.usage == error.usage
-    return error, failure, report
+Failed = Callable[[str, str], tuple[ChatEvent, Exception, UsageReport]]
+
+
+@pytest.fixture
+def failed(
+    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
+) -> Failed:
+    """``failed(scenario, streamed)``: the ERROR, the failure and the report of a response
+    of ``scenario`` (in the test's dialect, not retried) that failed after streaming
+    ``streamed``; its usage covers the stream and is the STEP_ENDs' sum and the report's."""
+
+    def run(scenario: str, streamed: str) -> tuple[ChatEvent, Exception, UsageReport]:
+        model = make_model(server, scenario, dialect, on_usage=reports, max_retries=0)
+        events, failure = _collect(model)
+        assert isinstance(failure, ChatError)
+        error = events[-1]
+        assert error.type is T.ERROR
+        assert _streamed_text(events) == streamed
+        _covers_the_stream(error.usage, _deltas(events), dialect)
+        assert error.usage == _summed(events)
+        report = reports.one()
+        assert report.outcome == "failed" and report.usage == error.usage
+        return error, failure, report
+
+    return run
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_error_frame(
-    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
-) -> None:
-    model = make_model(server, "error-frame", dialect, on_usage=reports, max_retries=0)
-    error, failure, report = _failed(model, reports, dialect, "Partial answer")
+def test_error_frame(failed: Failed) -> None:
+    error, failure, report = failed("error-frame", "Partial answer")
     assert failure.partial_response.usage == error.usage  # type: ignore[attr-defined]
     assert report.error is failure
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_http_failure_after_some_frames(
-    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
-) -> None:
-    model = make_model(server, "cut", dialect, on_usage=reports, max_retries=0)
-    _, failure, _ = _failed(model, reports, dialect, "This is a cut")
+def test_http_failure_after_some_frames(failed: Failed) -> None:
+    _, failure, _ = failed("cut", "This is a cut")
     assert isinstance(failure, ChatConnectionError)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_a_stream_ended_without_its_last_frame(
-    server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
-) -> None:
-    # the body ends cleanly after three deltas: no finish, no usage frame
-    model = make_model(server, "truncate", dialect, on_usage=reports, max_retries=0)
-    _failed(model, reports, dialect, "This is a partial answer")
+def test_a_stream_ended_without_its_last_frame(failed: Failed) -> None:
+    failed("truncate", "This is a partial answer")  # ends cleanly: no finish, no usage frame
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -232,17 +225,11 @@ def test_disposal_mid_text(
     server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
 ) -> None:
     model = make_model(server, "gate", dialect, on_usage=reports)
-    events: list[ChatEvent] = []
-    first_text = threading.Event()
-
-    def on_next(event: ChatEvent) -> None:
-        events.append(event)
-        if event.type is T.TEXT_DELTA:
-            first_text.set()
-
-    subscription = model.prompt("wait").stream().subscribe(on_next)
-    assert first_text.wait(10)
+    first_text = Watch(T.TEXT_DELTA)
+    subscription = model.prompt("wait").stream().subscribe(first_text.on_next)
+    assert first_text.seen.wait(10)
     subscription.dispose()
+    events = first_text.events
     delivered = len(events)
     report = reports.one()
     assert report.outcome == "cancelled"
