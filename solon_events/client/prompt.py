@@ -39,6 +39,7 @@ __all__ = ["ChatPrompt"]
 EventFilter = Callable[[ChatEvent], bool]
 
 
+@attrs.define(eq=False, repr=False)
 class _ResponsePipeline:
     """One subscription of :meth:`ChatPrompt.stream`: a :class:`ResponseRun` as a task on
     the I/O loop, every event through ``respond()`` into the observer.
@@ -50,25 +51,19 @@ class _ResponsePipeline:
     the observer itself.
     """
 
-    def __init__(
-        self,
-        plan: StepPlan,
-        event_filter: EventFilter | None,
-        observer: stages.Sink,
-        lifecycle: _Lifecycle,
-        redactor: Redactor,
-        partial_arguments: bool = False,
-    ) -> None:
-        self._plan = plan
-        self._event_filter = event_filter
-        self._partial_arguments = partial_arguments
-        self._observer = observer
-        self._lifecycle = lifecycle
-        self._redactor = redactor
-        self._run: ResponseRun | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._ended = False
-        self.on_next = observer.on_next
+    _plan: StepPlan
+    _event_filter: EventFilter | None
+    _observer: stages.Sink
+    _lifecycle: _Lifecycle
+    _redactor: Redactor
+    _partial_arguments: bool = False
+    _run: ResponseRun | None = attrs.field(init=False, default=None)
+    _task: asyncio.Task[None] | None = attrs.field(init=False, default=None)
+    _ended: bool = attrs.field(init=False, default=False)
+    on_next: Callable[[ChatEvent], None] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.on_next = self._observer.on_next
 
     def start(self) -> None:
         """Start the steps (on the I/O loop); RESPONSE_START is emitted at once."""

@@ -169,6 +169,11 @@ class _StepEnd:
         pass
 
 
+def _not_theirs(_error: BaseException) -> bool:
+    return False
+
+
+@attrs.define(eq=False, repr=False)
 class ResponseRun:
     """Every step of one response, on the running loop: each step's request read through
     ``plan.read`` into a :class:`ParseStage`, tools run between steps, every event pushed
@@ -187,35 +192,25 @@ class ResponseRun:
     stream()) passes False and saves the round trip through the generators per chunk.
     """
 
-    def __init__(
-        self,
-        plan: StepPlan,
-        head: Sink,
-        *,
-        response_id: str | None,
-        redact: Callable[[Exception], Exception],
-        paced: bool = True,
-        theirs: Callable[[BaseException], bool] = lambda _error: False,
-    ) -> None:
-        self._plan = plan
-        self._theirs = theirs
-        self._paced = paced
-        self._head = head
-        self._response_id = response_id
-        self._redact = redact
-        self._parser: ParseStage | None = None
-        self._ending: _StepEnd | None = None
-        self._held: ChatEvent | None = None
-        """A step's STEP_END while its tools run."""
-        self._progressed: asyncio.Future[None] | None = None
-        self._running: ToolCall | None = None
-        """The tool call running now."""
-        self._ended_steps: list[ChatResponse | None] = []
-        """The response of every step that ended, in order (for the usage report)."""
-        self._retried: list[tuple[Usage, Cost | None]] = []
-        """The usage and price of each request retried after the provider accepted it."""
-        self.ended = False
-        """Whether ``head`` has ended, or :meth:`stop` was called."""
+    _plan: StepPlan
+    _head: Sink
+    _response_id: str | None = attrs.field(kw_only=True)
+    _redact: Callable[[Exception], Exception] = attrs.field(kw_only=True)
+    _paced: bool = attrs.field(kw_only=True, default=True)
+    _theirs: Callable[[BaseException], bool] = attrs.field(kw_only=True, default=_not_theirs)
+    _parser: ParseStage | None = attrs.field(init=False, default=None)
+    _ending: _StepEnd | None = attrs.field(init=False, default=None)
+    _held: ChatEvent | None = attrs.field(init=False, default=None)
+    """A step's STEP_END while its tools run."""
+    _progressed: asyncio.Future[None] | None = attrs.field(init=False, default=None)
+    _running: ToolCall | None = attrs.field(init=False, default=None)
+    """The tool call running now."""
+    _ended_steps: list[ChatResponse | None] = attrs.field(init=False, factory=list)
+    """The response of every step that ended, in order (for the usage report)."""
+    _retried: list[tuple[Usage, Cost | None]] = attrs.field(init=False, factory=list)
+    """The usage and price of each request retried after the provider accepted it."""
+    ended: bool = attrs.field(init=False, default=False)
+    """Whether ``head`` has ended, or :meth:`stop` was called."""
 
     async def steps(self) -> AsyncGenerator[None, None]:
         """Run the steps; yields whenever events were pushed into ``head`` (after each
@@ -712,38 +707,29 @@ class ToolRun:
         )
 
 
+def _or_empty(earlier: Mapping[str, ToolMessage] | None) -> Mapping[str, ToolMessage]:
+    return earlier or {}
+
+
+@attrs.define(eq=False)
 class _StepTools:
     """One step's tool calls on their way to results: ``ours`` (the calls run here, of
     ``calls``), those ``waiting`` for approval (by :func:`call_key`), and, for a resumed
     step, the ``decided`` calls and the tool results of those that ran before the pause."""
 
-    __slots__ = ("calls", "decided", "earlier", "ours", "response", "results", "step",
-                 "step_end", "toolset", "waiting")  # fmt: skip
-
-    def __init__(
-        self,
-        step: int,
-        step_end: ChatEvent,
-        response: ChatResponse,
-        calls: tuple[ToolCall, ...],
-        ours: tuple[ToolCall, ...],
-        toolset: ToolSet,
-        waiting: frozenset[str],
-        *,
-        earlier: Mapping[str, ToolMessage] | None = None,
-        decided: tuple[ToolCall, ...] | None = None,
-    ) -> None:
-        self.step = step
-        self.step_end = step_end
-        self.response = response
-        self.calls = calls
-        self.ours = ours
-        self.toolset = toolset
-        self.waiting = waiting
-        self.earlier = earlier or {}
-        self.decided = decided
-        self.results: list[ToolRun] | None = None
-        """The runs, once the tools have run."""
+    step: int
+    step_end: ChatEvent
+    response: ChatResponse
+    calls: tuple[ToolCall, ...]
+    ours: tuple[ToolCall, ...]
+    toolset: ToolSet
+    waiting: frozenset[str]
+    earlier: Mapping[str, ToolMessage] = attrs.field(
+        kw_only=True, default=None, converter=_or_empty
+    )
+    decided: tuple[ToolCall, ...] | None = attrs.field(kw_only=True, default=None)
+    results: list[ToolRun] | None = attrs.field(init=False, default=None)
+    """The runs, once the tools have run."""
 
     def to_run(self) -> tuple[ToolCall, ...]:
         """The calls to run now."""

@@ -77,6 +77,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Protocol
 
+import attrs
 import orjson
 from aiohttp import web
 
@@ -234,23 +235,16 @@ _WIRES: dict[str, Callable[[], _Wire]] = {
 }
 
 
+@attrs.define(eq=False)
 class _Wire:
     """One response's encoding in protocol ``kind``: a translator, how each of its items
     is framed, and the SSE event that closes the stream."""
 
-    def __init__(
-        self,
-        kind: str,
-        translator: _Translator,
-        frame: Callable[[Any], bytes],
-        headers: Mapping[str, str],
-        closing: bytes = b"",
-    ) -> None:
-        self.kind = kind
-        self.translator = translator
-        self.frame = frame
-        self.headers = headers
-        self.closing = closing
+    kind: str
+    translator: _Translator
+    frame: Callable[[Any], bytes]
+    headers: Mapping[str, str]
+    closing: bytes = b""
 
     def encode(self, event: ChatEvent) -> list[bytes]:
         return [self.frame(item) for item in self.translator.feed(event)]

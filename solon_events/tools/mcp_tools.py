@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import IO, Any, TextIO
 
+import attrs
 import orjson
 
 from ..errors import ToolCallError
@@ -49,26 +50,22 @@ def _import_mcp() -> Any:
     return mcp
 
 
+@attrs.define(eq=False, repr=False)
 class _Session:
     """One MCP client session, held open by a task on a loop thread of its own."""
 
-    def __init__(
-        self,
-        label: str,
-        open_client: Callable[[], Any],
-        timeout: float | None,
-        stderr_log: IO[str] | None = None,
-    ) -> None:
-        self.label = label
-        self._stderr_log = stderr_log
-        self._open_client = open_client
-        self._timeout = timeout
-        self._io = EventLoopThread(name="solon-events-mcp")
-        self._client: Any = None
-        self._failure: str | None = None
-        self._closing: asyncio.Event | None = None
-        self._ended: asyncio.Event | None = None
-        self._holder: Any = None
+    label: str
+    _open_client: Callable[[], Any]
+    _timeout: float | None
+    _stderr_log: IO[str] | None = None
+    _io: EventLoopThread = attrs.field(
+        init=False, factory=lambda: EventLoopThread(name="solon-events-mcp")
+    )
+    _client: Any = attrs.field(init=False, default=None)
+    _failure: str | None = attrs.field(init=False, default=None)
+    _closing: asyncio.Event | None = attrs.field(init=False, default=None)
+    _ended: asyncio.Event | None = attrs.field(init=False, default=None)
+    _holder: Any = attrs.field(init=False, default=None)
 
     def connect(self) -> list[Any]:
         """Open the session and list the server's tools (blocks the caller)."""
