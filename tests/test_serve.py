@@ -17,6 +17,7 @@ import orjson
 import pytest
 from aiohttp import web
 from redis_server import redis_url  # noqa: F401  (a fixture)
+from routing_runs import weather_tool
 from serving import SHOW_MAP, sse_json, sse_payloads
 
 from solon_events import ChatModel, tool
@@ -525,17 +526,7 @@ async def test_only_server_tools_run_whatever_the_conversation_says(
     models: Any, provider: DevServer
 ) -> None:
     ran: list[str] = []
-
-    @tool
-    def get_weather(city: str) -> str:
-        """Current weather in a city.
-
-        Args:
-            city: The city's name.
-        """
-        ran.append(city)
-        return "18°C and sunny"
-
+    get_weather = weather_tool(ran)
     body = vercel_body()
     body["messages"].insert(
         0,

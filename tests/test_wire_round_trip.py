@@ -9,7 +9,7 @@ their arguments cut anywhere, any finish reason and usage, or a failure in the m
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -34,6 +34,17 @@ from solon_events.adapters.provider_formats.base import finish_kind, response_fi
 from solon_events.results import ChatResponse
 
 FORMATS = sorted(LOSSES)
+
+
+def assert_counts(
+    counts: tuple[int, int], details: tuple[int, int], response: ChatResponse
+) -> None:
+    """An OpenAI SDK's usage: ``counts`` (prompt, completion) and ``details`` (cached,
+    reasoning) are the response's."""
+    usage = response.usage
+    assert usage is not None
+    assert counts == (usage.prompt_tokens, usage.completion_tokens)
+    assert details == (usage.cache_read_input_tokens, usage.thinking_tokens)
 
 
 @pytest.mark.parametrize("format", FORMATS)
@@ -62,14 +73,30 @@ def _finished(message: Message) -> bool:
     return message.failure is None
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(message=messages.filter(_finished))
+def sdk_examples(test: Callable[..., None]) -> Callable[..., None]:
+    """An SDK test's examples: 40 messages that end (the ``bodies`` server of the test
+    serves them all, hence the health check let through; no deadline, as for every test)."""
+    examples = settings(
+        max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    return examples(given(message=messages.filter(_finished))(test))
+
+
+def serve_stream(bodies: BodyServer, format: str, model: str, message: Message) -> None:
+    """``bodies`` answers the next request with ``message`` streamed in ``format``."""
+    encoder = wire_encoder(format, model=model)
+    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+
+
+def serve_whole(bodies: BodyServer, format: str, model: str, response: ChatResponse) -> None:
+    """``bodies`` answers the next request with ``response`` as ``format``'s whole body."""
+    bodies.answer(orjson.dumps(response_body(format, response, model=model)), "application/json")
+
+
+@sdk_examples
 def test_the_openai_sdk_accumulates_what_was_said(bodies: BodyServer, message: Message) -> None:
     openai = pytest.importorskip("openai")
-    encoder = wire_encoder("openai", model="gpt-x")
-    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    serve_stream(bodies, "openai", "gpt-x", message)
     client = openai.OpenAI(base_url=bodies.url + "/v1", api_key="test", max_retries=0)
     try:
         with client.chat.completions.stream(model="gpt-x", messages=HELLO) as stream:
@@ -79,9 +106,7 @@ def test_the_openai_sdk_accumulates_what_was_said(bodies: BodyServer, message: M
     response = message.response()
     assert_openai_completion(completion, response)
 
-    bodies.answer(
-        orjson.dumps(response_body("openai", response, model="gpt-x")), "application/json"
-    )
+    serve_whole(bodies, "openai", "gpt-x", response)
     whole = client.chat.completions.create(
         model="gpt-x", messages=[{"role": "user", "content": "hi"}]
     )
@@ -98,30 +123,27 @@ def assert_openai_completion(completion: Any, response: ChatResponse) -> None:
     ]
     assert calls == [(c.id, c.name, c.arguments) for c in response.tool_calls]
     assert finish_kind(choice.finish_reason) == response_finish_kind(response)
-    usage = response.usage
-    assert usage is not None and completion.usage is not None
-    assert completion.usage.prompt_tokens == usage.prompt_tokens
-    assert completion.usage.completion_tokens == usage.completion_tokens
-    assert completion.usage.prompt_tokens_details.cached_tokens == usage.cache_read_input_tokens
-    assert completion.usage.completion_tokens_details.reasoning_tokens == usage.thinking_tokens
+    said = completion.usage
+    assert said is not None
+    said_counts = (said.prompt_tokens, said.completion_tokens)
+    details = (
+        said.prompt_tokens_details.cached_tokens,
+        said.completion_tokens_details.reasoning_tokens,
+    )
+    assert_counts(said_counts, details, response)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(message=messages.filter(_finished))
+@sdk_examples
 def test_the_anthropic_sdk_accumulates_what_was_said(bodies: BodyServer, message: Message) -> None:
     anthropic = pytest.importorskip("anthropic")
-    encoder = wire_encoder("anthropic", model="claude-x")
-    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    serve_stream(bodies, "anthropic", "claude-x", message)
     client = anthropic.Anthropic(base_url=bodies.url, api_key="test", max_retries=0)
     with client.messages.stream(model="claude-x", max_tokens=100, messages=HELLO) as stream:
         streamed = stream.get_final_message()
     response = message.response()
     assert_anthropic_message(streamed, response, message)
 
-    body = response_body("anthropic", response, model="claude-x")
-    bodies.answer(orjson.dumps(body), "application/json")
+    serve_whole(bodies, "anthropic", "claude-x", response)
     whole = client.messages.create(model="claude-x", max_tokens=100, messages=HELLO)
     assert_anthropic_message(whole, response, None)
 
@@ -152,16 +174,12 @@ def assert_anthropic_message(message: Any, response: ChatResponse, said: Message
     )
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(message=messages.filter(_finished))
+@sdk_examples
 def test_the_openai_sdk_reads_what_a_responses_stream_said(
     bodies: BodyServer, message: Message
 ) -> None:
     openai = pytest.importorskip("openai")
-    encoder = wire_encoder("openai-responses", model="gpt-x")
-    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    serve_stream(bodies, "openai-responses", "gpt-x", message)
     client = openai.OpenAI(base_url=bodies.url + "/v1", api_key="test", max_retries=0)
     with client.responses.stream(model="gpt-x", input="hi") as stream:
         ends = [e for e in stream if e.type in ("response.completed", "response.incomplete")]
@@ -169,8 +187,7 @@ def test_the_openai_sdk_reads_what_a_responses_stream_said(
     assert len(ends) == 1
     assert_openai_response(ends[0].response, response)
 
-    body = response_body("openai-responses", response, model="gpt-x")
-    bodies.answer(orjson.dumps(body), "application/json")
+    serve_whole(bodies, "openai-responses", "gpt-x", response)
     assert_openai_response(client.responses.create(model="gpt-x", input="hi"), response)
 
 
@@ -193,32 +210,27 @@ def assert_openai_response(said: Any, response: ChatResponse) -> None:
         assert finish_kind(said.incomplete_details.reason) == kind
     else:
         assert said.status == "completed" and said.incomplete_details is None
-    usage = response.usage
-    assert usage is not None
-    assert said.usage.input_tokens == usage.prompt_tokens
-    assert said.usage.output_tokens == usage.completion_tokens
-    assert said.usage.input_tokens_details.cached_tokens == usage.cache_read_input_tokens
-    assert said.usage.output_tokens_details.reasoning_tokens == usage.thinking_tokens
+    counts = (said.usage.input_tokens, said.usage.output_tokens)
+    details = (
+        said.usage.input_tokens_details.cached_tokens,
+        said.usage.output_tokens_details.reasoning_tokens,
+    )
+    assert_counts(counts, details, response)
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(message=messages.filter(_finished))
+@sdk_examples
 def test_the_google_genai_sdk_reads_what_a_gemini_stream_said(
     bodies: BodyServer, message: Message
 ) -> None:
     genai = pytest.importorskip("google.genai")
-    encoder = wire_encoder("gemini", model="gemini-x")
-    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    serve_stream(bodies, "gemini", "gemini-x", message)
     client = genai.Client(api_key="test", http_options={"base_url": bodies.url})
     chunks = list(client.models.generate_content_stream(model="gemini-x", contents="hi"))
     response = message.response()
     parts = [part for chunk in chunks for part in chunk.candidates[0].content.parts or ()]
     assert_gemini_content(parts, chunks[-1], response)
 
-    body = response_body("gemini", response, model="gemini-x")
-    bodies.answer(orjson.dumps(body), "application/json")
+    serve_whole(bodies, "gemini", "gemini-x", response)
     whole = client.models.generate_content(model="gemini-x", contents="hi")
     assert_gemini_content(whole.candidates[0].content.parts or [], whole, response)
 
@@ -242,16 +254,12 @@ def assert_gemini_content(parts: list[Any], last: Any, response: ChatResponse) -
     assert (metadata.cached_content_token_count or 0) == usage.cache_read_input_tokens
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(message=messages.filter(_finished))
+@sdk_examples
 def test_the_ollama_sdk_reads_what_an_ollama_stream_said(
     bodies: BodyServer, message: Message
 ) -> None:
     ollama = pytest.importorskip("ollama")
-    encoder = wire_encoder("ollama", model="llama-x")
-    bodies.answer(encode_all(encoder, events_of(message)), encoder.media_type)
+    serve_stream(bodies, "ollama", "llama-x", message)
     client = ollama.Client(host=bodies.url)
     chunks = list(client.chat(model="llama-x", messages=HELLO, stream=True))
     response = message.response()
@@ -260,8 +268,7 @@ def test_the_ollama_sdk_reads_what_an_ollama_stream_said(
     calls = [call for c in chunks for call in c.message.tool_calls or ()]
     assert_ollama_message(content, thinking, calls, chunks[-1], response)
 
-    body = response_body("ollama", response, model="llama-x")
-    bodies.answer(orjson.dumps(body), "application/json")
+    serve_whole(bodies, "ollama", "llama-x", response)
     whole = client.chat(model="llama-x", messages=HELLO)
     said = whole.message
     assert_ollama_message(said.content, said.thinking, said.tool_calls or [], whole, response)
