@@ -180,14 +180,22 @@ class AggregateStage:
             framing_event(EVENT_TYPES.RESPONSE_START, session.step, session.response_id)
         )
 
-    def on_error(self, error: Exception) -> None:
-        """Close an open step, emit one ERROR event (with the partial response), then fail."""
+    def _end(self) -> ChatStreamSession | None:
+        """Close an open step and mark the response ended: its session, or None when the
+        response had ended already."""
         if self.ended:
-            return
+            return None
         self._close_step()
         self.ended = True
         session = self.session
         session.mark_response_ended()
+        return session
+
+    def on_error(self, error: Exception) -> None:
+        """Close an open step, emit one ERROR event (with the partial response), then fail."""
+        session = self._end()
+        if session is None:
+            return
         partial = self._partial_response()
         if partial is not None:
             partial = self._with_totals(partial)
@@ -210,12 +218,9 @@ class AggregateStage:
 
     def on_completed(self) -> None:
         """Close an open step, emit RESPONSE_END with the final response, then complete."""
-        if self.ended:
+        session = self._end()
+        if session is None:
             return
-        self._close_step()
-        self.ended = True
-        session = self.session
-        session.mark_response_ended()
         response = self._with_totals(self._last_response or self._step.snapshot())
         self._down.on_next(
             framing_event(

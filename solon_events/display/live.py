@@ -195,16 +195,7 @@ class LiveState:
 
     def text(self) -> str:
         """The response so far as plain text (what a front end without HTML shows)."""
-        lines = []
-        for segment in self.segments:
-            if segment.kind == "thinking":
-                lines.append(f"[thinking: {len(segment.text)} characters]")
-            elif segment.kind == "tool":
-                lines.append(f"tool {segment.name or 'tool'}({segment.text})")
-                after = segment.outcome if segment.outcome is not None else segment.progress
-                lines.extend([f"  {after}"] if after is not None else [])
-            else:
-                lines.append(segment.text)
+        lines = [line for segment in self.segments for line in _text_lines(segment)]
         if self.total is not None:
             lines.append(f"total usage: {self.total}")
         elif not self.done:
@@ -235,6 +226,17 @@ class LiveState:
         elif not self.done:
             parts.append("<p class='se-meta'>…</p>")
         return wrap("".join(parts))
+
+
+def _text_lines(segment: _Segment) -> list[str]:
+    """A segment's lines in :meth:`LiveState.text`."""
+    if segment.kind == "thinking":
+        return [f"[thinking: {len(segment.text)} characters]"]
+    if segment.kind != "tool":
+        return [segment.text]
+    after = segment.outcome if segment.outcome is not None else segment.progress
+    head = f"tool {segment.name or 'tool'}({segment.text})"
+    return [head] if after is None else [head, f"  {after}"]
 
 
 def _tool_html(segment: _Segment) -> str:

@@ -354,42 +354,45 @@ def _class_field(
     return FieldShape(name, shape, required=default is MISSING, default=default)
 
 
-def _dataclass_shape(cls: type, seen: tuple[type, ...]) -> Shape:
+def _fields_shape(
+    cls: type, seen: tuple[type, ...], kind: str, fields: Iterable[tuple[str, str, Any, bool]]
+) -> Shape:
+    """The shape of the ``kind`` class ``cls`` from its init ``fields``: each one's attribute
+    name, keyword, default (``MISSING`` for none or a factory) and whether it has one."""
     hints = _class_hints(cls)
     description, docs = class_doc(cls)
-    fields = []
-    for field in dataclasses.fields(cls):
-        if not field.init:
-            continue
-        has_default = (
-            field.default is not dataclasses.MISSING
-            or field.default_factory is not dataclasses.MISSING
-        )
-        default = field.default if field.default is not dataclasses.MISSING else MISSING
-        item = _class_field(field.name, hints[field.name], default, docs.get(field.name, ""), seen)
-        fields.append(attrs.evolve(item, required=not has_default))
-    return _class_shape(cls, fields, lambda kwargs: cls(**kwargs), description)
+    shapes = []
+    for name, keyword, default, has_default in fields:
+        if name not in hints:
+            raise Unsupported(f"{kind} field {cls.__name__}.{name} has no type annotation")
+        doc = docs.get(name, docs.get(keyword, ""))
+        item = _class_field(keyword, hints[name], default, doc, seen)
+        shapes.append(attrs.evolve(item, required=not has_default))
+    return _class_shape(cls, shapes, lambda kwargs: cls(**kwargs), description)
+
+
+def _dataclass_shape(cls: type, seen: tuple[type, ...]) -> Shape:
+    def described(field: dataclasses.Field[Any]) -> tuple[str, str, Any, bool]:
+        given = field.default is not dataclasses.MISSING
+        has_default = given or field.default_factory is not dataclasses.MISSING
+        return field.name, field.name, field.default if given else MISSING, has_default
+
+    fields = (described(field) for field in dataclasses.fields(cls) if field.init)
+    return _fields_shape(cls, seen, "dataclass", fields)
 
 
 _ATTRS_FACTORY: type = type(attrs.Factory(list))
 
 
 def _attrs_shape(cls: type, seen: tuple[type, ...]) -> Shape:
-    hints = _class_hints(cls)
-    description, docs = class_doc(cls)
-    fields = []
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        if field.name not in hints:
-            raise Unsupported(f"attrs field {cls.__name__}.{field.name} has no type annotation")
+    def described(field: attrs.Attribute[Any]) -> tuple[str, str, Any, bool]:
         has_default = field.default is not attrs.NOTHING
         plain = has_default and not isinstance(field.default, _ATTRS_FACTORY)
-        default = field.default if plain else MISSING
-        doc = docs.get(field.name, docs.get(field.alias, ""))
-        item = _class_field(field.alias, hints[field.name], default, doc, seen)
-        fields.append(attrs.evolve(item, required=not has_default))
-    return _class_shape(cls, fields, lambda kwargs: cls(**kwargs), description)
+        keyword = field.alias or field.name  # attrs sets alias on every field (typed optional)
+        return field.name, keyword, field.default if plain else MISSING, has_default
+
+    fields = (described(field) for field in attrs.fields(cls) if field.init)
+    return _fields_shape(cls, seen, "attrs", fields)
 
 
 _TYPED_DICT_WRAPPERS = frozenset({"Required", "NotRequired", "ReadOnly"})

@@ -37,22 +37,23 @@ class Shape:
         return attrs.evolve(self, schema={**self.schema, "description": description})
 
 
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"),  # before int: a bool is an int
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    ((list, tuple), "array"),
+    (Mapping, "object"),
+)
+
+
 def json_type(value: object) -> str:
     """The JSON type name of a value, for error messages."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
+    for kinds, name in _JSON_TYPES:
+        if isinstance(value, kinds):
+            return name
     return type(value).__name__
 
 
