@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
+from chat_requests import CITY_SCHEMA, WEATHER, hi
 
 from solon_events.dialects.anthropic import AnthropicDialect
 from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
@@ -42,7 +43,7 @@ def test_minimal_request() -> None:
 
 
 def test_headers_without_key_and_with_overrides() -> None:
-    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    request = hi()
     http = build(request, headers={"Anthropic-Version": "2024-10-22", "anthropic-beta": "x"})
     assert "x-api-key" not in http.headers
     assert dict(http.headers) == {
@@ -195,30 +196,20 @@ def test_user_blocks() -> None:
 
 
 def test_tools() -> None:
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
-        tools=[
-            ToolSpec(name="weather", description="Current weather.", parameters=schema),
-            ToolSpec(name="refresh"),
-            {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
-        ],
-    )
+    web_search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+    request = hi(tools=[WEATHER, ToolSpec(name="refresh"), web_search])
     http = build(request)
     assert http.body["tools"] == [
-        {"name": "weather", "description": "Current weather.", "input_schema": schema},
+        {"name": "weather", "description": "Current weather.", "input_schema": CITY_SCHEMA},
         {"name": "refresh", "input_schema": {"type": "object", "properties": {}}},
         {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
     ]
-    assert orjson.loads(http.body_bytes())["tools"][0]["input_schema"] == schema
+    assert orjson.loads(http.body_bytes())["tools"][0]["input_schema"] == CITY_SCHEMA
 
 
 def test_options_pass_through_and_override() -> None:
     thinking = {"type": "enabled", "budget_tokens": 2000}
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
+    request = hi(
         options={"max_tokens": 1024, "temperature": 0.2, "thinking": thinking, "stream": False},
     )
     body = build(request).body
@@ -229,9 +220,7 @@ def test_options_pass_through_and_override() -> None:
 
 
 def test_default_max_tokens_stays_above_a_thinking_budget() -> None:
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
+    request = hi(
         options={"thinking": {"type": "enabled", "budget_tokens": 10000}},
     )
     assert build(request).body["max_tokens"] == 14096

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from chat_requests import CITY_SCHEMA, WEATHER, hi
 from dialect_runs import feed, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -1113,7 +1114,7 @@ def test_api_key_goes_in_the_header_only() -> None:
 
 
 def test_a_key_in_the_url_is_moved_into_the_header() -> None:
-    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    request = hi()
     http = DIALECT.build_request(request, api_url=f"{BASE}?key=AIza-in-url&x=1")
     assert http.url == f"{BASE}/models/m:streamGenerateContent?alt=sse&x=1"
     assert http.headers["x-goog-api-key"] == "AIza-in-url"
@@ -1124,7 +1125,7 @@ def test_a_key_in_the_url_is_moved_into_the_header() -> None:
 
 def test_no_key_header_without_a_key_and_extra_headers_win() -> None:
     http = build(
-        ChatRequest(model="m", messages=[UserMessage(text="hi")]),
+        hi(),
         headers={"x-goog-user-project": "p", "Content-Type": "application/json; charset=utf-8"},
     )
     assert "x-goog-api-key" not in http.headers
@@ -1233,20 +1234,12 @@ def test_text_turn_carries_its_signature_on_the_last_part() -> None:
 
 
 def test_tools_become_function_declarations() -> None:
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
-        tools=[
-            ToolSpec(name="weather", description="Weather in a city.", parameters=schema),
-            ToolSpec(name="now"),
-        ],
-    )
+    request = hi(tools=[WEATHER, ToolSpec(name="now")])
     body = orjson.loads(build(request).body_bytes())
     assert body["tools"] == [
         {
             "functionDeclarations": [
-                {"name": "weather", "description": "Weather in a city.", "parameters": schema},
+                {"name": "weather", "description": "Current weather.", "parameters": CITY_SCHEMA},
                 {"name": "now", "description": ""},
             ]
         }
@@ -1255,9 +1248,7 @@ def test_tools_become_function_declarations() -> None:
 
 def test_options_map_to_generation_config_and_request_fields() -> None:
     safety = [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
+    request = hi(
         tools=[ToolSpec(name="now")],
         options={
             "temperature": 0.2,
@@ -1293,9 +1284,7 @@ def test_options_map_to_generation_config_and_request_fields() -> None:
 
 
 def test_camel_case_thinking_config_passes_through() -> None:
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
+    request = hi(
         options={"thinkingConfig": {"thinkingLevel": "low"}},
     )
     assert build(request).body["generationConfig"] == {"thinkingConfig": {"thinkingLevel": "low"}}

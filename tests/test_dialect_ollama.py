@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from chat_requests import CITY_SCHEMA, hi
 from dialect_runs import feed
 
 from solon_events.core.parsing import ParseStage
@@ -233,12 +234,12 @@ def build(request: ChatRequest, **kwargs: Any) -> Any:
     ],
 )
 def test_url(api_url: str, expected: str) -> None:
-    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    request = hi()
     assert build(request, api_url=api_url).url == expected
 
 
 def test_bearer_header_only_with_a_key() -> None:
-    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    request = hi()
     plain = build(request)
     assert plain.headers == {"Content-Type": "application/json"}
     keyed = build(request, api_key="sk-ollama", headers={"X-Trace": "1"})
@@ -250,7 +251,7 @@ def test_bearer_header_only_with_a_key() -> None:
 
 
 def test_body_messages_tools_and_stream() -> None:
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    schema = CITY_SCHEMA
     request = ChatRequest(
         model="qwen3:8b",
         messages=[
@@ -315,9 +316,7 @@ def test_body_messages_tools_and_stream() -> None:
 
 def test_options_are_sorted_into_model_options_and_request_fields() -> None:
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
-    request = ChatRequest(
-        model="m",
-        messages=[UserMessage(text="hi")],
+    request = hi(
         options={
             "temperature": 0.1,
             "top_p": 0.9,
@@ -346,7 +345,7 @@ def test_options_are_sorted_into_model_options_and_request_fields() -> None:
 
 
 def test_no_options_object_without_options() -> None:
-    body = build(ChatRequest(model="m", messages=[UserMessage(text="hi")])).body
+    body = build(hi()).body
     assert "options" not in body and "tools" not in body
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+from chat_requests import hi
 from dialect_runs import DONE, feed
 from recorded import CORPUS, corpus_paths, needs_corpus
 
@@ -848,7 +849,7 @@ def test_request_url_headers_and_stream_flags() -> None:
 
 
 def test_request_without_key_has_no_authorization() -> None:
-    request = ChatRequest(model="m", messages=[UserMessage(text="hi")])
+    request = hi()
     http = DIALECT.build_request(request, api_url=URL, headers={"Content-Type": "x/y"})
     assert dict(http.headers) == {"Content-Type": "x/y"}
 
