@@ -38,6 +38,20 @@ from solon_events.errors import (
 from solon_events.telemetry import CAPTURE_CONTENT_ENV, error_type, instrument
 
 T = ChatEventType
+Traced = Callable[..., ChatModel]
+
+
+@pytest.fixture
+def traced(server: RunningServer, make_model: Callable[..., ChatModel]) -> Traced:
+    """``traced(scenario, dialect="openai", **options)``: a ChatModel of the embedded
+    provider's ``scenario`` with telemetry on."""
+
+    def build(scenario: str, dialect: str = "openai", **options: Any) -> ChatModel:
+        return make_model(server, scenario, dialect, telemetry=True, **options)
+
+    return build
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -96,9 +110,9 @@ def get_weather(city: str) -> str:
 
 
 def test_a_tool_loop_is_a_chat_span_with_a_tool_span_and_three_metrics(
-    server: RunningServer, make_model: Callable[..., ChatModel]
+    server: RunningServer, traced: Traced
 ) -> None:
-    model = make_model(server, "weather", telemetry=True)
+    model = traced("weather")
     answer = model.prompt("Weather in Paris?").tools(get_weather).options(temperature=0.2).call()
 
     found = spans()
@@ -167,9 +181,9 @@ def test_a_tool_loop_is_a_chat_span_with_a_tool_span_and_three_metrics(
     ],
 )
 def test_every_dialect_names_its_provider_and_counts_tokens(
-    server: RunningServer, make_model: Callable[..., ChatModel], dialect: str, provider: str
+    traced: Traced, dialect: str, provider: str
 ) -> None:
-    model = make_model(server, "think", dialect=dialect, telemetry=True)
+    model = traced("think", dialect=dialect)
     answer = model.prompt("Why is the sky blue?").call()
     [chat] = EXPORTER.get_finished_spans()
     attributes = dict(chat.attributes or {})
@@ -185,10 +199,8 @@ def test_every_dialect_names_its_provider_and_counts_tokens(
     }
 
 
-def test_an_http_error_sets_the_status_and_error_type(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
-    model = make_model(server, "status:503", telemetry=True, max_retries=0)
+def test_an_http_error_sets_the_status_and_error_type(traced: Traced) -> None:
+    model = traced("status:503", max_retries=0)
     with pytest.raises(ChatHttpError):
         model.prompt("hello").call()
     [chat] = EXPORTER.get_finished_spans()
@@ -210,9 +222,9 @@ def test_an_http_error_sets_the_status_and_error_type(
     ],
 )
 def test_an_in_stream_error_is_typed_by_the_providers_code(
-    server: RunningServer, make_model: Callable[..., ChatModel], dialect: str, code: str
+    traced: Traced, dialect: str, code: str
 ) -> None:
-    model = make_model(server, "error-frame", dialect=dialect, telemetry=True)
+    model = traced("error-frame", dialect=dialect)
     with pytest.raises(ProviderError) as raised:
         model.prompt("hello").call()
     [chat] = EXPORTER.get_finished_spans()
@@ -238,9 +250,7 @@ def test_error_types_fall_back_to_the_exception_class() -> None:
     )
 
 
-def test_a_failing_tool_is_an_error_on_its_span_only(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
+def test_a_failing_tool_is_an_error_on_its_span_only(traced: Traced) -> None:
     @tool
     def broken(city: str) -> str:
         """Always fails.
@@ -250,7 +260,7 @@ def test_a_failing_tool_is_an_error_on_its_span_only(
         """
         raise ValueError("no weather today")
 
-    model = make_model(server, "weather", telemetry=True, tool_errors="return")
+    model = traced("weather", tool_errors="return")
     model.prompt("Weather?").tools(broken).call()
     found = spans()
     assert found["chat weather"].status.status_code is StatusCode.UNSET
@@ -260,10 +270,8 @@ def test_a_failing_tool_is_an_error_on_its_span_only(
 
 
 @pytest.mark.parametrize("how", ["take", "dispose"])
-def test_cancellation_is_recorded_as_such_not_as_an_error(
-    server: RunningServer, make_model: Callable[..., ChatModel], how: str
-) -> None:
-    model = make_model(server, "slow:40:0.05", telemetry=True)
+def test_cancellation_is_recorded_as_such_not_as_an_error(traced: Traced, how: str) -> None:
+    model = traced("slow:40:0.05")
     stream = model.prompt("count").stream()
     done = threading.Event()
     deltas: list[str] = []
@@ -296,13 +304,11 @@ def test_cancellation_is_recorded_as_such_not_as_an_error(
     assert counts["input"] > 0 and counts["output"] >= len(deltas)
 
 
-def test_a_retried_requests_usage_reaches_the_token_metric(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
+def test_a_retried_requests_usage_reaches_the_token_metric(traced: Traced) -> None:
     # The first request is answered, then lost before its first frame: it is retried, and
     # the input it may have been billed for is recorded beside the response's own tokens.
     reports = Reports()
-    model = make_model(server, "cut-early:1", telemetry=True, on_usage=reports)
+    model = traced("cut-early:1", on_usage=reports)
     response = model.prompt("one two three").call()
     report = reports.one()
     [retried] = report.retried
@@ -385,11 +391,9 @@ def test_provider_controlled_attributes_never_show_the_key() -> None:
     assert SECRET not in recorded and SECRET[:12] not in recorded
 
 
-def test_the_environment_variable_opts_in(
-    server: RunningServer, make_model: Callable[..., ChatModel], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_environment_variable_opts_in(traced: Traced, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
-    make_model(server, "echo", telemetry=True).prompt("hello there").call()
+    traced("echo").prompt("hello there").call()
     [chat] = EXPORTER.get_finished_spans()
     assert "hello there" in (chat.attributes or {})["gen_ai.input.messages"]
 
@@ -443,10 +447,8 @@ def test_a_missing_extra_says_what_to_install() -> None:
     assert "pip install 'solon-events[otel]'" in result.stdout
 
 
-async def test_astream_is_recorded_as_call_is(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
-    model = make_model(server, "weather", telemetry=True)
+async def test_astream_is_recorded_as_call_is(traced: Traced) -> None:
+    model = traced("weather")
     events = [e async for e in model.prompt("Weather in Paris?").tools(get_weather).astream()]
     found = spans()
     assert set(found) == {"chat weather", "execute_tool get_weather"}
@@ -457,10 +459,8 @@ async def test_astream_is_recorded_as_call_is(
     assert "gen_ai.client.operation.duration" in points()
 
 
-async def test_an_astream_left_early_is_recorded_as_cancelled(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
-    model = make_model(server, "slow:50:0.01", telemetry=True)
+async def test_an_astream_left_early_is_recorded_as_cancelled(traced: Traced) -> None:
+    model = traced("slow:50:0.01")
     stream = model.prompt("hi").astream()
     async for event in stream:
         if event.type is T.TEXT_DELTA:
@@ -471,10 +471,8 @@ async def test_an_astream_left_early_is_recorded_as_cancelled(
     assert chat.status.status_code is StatusCode.UNSET
 
 
-def test_a_priced_response_records_its_cost_and_an_estimate_says_so(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
-    model = make_model(server, "gpt-4o-mini", telemetry=True, pricing=True)
+def test_a_priced_response_records_its_cost_and_an_estimate_says_so(traced: Traced) -> None:
+    model = traced("gpt-4o-mini", pricing=True)
     answer = model.prompt("Hello").call()
     assert answer.cost is not None and answer.cost.total is not None
     chat = dict(spans()["chat gpt-4o-mini"].attributes or {})

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import orjson
 import pytest
+from city_names import CityName
 from pydantic import BaseModel, Field, field_validator
 
 from solon_events import ChatEventFilter, ChatModel, ChatPrompt, ToolContext
@@ -30,15 +31,8 @@ WIRES = {dialect: wire for _path, wire, dialect in WIRE_ROUTES}
 class Place(BaseModel):
     """Where to look."""
 
-    city: str = Field(description="The city's name, capitalised")
+    city: CityName = Field(description="The city's name, capitalised")
     country: str = Field("FR", min_length=2, max_length=2)
-
-    @field_validator("city")
-    @classmethod
-    def capitalised(cls, value: str) -> str:
-        if not value[:1].isupper():
-            raise ValueError("the city must be capitalised")
-        return value
 
 
 class LowerPlace(BaseModel):

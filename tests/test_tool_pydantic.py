@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 import annotated_types
 import pytest
+from city_names import CityName
 from executables import run_python
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from solon_events.errors import ToolCallError
@@ -26,16 +27,9 @@ class City(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    name: str = Field(alias="cityName", description="The city's name, capitalised")
+    name: CityName = Field(alias="cityName", description="The city's name, capitalised")
     country: str = Field("FR", min_length=2, max_length=2, description="ISO country code")
     unit: Unit = Unit.CELSIUS
-
-    @field_validator("name")
-    @classmethod
-    def capitalised(cls, value: str) -> str:
-        if not value[:1].isupper():
-            raise ValueError("the city's name must be capitalised")
-        return value
 
 
 class Trip(BaseModel):
