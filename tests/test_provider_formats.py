@@ -30,6 +30,16 @@ MESSAGE = Message(
 )
 
 
+def hi_and_a_call(
+    call_id: str, finish_reason: str = "tool_calls", arguments: str = '{"a": 1}', **metadata: str
+) -> ChatResponse:
+    """A response (of ``USAGE``) that thought "hm", said "Hi" and called ``f`` with
+    ``arguments`` as ``call_id``; ``metadata`` its message's."""
+    call = ToolCall(id=call_id, name="f", arguments_str=arguments)
+    message = AssistantMessage(text="Hi", thinking="hm", tool_calls=[call], metadata=metadata)
+    return ChatResponse(message=message, usage=USAGE, finish_reason=finish_reason)
+
+
 def test_every_format_is_registered_by_its_dialect_name() -> None:
     assert set(WIRE_FORMATS) >= {"openai", "openai-responses", "anthropic", "gemini", "ollama"}
     for name, encoder in WIRE_FORMATS.items():
@@ -173,15 +183,7 @@ def test_openai_close_without_response_end_still_finishes() -> None:
 
 
 def test_openai_response_body() -> None:
-    response = ChatResponse(
-        message=AssistantMessage(
-            text="Hi",
-            thinking="hm",
-            tool_calls=[ToolCall(id="c1", name="f", arguments_str='{"a": 1}')],
-        ),
-        usage=USAGE,
-        finish_reason="tool_use",
-    )
+    response = hi_and_a_call("c1", finish_reason="tool_use")
     body = response_body("openai", response, model="gpt-x")
     assert body["object"] == "chat.completion" and body["model"] == "gpt-x"
     [choice] = body["choices"]
@@ -342,16 +344,7 @@ def test_anthropic_server_tools_go_through_with_their_result() -> None:
 
 
 def test_anthropic_response_body() -> None:
-    response = ChatResponse(
-        message=AssistantMessage(
-            text="Hi",
-            thinking="hm",
-            tool_calls=[ToolCall(id="toolu_1", name="f", arguments_str='{"a": 1}')],
-            metadata={"thinking_signature": "sig"},
-        ),
-        usage=USAGE,
-        finish_reason="tool_calls",
-    )
+    response = hi_and_a_call("toolu_1", thinking_signature="sig")
     body = response_body("anthropic", response, model="claude-x")
     assert body["content"] == [
         {"type": "thinking", "thinking": "hm", "signature": "sig"},
@@ -491,15 +484,7 @@ def test_responses_a_server_tools_item_keeps_its_place_until_its_result() -> Non
 
 
 def test_responses_response_body() -> None:
-    response = ChatResponse(
-        message=AssistantMessage(
-            text="Hi",
-            thinking="hm",
-            tool_calls=[ToolCall(id="call_1", name="f", arguments_str='{"a": 1}')],
-        ),
-        usage=USAGE,
-        finish_reason="tool_calls",
-    )
+    response = hi_and_a_call("call_1")
     body = response_body("openai-responses", response, model="gpt-x")
     assert body["object"] == "response" and body["status"] == "completed"
     assert [item["type"] for item in body["output"]] == ["reasoning", "message", "function_call"]
@@ -595,16 +580,7 @@ def test_gemini_finish_words_errors_and_body() -> None:
     failed = [ChatEvent(T.TEXT_DELTA, text="Hi"), ChatEvent(T.ERROR, error=ChatHttpError(429, "x"))]
     last = gemini_chunks(encode_all(wire_encoder("gemini", model="m"), failed))[-1]
     assert last == {"error": {"code": 429, "message": "x", "status": "RESOURCE_EXHAUSTED"}}
-    response = ChatResponse(
-        message=AssistantMessage(
-            text="Hi",
-            thinking="hm",
-            tool_calls=[ToolCall(id="c1", name="f", arguments_str='{"a": 1}')],
-            metadata={"thinking_signature": "c2ln"},
-        ),
-        usage=USAGE,
-        finish_reason="tool_calls",
-    )
+    response = hi_and_a_call("c1", thinking_signature="c2ln")
     body = response_body("gemini", response, model="gemini-x")
     [candidate] = body["candidates"]
     assert candidate["content"]["parts"] == [
@@ -653,13 +629,7 @@ def test_ollama_errors_and_body() -> None:
     failed = [ChatEvent(T.TEXT_DELTA, text="Hi"), ChatEvent(T.ERROR, error=ProviderError("boom"))]
     lines = ollama_lines(encode_all(wire_encoder("ollama", model="m"), failed))
     assert lines[-1] == {"error": "boom"} and len(lines) == 2
-    response = ChatResponse(
-        message=AssistantMessage(
-            text="Hi", thinking="hm", tool_calls=[ToolCall(id="c1", name="f", arguments_str="{}")]
-        ),
-        usage=USAGE,
-        finish_reason="max_tokens",
-    )
+    response = hi_and_a_call("c1", finish_reason="max_tokens", arguments="{}")
     body = response_body("ollama", response, model="llama-x")
     assert body["message"] == {
         "role": "assistant",
