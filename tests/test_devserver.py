@@ -75,6 +75,14 @@ STOP_FINISH = {
 # request bodies, one builder per provider's request format
 
 
+def _chat_body(path: str, model: str, messages: list[Any], tools: list[Any]) -> tuple[str, Any]:
+    """``path`` and a Chat Completions body (OpenAI's and Cohere's): ``messages``, and the
+    ``tools`` (name, schema pairs) as functions when there are any."""
+    specs = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in tools]
+    body = {"model": model, "messages": messages, "stream": True}
+    return path, {**body, "tools": specs} if specs else body
+
+
 def _openai(model: str, user: str, tools: list[Any], result: str | None) -> tuple[str, Any]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
     if result is not None:
@@ -84,12 +92,7 @@ def _openai(model: str, user: str, tools: list[Any], result: str | None) -> tupl
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": "call_1", "content": result},
         ]
-    specs = [
-        {"type": "function", "function": {"name": name, "parameters": schema}}
-        for name, schema in tools
-    ]
-    body = {"model": model, "messages": messages, "stream": True}
-    return "/v1/chat/completions", {**body, "tools": specs} if specs else body
+    return _chat_body("/v1/chat/completions", model, messages, tools)
 
 
 def _anthropic(model: str, user: str, tools: list[Any], result: str | None) -> tuple[str, Any]:
@@ -153,12 +156,7 @@ def _cohere(model: str, user: str, tools: list[Any], result: str | None) -> tupl
             {"role": "assistant", "tool_plan": "I will look it up.", "tool_calls": [call]},
             {"role": "tool", "tool_call_id": "get_weather_1", "content": [document]},
         ]
-    specs = [
-        {"type": "function", "function": {"name": name, "parameters": schema}}
-        for name, schema in tools
-    ]
-    body = {"model": model, "messages": messages, "stream": True}
-    return "/v2/chat", {**body, "tools": specs} if specs else body
+    return _chat_body("/v2/chat", model, messages, tools)
 
 
 def _interactions(model: str, user: str, tools: list[Any], result: str | None) -> tuple[str, Any]:
@@ -238,12 +236,18 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
         yield client
 
 
+def posted(srv: DevServer, session: aiohttp.ClientSession, route: tuple[str, Any]) -> Any:
+    """The response to one request (``route``: its path and body), as ``session.post``
+    gives it: a context manager."""
+    path, body = route
+    return session.post(srv.url + path, json=body)
+
+
 async def fetch(
     srv: DevServer, session: aiohttp.ClientSession, route: tuple[str, Any]
 ) -> tuple[int, str, bytes]:
     """POST one request; status, content type and the whole body."""
-    path, body = route
-    async with session.post(srv.url + path, json=body) as response:
+    async with posted(srv, session, route) as response:
         return response.status, response.headers["Content-Type"], await response.read()
 
 
@@ -649,9 +653,8 @@ async def test_error_frame_is_a_provider_error_after_partial_text(
 async def test_first_delay_holds_the_headers(
     srv: DevServer, session: aiohttp.ClientSession
 ) -> None:
-    path, body = request_for("openai", "first-delay:0.3")
     started = time.monotonic()
-    async with session.post(srv.url + path, json=body) as response:
+    async with posted(srv, session, request_for("openai", "first-delay:0.3")) as response:
         headers_after = time.monotonic() - started
         data = await response.read()
     assert headers_after >= 0.3
@@ -661,9 +664,8 @@ async def test_first_delay_holds_the_headers(
 async def test_stall_sends_the_first_delta_before_the_pause(
     srv: DevServer, session: aiohttp.ClientSession
 ) -> None:
-    path, body = request_for("anthropic", "stall:0.5")
     started = time.monotonic()
-    async with session.post(srv.url + path, json=body) as response:
+    async with posted(srv, session, request_for("anthropic", "stall:0.5")) as response:
         first = b""
         while b"text_delta" not in first:
             first += await response.content.readany()
@@ -677,8 +679,7 @@ async def test_stall_sends_the_first_delta_before_the_pause(
 async def test_gate_holds_the_rest_until_opened(
     srv: DevServer, session: aiohttp.ClientSession
 ) -> None:
-    path, body = request_for("ollama", "gate")
-    async with session.post(srv.url + path, json=body) as response:
+    async with posted(srv, session, request_for("ollama", "gate")) as response:
         first = await response.content.readline()
         assert orjson.loads(first)["message"]["content"] == "Before the gate."
         with pytest.raises(asyncio.TimeoutError):
@@ -691,8 +692,7 @@ async def test_gate_holds_the_rest_until_opened(
 async def test_gate_can_be_opened_from_another_thread(
     srv: DevServer, session: aiohttp.ClientSession
 ) -> None:
-    path, body = request_for("openai", "gate")
-    async with session.post(srv.url + path, json=body) as response:
+    async with posted(srv, session, request_for("openai", "gate")) as response:
         await response.content.readline()
         await asyncio.to_thread(srv.open_gate)
         data = await asyncio.wait_for(response.read(), 2)
@@ -729,8 +729,7 @@ async def test_gemini_takes_the_scenario_from_the_url(
 async def test_a_client_that_goes_away_is_counted(
     srv: DevServer, session: aiohttp.ClientSession, dialect: str
 ) -> None:
-    path, body = request_for(dialect, "slow:200:0.05")
-    response = await session.post(srv.url + path, json=body)
+    response = await posted(srv, session, request_for(dialect, "slow:200:0.05"))
     await response.content.readany()
     assert srv.disconnect_count == 0
     response.close()
@@ -742,8 +741,7 @@ async def test_a_client_that_goes_away_is_counted(
 async def test_a_disconnect_while_waiting_at_the_gate_is_seen_at_once(
     srv: DevServer, session: aiohttp.ClientSession
 ) -> None:
-    path, body = request_for("openai", "gate")
-    response = await session.post(srv.url + path, json=body)
+    response = await posted(srv, session, request_for("openai", "gate"))
     await response.content.readline()
     started = time.monotonic()
     response.close()
