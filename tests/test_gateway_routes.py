@@ -37,46 +37,40 @@ WEATHER_TOOL = {
     },
 }
 
+
+def chat(model: str, **more: Any) -> dict[str, Any]:
+    """A chat body of ``model`` whose one message is the user's QUESTION."""
+    return {"model": model, "messages": [{"role": "user", "content": QUESTION}], **more}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def google_key(token: str) -> dict[str, str]:
+    return {"x-goog-api-key": token}
+
+
+def anthropic_key(token: str) -> dict[str, str]:
+    return {"x-api-key": token, "anthropic-version": "2023-06-01"}
+
+
 # One request per protocol: its path, its body, and how its SDK sends the token.
 REQUESTS: dict[str, tuple[str, dict[str, Any], Callable[[str], dict[str, str]]]] = {
-    "openai": (
-        "/v1/chat/completions",
-        {"model": "gpt-x", "messages": [{"role": "user", "content": QUESTION}]},
-        lambda token: {"Authorization": f"Bearer {token}"},
-    ),
-    "openai-responses": (
-        "/v1/responses",
-        {"model": "gpt-x", "input": QUESTION},
-        lambda token: {"Authorization": f"Bearer {token}"},
-    ),
-    "anthropic": (
-        "/v1/messages",
-        {
-            "model": "claude-x",
-            "max_tokens": 100,
-            "messages": [{"role": "user", "content": QUESTION}],
-        },
-        lambda token: {"x-api-key": token, "anthropic-version": "2023-06-01"},
-    ),
+    "openai": ("/v1/chat/completions", chat("gpt-x"), bearer),
+    "openai-responses": ("/v1/responses", {"model": "gpt-x", "input": QUESTION}, bearer),
+    "anthropic": ("/v1/messages", chat("claude-x", max_tokens=100), anthropic_key),
     "gemini": (
         "/v1beta/models/gemini-x:generateContent",
         {"contents": [{"role": "user", "parts": [{"text": QUESTION}]}]},
-        lambda token: {"x-goog-api-key": token},
+        google_key,
     ),
-    "ollama": (
-        "/ollama/api/chat",
-        {"model": "llama-x", "messages": [{"role": "user", "content": QUESTION}], "stream": False},
-        lambda token: {"Authorization": f"Bearer {token}"},
-    ),
-    "cohere": (
-        "/v2/chat",
-        {"model": "command-x", "messages": [{"role": "user", "content": QUESTION}]},
-        lambda token: {"Authorization": f"Bearer {token}"},
-    ),
+    "ollama": ("/ollama/api/chat", chat("llama-x", stream=False), bearer),
+    "cohere": ("/v2/chat", chat("command-x"), bearer),
     "google-interactions": (
         "/v1beta/interactions",
         {"model": "gemini-x", "input": QUESTION},
-        lambda token: {"x-goog-api-key": token},
+        google_key,
     ),
 }
 STREAMING = {

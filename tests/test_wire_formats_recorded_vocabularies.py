@@ -14,6 +14,7 @@ The round trip through our own dialects is ``tests/test_wire_round_trip.py``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from sdk_oracles import sdk_http_client
@@ -34,6 +35,8 @@ MESSAGE = Message(
 )
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 QUESTION = "What is the weather in Paris?"
+PARIS = {"city": "Paris"}
+"""The arguments the weather scenario calls get_weather with."""
 THINKING = "The user wants the weather in Paris. I should call get_weather."
 
 
@@ -117,6 +120,17 @@ def test_google_genai_reads_what_the_interactions_encoder_writes() -> None:
     assert [step.type for step in parsed.steps] == ["thought", "model_output", "function_call"]
 
 
+def weather_call(said: tuple[str, str, list[dict[str, Any]], Any]) -> tuple[dict[str, Any], Any]:
+    """The first step of a weather conversation, as an SDK read it (text, thinking, calls
+    and how it ended): no text, THINKING, one call get_weather(city="Paris"); the call and
+    the step's end."""
+    text, thinking, calls, end = said
+    assert (text, thinking) == ("", THINKING)
+    (call,) = calls
+    assert call["name"] == "get_weather" and json.loads(call["arguments"]) == PARIS
+    return call, end
+
+
 def test_the_cohere_sdk_runs_a_tool_conversation_against_the_embedded_provider(
     server: RunningServer,
 ) -> None:
@@ -141,10 +155,7 @@ def test_the_cohere_sdk_runs_a_tool_conversation_against_the_embedded_provider(
                 end = event.delta
         return "".join(text), "".join(thinking), calls, end
 
-    text, thinking, calls, end = step()
-    assert (text, thinking) == ("", THINKING)
-    (call,) = calls
-    assert call["name"] == "get_weather" and json.loads(call["arguments"]) == {"city": "Paris"}
+    call, end = weather_call(step())
     assert end.finish_reason == "TOOL_CALL"
     assert (end.usage.tokens.input_tokens, end.usage.tokens.output_tokens) == (42, 17)
     function = {"name": call["name"], "arguments": call["arguments"]}
@@ -152,7 +163,7 @@ def test_the_cohere_sdk_runs_a_tool_conversation_against_the_embedded_provider(
     messages += [
         {
             "role": "assistant",
-            "tool_plan": thinking,
+            "tool_plan": THINKING,
             "tool_calls": [{"id": call["id"], "type": "function", "function": function}],
         },
         {"role": "tool", "tool_call_id": call["id"], "content": [document]},
@@ -193,11 +204,7 @@ def test_google_genai_runs_a_tool_conversation_against_the_embedded_provider(
                 completed = event.interaction
         return "".join(text), "".join(thinking), calls, completed
 
-    text, thinking, calls, completed = step()
-    assert (text, thinking) == ("", THINKING)
-    (call,) = calls
-    arguments = json.loads(call["arguments"])
-    assert (call["name"], arguments) == ("get_weather", {"city": "Paris"})
+    call, completed = weather_call(step())
     assert completed.status == "requires_action" and completed.model == "weather"
     usage = completed.usage
     assert (usage.total_input_tokens, usage.total_output_tokens, usage.total_thought_tokens) == (
@@ -206,7 +213,7 @@ def test_google_genai_runs_a_tool_conversation_against_the_embedded_provider(
         9,
     )
     steps += [
-        {"type": "function_call", "id": call["id"], "name": "get_weather", "arguments": arguments},
+        {"type": "function_call", "id": call["id"], "name": "get_weather", "arguments": PARIS},
         {"type": "function_result", "call_id": call["id"], "name": "get_weather", "result": "21°C"},
     ]
     text, thinking, calls, completed = step()
