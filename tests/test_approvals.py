@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pytest
@@ -104,6 +104,23 @@ def paused(model: ChatModel, *tools: Any) -> tuple[list[Any], PendingApproval]:
     return events, pending
 
 
+class Paused(NamedTuple):
+    """A "weather" model, its first response's events and what it paused on: the pending
+    approval and its one call (get_weather, which requires approval)."""
+
+    model: ChatModel
+    events: list[Any]
+    pending: PendingApproval
+    call: ToolCall
+
+
+@pytest.fixture
+def weather_paused(server: RunningServer, make_model: Callable[..., ChatModel]) -> Paused:
+    model = make_model(server, "weather")
+    events, pending = paused(model, get_weather)
+    return Paused(model, events, pending, pending.tool_calls[0])
+
+
 def test_the_loop_stops_before_a_call_that_requires_approval(
     server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
@@ -129,11 +146,9 @@ def test_the_loop_stops_before_a_call_that_requires_approval(
 
 
 def test_an_approved_call_runs_and_the_response_goes_on(
-    server: RunningServer, make_model: Callable[..., ChatModel]
+    server: RunningServer, weather_paused: Paused
 ) -> None:
-    model = make_model(server, "weather")
-    first, pending = paused(model, get_weather)
-    call = pending.tool_calls[0]
+    model, first, pending, call = weather_paused
     count = len(server.requests)
     events = events_of(model.prompt(pending).tools(get_weather).approve(call.id))
     assert RAN == [("get_weather", {"city": "Paris"})]
@@ -163,11 +178,9 @@ def test_an_approved_call_runs_and_the_response_goes_on(
 
 
 def test_a_denied_call_goes_back_to_the_model_as_a_tool_result_saying_so(
-    server: RunningServer, make_model: Callable[..., ChatModel]
+    server: RunningServer, weather_paused: Paused
 ) -> None:
-    model = make_model(server, "weather")
-    _, pending = paused(model, get_weather)
-    call = pending.tool_calls[0]
+    model, _, pending, call = weather_paused
     count = len(server.requests)
     events = events_of(model.prompt(pending).tools(get_weather).deny(call.id, "not today"))
     assert RAN == []
@@ -186,12 +199,8 @@ def test_a_denied_call_goes_back_to_the_model_as_a_tool_result_saying_so(
     assert denied_text() in again[-1].response.text
 
 
-def test_approve_may_run_the_call_with_other_arguments(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
-    model = make_model(server, "weather")
-    _, pending = paused(model, get_weather)
-    call = pending.tool_calls[0]
+def test_approve_may_run_the_call_with_other_arguments(weather_paused: Paused) -> None:
+    model, _, pending, call = weather_paused
     prompt = model.prompt(pending).tools(get_weather)
     events = events_of(prompt.approve(call.id, arguments={"city": "Lyon"}))
     assert RAN == [("get_weather", {"city": "Lyon"})]
@@ -264,11 +273,8 @@ def test_the_pending_approval_is_json_and_continues_in_another_model(
         PendingApproval.from_json([1, 2])
 
 
-def test_every_pending_call_must_be_decided_and_only_those(
-    server: RunningServer, make_model: Callable[..., ChatModel]
-) -> None:
-    model = make_model(server, "weather")
-    _, pending = paused(model, get_weather)
+def test_every_pending_call_must_be_decided_and_only_those(weather_paused: Paused) -> None:
+    model, _, pending, _ = weather_paused
     prompt = model.prompt(pending).tools(get_weather)
     assert prompt.pending_calls == (pending.tool_calls[0].id,)
     with pytest.raises(ValueError, match="not decided: 'call_"):
