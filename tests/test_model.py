@@ -468,12 +468,20 @@ def test_async_tool(server: RunningServer, make_model: Callable[..., ChatModel])
     assert response.text == ANSWER
 
 
+def asked_about_weather(
+    server: RunningServer, make_model: Callable[..., ChatModel], **tool_options: Any
+) -> tuple[Run, int]:
+    """The run of "Weather?" (the weather scenario) with ``weather_tool(**tool_options)``,
+    collected, and how many requests the provider had had before it."""
+    model = make_model(server, "weather")
+    before = len(server.requests)
+    return collect(model.prompt("Weather?").tools(weather_tool(**tool_options))), before
+
+
 def test_a_raising_tool_fails_with_tool_call_error(
     server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
-    model = make_model(server, "weather")
-    before = len(server.requests)
-    run = collect(model.prompt("Weather?").tools(weather_tool(fail=True)))
+    run, before = asked_about_weather(server, make_model, fail=True)
     assert_failed_with_one_error(run, ToolCallError)
     error = run.error
     assert isinstance(error, ToolCallError)
@@ -546,9 +554,7 @@ def test_default_step_limit_is_eight(server: RunningServer) -> None:
 def test_return_direct_tool_ends_the_response_with_its_result(
     server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
-    model = make_model(server, "weather")
-    before = len(server.requests)
-    run = collect(model.prompt("Weather?").tools(weather_tool(return_direct=True)))
+    run, before = asked_about_weather(server, make_model, return_direct=True)
     assert run.completed and run.error is None
     end = run.events[-1]
     assert end.type is T.RESPONSE_END and end.response is not None
