@@ -17,7 +17,7 @@ import pytest
 from hypothesis import strategies as st
 from sinks import Recorder
 
-from solon_events import ChatEventType, ChatProtocolError
+from solon_events import ChatEvent, ChatEventType, ChatProtocolError
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatDialect, ChatStreamContext
 
@@ -25,6 +25,26 @@ DONE = "[DONE]"
 """The sentinel frame, for dialects that take it."""
 
 _BRACKETS = (ChatEventType.STEP_START, ChatEventType.STEP_END)
+
+
+Shape = list[tuple[str, int, str | None]]
+
+
+def shape(events: Iterable[ChatEvent]) -> Shape:
+    """Each event's type name, index and text: what the dialect tests compare."""
+    return [(e.type.name, e.index, e.text) for e in events]
+
+
+def block(kind: str, index: int, *deltas: str) -> Shape:
+    """The :func:`shape` of one content block at ``index``: ``kind``'s START, a DELTA per
+    text of ``deltas``, END (``block("TEXT", 0, "Hi")``)."""
+    return [(f"{kind}_START", index, None), *((f"{kind}_DELTA", index, d) for d in deltas),
+            (f"{kind}_END", index, None)]  # fmt: skip
+
+
+def of(events: Iterable[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
+    """The events of ``types``, in order."""
+    return [e for e in events if e.type in types]
 
 
 class _Driven(ChatDialect):

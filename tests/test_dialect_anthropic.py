@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import orjson
 import pytest
-from dialect_runs import feed, outcome
+from dialect_runs import block, feed, of, outcome, shape
 from hypothesis import example, given
 from hypothesis import strategies as st
 from recorded import corpus_paths
@@ -82,6 +82,22 @@ def message_delta(stop_reason: str | None = "end_turn", **usage: Any) -> dict[st
     return frame
 
 
+def text_block(index: int, *texts: str) -> list[dict[str, Any]]:
+    """A text block at ``index``: its start, a delta per text of ``texts``, its stop."""
+    return [block_start(index, TEXT_BLOCK), *(text(index, t) for t in texts), block_stop(index)]
+
+
+def ended(stop_reason: str | None = "end_turn", **usage: Any) -> list[dict[str, Any]]:
+    """The end of a message: its message_delta (``stop_reason``, ``usage``), message_stop."""
+    return [message_delta(stop_reason, **usage), MESSAGE_STOP]
+
+
+def tool_use(type: str, id: str, name: str, **more: Any) -> dict[str, Any]:
+    """A tool use block (``type``: tool_use, server_tool_use, mcp_tool_use) as
+    content_block_start gives it: its input comes in deltas."""
+    return {"type": type, "id": id, "name": name, "input": {}, **more}
+
+
 PING = {"type": "ping"}
 MESSAGE_STOP = {"type": "message_stop"}
 TEXT_BLOCK = {"type": "text", "text": ""}
@@ -90,14 +106,6 @@ TEXT_BLOCK = {"type": "text", "text": ""}
 def run(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
     """Feed ``frames`` to the dialect the way the parse operator does."""
     return feed(DIALECT, frames, response_id="resp-1", end=DIALECT.end_of_stream)
-
-
-def shape(events: Iterable[ChatEvent]) -> list[tuple[str, int, str | None]]:
-    return [(e.type.name, e.index, e.text) for e in events]
-
-
-def of(events: Iterable[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
-    return [e for e in events if e.type in types]
 
 
 def usages(events: list[ChatEvent]) -> list[Usage]:
@@ -128,8 +136,7 @@ def test_text_stream_events_in_order() -> None:
             text(0, "Hello"),
             text(0, "!"),
             block_stop(0),
-            message_delta("end_turn", output_tokens=15),
-            MESSAGE_STOP,
+            *ended("end_turn", output_tokens=15),
         ]
     )
     assert shape(events) == [
@@ -156,9 +163,7 @@ def test_message_delta_without_message_stop_is_complete() -> None:
     _, ctx = run(
         [
             message_start(),
-            block_start(0, TEXT_BLOCK),
-            text(0, "a"),
-            block_stop(0),
+            *text_block(0, "a"),
             message_delta("max_tokens", output_tokens=3),
         ]
     )
@@ -237,8 +242,7 @@ def test_message_delta_input_tokens_win() -> None:
     events, _ = run(
         [
             message_start(input_tokens=43, output_tokens=1),
-            message_delta("end_turn", input_tokens=61, output_tokens=2),
-            MESSAGE_STOP,
+            *ended("end_turn", input_tokens=61, output_tokens=2),
         ]
     )
     usage = last_usage(events)
@@ -289,11 +293,8 @@ def thinking_stream() -> list[dict[str, Any]]:
         delta(0, type="thinking_delta", thinking=" think."),
         delta(0, type="signature_delta", signature="EqQBCgIYAhIM"),
         block_stop(0),
-        block_start(1, TEXT_BLOCK),
-        text(1, "Done."),
-        block_stop(1),
-        message_delta("end_turn", output_tokens=9),
-        MESSAGE_STOP,
+        *text_block(1, "Done."),
+        *ended("end_turn", output_tokens=9),
     ]
 
 
@@ -305,9 +306,7 @@ def test_thinking_with_signature_then_text() -> None:
         ("THINKING_DELTA", 0, " think."),
         ("THINKING_SIGNATURE", 0, "EqQBCgIYAhIM"),
         ("THINKING_END", 0, None),
-        ("TEXT_START", 1, None),
-        ("TEXT_DELTA", 1, "Done."),
-        ("TEXT_END", 1, None),
+        *block("TEXT", 1, "Done."),
     ]
 
 
@@ -317,16 +316,12 @@ def test_redacted_thinking() -> None:
             message_start(),
             block_start(0, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}),
             block_stop(0),
-            block_start(1, TEXT_BLOCK),
-            text(1, "ok"),
-            block_stop(1),
+            *text_block(1, "ok"),
         ]
     )
     assert shape(events)[1:] == [
         ("THINKING_REDACTED", 0, "EmwKAhgBEgy3va3pzix"),
-        ("TEXT_START", 1, None),
-        ("TEXT_DELTA", 1, "ok"),
-        ("TEXT_END", 1, None),
+        *block("TEXT", 1, "ok"),
     ]
 
 
@@ -334,25 +329,17 @@ def test_redacted_thinking() -> None:
 
 
 def test_tool_use_streams_arguments() -> None:
-    tool = {
-        "type": "tool_use",
-        "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
-        "name": "get_weather",
-        "input": {},
-    }
+    tool = tool_use("tool_use", "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather")
     events, ctx = run(
         [
             message_start(),
-            block_start(0, TEXT_BLOCK),
-            text(0, "Let me check."),
-            block_stop(0),
+            *text_block(0, "Let me check."),
             block_start(1, tool),
             json_delta(1, ""),
             json_delta(1, '{"location": "San Fra'),
             json_delta(1, 'ncisco, CA", "unit": "fahrenheit"}'),
             block_stop(1),
-            message_delta("tool_use", output_tokens=89),
-            MESSAGE_STOP,
+            *ended("tool_use", output_tokens=89),
         ]
     )
     calls = of(events, T.TOOL_CALL_START, T.TOOL_CALL_ARGS_DELTA, T.TOOL_CALL_END)
@@ -379,7 +366,7 @@ def test_tool_use_streams_arguments() -> None:
 
 @pytest.mark.parametrize("fragments", [[], [""], ["{}"], ["", "{", "}"]])
 def test_tool_without_arguments_parses_to_empty_dict(fragments: list[str]) -> None:
-    tool = {"type": "tool_use", "id": "toolu_1", "name": "refresh", "input": {}}
+    tool = tool_use("tool_use", "toolu_1", "refresh")
     frames = [message_start(), block_start(0, tool), *(json_delta(0, f) for f in fragments)]
     events, _ = run([*frames, block_stop(0), message_delta("tool_use"), MESSAGE_STOP])
     (end,) = of(events, T.TOOL_CALL_END)
@@ -397,8 +384,8 @@ def test_tool_input_given_whole_in_block_start() -> None:
 
 
 def test_parallel_tool_calls_get_their_own_positions() -> None:
-    first = {"type": "tool_use", "id": "toolu_a", "name": "weather", "input": {}}
-    second = {"type": "tool_use", "id": "toolu_b", "name": "time", "input": {}}
+    first = tool_use("tool_use", "toolu_a", "weather")
+    second = tool_use("tool_use", "toolu_b", "time")
     events, _ = run(
         [
             message_start(),
@@ -408,8 +395,7 @@ def test_parallel_tool_calls_get_their_own_positions() -> None:
             block_start(2, second),
             json_delta(2, '{"tz": "CET"}'),
             block_stop(2),
-            message_delta("tool_use"),
-            MESSAGE_STOP,
+            *ended("tool_use"),
         ]
     )
     ends = [e.tool_call for e in of(events, T.TOOL_CALL_END)]
@@ -420,7 +406,7 @@ def test_parallel_tool_calls_get_their_own_positions() -> None:
 
 
 def test_end_of_stream_closes_a_tool_call_after_message_delta() -> None:
-    tool = {"type": "tool_use", "id": "toolu_3", "name": "f", "input": {}}
+    tool = tool_use("tool_use", "toolu_3", "f")
     events, _ = run(
         [
             message_start(),
@@ -434,7 +420,7 @@ def test_end_of_stream_closes_a_tool_call_after_message_delta() -> None:
 
 
 def test_end_of_stream_leaves_an_unfinished_stream_alone() -> None:
-    tool = {"type": "tool_use", "id": "toolu_4", "name": "f", "input": {}}
+    tool = tool_use("tool_use", "toolu_4", "f")
     events, ctx = run([message_start(), block_start(0, tool), json_delta(0, '{"a"')])
     assert not ctx.finished
     assert of(events, T.TOOL_CALL_END) == []
@@ -462,12 +448,7 @@ WEB_RESULTS = [
 
 
 def web_search_stream() -> list[dict[str, Any]]:
-    server_use = {
-        "type": "server_tool_use",
-        "id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB",
-        "name": "web_search",
-        "input": {},
-    }
+    server_use = tool_use("server_tool_use", "srvtoolu_014hJH82Qum7Td6UV8gDXThB", "web_search")
     result = {
         "type": "web_search_tool_result",
         "tool_use_id": "srvtoolu_014hJH82Qum7Td6UV8gDXThB",
@@ -593,7 +574,7 @@ def test_web_search_error_result() -> None:
 def test_server_tool_results_share_the_call_sub_type(
     tool_name: str, result_type: str, sub_type: str
 ) -> None:
-    use = {"type": "server_tool_use", "id": "srvtoolu_x", "name": tool_name, "input": {}}
+    use = tool_use("server_tool_use", "srvtoolu_x", tool_name)
     result = {
         "type": result_type,
         "tool_use_id": "srvtoolu_x",
@@ -630,13 +611,7 @@ def test_unmatched_tool_result_uses_the_block_type_prefix() -> None:
 
 
 def test_mcp_tool_use_and_result_are_server_tools() -> None:
-    use = {
-        "type": "mcp_tool_use",
-        "id": "mcptoolu_017Cuqa",
-        "name": "echo",
-        "input": {},
-        "server_name": "echo-server",
-    }
+    use = tool_use("mcp_tool_use", "mcptoolu_017Cuqa", "echo", server_name="echo-server")
     result = {
         "type": "mcp_tool_result",
         "tool_use_id": "mcptoolu_017Cuqa",
@@ -652,11 +627,8 @@ def test_mcp_tool_use_and_result_are_server_tools() -> None:
             block_stop(0),
             block_start(1, result),
             block_stop(1),
-            block_start(2, TEXT_BLOCK),
-            text(2, "It echoed."),
-            block_stop(2),
-            message_delta("end_turn"),
-            MESSAGE_STOP,
+            *text_block(2, "It echoed."),
+            *ended("end_turn"),
         ]
     )
     (start,) = of(events, T.SERVER_TOOL_START)
@@ -890,9 +862,7 @@ def test_unknown_block_becomes_raw_events() -> None:
             delta(0, type="foo_delta", value="x"),
             text(0, "not text"),
             block_stop(0),
-            block_start(1, TEXT_BLOCK),
-            text(1, "fine"),
-            block_stop(1),
+            *text_block(1, "fine"),
             MESSAGE_STOP,
         ]
     )
@@ -994,7 +964,7 @@ def test_delta_and_stop_for_a_block_never_started_are_raw() -> None:
     ],
 )
 def test_odd_but_valid_json_never_raises(frame: dict[str, Any]) -> None:
-    tool = {"type": "tool_use", "id": "toolu_z", "name": "f", "input": {}}
+    tool = tool_use("tool_use", "toolu_z", "f")
     events, _ = run([message_start(), block_start(0, tool), frame, block_stop(0), frame])
     assert events
     assert all(isinstance(e, ChatEvent) for e in events)
@@ -1012,11 +982,8 @@ def test_duplicate_message_start_changes_nothing() -> None:
         [
             start,
             start,
-            block_start(0, TEXT_BLOCK),
-            text(0, "Hello, World!"),
-            block_stop(0),
-            message_delta("end_turn", output_tokens=227),
-            MESSAGE_STOP,
+            *text_block(0, "Hello, World!"),
+            *ended("end_turn", output_tokens=227),
         ]
     )
     assert [(e.type.name, e.raw_type) for e in events[:2]] == [
@@ -1036,22 +1003,15 @@ def test_a_second_message_closes_the_first_and_starts_fresh() -> None:
             block_start(0, TEXT_BLOCK),
             text(0, "one"),
             message_start("msg_b", input_tokens=20, output_tokens=1),
-            block_start(0, TEXT_BLOCK),
-            text(0, "two"),
-            block_stop(0),
-            message_delta("end_turn", output_tokens=5),
-            MESSAGE_STOP,
+            *text_block(0, "two"),
+            *ended("end_turn", output_tokens=5),
         ]
     )
     assert shape(events) == [
         ("USAGE", -1, None),
-        ("TEXT_START", 0, None),
-        ("TEXT_DELTA", 0, "one"),
-        ("TEXT_END", 0, None),
+        *block("TEXT", 0, "one"),
         ("USAGE", -1, None),
-        ("TEXT_START", 0, None),
-        ("TEXT_DELTA", 0, "two"),
-        ("TEXT_END", 0, None),
+        *block("TEXT", 0, "two"),
         ("USAGE", -1, None),
     ]
     assert events[2].provider_response_id == "msg_a"
@@ -1087,19 +1047,16 @@ def general_calls(record_frames: Callable[[ModuleType, str], list[Any]]) -> list
 
 
 def tool_stream() -> list[dict[str, Any]]:
-    tool = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+    tool = tool_use("tool_use", "toolu_1", "get_weather")
     return [
         message_start(),
-        block_start(0, TEXT_BLOCK),
-        text(0, "Let me check."),
-        block_stop(0),
+        *text_block(0, "Let me check."),
         block_start(1, tool),
         json_delta(1, ""),
         json_delta(1, '{"city": '),
         json_delta(1, '"Paris"}'),
         block_stop(1),
-        message_delta("tool_use", output_tokens=20),
-        MESSAGE_STOP,
+        *ended("tool_use", output_tokens=20),
     ]
 
 
@@ -1128,7 +1085,7 @@ OPEN_BLOCKS = [
     block_start(0, TEXT_BLOCK),
     block_start(1, {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}),
     block_start(2, {"type": "thinking", "thinking": ""}),
-    block_start(3, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}),
+    block_start(3, tool_use("tool_use", "toolu_1", "f")),
 ]
 CLOSE_BLOCKS = [*(block_stop(i) for i in range(4)), message_delta("end_turn"), MESSAGE_STOP]
 CITED = {"type": "web_search_result_location", "url": "https://a.example", "cited_text": "a"}

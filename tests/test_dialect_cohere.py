@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pytest
-from dialect_runs import assert_same_outcome, feed, odd_frames, outcome
+from dialect_runs import assert_same_outcome, block, feed, odd_frames, outcome, shape
 from hypothesis import given, settings
 from sdk_oracles import recording_paths, sdk_http_client
 
@@ -101,10 +101,6 @@ def general(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
     return feed(cohere._parse_general, frames, response_id="resp-1", end=DIALECT.end_of_stream)
 
 
-def shape(events: Iterable[ChatEvent]) -> list[tuple[str, int, str | None]]:
-    return [(e.type.name, e.index, e.text) for e in events]
-
-
 # ---------------------------------------------------------------- text, thinking, plan
 
 
@@ -127,13 +123,8 @@ def test_text_and_thinking_contents_keep_their_index() -> None:
         ]
     )
     assert shape(events) == [
-        ("THINKING_START", 0, None),
-        ("THINKING_DELTA", 0, "Hmm."),
-        ("THINKING_END", 0, None),
-        ("TEXT_START", 1, None),
-        ("TEXT_DELTA", 1, "The"),
-        ("TEXT_DELTA", 1, " answer."),
-        ("TEXT_END", 1, None),
+        *block("THINKING", 0, "Hmm."),
+        *block("TEXT", 1, "The", " answer."),
     ]
     assert stage.provider_response_id == "m-7"
     assert stage.finished and stage.finish_reason == "COMPLETE"

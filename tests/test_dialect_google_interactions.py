@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from dialect_runs import assert_same_outcome, feed, odd_frames, outcome
+from dialect_runs import assert_same_outcome, block, feed, odd_frames, of, outcome, shape
 from hypothesis import given, settings
 from sdk_oracles import recording_paths, sdk_http_client
 
@@ -90,14 +90,6 @@ def general(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
     )
 
 
-def shape(events: Iterable[ChatEvent]) -> list[tuple[str, int, str | None]]:
-    return [(e.type.name, e.index, e.text) for e in events]
-
-
-def of(events: Iterable[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
-    return [e for e in events if e.type in types]
-
-
 # ---------------------------------------------------------------- lifecycle, text, thoughts
 
 
@@ -130,10 +122,7 @@ def test_a_thought_then_text_interaction() -> None:
         ("THINKING_SIGNATURE", 0, "c2ln"),
         ("THINKING_DELTA", 0, "Sum it."),
         ("THINKING_END", 0, None),
-        ("TEXT_START", 1, None),
-        ("TEXT_DELTA", 1, "It is "),
-        ("TEXT_DELTA", 1, "4."),
-        ("TEXT_END", 1, None),
+        *block("TEXT", 1, "It is ", "4."),
         ("USAGE", -1, None),
     ]
     assert [e.raw_type for e in of(events, T.STATUS)] == [

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from dialect_runs import feed
+from dialect_runs import feed, of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex import Observer
@@ -52,10 +52,6 @@ TERMINAL = ("response.completed", "response.incomplete", "response.failed")
 def parse(frames: Iterable[Any]) -> tuple[list[ChatEvent], ParseStage]:
     """Parse ``frames`` through a fresh parse stage: the dialect's events, and the stage."""
     return feed(DIALECT, frames)
-
-
-def of(events: list[ChatEvent], *types: ChatEventType) -> list[ChatEvent]:
-    return [e for e in events if e.type in types]
 
 
 def texts(events: list[ChatEvent], type: ChatEventType) -> str:
