@@ -7,10 +7,11 @@ are defined here and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from solon_events.devserver import ROUTES
@@ -40,6 +41,8 @@ __all__ = [
     "body_of",
     "corpus_cases",
     "corpus_paths",
+    "corpus_presence_test",
+    "corpus_recording",
     "needs_corpus",
     "text_body",
     "weather_bodies",
@@ -73,6 +76,24 @@ def corpus_paths(folder: str) -> list[Any]:
     if not CORPUS.is_dir():
         return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=CORPUS_ABSENT))]
     return [pytest.param(path, id=path.stem) for path in sorted((CORPUS / folder).glob("*.jsonl"))]
+
+
+def corpus_presence_test(recordings: list[Any], at_least: int) -> Callable[[], None]:
+    """A test that the corpus holds at least ``at_least`` of the ``recordings`` a dialect's
+    tests read (skipped, saying why, when it is absent)."""
+
+    @needs_corpus
+    def test() -> None:
+        assert len(recordings) >= at_least
+
+    return test
+
+
+def corpus_recording(path: Path) -> tuple[list[Any], dict[str, Any]]:
+    """The frames of the corpus recording at ``path`` (one JSON value a line) and what it
+    is expected to read as (its ``.expected.json``)."""
+    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return frames, orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
 
 
 def corpus_cases() -> list[Any]:

@@ -17,7 +17,7 @@ from chat_requests import CITY_SCHEMA, WEATHER, hi
 from dialect_runs import feed, outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from recorded import corpus_paths, needs_corpus
+from recorded import corpus_paths, corpus_presence_test, corpus_recording
 
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatStreamContext, gemini, get_dialect
@@ -1304,15 +1304,12 @@ def test_an_unsendable_message_or_block_is_a_type_error() -> None:
 RECORDINGS = corpus_paths("gemini")
 
 
-@needs_corpus
-def test_the_corpus_is_there() -> None:
-    assert len(RECORDINGS) >= 5
+test_the_corpus_is_there = corpus_presence_test(RECORDINGS, at_least=5)
 
 
 @pytest.mark.parametrize("path", RECORDINGS)
 def test_corpus_recording(path: Path) -> None:
-    expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
-    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    frames, expected = corpus_recording(path)
     events, ctx = run(frames, end=True)
 
     assert ctx.failure is None

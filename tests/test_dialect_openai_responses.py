@@ -18,7 +18,7 @@ from dialect_runs import feed, of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reactivex import Observer
-from recorded import corpus_paths, needs_corpus
+from recorded import corpus_paths, corpus_presence_test, corpus_recording
 from responses_frames import (
     USAGE,
     added,
@@ -1352,15 +1352,12 @@ def _thinking_parts(terminal: dict[str, Any]) -> list[str]:
 RECORDINGS = corpus_paths("openai-responses")
 
 
-@needs_corpus
-def test_corpus_is_present() -> None:
-    assert len(RECORDINGS) >= 10
+test_corpus_is_present = corpus_presence_test(RECORDINGS, at_least=10)
 
 
 @pytest.mark.parametrize("path", RECORDINGS)
 def test_corpus_recording_matches_its_expected_result(path: Path) -> None:
-    expected = orjson.loads(path.with_name(path.stem + ".expected.json").read_bytes())
-    frames = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    frames, expected = corpus_recording(path)
     steps = _responses(frames)
     for earlier in steps[:-1]:
         _, ctx = parse(earlier)
