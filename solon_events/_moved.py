@@ -5,8 +5,9 @@ The package's layout names the stages of the flow (``wire/``, ``client/``, ``ser
 import path until the next release: importing the old name gives the very module at the new
 one (``solon_events.sse is solon_events.wire.sse``) and warns with a
 :class:`DeprecationWarning` naming the new path. :func:`install` (run by the package's
-``__init__``) puts the finder that does it on :data:`sys.meta_path`; there are no files at
-the old paths.
+``__init__``) puts the finder that does it on :data:`sys.meta_path`. The only files at the
+old paths are stubs (``model.pyi``: ``from solon_events.client.model import *``), so that
+type checkers, which do not run the finder, see the old names too.
 """
 
 from __future__ import annotations

@@ -8,11 +8,14 @@ line that imported the old one.
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
+from type_checks import ROOT, mypy_output
 
 import solon_events
 from solon_events._moved import MOVED
@@ -49,6 +52,35 @@ def test_from_import_of_an_old_name_and_the_package_attribute() -> None:
         assert solon_events.sse is importlib.import_module("solon_events.wire.sse")
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         _ = solon_events.nothing_here
+
+
+def test_type_checkers_see_each_old_name_as_the_new_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's ``from solon_events.model import ChatModel`` type-checks: a stub at each old
+    path re-exports the new module (the finder that serves the old names at run time is
+    invisible to mypy)."""
+    for old, new in MOVED.items():
+        stub = ROOT / (old.replace(".", "/") + ".pyi")
+        last = stub.read_text(encoding="utf-8").splitlines()[-1]
+        assert last == f"from {new} import *  # noqa: F403"
+    out = mypy_output(
+        [
+            "from solon_events.model import ChatModel",
+            "from solon_events.core.json_path import JsonPathAssembler",
+            "reveal_type(ChatModel('http://127.0.0.1:1/v1/chat/completions', 'm'))",
+            "reveal_type(JsonPathAssembler)",
+            "ChatModel(model=1)",
+        ],
+        tmp_path,
+        monkeypatch,
+    )
+    revealed = re.findall(r'user\.py:\d+: note: Revealed type is "(.*)"', out)
+    assert revealed[0] == "solon_events.client.model.ChatModel"
+    assert revealed[1].startswith("def ") and "solon_events.dialects.json_path" in revealed[1]
+    errors = re.findall(r"user\.py:(\d+): error: (.*)", out)
+    assert {line for line, _ in errors} == {"5"}, out  # the wrong call, nothing else
+    assert any(text.startswith('Argument "model" to "ChatModel"') for _, text in errors)
 
 
 def test_new_names_import_without_a_warning() -> None:
