@@ -42,11 +42,13 @@ from .turns import (
 __all__ = [
     "DEFAULT_CITY",
     "JOKE",
+    "LATENCY_WORDS",
     "REPORT_TOOL",
     "SCENARIOS",
     "BodyReply",
     "DropReply",
     "HtmlReply",
+    "LatencyScript",
     "Plan",
     "Replay",
     "ScenarioError",
@@ -55,6 +57,8 @@ __all__ = [
     "continued",
     "example_arguments",
     "first_event_delay",
+    "latency_script",
+    "lognormal_draw",
     "plan",
     "report_arguments",
 ]
@@ -396,21 +400,87 @@ Z_99 = 2.3263478740408408
 ``exp(Z_99 * sigma)``."""
 
 
+def lognormal_draw(rng: random.Random, p50: float, p99: float) -> float:
+    """A lognormal draw of median ``p50`` and 99th percentile ``p99`` from ``rng`` (exactly
+    ``p50`` when the two are equal)."""
+    if not 0 < p50 <= p99:
+        raise ScenarioError(f"latency needs 0 < p50 <= p99, got {p50} and {p99}")
+    if p50 == p99:
+        return p50
+    return rng.lognormvariate(math.log(p50), math.log(p99 / p50) / Z_99)
+
+
 def first_event_delay(p50: float, p99: float, seed: str, draw: int) -> float:
     """The ``latency`` scenario's wait before the first event of request number ``draw``
     (1, 2, ...): a lognormal draw of median ``p50`` and 99th percentile ``p99`` (a heavy
     tail), the same for the same ``seed`` and ``draw``."""
-    if not 0 < p50 <= p99:
-        raise ScenarioError(f"latency needs 0 < p50 <= p99, got {p50} and {p99}")
-    sigma = math.log(p99 / p50) / Z_99
-    return random.Random(f"{seed}:{draw}").lognormvariate(math.log(p50), sigma)
+    return lognormal_draw(random.Random(f"{seed}:{draw}"), p50, p99)
+
+
+LATENCY_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+"""The words of a latency script's deltas (each one token, said with a leading space)."""
+
+
+@attrs.frozen
+class LatencyScript:
+    """What the ``latency`` scenario does for one request: wait ``first_event`` seconds
+    before the headers and first event, then send ``len(gaps) + 1`` text deltas of one
+    token each, ``gaps[i]`` seconds between delta ``i`` and delta ``i + 1`` (no deltas
+    counted: the scenario's short answer, at once)."""
+
+    first_event: float
+    gaps: tuple[float, ...] = ()
+    deltas: int = 0
+
+
+def latency_script(
+    p50: float,
+    p99: float,
+    seed: str,
+    draw: int,
+    deltas: int = 0,
+    gap_p50: float = 0.0,
+    gap_p99: float | None = None,
+) -> LatencyScript:
+    """The latency script of request number ``draw`` (1, 2, ...) of the ``latency``
+    scenario: its first event after :func:`first_event_delay`, then ``deltas`` one-token
+    text deltas whose gaps are lognormal draws of median ``gap_p50`` and 99th percentile
+    ``gap_p99`` (``gap_p50`` when not given: every gap the same; 0: no wait), the same
+    for the same ``seed`` and ``draw``. The ground truth a benchmark client is measured
+    against (``benchmarks/bench_truth.py``)."""
+    first = first_event_delay(p50, p99, seed, draw)
+    top = gap_p50 if gap_p99 is None else gap_p99
+    if gap_p50 < 0 or top < gap_p50:
+        raise ScenarioError(f"latency gaps need 0 <= p50 <= p99, got {gap_p50} and {top}")
+    if deltas < 2 or gap_p50 == 0:
+        return LatencyScript(first, (0.0,) * max(0, deltas - 1), deltas)
+    rng = random.Random(f"{seed}:{draw}:gaps")
+    gaps = tuple(lognormal_draw(rng, gap_p50, top) for _ in range(deltas - 1))
+    return LatencyScript(first, gaps, deltas)
 
 
 def _latency(view: RequestView, args: Sequence[str]) -> Script:
     seed = args[2] if len(args) > 2 and args[2] else "0"
-    wait = first_event_delay(_float(args, 0, 0.2), _float(args, 1, 3.0), seed, view.attempt)
-    words = [Text(chunk) for chunk in _chunks("The first event came after a wait.", 3)]
-    return Script([Pause(wait), *words, Finish("stop")], TurnUsage(prompt=10, completion=7))
+    gap_p50 = _float(args, 4, 0.0)
+    script = latency_script(
+        _float(args, 0, 0.2),
+        _float(args, 1, 3.0),
+        seed,
+        view.attempt,
+        deltas=_int(args, 3, 0),
+        gap_p50=gap_p50,
+        gap_p99=_float(args, 5, gap_p50),
+    )
+    if not script.deltas:
+        words = [Text(chunk) for chunk in _chunks("The first event came after a wait.", 3)]
+        return Script([Pause(script.first_event), *words, Finish("stop")], TurnUsage(10, 7))
+    parts: list[Part] = [Pause(script.first_event)]
+    for i in range(script.deltas):
+        if i and script.gaps[i - 1]:
+            parts.append(Pause(script.gaps[i - 1]))
+        parts.append(Text(" " + LATENCY_WORDS[i % len(LATENCY_WORDS)]))
+    prompt = max(1, len(_words(view.user_text)))
+    return Script([*parts, Finish("stop")], TurnUsage(prompt=prompt, completion=script.deltas))
 
 
 def _stall(view: RequestView, args: Sequence[str]) -> Script:
@@ -567,9 +637,11 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),
     "latency": (
         _latency,
-        "latency:<p50>:<p99>[:<seed>] - waits before the headers and first event for a "
-        "lognormal time of median p50 and 99th percentile p99 (s; default 0.2 and 3), drawn "
-        "for each request with this model name in turn from the seed, then a short answer",
+        "latency:<p50>:<p99>[:<seed>[:<n>[:<gap p50>[:<gap p99>]]]] - waits before the "
+        "headers and first event for a lognormal time of median p50 and 99th percentile p99 "
+        "(s; default 0.2 and 3), drawn for each request with this model name in turn from "
+        "the seed; then a short answer, or n one-token deltas with lognormal gaps between "
+        "them (gap p99 default: gap p50, every gap the same)",
     ),
     "stall": (_stall, "stall:<s> - one delta, a pause of s seconds, then the rest"),
     "status": (_status, "status:<code> - that HTTP status with the provider's error body"),
