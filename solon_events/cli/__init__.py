@@ -1,4 +1,5 @@
-"""The ``solon-events`` command: ``demo``, ``replay``, ``stream``, ``record`` and ``serve``.
+"""The ``solon-events`` command: ``demo``, ``replay``, ``stream``, ``record``, ``serve`` and
+``bench``.
 
 Errors are one line on standard error (``solon-events: error: ...``) and a non-zero exit
 status, never a traceback (set ``SOLON_EVENTS_DEBUG=1`` to see one); output piped into a
@@ -244,9 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", required=True, metavar="FILE", help="where to write the recording"
     )
 
+    from .bench import add_bench_parser
     from .serve import add_serve_parser
 
     add_serve_parser(commands)
+    add_bench_parser(commands)
     return parser
 
 
@@ -344,6 +347,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from .serve import serve
 
         return serve(args, console)
+    if args.command == "bench":
+        from .bench import bench
+
+        return bench(args, console)
     dialect, api_key = provider_key(args, args.url)
     with ChatModel(args.url, args.model, api_key=api_key, dialect=dialect) as model:
         if args.command == "record":

@@ -11,10 +11,7 @@ the ``notebook`` extra: ``pip install 'solon-events[notebook]'``.
 
 from __future__ import annotations
 
-import io
-import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -22,11 +19,11 @@ import attrs
 from ..events import EVENT_TYPES, ChatEvent, ChatEventGroup
 from ..extras import MissingExtraError
 from .html import GROUP_COLOURS
+from .picture import Picture
 from .values import timed_events
 
 __all__ = ["Timeline", "timeline"]
 
-_FORMATS = {".png": "png", ".svg": "svg"}
 _LANE_ORDER = ("thinking", "text", "refusal", "tool", "server tool", "media")
 _LANE_GROUPS = {
     ChatEventGroup.THINKING: "thinking",
@@ -190,33 +187,13 @@ def _draw(layout: _Layout, title: str | None, width: float) -> Any:
     return figure
 
 
-class Timeline:
+class Timeline(Picture):
     """The picture of a response: shows itself in a notebook (PNG) and :meth:`save` writes
     it; :attr:`figure` is the matplotlib ``Figure`` for further drawing."""
 
     def __init__(self, figure: Any, timed: bool) -> None:
-        self.figure = figure
+        super().__init__(figure)
         self.timed = timed
-
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the picture to ``path``, PNG or SVG by its suffix; returns the path."""
-        target = Path(path)
-        image_format = _FORMATS.get(target.suffix.lower())
-        if image_format is None:
-            raise ValueError(f"save() writes .png or .svg files, not {target.suffix or path!r}")
-        self.figure.savefig(target, format=image_format, dpi=120)
-        return target
-
-    def to_bytes(self, image_format: str = "png") -> bytes:
-        """The picture as PNG or SVG bytes."""
-        if image_format not in _FORMATS.values():
-            raise ValueError("image_format is 'png' or 'svg'")
-        buffer = io.BytesIO()
-        self.figure.savefig(buffer, format=image_format, dpi=100)
-        return buffer.getvalue()
-
-    def _repr_png_(self) -> bytes:
-        return self.to_bytes("png")
 
     def __repr__(self) -> str:
         axis = "time" if self.timed else "event order"
