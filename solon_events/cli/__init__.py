@@ -38,6 +38,7 @@ from .common import (  # noqa: F401
     HelpFormatter,
     _local,
     add_dialect_and_key_options,
+    add_endpoint_options,
     get_weather,
     provider_dialect,
     provider_key,
@@ -266,13 +267,7 @@ def _command(commands: Any, name: str, summary: str, description: str) -> Any:
 
 def _provider_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("prompt", metavar="PROMPT", help="what to ask")
-    parser.add_argument(
-        "--url",
-        required=True,
-        help="the endpoint to POST to, e.g. https://api.openai.com/v1/chat/completions",
-    )
-    parser.add_argument("--model", required=True, help="the model's name")
-    add_dialect_and_key_options(parser)
+    add_endpoint_options(parser)
 
 
 def record_file(model: ChatModel, prompt: str, out: str, console: Console) -> int:

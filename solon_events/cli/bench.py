@@ -75,7 +75,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 def add_bench_parser(commands: Any) -> None:
     """Add the ``bench`` command to ``solon-events``'s subcommands."""
-    from .common import HelpFormatter, add_dialect_and_key_options
+    from .common import HelpFormatter, add_endpoint_options
 
     parser = commands.add_parser(
         "bench",
@@ -92,13 +92,7 @@ def add_bench_parser(commands: Any) -> None:
         formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument(
-        "--url",
-        required=True,
-        help="the endpoint to POST to, e.g. http://127.0.0.1:8000/v1/chat/completions",
-    )
-    parser.add_argument("--model", required=True, help="the model's name")
-    add_dialect_and_key_options(parser)
+    add_endpoint_options(parser, "http://127.0.0.1:8000/v1/chat/completions")
     load = parser.add_argument_group("load (a comma list is a sweep, one point after the other)")
     arrival = load.add_mutually_exclusive_group()
     arrival.add_argument(

@@ -21,6 +21,7 @@ __all__ = [
     "CommandError",
     "HelpFormatter",
     "add_dialect_and_key_options",
+    "add_endpoint_options",
     "provider_dialect",
     "provider_key",
 ]
@@ -108,6 +109,16 @@ def get_weather(city: str, ctx: ToolContext) -> str:
         time.sleep(0.1)  # a real tool would ask each station
         ctx.progress(station, DEMO_STATIONS, f"asked station {station} of {DEMO_STATIONS}")
     return "18°C and sunny"
+
+
+def add_endpoint_options(
+    parser: argparse.ArgumentParser,
+    example: str = "https://api.openai.com/v1/chat/completions",
+) -> None:
+    """``--url`` and ``--model`` (both required), then the dialect and key options."""
+    parser.add_argument("--url", required=True, help=f"the endpoint to POST to, e.g. {example}")
+    parser.add_argument("--model", required=True, help="the model's name")
+    add_dialect_and_key_options(parser)
 
 
 def add_dialect_and_key_options(parser: argparse.ArgumentParser) -> None:
