@@ -5,9 +5,11 @@ other libraries on the same bytes and the end-to-end runs over loopback (the ``b
 extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
 (``benchmarks/bench_gateway.py``); ``--hedging`` adds hedged requests against a
 heavy-tailed first event (about half a minute: the waits are real;
-``python -m benchmarks.bench_hedging`` runs it alone); ``--json PATH`` writes the figures
-as JSON; ``--readme`` writes them, with their picture, to ``benchmarks/results/`` and puts
-the tables and the picture in README.rst.
+``python -m benchmarks.bench_hedging`` runs it alone); ``--truth`` adds benchmark clients
+(``solon-events bench``, GuideLLM, vLLM's) against a scripted server's ground truth
+(``python -m benchmarks.bench_truth``, with ``--install-peers`` first); ``--json PATH``
+writes the figures as JSON; ``--readme`` writes them, with their picture, to
+``benchmarks/results/`` and puts the tables and the picture in README.rst.
 The partial-arguments table always runs the partial JSON parsers of the ``bench`` extra that
 are installed (the others listed as not installed).
 """
@@ -34,6 +36,7 @@ from . import (
     bench_peers,
     bench_pipeline,
     bench_stretched,
+    bench_truth,
     machine,
     readme,
 )
@@ -56,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
         "--hedging",
         action="store_true",
         help="hedged requests against a heavy-tailed time to the first event",
+    )
+    parser.add_argument(
+        "--truth",
+        action="store_true",
+        help="benchmark clients (ours, GuideLLM, vLLM's) against a scripted server's truth",
     )
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     parser.add_argument(
@@ -159,6 +167,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "hedging",
             "hedged requests: time to the first event, one model against a hedge after p90",
             lambda: bench_hedging.main(quick),
+        )
+    if args.truth:
+        section(
+            "truth",
+            "benchmark clients against ground truth: TTFT and ITL of a scripted server",
+            lambda: bench_truth.main(quick),
         )
     _saved(figures, args.json)
     if args.readme:

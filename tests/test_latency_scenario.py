@@ -8,6 +8,8 @@ import math
 import pytest
 
 from benchmarks.bench_hedging import expected
+from solon_events import ChatModel
+from solon_events.devserver import DevServer
 from solon_events.devserver.scenarios import ScenarioError, first_event_delay, latency_script
 
 
@@ -74,3 +76,19 @@ def test_the_scenario_streams_its_deltas_after_their_gaps(server, make_model) ->
     assert response.text == " alpha bravo charlie delta echo"
     assert response.usage.completion_tokens == 5
     assert not response.usage.estimated
+
+
+def test_the_server_keeps_its_own_account_of_a_script() -> None:
+    with DevServer.run_in_thread(timings=True) as running:
+        model = ChatModel(running.url + "/v1/messages", "latency:0.001:0.001:t:4:0.001")
+        with model:
+            model.prompt("hi").call()
+            model.prompt("hi").call()
+        timings = running.server.stream_timings
+    assert [(t.path, t.attempt) for t in timings] == [("/v1/messages", 1), ("/v1/messages", 2)]
+    for timing in timings:
+        assert len(timing.writes) == 5  # four deltas and the finish
+        assert timing.writes[0] - timing.received >= 0.001
+        assert list(timing.writes) == sorted(timing.writes)
+    with DevServer.run_in_thread() as running:
+        assert running.server.stream_timings is None

@@ -9,6 +9,9 @@ import contextlib
 import signal
 from collections.abc import Sequence
 
+import attrs
+import orjson
+
 from .app import ROUTES
 from .scenarios import SCENARIOS
 from .server import DevServer
@@ -23,6 +26,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any)")
     parser.add_argument("--recording", help="a recorded stream (.jsonl) for the replay scenario")
     parser.add_argument("--pace", type=float, default=0.0, help="seconds between two frames")
+    parser.add_argument(
+        "--timings",
+        metavar="FILE",
+        help="on exit, write when each stream was received and its parts written (JSON lines)",
+    )
     return parser
 
 
@@ -46,9 +54,15 @@ async def _serve(args: argparse.Namespace) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loop
             loop.add_signal_handler(number, stop.set)
-    async with DevServer(args.host, args.port, pace=args.pace, recording=args.recording) as server:
+    async with DevServer(
+        args.host, args.port, pace=args.pace, recording=args.recording, timings=bool(args.timings)
+    ) as server:
         print(_banner(server), flush=True)
         await stop.wait()
+    if args.timings and server.stream_timings is not None:
+        with open(args.timings, "wb") as out:
+            for timing in server.stream_timings:
+                out.write(orjson.dumps(attrs.asdict(timing)) + b"\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
@@ -30,12 +31,27 @@ from .scenarios import (
 )
 from .turns import Control, Cut, KeepAlive, Pause, Ping, RawBytes, Script, TurnUsage, WaitGate
 
-__all__ = ["ROUTES", "ServerState", "create_app"]
+__all__ = ["ROUTES", "ServerState", "StreamTiming", "create_app"]
 
 ROUTES: tuple[tuple[str, type[Wire], str], ...] = tuple(
     (path, wire, wire.format) for path, wire in WIRES.items()
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
+
+
+@attrs.frozen
+class StreamTiming:
+    """When the server did what a stream's script says (``DevServer(timings=True)``):
+    the request's ``path``, ``model`` and ``attempt`` number, when it was received and
+    when each content part's frames were written (``time.monotonic()``, after the write).
+    A latency script's first token is ``writes[0] - received``, its gaps those between
+    the writes of its deltas: the server's own account, late by whatever kept it busy."""
+
+    path: str
+    model: str
+    attempt: int
+    received: float
+    writes: tuple[float, ...]
 
 
 class ServerState(Protocol):
@@ -45,6 +61,7 @@ class ServerState(Protocol):
     pace: float
     recording: Path | None
     recording_frames: list[Frame]
+    stream_timings: list[StreamTiming] | None
 
     def _record(self, path: str, headers: Mapping[str, str], body: Any) -> None: ...
 
@@ -70,6 +87,7 @@ def create_app(server: ServerState) -> web.Application:
 async def _handle(
     server: ServerState, wire_type: type[Wire], request: web.Request
 ) -> web.StreamResponse:
+    received = time.monotonic()
     try:
         body = orjson.loads(await request.read())
     except orjson.JSONDecodeError:
@@ -106,7 +124,13 @@ async def _handle(
         wire.send_usage = view.include_usage
         steps = _script_steps(wire, chosen)
         byte_interval = chosen.byte_interval
-    return await _stream(server, request, wire, steps, byte_interval)
+    writes: list[float] | None = None if server.stream_timings is None else []
+    try:
+        return await _stream(server, request, wire, steps, byte_interval, writes)
+    finally:
+        if server.stream_timings is not None and writes is not None:
+            timing = StreamTiming(request.path, model, view.attempt, received, tuple(writes))
+            server.stream_timings.append(timing)
 
 
 def _credential(request: web.Request) -> str:
@@ -155,6 +179,7 @@ async def _stream(
     wire: Wire,
     steps: Iterable[_Step],
     byte_interval: float = 0.0,
+    writes: list[float] | None = None,
 ) -> web.StreamResponse:
     charset = "" if wire.framing in ("ndjson", "eventstream") else "; charset=utf-8"
     response = web.StreamResponse(
@@ -191,6 +216,8 @@ async def _stream(
                     if response.prepared and server.pace:
                         await asyncio.sleep(server.pace)
                     await write(wire.frame_bytes(frame))
+                if writes is not None and not isinstance(step, Ping):
+                    writes.append(time.monotonic())
         if not cut:
             if not response.prepared:
                 await response.prepare(request)

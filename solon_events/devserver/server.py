@@ -17,7 +17,7 @@ from multidict import CIMultiDict
 
 from ..loop_thread import EventLoopThread
 from ..recording import is_recording, read_recording
-from .app import create_app
+from .app import StreamTiming, create_app
 from .encoders import Frame
 
 __all__ = ["DevServer", "RecordedRequest", "RunningServer", "load_recording"]
@@ -67,7 +67,10 @@ class DevServer:
     ``await srv.close()``); ``srv.url`` is the base URL. The request's model name picks the
     scenario (see :mod:`solon_events.devserver.scenarios`). ``pace`` is the pause, in
     seconds, between two frames of any stream; ``recording`` is a file of frames that the
-    ``replay`` scenario streams (with a recording, unknown model names replay it).
+    ``replay`` scenario streams (with a recording, unknown model names replay it);
+    ``timings`` keeps, in :attr:`stream_timings`, when each stream was received and when
+    each of its content parts was written (:class:`~.app.StreamTiming`: the server's own
+    account of a latency script, for benchmarks).
 
     Observability: :attr:`requests` lists every request received; :attr:`disconnect_count`
     counts streams whose client went away before the server finished writing (at the
@@ -82,6 +85,7 @@ class DevServer:
         *,
         pace: float = 0.0,
         recording: str | Path | None = None,
+        timings: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -91,6 +95,8 @@ class DevServer:
             load_recording(self.recording) if self.recording is not None else []
         )
         self.requests: list[RecordedRequest] = []
+        self.stream_timings: list[StreamTiming] | None = [] if timings else None
+        """With ``timings``, when each stream was received and its parts written."""
         self._attempts: dict[tuple[str, str], int] = {}
         self._disconnects = 0
         self.disconnect_times: list[float] = []
@@ -239,10 +245,11 @@ class DevServer:
         *,
         pace: float = 0.0,
         recording: str | Path | None = None,
+        timings: bool = False,
     ) -> RunningServer:
         """Start a server on its own event-loop thread; close it with ``.close()``."""
         loop_thread = EventLoopThread(name="solon-events-devserver")
-        server = cls(host, port, pace=pace, recording=recording)
+        server = cls(host, port, pace=pace, recording=recording, timings=timings)
         try:
             loop_thread.run(server.start())
         except BaseException:
