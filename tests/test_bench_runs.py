@@ -24,6 +24,7 @@ from solon_events.bench import (
     benchmark,
     summarize,
 )
+from solon_events.bench.report import point_lines
 from solon_events.bench.schema import RESULTS_SCHEMA, SCHEMA_ID
 from solon_events.cli import main
 from solon_events.cli.common import ROUTES
@@ -231,3 +232,18 @@ def test_no_key_reaches_the_results(server: RunningServer) -> None:
     assert secret not in json.dumps(result.to_json())
     assert secret not in repr(key_endpoint)
     assert math.isfinite(result.points[0].summary.duration)
+
+
+def test_a_priced_model_has_a_cost(server: RunningServer) -> None:
+    # An unknown scenario name is the weather answer: here under a model genai-prices prices.
+    (point,) = benchmark(
+        endpoint(server, "gpt-4o-mini"), ["hi"], Load(concurrency=1), requests=2
+    ).points
+    costs = [r.cost for r in point.records]
+    assert all(c is not None and c > 0 for c in costs)
+    assert point.summary.cost == pytest.approx(sum(costs))  # type: ignore[arg-type]
+    assert any(line.startswith("cost: $") for line in point_lines(point))
+    (unpriced,) = benchmark(
+        endpoint(server, "echo"), ["hi"], Load(concurrency=1), requests=1
+    ).points
+    assert unpriced.summary.cost is None
