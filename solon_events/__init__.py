@@ -30,11 +30,19 @@ from .errors import (
     ChatProtocolError,
     ChatTimeoutError,
     ProviderError,
+    StructuredOutputError,
     ToolCallError,
 )
 from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
 from .filters import ChatEventFilter
-from .messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from .messages import (
+    ChatRequest,
+    OutputFormat,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
 from .operators import (
     aggregate,
     argument_deltas,
@@ -125,6 +133,8 @@ __all__ = [
     "ToolMessage",
     "ToolSet",
     "ToolSpec",
+    "OutputFormat",
+    "StructuredOutputError",
     "Usage",
     "UsageReport",
     "UserMessage",

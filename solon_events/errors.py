@@ -11,6 +11,7 @@ __all__ = [
     "ChatHttpError",
     "ChatProtocolError",
     "ChatTimeoutError",
+    "StructuredOutputError",
     "ToolCallError",
 ]
 
@@ -95,6 +96,34 @@ class ToolCallError(ChatError):
         super().__init__(message)
         self.tool_name = tool_name
         self.tool_call_id = tool_call_id
+
+
+class StructuredOutputError(ChatError):
+    """A structured answer (``prompt(..., output=...)``) that did not come in its shape.
+
+    ``raw`` is the answer's text as it came; ``path`` where it does not fit, as a JSON path
+    (``"$.cities[0].name"``; ``"$"`` for the whole value; None when the text is not JSON
+    at all); ``reason`` what is wrong there; ``refusal`` the model's refusal, when it
+    refused instead of answering; ``attempts`` how many answers were asked for (the first
+    and its retries). The failed response, with its usage, is ``partial_response``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw: str = "",
+        path: str | None = None,
+        reason: str = "",
+        refusal: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.path = path
+        self.reason = reason
+        self.refusal = refusal
+        self.attempts = attempts
 
 
 class ProviderError(ChatError):

@@ -8,7 +8,7 @@ step's result goes straight back into the next request. Plain dicts in the commo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import attrs
 
@@ -18,6 +18,8 @@ from .values import snapshot
 __all__ = [
     "ChatRequest",
     "Message",
+    "OutputFormat",
+    "OutputMode",
     "SystemMessage",
     "ToolMessage",
     "ToolSpec",
@@ -65,18 +67,51 @@ class ToolSpec:
     )
 
 
+def _schema(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if value is None else snapshot(value)
+
+
+OutputMode = Literal["native", "tool", "prompted"]
+"""How a structured answer is asked for: ``"native"`` (the provider's own mechanism:
+``response_format``, ``output_config``, ``responseJsonSchema``, ``format``...), ``"tool"``
+(a tool of the answer's schema the model is made to call; its arguments are read as the
+answer's text) or ``"prompted"`` (the schema in an instruction; the answer is checked
+afterwards)."""
+
+
+@attrs.frozen(kw_only=True)
+class OutputFormat:
+    """The shape a structured answer must take, as a request carries it to a dialect.
+
+    ``schema`` is a JSON schema (None: any JSON object, a provider's "JSON mode");
+    ``name`` names it to the provider (a response format's name, the tool's name in
+    ``"tool"`` mode); ``mode`` is how it is asked for (None: the dialect's default for the
+    model, see :meth:`~solon_events.dialects.ChatDialect.output_mode`); ``strict`` whether
+    the provider is asked to hold the answer to the schema where it can (None: where the
+    schema can be made strict, see :func:`~solon_events.dialects.strict_schema`).
+    """
+
+    schema: Mapping[str, Any] | None = attrs.field(default=None, converter=_schema)
+    name: str = "output"
+    description: str = ""
+    mode: OutputMode | None = None
+    strict: bool | None = None
+
+
 @attrs.frozen(kw_only=True)
 class ChatRequest:
     """One model round: the conversation so far, the tools, and provider options.
 
     ``options`` are passed through into the provider's request body (``temperature``,
-    ``max_tokens``, ``thinking``, ...).
+    ``max_tokens``, ``thinking``, ...). ``output`` asks for a structured answer of that
+    shape (None: free text).
     """
 
     model: str
     messages: tuple[Message, ...] = attrs.field(converter=_tuple)
     tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_tuple)
     options: Mapping[str, Any] = attrs.field(default=None, converter=snapshot)
+    output: OutputFormat | None = None
 
 
 def to_messages(prompt: str | Message | Mapping[str, Any] | Iterable[Any]) -> tuple[Message, ...]:

@@ -342,6 +342,9 @@ class ChatResponse(FrozenValue):
     attempts: tuple[Attempt, ...] = ()
     """A response asked of several models: every attempt started, in the members' order
     (empty for one model's); ``usage`` is then the sum of their usage."""
+    output: Any = None
+    """The structured answer asked for (``prompt(..., output=...)``), validated: an
+    instance of the type given, or the JSON value for a schema; None otherwise."""
 
     _repr_html_ = repr_html
     _repr_pretty_ = repr_pretty
@@ -506,7 +509,7 @@ def with_usage(response: ChatResponse, usage: Usage | None, cost: Cost | None) -
     when they are its own already)."""
     if response.usage is usage and response.cost is cost:
         return response
-    return new_response(
+    made = new_response(
         response.message,
         usage,
         response.finish_reason,
@@ -515,3 +518,6 @@ def with_usage(response: ChatResponse, usage: Usage | None, cost: Cost | None) -
         response.pending_approval,
         cost,
     )
+    if response.output is not None:  # a structured answer's, checked
+        made = attrs.evolve(made, output=response.output)
+    return made

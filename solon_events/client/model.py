@@ -239,17 +239,24 @@ class ChatModel(_Combinable):
         )
 
     def prompt(
-        self, text_or_messages: str | Message | Iterable[Any] | PendingApproval
+        self,
+        text_or_messages: str | Message | Iterable[Any] | PendingApproval,
+        *,
+        output: Any = None,
     ) -> ChatPrompt:
         """A request for this model; chain options, then ``call``/``stream``.
 
         Given a :class:`~solon_events.approvals.PendingApproval` (a response paused for
         tool approval), the prompt continues that response: decide its calls with
-        :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools."""
+        :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools.
+        ``output`` asks for a structured answer of that type or schema
+        (:meth:`ChatPrompt.output`)."""
         if isinstance(text_or_messages, PendingApproval):
             pending = text_or_messages
-            return ChatPrompt(self, pending.messages, resume=pending)
-        return ChatPrompt(self, to_messages(text_or_messages))
+            prompt = ChatPrompt(self, pending.messages, resume=pending)
+        else:
+            prompt = ChatPrompt(self, to_messages(text_or_messages))
+        return prompt if output is None else prompt.output(output)
 
     fallback = _Combinable.fallback  # documented with the model's own methods
     hedge = _Combinable.hedge

@@ -23,12 +23,13 @@ from ..core import stages
 from ..dialects.base import HttpRequest
 from ..errors import ChatError
 from ..events import EVENT_TYPES, ChatEvent
-from ..messages import ChatRequest, Message, ToolSpec
+from ..messages import ChatRequest, Message, OutputMode, ToolSpec
 from ..redaction import Redactor
 from ..results import ChatResponse, UsageReport
 from ..steps import PrepareStep, StopCondition
 from ..tools import Tool, ToolSet
 from ..wire.sse import Frame
+from .output import OutputRequest
 from .tool_loop import Emit, ResponseRun, StepPlan
 
 if TYPE_CHECKING:
@@ -261,6 +262,7 @@ class ChatPrompt:
     _response_id: str | None = None
     _first_step: int = 0
     _on_usage: tuple[Callable[[UsageReport], Any], ...] = ()
+    _output: OutputRequest | None = None
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -361,6 +363,36 @@ class ChatPrompt:
             raise TypeError(f"on_usage takes a callable, not {type(callback).__name__}")
         return attrs.evolve(self, on_usage=(*self._on_usage, callback))
 
+    def output(
+        self,
+        output: Any,
+        *,
+        mode: OutputMode | None = None,
+        retries: int = 0,
+        name: str | None = None,
+        strict: bool | None = None,
+    ) -> ChatPrompt:
+        """Ask for the answer in the shape of ``output``: a pydantic model, an attrs class,
+        a dataclass, a TypedDict (or ``list[...]`` of them) or a JSON schema (a mapping).
+
+        Each dialect asks in its ``mode`` (``"native"``, ``"tool"`` or ``"prompted"``;
+        None: the dialect's default for the model, see :doc:`/structured_output`); the
+        answer streams as the last step's text (in ``"tool"`` mode too), and the
+        response's ``output`` is the answer checked: an instance of the type, or the JSON
+        value for a schema. An answer that does not fit is asked again up to ``retries``
+        times, with what was wrong (each retry a STATUS event, ``sub_type``
+        ``"output_retry"``, its step's usage kept); after that the response fails with
+        :class:`~solon_events.StructuredOutputError`, as it does at once when the model
+        refuses. ``name`` names the schema to the provider (the type's name by default);
+        ``strict``: hold the answer to the schema where the provider can (None: where
+        the schema can be made strict; True: a ValueError when it cannot). An
+        :class:`~solon_events.messages.OutputFormat` is asked for as it is and never
+        checked (what the gateway does for its clients).
+        ``model.prompt(text, output=X)`` is ``model.prompt(text).output(X)``.
+        """
+        request = OutputRequest.of(output, mode=mode, retries=retries, name=name, strict=strict)
+        return attrs.evolve(self, output=request)
+
     def partial_arguments(self, flag: bool = True) -> ChatPrompt:
         """Whether every tool-call argument delta carries the arguments parsed so far
         (default off; see :func:`~solon_events.operators.partial_arguments`)."""
@@ -381,6 +413,7 @@ class ChatPrompt:
             messages=self._messages,
             tools=toolset.specs() + self._client_tools,
             options=self._options,
+            output=self._output.format if self._output is not None else None,
         )
         return StepPlan(
             request=request,
@@ -402,6 +435,7 @@ class ChatPrompt:
             first_step=self._first_step,
             accounting=model._accounting,
             on_usage=((model.on_usage,) if model.on_usage else ()) + self._on_usage,
+            output=self._output,
         )
 
     def _read(

@@ -167,14 +167,21 @@ class ModelGroup(_Combinable):
         return f"{type(self).__name__}({', '.join(map(repr, self.members))})"
 
     def prompt(
-        self, text_or_messages: str | Message | Iterable[Any] | PendingApproval
+        self,
+        text_or_messages: str | Message | Iterable[Any] | PendingApproval,
+        *,
+        output: Any = None,
     ) -> ChatPrompt:
         """A request for this group: chain options as on a ChatModel's prompt, then
-        ``call``/``stream``/``astream``/``acall``."""
+        ``call``/``stream``/``astream``/``acall``; ``output`` as a ChatModel's prompt
+        takes it (each attempt asks for it, and checks its own answer)."""
+        prompt: ChatPrompt
         if isinstance(text_or_messages, PendingApproval):
             pending = text_or_messages
-            return _GroupPrompt(self, pending.messages, resume=pending)  # type: ignore[arg-type]
-        return _GroupPrompt(self, to_messages(text_or_messages))  # type: ignore[arg-type]
+            prompt = _GroupPrompt(self, pending.messages, resume=pending)  # type: ignore[arg-type]
+        else:
+            prompt = _GroupPrompt(self, to_messages(text_or_messages))  # type: ignore[arg-type]
+        return prompt if output is None else prompt.output(output)
 
     @property
     def assistant_prefill(self) -> bool:

@@ -50,11 +50,21 @@ from ..approvals import ApprovalDecision, PendingApproval, denied_text
 from ..core.parsing import ParseStage, StepSettlement
 from ..core.stages import Sink
 from ..dialects.base import ChatDialect, HttpRequest
-from ..errors import ChatError, ChatTimeoutError, ToolCallError
+from ..dialects.output import output_mode
+from ..dialects.output_tool import OutputToolDialect
+from ..errors import ChatError, ChatTimeoutError, StructuredOutputError, ToolCallError
 from ..events import EVENT_TYPES, ChatEvent
 from ..loop_thread import DeadlinePassed, within
 from ..messages import ChatRequest, Message, ToolMessage, to_messages
-from ..results import ChatResponse, Cost, ToolCall, Usage, UsageOutcome, UsageReport
+from ..results import (
+    AssistantMessage,
+    ChatResponse,
+    Cost,
+    ToolCall,
+    Usage,
+    UsageOutcome,
+    UsageReport,
+)
 from ..steps import (
     PrepareStep,
     StepContext,
@@ -66,6 +76,7 @@ from ..steps import (
 from ..tools import Tool, ToolContext, ToolSet
 from ..tools.context import ToolProgress
 from ..tools.scope import around_tool
+from .output import OutputRequest
 from .stream_reader import Emit, downstream_error
 
 __all__ = ["ResponseRun", "StepPlan", "ToolErrorPolicy"]
@@ -120,6 +131,9 @@ class StepPlan:
     """Settles each step's usage (and price) at its end, made for the step's request."""
     on_usage: tuple[Callable[[UsageReport], Any], ...] = ()
     """Told the response's :class:`UsageReport` once it has ended, however it ended."""
+    output: OutputRequest | None = None
+    """The structured answer asked for: the last step's answer is settled by it (and asked
+    again, up to its retries, when it does not fit)."""
 
 
 class _StepEnd:
@@ -211,6 +225,8 @@ class ResponseRun:
     """The usage and price of each request retried after the provider accepted it."""
     ended: bool = attrs.field(init=False, default=False)
     """Whether ``head`` has ended, or :meth:`stop` was called."""
+    _answers: int = attrs.field(init=False, default=0)
+    """How many structured answers were settled (the first and its retries)."""
 
     async def steps(self) -> AsyncGenerator[None, None]:
         """Run the steps; yields whenever events were pushed into ``head`` (after each
@@ -248,13 +264,14 @@ class ResponseRun:
             self._ending = ending = _StepEnd(
                 self._head, self._ended_steps, weakref.WeakMethod(self._aborted)
             )
+            dialect, marks = _reading(plan.dialect, request)
             self._parser = parser = ParseStage(
-                plan.dialect, ending, step=step, response_id=self._response_id
+                dialect, ending, step=step, response_id=self._response_id
             )
             if plan.accounting is not None:
                 parser.accounting = plan.accounting(request)
                 parser.retried = self._retried
-            parser.start()
+            parser.start(marks)
             try:
                 async with contextlib.aclosing(
                     plan.read(http_request, parser.on_next, self._paced, deadline)
@@ -278,8 +295,13 @@ class ResponseRun:
             calls = response.tool_calls if response is not None else ()
             ours = tuple(c for c in calls if c.name not in plan.client_tools)
             if not (ours and plan.auto_tool_call and toolset):
-                self._complete(step_end)
-                return
+                if plan.output is None or calls:
+                    self._complete(step_end)
+                    return
+                if self._settled(plan.output, step_end, messages):
+                    return
+                step += 1
+                continue
             self._held = step_end
             try:
                 waiting = _waiting_for_approval(ours, step, toolset)
@@ -294,6 +316,36 @@ class ResponseRun:
             if self._after_tools(tools, finished, messages):
                 return
             step += 1
+
+    def _settled(self, output: OutputRequest, step_end: ChatEvent, messages: list[Message]) -> bool:
+        """Settle the answer of the step that ends with ``step_end``: complete the response
+        with its ``output`` (True), or, when it does not fit and retries are left, push a
+        STATUS ``output_retry`` and the step's end, and ask again (False); else fail."""
+        response = step_end.response or ChatResponse()
+        self._answers += 1
+        try:
+            value = output.settle(response, self._answers)
+        except StructuredOutputError as error:
+            if error.refusal is not None or self._answers > output.retries:
+                self._held = step_end
+                self._fail(error)
+                return True
+            self._head.on_next(
+                ChatEvent(
+                    EVENT_TYPES.STATUS,
+                    step=step_end.step,
+                    response_id=self._response_id,
+                    sub_type="output_retry",
+                    text=str(error),
+                    attrs={"attempt": self._answers, "path": error.path, "reason": error.reason},
+                )
+            )
+            self._head.on_next(step_end)
+            messages.append(response.message or AssistantMessage(text=response.text))
+            messages.append(output.feedback(error))
+            return False
+        self._complete(step_end.evolve(response=attrs.evolve(response, output=value)))
+        return True
 
     def _resumed(
         self, pending: PendingApproval, messages: list[Message], finished: list[StepResult]
@@ -685,6 +737,21 @@ class ResponseRun:
                 tool_name=call.name,
                 tool_call_id=call.id,
             ) from None
+
+
+def _reading(
+    dialect: ChatDialect, request: ChatRequest
+) -> tuple[ChatDialect, Mapping[str, Any] | None]:
+    """The dialect that reads a step's frames (in ``"tool"`` mode, the output tool's call
+    read as text), and what the step's STEP_START says of a structured answer (its
+    ``attrs``: ``output``, the answer's name, and ``output_mode``)."""
+    mode = output_mode(dialect, request)
+    if mode is None:
+        return dialect, None
+    assert request.output is not None
+    name = request.output.name
+    marks = {"output": name, "output_mode": mode}
+    return (OutputToolDialect(dialect, name) if mode == "tool" else dialect), marks
 
 
 @attrs.frozen

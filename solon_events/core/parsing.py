@@ -215,9 +215,11 @@ class ParseStage:
             raise RuntimeError("the dialect can change only before the first frame")
         self._dialect = dialect
 
-    def start(self) -> None:
-        """Emit the step's STEP_START."""
-        self._push(framing_event(_STEP_START, self.step, self._response_id))
+    def start(self, attrs: Mapping[str, Any] | None = None) -> None:
+        """Emit the step's STEP_START (with ``attrs``, when given: what the step is asked
+        for, a structured answer say)."""
+        event = framing_event(_STEP_START, self.step, self._response_id)
+        self._push(event if attrs is None else event.evolve(attrs=attrs))
 
     def on_next(self, frame: Any) -> None:
         """Parse one frame: a :class:`~solon_events.wire.sse.Frame`, JSON text or a payload."""

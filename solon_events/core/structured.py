@@ -20,7 +20,7 @@ from ..events import EVENT_TYPES, ChatEvent
 from ..extras import require
 from .partial_json import PartialJsonParser
 
-__all__ = ["JsonAnswer", "Schema"]
+__all__ = ["JsonAnswer", "Schema", "answer_value"]
 
 Schema = type | Mapping[str, Any] | None
 """An attrs class, a JSON schema (a mapping), or None for any JSON value."""
@@ -63,11 +63,17 @@ class JsonAnswer:
         if kind is EVENT_TYPES.STEP_START:  # only the last step's text is the answer
             self._reset()
             return False
-        if kind is not EVENT_TYPES.TEXT_DELTA or not event.text or self._error is not None:
+        if kind is not EVENT_TYPES.TEXT_DELTA or not event.text:
+            return False
+        return self.add_text(event.text)
+
+    def add_text(self, text: str) -> bool:
+        """Read more of the answer's text; whether its partial value changed."""
+        if self._error is not None:
             return False
         parser = self._parser
         try:
-            self._feed(self._after_fence(event.text))
+            self._feed(self._after_fence(text))
         except ValueError as error:
             self._error = error
             return False
@@ -143,6 +149,14 @@ class JsonAnswer:
             if not parser.complete:  # a backtick inside a string (anywhere else: an error)
                 parser.feed("`")
                 text = text[1:]
+
+
+def answer_value(text: str) -> Any:
+    """The JSON value of a whole answer's ``text`` (a Markdown code fence around it
+    skipped); ``ValueError`` when it is not JSON or is cut short."""
+    answer = JsonAnswer()
+    answer.add_text(text)
+    return answer.finish()
 
 
 def _is_cattrs_error(error: Exception) -> bool:

@@ -18,6 +18,7 @@ import attrs
 import orjson
 from aiohttp import web
 
+from .answers import asked_output
 from .encoders import WIRES, Frame, Wire
 from .scenarios import (
     HTML_BODY,
@@ -102,6 +103,7 @@ async def _handle(
         model=model,
         credential=_credential(request),
         attempt=server._count_attempt(request.path, model),
+        output=asked_output(wire_type.format, body, view.tools),
     )
     try:
         chosen = plan(view, has_recording=server.recording is not None)

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import orjson
 
+from .answers import answered, broken, instance
 from .encoders.base import RequestView, ToolDecl
 from .turns import (
     Cut,
@@ -29,6 +30,7 @@ from .turns import (
     Pause,
     Ping,
     RawBytes,
+    Refusal,
     Script,
     ServerToolPart,
     StreamError,
@@ -121,6 +123,8 @@ def plan(view: RequestView, *, has_recording: bool = False) -> Plan:
     if name == "replay" and not has_recording:
         raise ScenarioError("the replay scenario needs a DevServer started with a recording")
     chosen = SCENARIOS[name][0](view, args)
+    if view.output is not None and isinstance(chosen, Script) and name not in _SHAPED:
+        chosen = answered(chosen, view.output, instance(view.output.schema))
     if view.prefill and isinstance(chosen, Script):
         return continued(chosen, view.prefill)
     return chosen
@@ -566,6 +570,27 @@ def _cut_in_call(view: RequestView, args: Sequence[str]) -> Script:
 _CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
+def _malformed(view: RequestView, args: Sequence[str]) -> Script:
+    how = args[0] if args and args[0] else "type"
+    if how not in ("type", "missing"):
+        raise ScenarioError(f"malformed:{how}: say type or missing")
+    script = _weather(view, ())
+    asked = view.output
+    if asked is None:
+        return script
+    wrong = asked.retries < _int(args, 1, 1)
+    value = broken(asked.schema, how) if wrong else instance(asked.schema)
+    return answered(script, asked, value)
+
+
+def _refuse(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Refusal("I can't help with that."), Finish("content_filter")]
+    return Script(parts, TurnUsage(prompt=20, completion=6))
+
+
+_SHAPED = frozenset({"malformed", "refuse"})  # scenarios that answer a schema their own way
+
+
 def _error_status(args: Sequence[str], index: int, default: int) -> int:
     status = _int(args, index, default)
     if not 400 <= status <= 599:
@@ -672,6 +697,13 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     ),
     "deep-error": (_deep_error, "deep-error:<code>:<depth> - an error body nested depth deep"),
     "echo-key": (_echo_key, "echo-key:<frame|status|page|text|malformed> - quotes the API key"),
+    "malformed": (
+        _malformed,
+        "malformed:<type|missing>:<n> - asked for a structured answer, the first n answers "
+        "(default 1) have a field of the wrong type (or the first required one missing); "
+        "the next fit",
+    ),
+    "refuse": (_refuse, "a refusal (a refusal delta, finish content_filter)"),
     "long-args": (
         _long_args,
         "long-args:<n> - a write_report call whose long, nested argument (n sections) streams "

@@ -33,6 +33,7 @@ __all__ = [
     "Part",
     "Pause",
     "Ping",
+    "Refusal",
     "RawBytes",
     "Script",
     "ServerToolPart",
@@ -46,7 +47,7 @@ __all__ = [
     "usage_of",
 ]
 
-FinishKind = Literal["stop", "tool_calls"]
+FinishKind = Literal["stop", "tool_calls", "content_filter"]
 
 
 @attrs.frozen
@@ -59,6 +60,13 @@ class Thinking:
 @attrs.frozen
 class Text:
     """One answer text delta."""
+
+    text: str
+
+
+@attrs.frozen
+class Refusal:
+    """One refusal delta (the wires that have none send nothing of it)."""
 
     text: str
 
@@ -112,7 +120,8 @@ class ImagePart:
 
 @attrs.frozen
 class Finish:
-    """The provider's completion signal: ``"stop"`` or ``"tool_calls"``, in abstract words."""
+    """The provider's completion signal: ``"stop"``, ``"tool_calls"`` or ``"content_filter"``,
+    in abstract words."""
 
     reason: FinishKind
 
@@ -160,7 +169,9 @@ class Cut:
     """The connection is dropped here, without the body's proper end."""
 
 
-Content = Thinking | Text | ToolCallPart | ServerToolPart | ImagePart | Finish | StreamError
+Content = (
+    Thinking | Text | Refusal | ToolCallPart | ServerToolPart | ImagePart | Finish | StreamError
+)
 """The parts an encoder turns into frames."""
 
 Control = Pause | WaitGate | KeepAlive | Ping | RawBytes | Cut
@@ -208,9 +219,9 @@ class TurnEvents:
     """A script's content parts as the ChatEvents they stand for, one part at a time.
 
     A part is shorthand for events: :class:`Thinking` a THINKING_DELTA, :class:`Text` a
-    TEXT_DELTA, :class:`ToolCallPart` a TOOL_CALL_START, an ARGS_DELTA per fragment and a
-    TOOL_CALL_END, :class:`ServerToolPart` a SERVER_TOOL_START, its ARGS_DELTAs and its
-    SERVER_TOOL_RESULT, :class:`ImagePart` a MEDIA_DONE holding the image,
+    TEXT_DELTA, :class:`Refusal` a REFUSAL_DELTA, :class:`ToolCallPart` a TOOL_CALL_START,
+    an ARGS_DELTA per fragment and a TOOL_CALL_END, :class:`ServerToolPart` a
+    SERVER_TOOL_START, its ARGS_DELTAs and its SERVER_TOOL_RESULT, :class:`ImagePart` a MEDIA_DONE holding the image,
     :class:`Finish` RESPONSE_END with the turn's usage, :class:`StreamError` an ERROR whose
     provider error carries ``error_status``. The first part is preceded by a USAGE of the
     prompt's tokens, known before a provider writes anything.
@@ -234,6 +245,8 @@ class TurnEvents:
             events.append(ChatEvent(EVENT_TYPES.THINKING_DELTA, text=part.text))
         elif isinstance(part, Text):
             events.append(ChatEvent(EVENT_TYPES.TEXT_DELTA, text=part.text))
+        elif isinstance(part, Refusal):
+            events.append(ChatEvent(EVENT_TYPES.REFUSAL_DELTA, text=part.text))
         elif isinstance(part, ToolCallPart):
             events += self._call(part)
         elif isinstance(part, ServerToolPart):

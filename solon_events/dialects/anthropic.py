@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import (
     Citation,
     SearchResult,
@@ -58,6 +58,7 @@ from .blocks import (
     start_server_call,
 )
 from .context import ChatStreamContext, FrameHandler, dispatch
+from .output import claude_output_mode
 from .reading import make_usage
 from .request import Endpoint, HttpRequest
 
@@ -90,9 +91,22 @@ class AnthropicDialect(ChatDialect):
     name = "anthropic"
     assistant_prefill = True  # a trailing assistant turn is continued (no trailing space)
 
+    native_output = True
+
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The Messages API request (:func:`messages_request`)."""
         return messages_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"`` (``output_config.format``) for a model that takes it (Opus 4.1,
+        every Claude from 4.5 on) and a schema it can hold the answer to; ``"tool"`` (a
+        forced tool) otherwise, and without a schema."""
+        return claude_output_mode(model, output)
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``tool_choice``: the tool ``name``, or ``any`` (not with extended thinking,
+        which takes ``auto`` only)."""
+        return {"tool_choice": {"type": "any"} if name is None else {"type": "tool", "name": name}}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Anthropic stream event into events on ``ctx``."""

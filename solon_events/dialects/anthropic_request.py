@@ -8,6 +8,7 @@ from typing import Any
 
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .output import closed_format, merged_option
 from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, redacted_thinking, thinking_signature, tool_definition
 
@@ -29,7 +30,9 @@ def messages_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
     override these; ``stream`` is always true. An assistant turn's thinking is sent
     back only with its signature (``metadata["thinking_signature"]``), as the API demands;
     ``metadata["redacted_thinking"]`` (a string or a list) is sent back as
-    ``redacted_thinking`` blocks. Consecutive tool results form one user turn.
+    ``redacted_thinking`` blocks. Consecutive tool results form one user turn. A
+    structured answer goes in ``output_config.format`` (merged with an ``output_config``
+    option, ``effort`` say).
     """
     system, messages = _messages(request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
@@ -38,7 +41,12 @@ def messages_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
     if request.tools:
         body["tools"] = [_tool(tool) for tool in request.tools]
     body["max_tokens"] = _default_max_tokens(request.options)
-    body.update(request.options)
+    options = dict(request.options)
+    if request.output is not None:  # structured outputs, generally available: no beta header
+        format = {"format": closed_format(request.output)}
+        body["output_config"] = merged_option(options, "output_config", format)
+        options.pop("output_config", None)
+    body.update(options)
     body["stream"] = True
     headers = _headers(endpoint.api_key, endpoint.headers)
     return HttpRequest(url=endpoint.url, headers=headers, body=body)

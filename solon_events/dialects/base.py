@@ -13,10 +13,11 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..wire.sse import Frame, StreamDecoder
 from .context import ChatStreamContext
 from .frame_shapes import claims_frame
+from .output import prepared
 from .reading import provider_error_message
 from .request import Endpoint, HttpRequest
 
@@ -68,6 +69,11 @@ class ChatDialect:
     asks before it sends one (Anthropic and Ollama do; an OpenAI-compatible server when
     declared to, ``OpenAIDialect(prefill=...)``)."""
 
+    native_output: bool = False
+    """Whether :meth:`request_for` writes a request's ``output`` in the provider's own
+    mechanism (``"native"`` mode); a dialect that does not is asked in ``"tool"`` or
+    ``"prompted"`` mode only."""
+
     def build_request(
         self,
         request: ChatRequest,
@@ -77,8 +83,25 @@ class ChatDialect:
         headers: Mapping[str, str] | None = None,
     ) -> HttpRequest:
         """The provider's streaming HTTP request for ``request``, posted to ``api_url``
-        (:meth:`request_for` that :class:`Endpoint`)."""
-        return self.request_for(request, Endpoint(api_url, api_key, headers))
+        (:meth:`request_for` that :class:`Endpoint`). A request asking for a structured
+        answer in ``"tool"`` or ``"prompted"`` mode is written as such first
+        (:func:`~solon_events.dialects.output.prepared`), so :meth:`request_for` sees an
+        ``output`` in ``"native"`` mode only."""
+        return self.request_for(prepared(self, request), Endpoint(api_url, api_key, headers))
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """How this dialect asks ``model`` for a structured answer when the request does
+        not say: ``"prompted"`` here (it works with any model); a dialect with a native
+        mechanism overrides it."""
+        return "prompted"
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """The request options that make the model call the tool ``name`` (None: any of
+        its tools), for ``"tool"`` mode; a ValueError for a dialect that cannot say so."""
+        raise ValueError(
+            f"the {self.name!r} dialect cannot make the model call a tool: "
+            "ask for a structured answer with mode='native' or mode='prompted'"
+        )
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The provider's streaming HTTP request for ``request`` to ``endpoint``: what a

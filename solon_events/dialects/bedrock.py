@@ -55,7 +55,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import (
     Citation,
     ImageBlock,
@@ -69,6 +69,7 @@ from . import aws_auth
 from .base import ChatDialect
 from .bedrock_request import converse_stream_request, converse_stream_url
 from .context import ChatStreamContext
+from .output import claude_output_mode
 from .reading import expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
 from .tool_calls import ToolCallAssembler
@@ -134,9 +135,23 @@ class BedrockDialect(ChatDialect):
             return []
         return aws_auth.credential_secrets()
 
+    native_output = True
+
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ConverseStream request (:func:`converse_stream_request`)."""
         return converse_stream_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"`` (``outputConfig.textFormat``) for a Claude model that takes it
+        (Opus 4.1, every Claude from 4.5 on) and a schema it can hold the answer to;
+        ``"tool"`` (a forced tool) for any other model, and without a schema."""
+        if "claude" not in model:
+            return "tool"
+        return claude_output_mode(model, output)
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``toolConfig.toolChoice``: the tool ``name``, or ``any``."""
+        return {"tool_choice": {"any": {}} if name is None else {"tool": {"name": name}}}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ConverseStream event (``{"<type>": payload}``) into events."""

@@ -9,13 +9,21 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..messages import (
+    ChatRequest,
+    OutputFormat,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from . import aws_auth
+from .output import closed_format
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import data_url_parts, redacted_thinking, thinking_signature, tool_definition
 
-__all__ = ["converse_stream_request", "converse_stream_url"]
+__all__ = ["converse_stream_request", "converse_stream_url", "text_format"]
 
 _INFERENCE_KEYS = {
     "maxTokens": "maxTokens",
@@ -59,7 +67,8 @@ def converse_stream_request(request: ChatRequest, endpoint: Endpoint) -> HttpReq
     ``additionalModelRequestFields``, ...) are sent as they are, ``tool_choice``/
     ``toolChoice`` goes into ``toolConfig``, and any other option into
     ``additionalModelRequestFields`` (the model's own parameters, e.g. ``top_k`` or
-    ``thinking``).
+    ``thinking``). A structured answer goes in ``outputConfig.textFormat``
+    (:func:`text_format`).
 
     ``api_key`` (a Bedrock API key) is sent as ``Authorization: Bearer``; without it
     (and without an ``Authorization`` in ``headers``) the request is signed with
@@ -93,8 +102,21 @@ def _body(request: ChatRequest) -> dict[str, Any]:
         body["system"] = system
     if request.tools:
         body["toolConfig"] = {"tools": [_tool(tool) for tool in request.tools]}
+    if request.output is not None:
+        body["outputConfig"] = {"textFormat": text_format(request.output)}
     _apply_options(body, request.options)
     return body
+
+
+def text_format(output: OutputFormat) -> dict[str, Any]:
+    """Converse's ``outputConfig.textFormat`` for ``output``: a ``json_schema`` whose schema
+    (closed, as Claude takes it: :func:`~.output_schema.closed_schema`) is sent as JSON
+    text."""
+    schema = closed_format(output)["schema"]
+    definition: dict[str, Any] = {"schema": orjson.dumps(schema).decode(), "name": output.name}
+    if output.description:
+        definition["description"] = output.description
+    return {"type": "json_schema", "structure": {"jsonSchema": definition}}
 
 
 def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:

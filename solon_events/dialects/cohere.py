@@ -43,7 +43,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import Citation, Usage, new_citation
 from .base import ChatDialect
 from .cohere_request import chat_request
@@ -82,9 +82,20 @@ class CohereDialect(ChatDialect):
 
     name = "cohere"
 
+    native_output = True
+
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``/v2/chat`` request (:func:`~solon_events.dialects.cohere_request.chat_request`)."""
         return chat_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"``: ``response_format`` (``json_object``, with its ``json_schema``)."""
+        return "native"
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``tool_choice: "REQUIRED"``: Cohere cannot name the tool (the output's is then
+        the only one, or the model may call the request's own tools first)."""
+        return {"tool_choice": "REQUIRED"}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Cohere stream event into events on ``ctx``."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..messages import ChatRequest, ToolMessage, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .output_schema import plain_schema
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, function_tool, role_message, verbatim
 
@@ -22,7 +23,8 @@ def chat_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
 
     The body holds ``model``, ``messages``, ``tools`` (``{"type": "function", "function":
     {name, description, parameters}}``), ``documents`` and ``stream: true``; the other
-    ``request.options`` are passed through and override these. Messages:
+    ``request.options`` are passed through and override these; a structured answer is
+    ``response_format`` (``json_object`` with its ``json_schema``). Messages:
 
     - a system message is ``{"role": "system", "content": text}``;
     - a user message is its text, or a list of ``text`` and ``image_url`` items when it has
@@ -47,6 +49,11 @@ def chat_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         body["tools"] = [function_tool(t) for t in request.tools]
     if documents:
         body["documents"] = documents
+    output = request.output
+    if output is not None:
+        body["response_format"] = {"type": "json_object"}
+        if output.schema is not None:
+            body["response_format"]["json_schema"] = plain_schema(output.schema)
     body.update(options)
     body["stream"] = True
     headers = request_headers(bearer(endpoint.api_key), endpoint.headers)

@@ -120,6 +120,13 @@ class ChatStreamContext:
         """The JSON text :attr:`frame` was decoded from: what an event sent with that
         payload as ``raw`` holds."""
 
+    @property
+    def recorded(self) -> list[Outcome]:
+        """What was recorded since the parse stage last acted, in order: the live list,
+        which a dialect wrapping another may rewrite in place after the other's call
+        (:class:`~solon_events.dialects.output_tool.OutputToolDialect`)."""
+        return self._record
+
     def take(self) -> list[Outcome]:
         """What was recorded since the last call, in order; the record is then empty."""
         taken = list(self._record)

@@ -36,7 +36,7 @@ from collections.abc import Container, Mapping
 from typing import Any
 
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import (
     FileBlock,
     ImageBlock,
@@ -103,10 +103,23 @@ class GeminiDialect(ChatDialect):
     """Gemini API ``streamGenerateContent`` with ``alt=sse`` (Google AI and Vertex AI)."""
 
     name = "gemini"
+    native_output = True
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``streamGenerateContent`` request (:func:`generate_content_request`)."""
         return generate_content_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"``: ``responseMimeType`` and ``responseJsonSchema`` (``responseSchema``
+        for Gemini 1.x and 2.0)."""
+        return "native"
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``toolConfig.functionCallingConfig``: mode ``ANY``, only ``name`` allowed."""
+        config: dict[str, Any] = {"mode": "ANY"}
+        if name is not None:
+            config["allowedFunctionNames"] = [name]
+        return {"tool_config": {"functionCallingConfig": config}}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``GenerateContentResponse`` (or an error payload) into events."""

@@ -6,13 +6,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..messages import (
+    ChatRequest,
+    OutputFormat,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .gemini_schema import gemini_schema
+from .output_schema import plain_schema
 from .reading import plain_json
 from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, thinking_signature, verbatim
 
-__all__ = ["SKIP_SIGNATURE", "generate_content_request", "stream_url"]
+__all__ = ["SKIP_SIGNATURE", "generate_content_request", "response_schema", "stream_url"]
 
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """The placeholder signature Google documents for function calls whose signature is unknown."""
@@ -38,7 +47,8 @@ def generate_content_request(request: ChatRequest, endpoint: Endpoint) -> HttpRe
     - ``systemInstruction``: the system messages, one text part each.
     - ``tools``: ``[{"functionDeclarations": [{name, description, parameters}]}]``.
     - ``generationConfig`` and top-level fields from ``request.options``, see
-      :func:`_apply_options`.
+      :func:`_apply_options`; a structured answer as ``responseMimeType`` and its schema
+      (:func:`response_schema`), which options of the same names replace.
     """
     api_url = endpoint.url
     system, contents = _contents(request.messages)
@@ -47,7 +57,10 @@ def generate_content_request(request: ChatRequest, endpoint: Endpoint) -> HttpRe
         body["systemInstruction"] = {"parts": system}
     if request.tools:
         body["tools"] = [{"functionDeclarations": [_declaration(t) for t in request.tools]}]
-    _apply_options(body, request.options)
+    options = request.options
+    if request.output is not None:
+        options = {**response_schema(request.output, request.model), **options}
+    _apply_options(body, options)
     api_key = endpoint.api_key or _url_key(api_url)
     headers = request_headers({"x-goog-api-key": api_key} if api_key else {}, endpoint.headers)
     return HttpRequest(url=stream_url(api_url, request.model), headers=headers, body=body)
@@ -131,6 +144,21 @@ def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:
             config[name] = value
     if config:
         body["generationConfig"] = config
+
+
+def response_schema(output: OutputFormat, model: str) -> dict[str, Any]:
+    """The generation options of a structured answer: ``responseMimeType``
+    ``application/json`` and the schema as ``responseJsonSchema`` (JSON schema), or as
+    ``responseSchema`` (:func:`~.gemini_schema.gemini_schema`) for the models before it
+    (Gemini 1.x and 2.0); no schema: JSON mode."""
+    options: dict[str, Any] = {"responseMimeType": "application/json"}
+    if output.schema is None:
+        return options
+    if model.removeprefix("models/").startswith(("gemini-1.", "gemini-2.0")):
+        options["responseSchema"] = gemini_schema(output.schema)
+    else:
+        options["responseJsonSchema"] = plain_schema(output.schema)
+    return options
 
 
 def _declaration(spec: ToolSpec) -> dict[str, Any]:

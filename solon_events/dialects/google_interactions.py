@@ -45,7 +45,7 @@ from typing import Any
 import orjson
 
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import (
     Citation,
     FileBlock,
@@ -96,10 +96,23 @@ class GoogleInteractionsDialect(ChatDialect):
 
     name = "google-interactions"
 
+    native_output = True
+
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``/interactions`` request
         (:func:`~solon_events.dialects.google_interactions_request.interactions_request`)."""
         return interactions_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"``: ``response_format`` (``mime_type`` ``application/json`` and the
+        schema)."""
+        return "native"
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``tool_choice``: ``any``, only ``name`` allowed."""
+        if name is None:
+            return {"tool_choice": "any"}
+        return {"tool_choice": {"allowed_tools": {"mode": "any", "tools": [name]}}}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Interactions stream event into events on ``ctx``."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .output_schema import plain_schema
 from .reading import plain_json
 from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, thinking_signature, tool_definition, verbatim
@@ -56,7 +57,9 @@ def interactions_request(request: ChatRequest, endpoint: Endpoint) -> HttpReques
     - the options: the API's own request fields (:data:`REQUEST_FIELDS`) as they are,
       every other into ``generation_config`` (``temperature``, ``top_p``, ``seed``,
       ``thinking_level``, ...; ``max_tokens`` as ``max_output_tokens``, ``stop`` as
-      ``stop_sequences``), merged over a ``generation_config`` option.
+      ``stop_sequences``), merged over a ``generation_config`` option;
+    - a structured answer: ``response_format`` ``{"type": "text", "mime_type":
+      "application/json", "schema": ...}`` (a ``response_format`` option replaces it).
     """
     system, steps = _input(request.messages)
     body: dict[str, Any] = {"model": request.model, "input": steps}
@@ -64,6 +67,12 @@ def interactions_request(request: ChatRequest, endpoint: Endpoint) -> HttpReques
         body["system_instruction"] = "\n\n".join(system)
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
+    output = request.output
+    if output is not None:
+        response_format = {"type": "text", "mime_type": "application/json"}
+        if output.schema is not None:
+            response_format["schema"] = plain_schema(output.schema)
+        body["response_format"] = response_format
     _apply_options(body, request.options)
     body["stream"] = True
     api_key = endpoint.api_key

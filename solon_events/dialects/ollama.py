@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .ollama_request import GENERATION_OPTIONS, TOP_LEVEL_OPTIONS, chat_request
@@ -49,9 +49,16 @@ class OllamaDialect(ChatDialect):
     name = "ollama"
     assistant_prefill = True  # /api/chat continues a trailing assistant message
 
+    native_output = True
+
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """The ``/api/chat`` request (:func:`chat_request`)."""
         return chat_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"``: ``format`` (the schema, or ``"json"``). Ollama cannot make the
+        model call a tool, so it has no ``"tool"`` mode."""
+        return "native"
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one NDJSON line (a chat response object or an error) into events."""

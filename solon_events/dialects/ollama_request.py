@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from ..messages import ChatRequest, ToolMessage, UserMessage
 from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall
+from .output_schema import plain_schema
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import data_url_parts, function_tool, role_message
 
@@ -63,7 +64,8 @@ def chat_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
     Ollama's cloud) is sent as ``Authorization: Bearer``. The body holds ``model``,
     ``messages`` (system, user with ``images`` from base64 image blocks, assistant with
     ``thinking`` and ``tool_calls``, and ``tool`` results with ``tool_name``),
-    ``tools`` (function schemas), ``stream: true``, and ``request.options`` sorted by
+    ``tools`` (function schemas), ``stream: true``, a structured answer's ``format`` (its
+    schema, or ``"json"`` without one), and ``request.options`` sorted by
     :func:`_apply_options`.
     """
     body: dict[str, Any] = {
@@ -72,6 +74,9 @@ def chat_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
     }
     if request.tools:
         body["tools"] = [function_tool(t) for t in request.tools]
+    output = request.output
+    if output is not None:
+        body["format"] = "json" if output.schema is None else plain_schema(output.schema)
     _apply_options(body, request.options)
     body["stream"] = True
     headers = request_headers(bearer(endpoint.api_key), endpoint.headers)

@@ -20,7 +20,7 @@ import orjson
 
 from ..errors import ChatProtocolError
 from ..events import EVENT_TYPES
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import Citation, SearchResult, new_citation, new_search_result
 from .base import ChatDialect
 from .context import ChatStreamContext
@@ -60,6 +60,7 @@ class OpenAIDialect(ChatDialect):
     """
 
     name = "openai"
+    native_output = True
 
     def __init__(self, prefill: PrefillForm | None = None) -> None:
         if prefill not in (None, "prefix", "partial", "continue_final_message"):
@@ -74,6 +75,17 @@ class OpenAIDialect(ChatDialect):
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """A streaming Chat Completions request (:func:`chat_completions_request`)."""
         return chat_completions_request(request, endpoint, prefill=self.prefill)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"``: ``response_format`` (``json_schema``, strict where the schema can
+        be made so; ``json_object`` without a schema)."""
+        return "native"
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``tool_choice``: the function ``name``, or ``"required"``."""
+        if name is None:
+            return {"tool_choice": "required"}
+        return {"tool_choice": {"type": "function", "function": {"name": name}}}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one ``chat.completion.chunk`` (or an error frame) into events."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..messages import ChatRequest, ToolMessage, UserMessage
+from ..messages import ChatRequest, OutputFormat, ToolMessage, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .output import schema_for
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, function_tool, role_message, verbatim
 
-__all__ = ["PrefillForm", "chat_completions_request"]
+__all__ = ["PrefillForm", "chat_completions_request", "response_format"]
 
 PrefillForm = Literal["prefix", "partial", "continue_final_message"]
 """How a compatible server is told to continue a trailing assistant message: ``"prefix"``
@@ -36,11 +37,27 @@ def chat_completions_request(
             messages[-1][prefill] = True
     if request.tools:
         body["tools"] = [function_tool(t) for t in request.tools]
+    if request.output is not None:
+        body["response_format"] = response_format(request.output)
     body["stream"] = True
     body["stream_options"] = {"include_usage": True}
     body.update(request.options)
     headers = request_headers(bearer(endpoint.api_key), endpoint.headers)
     return HttpRequest(url=endpoint.url, headers=headers, body=body)
+
+
+def response_format(output: OutputFormat) -> dict[str, Any]:
+    """Chat Completions' ``response_format`` for ``output``: ``json_schema`` (the schema
+    made strict where it can be: :func:`~.output_schema.strict_schema`), or
+    ``json_object`` without a schema."""
+    if output.schema is None:
+        return {"type": "json_object"}
+    schema, strict = schema_for(output, "strict")
+    described = {"description": output.description} if output.description else {}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": output.name, **described, "schema": schema, "strict": strict},
+    }
 
 
 def _message(message: Any) -> dict[str, Any]:

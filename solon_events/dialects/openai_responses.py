@@ -49,7 +49,7 @@ from typing import Any
 import attrs
 
 from ..events import EVENT_TYPES, ChatEventType
-from ..messages import ChatRequest
+from ..messages import ChatRequest, OutputFormat, OutputMode
 from ..results import (
     Citation,
     ImageBlock,
@@ -197,10 +197,20 @@ class OpenAIResponsesDialect(ChatDialect):
     """OpenAI Responses API streaming (``/v1/responses``, ``stream: true``) and compatibles."""
 
     name = "openai-responses"
+    native_output = True
 
     def request_for(self, request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
         """A streaming Responses request (:func:`responses_request`)."""
         return responses_request(request, endpoint)
+
+    def output_mode(self, model: str, output: OutputFormat) -> OutputMode:
+        """``"native"``: ``text.format`` (``json_schema``, strict where the schema can be
+        made so; ``json_object`` without a schema)."""
+        return "native"
+
+    def forced_tool(self, name: str | None) -> dict[str, Any]:
+        """``tool_choice``: the function ``name``, or ``"required"``."""
+        return {"tool_choice": "required" if name is None else {"type": "function", "name": name}}
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Responses streaming event into events on ``ctx``."""

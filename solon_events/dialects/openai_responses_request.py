@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..messages import ChatRequest, OutputFormat, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from .output import merged_option, schema_for
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, tool_definition, verbatim
 
-__all__ = ["responses_request"]
+__all__ = ["responses_request", "text_format"]
 
 
 def responses_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
@@ -29,8 +30,24 @@ def responses_request(request: ChatRequest, endpoint: Endpoint) -> HttpRequest:
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
     body["stream"] = True
-    body.update(request.options)
+    options = dict(request.options)
+    if request.output is not None:
+        body["text"] = merged_option(options, "text", {"format": text_format(request.output)})
+        options.pop("text", None)
+    body.update(options)
     return HttpRequest(url=endpoint.url, headers=headers, body=body)
+
+
+def text_format(output: OutputFormat) -> dict[str, Any]:
+    """The Responses API's ``text.format`` for ``output``: ``json_schema`` (made strict
+    where it can be: :func:`~.output_schema.strict_schema`), or ``json_object`` without a
+    schema."""
+    if output.schema is None:
+        return {"type": "json_object"}
+    schema, strict = schema_for(output, "strict")
+    described = {"description": output.description} if output.description else {}
+    return {"type": "json_schema", "name": output.name, **described, "schema": schema,
+            "strict": strict}  # fmt: skip
 
 
 def _input(messages: Iterable[Any]) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from ..dialects.output_schema import inline_refs as schema_inline_refs
+
 __all__ = ["BadValue", "Converter", "Shape", "Unsupported", "inline_refs", "json_type"]
 
 
@@ -57,33 +59,11 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-_REF_PREFIX = "#/$defs/"
-
-
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with every ``$ref`` into its ``$defs`` replaced by the definition.
 
     Not every provider reads ``$defs`` (Gemini does not); a type that refers to itself
     cannot be written out so and raises :class:`Unsupported`.
     """
-    definitions = schema.get("$defs") or {}
-
-    def resolve(node: Any, seen: tuple[str, ...]) -> Any:
-        if isinstance(node, list):
-            return [resolve(item, seen) for item in node]
-        if not isinstance(node, dict):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
-            name = ref[len(_REF_PREFIX) :]
-            if name in seen:
-                raise Unsupported(f"{name} refers to itself; recursive types are not supported")
-            if name not in definitions:
-                raise Unsupported(f"the schema refers to {ref!r}, which it does not define")
-            target = resolve(definitions[name], (*seen, name))
-            siblings = {key: resolve(value, seen) for key, value in node.items() if key != "$ref"}
-            return {**target, **siblings}
-        return {key: resolve(value, seen) for key, value in node.items()}
-
-    resolved: dict[str, Any] = resolve({k: v for k, v in schema.items() if k != "$defs"}, ())
+    resolved: dict[str, Any] = schema_inline_refs(schema, Unsupported)
     return resolved

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...dialects.gemini_request import SKIP_SIGNATURE
+from ...dialects.gemini_schema import json_schema_of as json_schema
 from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .fields import each, field_of, integer, json_text, optional, unknown_fields
@@ -45,7 +46,10 @@ _SAMPLING = (
     "presencePenalty",
     "frequencyPenalty",
 )
-_CONFIG_KNOWN = {"thinkingConfig", "candidateCount", *_SAMPLING}
+_CONFIG_KNOWN = {
+    *("thinkingConfig", "candidateCount", *_SAMPLING),
+    *("responseMimeType", "responseJsonSchema", "responseSchema"),  # read by .output
+}
 
 
 def _camel(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -166,34 +170,6 @@ def _tools(value: Any, where: str) -> list[ToolSpec]:
             schema = json_schema(field_of(declaration["parameters"], Mapping, f"{at}.parameters"))
         specs.append(tool_spec(declaration.get("name"), declaration.get("description"), schema, at))
     return specs
-
-
-def json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A Gemini (OpenAPI 3.0 subset) schema as a JSON schema: type names in lower case,
-    ``nullable: true`` as a ``"null"`` type, the same for nested schemas."""
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "type" and isinstance(value, str):
-            out["type"] = value.lower()
-        elif key == "nullable":
-            continue
-        elif key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
-            out[key] = {name: _nested(item) for name, item in value.items()}
-        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
-            out[key] = json_schema(value)
-        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(value, list):
-            out[key] = [_nested(item) for item in value]
-        elif key == "propertyOrdering":
-            continue
-        else:
-            out[key] = value
-    if schema.get("nullable") is True and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    return out
-
-
-def _nested(value: Any) -> Any:
-    return json_schema(value) if isinstance(value, Mapping) else value
 
 
 def _content(value: Any, where: str) -> list[Message]:

@@ -31,6 +31,7 @@ __all__ = ["read_interaction"]
 
 _KNOWN = frozenset(
     {"model", "input", "system_instruction", "tools", "generation_config", "stream", "store"}
+    | {"response_format", "response_mime_type"}  # read by .output
 )
 _SAMPLING = ("temperature", "top_p", "max_output_tokens", "stop_sequences", "seed")
 _CONFIG_KNOWN = {"thinking_level", "thinking_summaries", "tool_choice", *_SAMPLING}

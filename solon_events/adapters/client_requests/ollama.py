@@ -23,7 +23,7 @@ from .request import ClientRequest, client_request, image_type
 
 __all__ = ["read_chat"]
 
-_KNOWN = frozenset({"model", "messages", "tools", "stream", "think", "options"})
+_KNOWN = frozenset({"model", "messages", "tools", "stream", "think", "options", "format"})
 _SAMPLING = (
     "temperature",
     "top_p",

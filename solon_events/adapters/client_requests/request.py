@@ -14,10 +14,11 @@ from typing import Any
 import attrs
 
 from ...dialects.writing import data_url_parts
-from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ...messages import Message, OutputFormat, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
 from .fields import each, field_of, optional, texts, unknown_fields
 from .options import GenerationOptions
+from .output import OUTPUT_FIELDS, read_output
 
 __all__ = ["ClientRequest"]
 
@@ -32,7 +33,9 @@ class ClientRequest:
     tools (never run by the gateway: their calls go back to the client); ``stream``
     whether it asked for a stream; ``include_usage`` whether a stream ends with usage
     (Chat Completions sends it only when ``stream_options.include_usage`` is set);
-    ``ignored`` the body's fields that were not translated, by name.
+    ``output`` the structured answer it asks for (None: free text;
+    :func:`~.output.read_output`); ``ignored`` the body's fields that were not translated,
+    by name.
     """
 
     format: str
@@ -42,6 +45,7 @@ class ClientRequest:
     options: GenerationOptions = attrs.field(factory=GenerationOptions)
     stream: bool = False
     include_usage: bool = True
+    output: OutputFormat | None = None
     ignored: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
 
@@ -60,7 +64,8 @@ def client_request(
 ) -> ClientRequest:
     """The :class:`ClientRequest` of ``body`` in ``format``, from what its reader read: the
     ``messages`` (:func:`paired`), ``options`` and ``tools``; ``model`` and ``stream`` are
-    the body's fields unless given; ``ignored`` its fields not ``known`` unless given."""
+    the body's fields unless given; ``ignored`` its fields not ``known`` (nor the fields of
+    its structured output) unless given."""
     if model is None:
         model = optional(body, "model", str, "") or ""
     if stream is None:
@@ -73,7 +78,12 @@ def client_request(
         options=options,
         stream=stream,
         include_usage=include_usage,
-        ignored=unknown_fields(body, known) if ignored is None else ignored,
+        output=read_output(format, body),
+        ignored=(
+            unknown_fields(body, {*known, *OUTPUT_FIELDS.get(format, ())})
+            if ignored is None
+            else ignored
+        ),
     )
 
 

@@ -16,6 +16,7 @@ from ..turns import (
     Content,
     Finish,
     ImagePart,
+    Refusal,
     ServerToolPart,
     StreamError,
     Text,
@@ -26,6 +27,7 @@ from ..turns import (
 )
 
 __all__ = [
+    "AskedOutput",
     "ErrorInfo",
     "FormatWire",
     "Frame",
@@ -56,6 +58,17 @@ class ToolDecl:
 
 
 @attrs.frozen
+class AskedOutput:
+    """The structured answer a request asks for: its ``schema``, the ``tool`` to answer by
+    calling (``""``: answer in text), and how many times the conversation already asked
+    again after a wrong answer (``retries``)."""
+
+    schema: Mapping[str, Any]
+    tool: str = ""
+    retries: int = 0
+
+
+@attrs.frozen
 class RequestView:
     """What a scenario needs from a request, whatever its dialect.
 
@@ -80,6 +93,8 @@ class RequestView:
     include_usage: bool = True
     """Whether the answer ends with its usage (Chat Completions' not when the request says
     ``stream_options.include_usage: false``; the other wires' always)."""
+    output: AskedOutput | None = None
+    """The structured answer the request asks for (None: text)."""
 
 
 def content_text(content: Any) -> str:
@@ -221,9 +236,9 @@ class Wire:
             frames += self.image(part)
         elif isinstance(part, Finish):
             frames += self.finish(part.reason)
-        else:
+        elif isinstance(part, StreamError):
             frames += self.error(part.message)
-        return frames
+        return frames  # a Refusal: this wire has none
 
     def open(self) -> list[Frame]:
         """Frames that start the response."""
@@ -269,6 +284,7 @@ class Wire:
 
 
 _KINDS: dict[type, str] = {
+    Refusal: "refusal",
     Thinking: "thinking",
     Text: "text",
     ToolCallPart: "tool",
