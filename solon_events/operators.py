@@ -298,8 +298,9 @@ def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Obs
     around the JSON is skipped. On completion the whole answer is checked: ``schema`` may
     be an attrs class (the last value emitted is then an instance of it) or a JSON schema
     (a mapping); both need ``pip install 'solon-events[structured]'`` (an ImportError saying
-    so at the call). An answer that is not JSON, is cut short or does not fit fails the
-    stream with ``ValueError``::
+    so at the call). Without ``schema``, a response asked for a structured answer
+    (``prompt(..., output=City)``) ends with its checked ``output`` (a ``City``). An answer
+    that is not JSON, is cut short or does not fit fails the stream with ``ValueError``::
 
         model.prompt("List three cities as JSON").stream().pipe(partial_json()).subscribe(print)
     """
@@ -307,10 +308,15 @@ def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Obs
 
     def start(observer: abc.ObserverBase[Any]) -> Callbacks:
         answer = JsonAnswer(schema)
+        checked: list[Any] = []  # the response's structured output, checked by the model
 
         def on_next(event: ChatEvent) -> None:
             if answer.add(event):
                 observer.on_next(answer.value)
+            elif event.type is EVENT_TYPES.RESPONSE_END and schema is None:
+                output = event.response.output if event.response is not None else None
+                if output is not None:
+                    checked.append(output)
 
         def on_completed() -> None:
             try:
@@ -318,6 +324,8 @@ def partial_json(schema: Schema = None) -> Callable[[Observable[ChatEvent]], Obs
             except ValueError as error:
                 observer.on_error(error)
                 return
+            if checked:
+                whole = checked[0]
             if whole is not answer.value:  # an attrs instance, a number ended by the end
                 observer.on_next(whole)
             observer.on_completed()

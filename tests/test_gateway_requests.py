@@ -578,7 +578,7 @@ def test_gemini_openapi_schemas_ids_made_up_and_the_signature_kept() -> None:
     assert read.options == GenerationOptions(
         max_tokens=100, reasoning=True, tool_choice="required", tool_name="w"
     )
-    assert read.ignored == ("generationConfig.responseMimeType",)
+    assert read.ignored == () and read.output is None  # text/plain: a text answer
 
 
 def test_ollama_streams_by_default_and_pairs_results_by_name() -> None:
@@ -856,10 +856,9 @@ def test_interactions_steps_as_its_sdk_writes_them() -> None:
                 "tool_choice": {"allowed_tools": {"mode": "any", "tools": ["zoom"]}},
                 "response_modalities": ["TEXT"],
             },
-            "response_format": {"type": "json"},
         },
     )
-    assert read.ignored == ("response_format", "generation_config.response_modalities")
+    assert read.ignored == ("generation_config.response_modalities",)
     assert read.messages == (
         SystemMessage(text="Be brief."),
         UserMessage(

@@ -276,7 +276,7 @@ def answered(script: Script, asked: AskedOutput, value: Any) -> Script:
     placed = False
     for part in script.parts:
         if isinstance(part, ToolCallPart) and part.name == asked.tool:
-            parts.append(ToolCallPart(part.name, fragments(value)))
+            parts.append(ToolCallPart(part.name, fragments(value), streamed=True))
             placed = True
         elif isinstance(part, ToolCallPart):
             return script  # the request's own tools first: the answer comes after them
@@ -284,7 +284,7 @@ def answered(script: Script, asked: AskedOutput, value: Any) -> Script:
             if not placed:
                 placed = True
                 if asked.tool:
-                    parts.append(ToolCallPart(asked.tool, fragments(value)))
+                    parts.append(ToolCallPart(asked.tool, fragments(value), streamed=True))
                 else:
                     parts.extend(Text(piece) for piece in fragments(value))
         elif isinstance(part, Finish) and asked.tool:

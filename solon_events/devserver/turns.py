@@ -221,7 +221,8 @@ class TurnEvents:
     A part is shorthand for events: :class:`Thinking` a THINKING_DELTA, :class:`Text` a
     TEXT_DELTA, :class:`Refusal` a REFUSAL_DELTA, :class:`ToolCallPart` a TOOL_CALL_START,
     an ARGS_DELTA per fragment and a TOOL_CALL_END, :class:`ServerToolPart` a
-    SERVER_TOOL_START, its ARGS_DELTAs and its SERVER_TOOL_RESULT, :class:`ImagePart` a MEDIA_DONE holding the image,
+    SERVER_TOOL_START, its ARGS_DELTAs and its SERVER_TOOL_RESULT, :class:`ImagePart` a
+    MEDIA_DONE holding the image,
     :class:`Finish` RESPONSE_END with the turn's usage, :class:`StreamError` an ERROR whose
     provider error carries ``error_status``. The first part is preceded by a USAGE of the
     prompt's tokens, known before a provider writes anything.

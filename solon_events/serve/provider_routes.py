@@ -56,6 +56,8 @@ from ..adapters.provider_formats import WireEncoder, wire_encoder
 from ..adapters.provider_formats.base import error_message
 from ..client.model import ChatModel, ChatPrompt
 from ..client.routing import ModelGroup
+from ..dialects.output import prepared
+from ..dialects.request import Endpoint
 from ..errors import (
     ChatConnectionError,
     ChatError,
@@ -64,6 +66,7 @@ from ..errors import (
     ChatTimeoutError,
 )
 from ..events import EVENT_TYPES, ChatEvent
+from ..messages import ChatRequest, OutputFormat
 
 __all__ = [
     "PROVIDER_ROUTES",
@@ -119,12 +122,30 @@ def read_route_request(
 
 def route_prompt(model: ChatModel | ModelGroup, client: ClientRequest) -> ChatPrompt:
     """``model``'s prompt for ``client``'s request: its conversation, its tools as client
-    tools (never run by the gateway), its options written for ``model``'s dialect."""
+    tools (never run by the gateway), its options written for ``model``'s dialect, its
+    structured output asked of the upstream in the upstream's own form (never checked
+    here: the client's SDK does). A structured output an upstream cannot be asked for
+    raises ``ValueError`` saying why (HTTP 400): it is never dropped."""
     prompt = model.prompt(client.messages).auto_tool_call(False)
     if client.tools:
         prompt = prompt.client_tools(*client.tools)
+    if client.output is not None:
+        _check_output(model, client.output)
+        prompt = prompt.output(client.output)
     options = client.options.for_dialect(model.dialect.name)
     return prompt.options(**options) if options else prompt
+
+
+def _check_output(model: ChatModel | ModelGroup, output: OutputFormat) -> None:
+    """Raise ``ValueError`` when a model of ``model`` cannot be asked for ``output``."""
+    for leaf in model.leaves() if isinstance(model, ModelGroup) else (model,):
+        asked = ChatRequest(model=leaf.model, messages=(), output=output)
+        dialect = leaf.dialect
+        try:
+            dialect.request_for(prepared(dialect, asked), Endpoint("http://check", "check"))
+        except ValueError as error:
+            why = f"the structured output cannot be asked of {leaf.model}: {error}"
+            raise ValueError(why) from None
 
 
 def route_encoder(client: ClientRequest, model: str) -> WireEncoder:

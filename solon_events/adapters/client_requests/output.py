@@ -171,9 +171,12 @@ def _interactions(body: Mapping[str, Any]) -> OutputFormat | None:
             raise ValueError(f"{where} must hold one text format to be passed on")
         value = texts[0]
     format = field_of(value, Mapping, where)
-    if format.get("type") != "text":  # the older form: the schema itself
-        if mime not in (None, _JSON):
-            raise ValueError(f"response_mime_type {mime!r} cannot be passed on")
+    if format.get("type") != "text":  # the older form: the schema itself, with its mime type
+        if mime != _JSON:
+            raise ValueError(
+                f"{where} must be a text format ({{'type': 'text', ...}}), or a JSON schema "
+                "with response_mime_type application/json"
+            )
         return OutputFormat(schema=dict(format))
     kind = format.get("mime_type", _JSON)
     if kind == "text/plain":
