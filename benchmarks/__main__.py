@@ -36,6 +36,7 @@ from . import (
     bench_peers,
     bench_pipeline,
     bench_stretched,
+    bench_structured,
     bench_truth,
     machine,
     readme,
@@ -150,6 +151,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "partial",
         "partial tool arguments: one long argument, the value so far after each fragment",
         lambda: bench_partial.main(quick),
+    )
+    section(
+        "structured",
+        "structured output: one object streamed as text and as a forced tool's arguments",
+        lambda: bench_structured.main(quick),
     )
     if args.peers:
         section(

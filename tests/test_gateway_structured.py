@@ -255,9 +255,10 @@ def test_the_structured_output_fields_are_no_longer_ignored(servers: Servers) ->
         response_format={"type": "json_schema", "json_schema": {"name": "City", "schema": SCHEMA}},
     )
     assert "x-solon-ignored" not in raw.headers
-    assert orjson.loads(raw.parse().choices[0].message.content) == _upstream_answer(
-        servers.models["gemini"]
-    ).model_dump()
+    assert (
+        orjson.loads(raw.parse().choices[0].message.content)
+        == _upstream_answer(servers.models["gemini"]).model_dump()
+    )
 
 
 def test_json_mode_asks_for_any_object(servers: Servers) -> None:

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from solon_events.dialects.output import schema_for
 from solon_events.dialects.output_schema import (
+    SchemaError,
     absent_nulls,
     closed_schema,
     inline_refs,
-    SchemaError,
     strict_schema,
 )
 from solon_events.messages import OutputFormat

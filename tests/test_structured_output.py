@@ -22,11 +22,9 @@ import pydantic
 import pytest
 import reactivex
 from partial_values import is_prefix
-from reactivex import operators as ops
 
 from solon_events import (
     ChatError,
-    ChatEvent,
     ChatEventType,
     ChatModel,
     OutputFormat,
@@ -218,7 +216,9 @@ def test_strict_and_closed_schemas_reach_openai_and_anthropic(
 def test_an_older_claude_is_asked_through_a_forced_tool(
     server: RunningServer, model: Callable[..., ChatModel]
 ) -> None:
-    events, error = collect(model("anthropic", "weather:claude-3-5-sonnet").prompt(QUESTION, output=City).stream())
+    events, error = collect(
+        model("anthropic", "weather:claude-3-5-sonnet").prompt(QUESTION, output=City).stream()
+    )
     assert error is None
     assert events[-1].response.output == expected_city()
     body = server.requests[-1].body
@@ -411,3 +411,4 @@ def test_a_hedge_answers_with_the_winners_object(model: Callable[..., ChatModel]
     group = model("gemini", "slow:3:0.3").hedge(model("cohere"), after=0.05)
     response = group.prompt(QUESTION).output(City, mode="prompted").call()
     assert response.output == expected_city()
+    assert [a.outcome for a in response.attempts] == ["cancelled", "answered"]

@@ -376,7 +376,7 @@ class ChatPrompt:
         a dataclass, a TypedDict (or ``list[...]`` of them) or a JSON schema (a mapping).
 
         Each dialect asks in its ``mode`` (``"native"``, ``"tool"`` or ``"prompted"``;
-        None: the dialect's default for the model, see :doc:`/structured_output`); the
+        None: the dialect's default for the model, see :doc:`/guides/structured_output`); the
         answer streams as the last step's text (in ``"tool"`` mode too), and the
         response's ``output`` is the answer checked: an instance of the type, or the JSON
         value for a schema. An answer that does not fit is asked again up to ``retries``

@@ -51,7 +51,7 @@ class _Segment:
     call (with its latest progress report while it runs, its result once known) or a note
     (a step's usage, an error). Its text is kept in pieces, joined when read."""
 
-    kind: str  # "text", "thinking", "refusal", "tool", "note" or "error"
+    kind: str  # "text", "output" (a structured answer), "thinking", "refusal", "tool", ...
     step: int
     pieces: list[str] = attrs.Factory(list)
     key: Any = None
@@ -61,7 +61,7 @@ class _Segment:
     outcome: str | None = None  # tool_result_line of the result (with its duration)
     failed: bool = False
     length: int = attrs.field(init=False, default=0)  # the text's length
-    # a tool call's arguments, parsed as far as they have arrived (while they stream)
+    # a tool call's arguments (a structured answer), parsed as far as they have arrived
     streaming: StreamingArguments | None = None
     arguments: Any = None  # a complete call's arguments
 
@@ -103,6 +103,7 @@ class LiveState:
         self._typed = 0  # the characters the open text block's deltas added
         # what each argument delta changed, applied to its call's arguments
         self._arguments = ArgumentDeltas(build=True)
+        self._answers: dict[int, str] = {}  # the steps asked for a structured answer: its name
 
     def _append(self, kind: str, event: ChatEvent, text: str) -> None:
         last = self.segments[-1] if self.segments else None
@@ -127,8 +128,14 @@ class LiveState:
         call = self._arguments.feed(event)
         t = event.type
         if t is EVENT_TYPES.TEXT_DELTA and event.text:
-            self._append("text", event, event.text)
+            name = self._answers.get(event.step)
+            if name is None:
+                self._append("text", event, event.text)
+            else:
+                self._answer(event, name)
             self._typed += len(event.text)
+        elif t is EVENT_TYPES.STEP_START and event.attrs.get("output"):
+            self._answers[event.step] = str(event.attrs["output"])
         elif t is EVENT_TYPES.TEXT_START:
             self._typed = 0
         elif t is EVENT_TYPES.TEXT_END:
@@ -168,6 +175,17 @@ class LiveState:
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"
             self.segments.append(_Segment("error", event.step, [message]))
 
+    def _answer(self, event: ChatEvent, name: str) -> None:
+        """A structured answer's delta: its text, and the object parsed so far."""
+        last = self.segments[-1] if self.segments else None
+        if last is None or last.kind != "output" or last.step != event.step:
+            streaming = StreamingArguments(None, name, -1, False, build=True)
+            last = _Segment("output", event.step, [], name=name, streaming=streaming)
+            self.segments.append(last)
+        last.add(event.text or "")
+        assert last.streaming is not None
+        last.streaming.add(event.text)
+
     def _awaiting(self, event: ChatEvent) -> None:
         """A response paused for approval: each waiting call says so, and a note names them."""
         pending = event.response.pending_approval if event.response is not None else None
@@ -187,7 +205,7 @@ class LiveState:
         if event.text is None:
             return
         last = self.segments[-1] if self.segments else None
-        if typed and last is not None and last.kind == "text":
+        if typed and last is not None and last.kind in ("text", "output"):
             text = last.text
             last.text = text[: len(text) - typed] + event.text
         elif event.text:
@@ -208,6 +226,8 @@ class LiveState:
         for segment in self.segments:
             if segment.kind == "text":
                 parts.append(f'<div class="se-answer">{markdown_html(segment.text)}</div>')
+            elif segment.kind == "output":
+                parts.append(_answer_html(segment))
             elif segment.kind == "thinking":
                 parts.append(
                     f"<details><summary>Thinking ({len(segment.text)} characters)</summary>"
@@ -261,6 +281,17 @@ def _tool_html(segment: _Segment) -> str:
     else:
         line = f"<p>{call}</p>"
     return line + arguments
+
+
+def _answer_html(segment: _Segment) -> str:
+    """A structured answer: its name, then the object as far as it has arrived, indented
+    (its text as it came when it is not JSON)."""
+    streaming = segment.streaming
+    value = streaming.value() if streaming is not None and streaming.is_json else None
+    if not isinstance(value, (dict, list)):
+        return f'<div class="se-answer"><pre>{escape(segment.text)}</pre></div>'
+    head = f"<p>🧩 <code>{escape(segment.name)}</code></p>"
+    return f"{head}<pre class='se-arguments'>{escape(arguments_text(value))}</pre>"
 
 
 def _u(event: ChatEvent) -> str:

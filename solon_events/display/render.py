@@ -98,11 +98,11 @@ def tool_result_line(event: ChatEvent) -> str:
     return f"{_tool_name(event)} {outcome}: {event.text or ''}{took}"
 
 
-def arguments_text(arguments: Mapping[str, Any]) -> str:
-    """A call's arguments (as parsed so far) as indented JSON, non-ASCII text as it is."""
-    return orjson.dumps(
-        arguments if type(arguments) is dict else dict(arguments), option=orjson.OPT_INDENT_2
-    ).decode()
+def arguments_text(arguments: Mapping[str, Any] | list[Any]) -> str:
+    """A call's arguments, or a structured answer (as parsed so far), as indented JSON,
+    non-ASCII text as it is."""
+    plain = arguments if type(arguments) in (dict, list) else dict(arguments)  # type: ignore[arg-type]
+    return orjson.dumps(plain, option=orjson.OPT_INDENT_2).decode()
 
 
 def tool_call_line(call: ToolCall) -> str:
@@ -224,6 +224,10 @@ class LiveRenderer:
     A text block whose TEXT_END brings a final text other than what its deltas said (the
     provider rewrote it; ``ChatResponse.text`` is that final text) is followed by that
     final text, on lines of its own under a note that it replaces what was typed above.
+
+    A structured answer (a step whose STEP_START says ``output``) grows in place on a
+    terminal as a call's arguments do, then shows once, indented, under its name; elsewhere
+    its text is typed as any answer's is.
     """
 
     def __init__(
@@ -242,6 +246,7 @@ class LiveRenderer:
         self._drawn_at = 0.0
         # what each argument delta changed, applied to its call's arguments
         self._arguments = ArgumentDeltas(build=True)
+        self._answer: StreamingArguments | None = None  # a structured answer, growing
 
     def _switch(self, mode: str | None) -> None:
         self.close()  # the call's growing arguments (transient) make way for what follows
@@ -256,8 +261,9 @@ class LiveRenderer:
             self._live.stop()
             self._live = None
 
-    def _grow(self, call: StreamingArguments) -> None:
-        """Redraw the streaming call's arguments in place (on a terminal, throttled)."""
+    def _grow(self, call: StreamingArguments, title: str = "tool call ") -> None:
+        """Redraw the streaming call's arguments (or structured answer) in place (on a
+        terminal, throttled)."""
         if not self.console.is_terminal:
             return
         now = self._clock()
@@ -275,11 +281,12 @@ class LiveRenderer:
             return
         self._drawn_at = now
         arguments = call.value()
-        lines = arguments_text(arguments if type(arguments) is dict else {}).splitlines()
+        shown = arguments if type(arguments) in (dict, list) else {}
+        lines = arguments_text(shown).splitlines()
         room = max(1, self.console.height - 2)
         if len(lines) > room:
             lines = [f"  … {len(lines) - room + 1} lines above", *lines[-room + 1 :]]
-        view = Text(f"… tool call {call.name}(\n", style="cyan")
+        view = Text(f"… {title}{call.name}(\n", style="cyan")
         view.append("\n".join(lines), style="cyan dim")
         self._live.update(view, refresh=True)
 
@@ -292,12 +299,26 @@ class LiveRenderer:
             return
         t = event.type
         out = self.console
+        answer = self._answer
+        if t is EVENT_TYPES.STEP_START:
+            name = event.attrs.get("output")
+            self._answer = None if name is None else StreamingArguments(None, name, -1, False, True)
+        elif answer is not None and out.is_terminal and t is EVENT_TYPES.TEXT_DELTA:
+            answer.add(event.text)
+            self._grow(answer, "")
+        elif answer is not None and out.is_terminal and t is EVENT_TYPES.STEP_END:
+            self._answer = None
+            self._switch(None)
+            value = answer.value()
+            if type(value) in (dict, list):
+                out.print(Text(f"→ {answer.name}", style="green"))
+                out.print(Text(arguments_text(value), style="green"))
         if t is EVENT_TYPES.THINKING_DELTA and event.text:
             if self._mode != "thinking":
                 self._switch("thinking")
                 out.print("thinking: ", style="dim italic", end="")
             out.print(Text(event.text, style="dim"), end="")
-        elif t is EVENT_TYPES.TEXT_DELTA and event.text:
+        elif t is EVENT_TYPES.TEXT_DELTA and event.text and not (answer and out.is_terminal):
             self._switch("text")
             self._typed.append(event.text)
             out.print(Text(event.text), end="")
