@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
 
 import pydantic
 import pytest
@@ -16,7 +15,7 @@ from rich.console import Console
 
 from solon_events import ChatEvent, ChatEventType, ChatModel
 from solon_events.cli import ROUTES
-from solon_events.devserver import DevServer, RunningServer
+from solon_events.devserver import RunningServer
 from solon_events.display.live import LiveState
 from solon_events.display.render import LiveRenderer
 
@@ -31,13 +30,6 @@ class City(pydantic.BaseModel):
 
 
 WHOLE = {"name": "Paris", "population": 3, "landmarks": ["Lyon", "Nantes"]}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningServer]:
-    running = DevServer.run_in_thread()
-    yield running
-    running.close()
 
 
 def answer_events(server: RunningServer, mode: str) -> list[ChatEvent]:

@@ -33,7 +33,7 @@ from solon_events import (
     tool,
 )
 from solon_events.cli import ROUTES
-from solon_events.devserver import DevServer, RunningServer
+from solon_events.devserver import RunningServer
 from solon_events.devserver.answers import instance
 
 T = ChatEventType
@@ -79,13 +79,6 @@ PLACE_SCHEMA = {
     "properties": {"name": {"type": "string"}, "rank": {"type": "integer"}},
     "required": ["name", "rank"],
 }
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningServer]:
-    running = DevServer.run_in_thread()
-    yield running
-    running.close()
 
 
 @pytest.fixture
@@ -408,7 +401,7 @@ def test_fallback_moves_on_from_a_model_whose_answers_do_not_fit(
 
 
 def test_a_hedge_answers_with_the_winners_object(model: Callable[..., ChatModel]) -> None:
-    group = model("gemini", "slow:3:0.3").hedge(model("cohere"), after=0.05)
+    group = model("gemini", "first-delay:0.5").hedge(model("cohere"), after=0.05)
     response = group.prompt(QUESTION).output(City, mode="prompted").call()
     assert response.output == expected_city()
     assert [a.outcome for a in response.attempts] == ["cancelled", "answered"]

@@ -65,14 +65,12 @@ def _forced_tool(body: Mapping[str, Any]) -> str | None:
             return ""
         allowed = choice.get("allowed_tools")
         if isinstance(allowed, Mapping) and allowed.get("mode") == "any":
-            names = allowed.get("tools") or []
-            return names[0] if len(names) == 1 and isinstance(names[0], str) else ""
+            return _the_one(allowed.get("tools"))
     config = body.get("toolConfig")
     if isinstance(config, Mapping):
         calling = config.get("functionCallingConfig")
         if isinstance(calling, Mapping) and calling.get("mode") == "ANY":
-            names = calling.get("allowedFunctionNames") or []
-            return names[0] if len(names) == 1 and isinstance(names[0], str) else ""
+            return _the_one(calling.get("allowedFunctionNames"))
         bedrock = config.get("toolChoice")
         if isinstance(bedrock, Mapping):
             tool = bedrock.get("tool")
@@ -81,6 +79,13 @@ def _forced_tool(body: Mapping[str, Any]) -> str | None:
             if "any" in bedrock:
                 return ""
     return None
+
+
+def _the_one(names: Any) -> str:
+    """The one tool a list of allowed tools names, else ``""`` (any)."""
+    if isinstance(names, list) and len(names) == 1 and isinstance(names[0], str):
+        return names[0]
+    return ""
 
 
 def _prompted_schema(texts: Sequence[str]) -> Mapping[str, Any] | None:

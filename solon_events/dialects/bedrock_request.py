@@ -4,24 +4,20 @@ key, or AWS SigV4) and the Converse body."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import orjson
 
-from ..messages import (
-    ChatRequest,
-    OutputFormat,
-    SystemMessage,
-    ToolMessage,
-    ToolSpec,
-    UserMessage,
-)
+from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from . import aws_auth
 from .output import closed_format
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import data_url_parts, redacted_thinking, thinking_signature, tool_definition
+
+if TYPE_CHECKING:
+    from ..messages import OutputFormat
 
 __all__ = ["converse_stream_request", "converse_stream_url", "text_format"]
 

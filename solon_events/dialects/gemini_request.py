@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from ..messages import (
-    ChatRequest,
-    OutputFormat,
-    SystemMessage,
-    ToolMessage,
-    ToolSpec,
-    UserMessage,
-)
+from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .gemini_schema import gemini_schema
 from .output_schema import plain_schema
 from .reading import plain_json
 from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, thinking_signature, verbatim
+
+if TYPE_CHECKING:
+    from ..messages import OutputFormat
 
 __all__ = ["SKIP_SIGNATURE", "generate_content_request", "response_schema", "stream_url"]
 
