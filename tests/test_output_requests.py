@@ -321,3 +321,30 @@ def test_the_embedded_providers_instance_fits_its_schema(schema: dict[str, Any])
 def test_a_broken_instance_does_not_fit(how: str) -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken(SCHEMA, how), SCHEMA)
+
+
+def test_settings_beside_the_output_are_listed_as_ignored() -> None:
+    from solon_events.adapters.client_requests import read_client_request
+
+    messages = [{"role": "user", "content": "hi"}]
+    anthropic = read_client_request(
+        "anthropic",
+        {
+            "model": "m",
+            "max_tokens": 10,
+            "messages": messages,
+            "output_config": {"effort": "low", "format": {"type": "json_schema", "schema": SCHEMA}},
+        },
+    )
+    assert anthropic.output == OutputFormat(schema=SCHEMA)
+    assert anthropic.ignored == ("output_config.effort",)
+    responses = read_client_request(
+        "openai-responses", {"model": "m", "input": "hi", "text": {"verbosity": "low"}}
+    )
+    assert responses.output is None and responses.ignored == ("text.verbosity",)
+    chat = read_client_request(
+        "openai", {"model": "m", "messages": messages, "response_format": {"type": "json_object"}}
+    )
+    assert chat.output == OutputFormat() and chat.ignored == ()
+    with pytest.raises(ValueError, match=r"response_mime_type 'text/x\.enum' cannot be passed on"):
+        read_output("google-interactions", {"response_mime_type": "text/x.enum"})

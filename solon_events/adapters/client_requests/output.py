@@ -35,7 +35,7 @@ from ...dialects.gemini_schema import json_schema_of
 from ...messages import OutputFormat
 from .fields import field_of, optional
 
-__all__ = ["OUTPUT_FIELDS", "read_output"]
+__all__ = ["OUTPUT_FIELDS", "output_ignored", "read_output"]
 
 OUTPUT_FIELDS: Mapping[str, tuple[str, ...]] = {
     "openai": ("response_format",),
@@ -163,6 +163,8 @@ def _interactions(body: Mapping[str, Any]) -> OutputFormat | None:
     value = body.get("response_format")
     mime = optional(body, "response_mime_type", str, "")
     if value is None:
+        if mime not in (None, _JSON, "text/plain"):
+            raise ValueError(f"response_mime_type {mime!r} cannot be passed on")
         return OutputFormat() if mime == _JSON else None
     where = "response_format"
     if isinstance(value, list):  # one format per modality: the text one is ours
@@ -217,6 +219,21 @@ _READERS: dict[str, Callable[[Mapping[str, Any]], OutputFormat | None]] = {
     "google-interactions": _interactions,
     "bedrock": _bedrock,
 }
+
+
+_HOLDERS = {"anthropic": "output_config", "openai-responses": "text"}
+"""The request fields that hold a structured output beside other settings."""
+
+
+def output_ignored(format: str, body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The settings beside a structured output in the field that holds it, which are not
+    passed on (Anthropic's ``output_config.effort``, the Responses API's
+    ``text.verbosity``), by name."""
+    holder = _HOLDERS.get(format)
+    value = body.get(holder) if holder else None
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple(f"{holder}.{key}" for key in sorted(value) if key != "format")
 
 
 def read_output(format: str, body: Mapping[str, Any]) -> OutputFormat | None:

@@ -18,7 +18,7 @@ from ...messages import Message, OutputFormat, SystemMessage, ToolMessage, ToolS
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
 from .fields import each, field_of, optional, texts, unknown_fields
 from .options import GenerationOptions
-from .output import OUTPUT_FIELDS, read_output
+from .output import OUTPUT_FIELDS, output_ignored, read_output
 
 __all__ = ["ClientRequest"]
 
@@ -81,6 +81,7 @@ def client_request(
         output=read_output(format, body),
         ignored=(
             unknown_fields(body, {*known, *OUTPUT_FIELDS.get(format, ())})
+            + output_ignored(format, body)
             if ignored is None
             else ignored
         ),
