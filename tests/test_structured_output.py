@@ -20,8 +20,8 @@ import attrs
 import orjson
 import pydantic
 import pytest
-import reactivex
 from partial_values import is_prefix
+from routing_runs import collect
 
 from solon_events import (
     ChatError,
@@ -103,20 +103,6 @@ def supported(dialect: str, mode: str) -> bool:
 
 def expected_city() -> City:
     return City.model_validate(instance(City.model_json_schema()))
-
-
-def collect(observable: reactivex.Observable[Any]) -> tuple[list[Any], Exception | None]:
-    items: list[Any] = []
-    failure: list[Exception] = []
-    done = threading.Event()
-
-    def failed(error: Exception) -> None:
-        failure.append(error)
-        done.set()
-
-    observable.subscribe(items.append, failed, done.set)
-    assert done.wait(30)
-    return items, failure[0] if failure else None
 
 
 # Every dialect, every mode.
