@@ -33,6 +33,7 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -43,6 +44,8 @@ from typing import Any
 
 from solon_events.bench.metrics import percentile
 from solon_events.devserver.scenarios import latency_script
+
+from . import machine
 
 P50, P99 = 0.1, 0.5
 DELTAS = 8
@@ -258,7 +261,7 @@ KEYS = ("ttft_p50", "ttft_p99", "itl_p50", "itl_p99")
 
 
 def _row(label: str, concurrency: int, cells: list[str], marks: str = "") -> str:
-    return f"{concurrency:>5}  {label:<32}" + "".join(f"{c:>24}" for c in cells) + marks
+    return f"{concurrency:>5}  {label:<32}" + "".join(f"{c:>28}" for c in cells) + marks
 
 
 def main(quick: bool = False, tools: list[str] | None = None) -> dict[str, Any]:
@@ -271,7 +274,8 @@ def main(quick: bool = False, tools: list[str] | None = None) -> dict[str, Any]:
     )
     print("a tool's cell: what it measured, ms (its error against the script / against what")
     print("the server wrote, ms)")
-    print(f"{'conc':>5}  {'':<32}" + "".join(f"{k.replace('_', ' '):>24}" for k in KEYS))
+    print(f"machine: {machine.summary(machine.describe())}; load average {_load()}")
+    print(f"{'conc':>5}  {'':<32}" + "".join(f"{k.replace('_', ' '):>28}" for k in KEYS))
     with tempfile.TemporaryDirectory() as scratch:
         tok = _tokenizer(Path(scratch) / "tokenizer")
         for concurrency, requests in levels:
@@ -305,7 +309,12 @@ def main(quick: bool = False, tools: list[str] | None = None) -> dict[str, Any]:
                     "error_vs_server_ms": {k: (got[k] - server[k]) * 1000 for k in KEYS},
                 }
     print("* ITL of each request's mean gap, not of every gap")
+    print(f"load average at the end: {_load()}")
     return figures
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":
