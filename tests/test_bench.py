@@ -71,6 +71,12 @@ def test_constant_arrivals_are_evenly_spaced_from_zero() -> None:
     assert len(arrival_times(Load(rate=4, constant=True), until=1.0)) == 4
 
 
+def test_an_infinite_rate_sends_everything_at_once() -> None:
+    assert arrival_times(Load(rate=math.inf), count=3) == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="count"):
+        arrival_times(Load(rate=math.inf), until=1.0)
+
+
 def test_a_load_is_a_rate_or_a_concurrency() -> None:
     with pytest.raises(ValueError):
         Load()

@@ -4,12 +4,13 @@
 A rate's arrivals are a Poisson process by default (exponential gaps), evenly spaced with
 ``constant``, or gamma-distributed gaps of shape ``burstiness`` (as vLLM's ``--burstiness``:
 1 is Poisson, below 1 burstier, above 1 steadier; the mean gap is always ``1 / rate``).
-A :class:`Load` with ``concurrency`` keeps that many requests in flight, each sent as the
-one before it ends.
+An infinite rate (``float("inf")``) sends every request at once. A :class:`Load` with
+``concurrency`` keeps that many requests in flight, each sent as the one before it ends.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -97,6 +98,9 @@ def arrival_gaps(load: Load, seed: int | str = 0) -> Iterator[float]:
     if load.rate is None:
         raise ValueError("a concurrency load has no arrivals")
     rate = float(load.rate)
+    if math.isinf(rate):  # every request at once, as vLLM's --request-rate inf
+        while True:
+            yield 0.0
     if load.constant:
         while True:
             yield 1.0 / rate
@@ -114,6 +118,8 @@ def arrival_times(
     before ``until``; a constant rate's first arrival is at 0, the others' after a gap."""
     if count is None and until is None:
         raise ValueError("arrival_times needs a count or an end")
+    if count is None and load.rate is not None and math.isinf(load.rate):
+        raise ValueError("an infinite rate needs a request count, not a duration")
     times: list[float] = []
     now = 0.0
     for i, gap in enumerate(arrival_gaps(load, seed)):
