@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from gateway_errors import error_message
 from serving import sse_payloads
 
 from solon_events import ChatModel
@@ -89,15 +90,6 @@ def streaming(format: str) -> tuple[str, dict[str, Any]]:
     if format == "gemini":
         path = path.replace(":generateContent", ":streamGenerateContent?alt=sse")
     return path, {**body, **STREAMING[format]}
-
-
-def error_message(format: str, body: Any) -> str:
-    """The message of a protocol's error body."""
-    if format == "ollama":
-        return str(body["error"])
-    if format == "cohere":
-        return str(body["message"])
-    return str(body["error"]["message"])
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import platform
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,114 +23,12 @@ from typing import Any
 import orjson
 import pytest
 from aiohttp import web
+from flooding import POSTS, Flood, flooding_provider, posting_client, small_send_buffer, until
 from serving import serve_command, sse_json
 from sockets import open_connections
 
 from solon_events import ChatModel
 from solon_events.serve import GATEWAY, create_app, serving
-
-DELTA = "x" * 16_000
-FRAME = (
-    b"data: "
-    + orjson.dumps(
-        {
-            "id": "c",
-            "object": "chat.completion.chunk",
-            "model": "m",
-            "choices": [{"index": 0, "delta": {"content": DELTA}}],
-        }
-    )
-    + b"\n\n"
-)
-BODY = orjson.dumps({"messages": [{"role": "user", "content": "Tell me everything."}]})
-
-
-class Flood:
-    """The provider's side: how many requests came, were cut off, or ran to their end."""
-
-    def __init__(self) -> None:
-        self.started = 0
-        self.cut = 0
-        self.finished = 0
-
-
-@contextlib.asynccontextmanager
-async def flooding_provider(size: int, *, then_wait: bool) -> AsyncIterator[tuple[str, Flood]]:
-    """Each request gets ``size`` bytes of text deltas as fast as it takes them, then
-    (``then_wait``) nothing more until it is cut off, or the end of the answer."""
-    flood = Flood()
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        flood.started += 1
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        try:
-            await response.prepare(request)
-            for _ in range(size // len(FRAME) + 1):
-                await response.write(FRAME)
-            if then_wait:
-                await asyncio.Event().wait()
-            await response.write(b"data: [DONE]\n\n")
-            flood.finished += 1
-        except ConnectionError:
-            flood.cut += 1
-        except asyncio.CancelledError:
-            flood.cut += 1
-            raise
-        return response
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    async with serving(app) as url:
-        yield url + "/v1/chat/completions", flood
-
-
-# A streamed request to the gateway's own /events, and to two of its provider routes.
-POSTS = {
-    "/events": BODY,
-    "/v1/chat/completions": orjson.dumps(
-        {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me."}]}
-    ),
-    "/v1/messages": orjson.dumps(
-        {
-            "model": "m",
-            "max_tokens": 100,
-            "stream": True,
-            "messages": [{"role": "user", "content": "Tell me."}],
-        }
-    ),
-}
-
-
-def posting_client(port: int, path: str = "/events") -> socket.socket:
-    """A client that posts to ``path`` and reads nothing yet (its receive buffer small)."""
-    body = POSTS[path]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(("127.0.0.1", port))
-    sock.sendall(
-        f"POST {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n".encode()
-        + b"Content-Type: application/json\r\n"
-        + f"Content-Length: {len(body)}\r\n\r\n".encode()
-        + body
-    )
-    return sock
-
-
-async def small_send_buffer(request: web.Request, response: web.StreamResponse) -> None:
-    """Make the gateway's side of the connection buffer little, to fill it quickly."""
-    sock = request.transport.get_extra_info("socket") if request.transport else None
-    if sock is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8192)
-
-
-async def until(condition: Any, what: Any, timeout: float = 60.0) -> None:
-    """Wait until ``condition()`` holds (a guard against hanging, not a timed check);
-    ``what`` says what was awaited (a string, or a function giving one)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never happened: {what() if callable(what) else what}")
-        await asyncio.sleep(0.05)
 
 
 async def read_all(sock: socket.socket) -> tuple[bytes, bool]:
@@ -149,29 +46,52 @@ async def read_all(sock: socket.socket) -> tuple[bytes, bool]:
     return body, False
 
 
+@contextlib.asynccontextmanager
+async def flooded_gateway(
+    size: int, *, then_wait: bool, **options: Any
+) -> AsyncIterator[tuple[int, Flood, web.Application]]:
+    """A gateway (``create_app`` ``options``, small send buffers) in front of a
+    :func:`~flooding.flooding_provider` of ``size`` bytes: its port, the flood, the app."""
+    async with flooding_provider(size, then_wait=then_wait) as (provider, flood):
+        model = ChatModel(provider, "m")
+        try:
+            app = create_app(model, **options)
+            app.on_response_prepare.append(small_send_buffer)
+            async with serving(app) as url:
+                yield int(url.rsplit(":", 1)[1]), flood, app
+        finally:
+            await asyncio.to_thread(model.close)
+
+
 @pytest.mark.parametrize("path", list(POSTS))
 async def test_a_client_that_reads_nothing_is_dropped_after_the_write_timeout(path: str) -> None:
     """The model sends 8 MiB and waits; the client reads nothing. Nothing overflows
     (``max_buffer`` is larger), so only the write timeout can end it: the client is
     dropped (its connection reset), its model request cut off, what waited freed. The
     provider routes (an SDK's stream) are held to it as ``/events`` is."""
-    async with flooding_provider(8 << 20, then_wait=True) as (provider, flood):
-        model = ChatModel(provider, "m")
-        try:
-            app = create_app(model, write_timeout=0.5, max_buffer=64 << 20)
-            app.on_response_prepare.append(small_send_buffer)
-            async with serving(app) as url:
-                port = int(url.rsplit(":", 1)[1])
-                client = posting_client(port, path)
-                await until(lambda: flood.cut == 1, "the model request was cut off")
-                await until(lambda: open_connections(port) == 0, "the client was dropped")
-                body, reset = await read_all(client)
-                backlog = app[GATEWAY]._backlog.size
-        finally:
-            await asyncio.to_thread(model.close)
+    options = {"write_timeout": 0.5, "max_buffer": 64 << 20}
+    async with flooded_gateway(8 << 20, then_wait=True, **options) as (port, flood, app):
+        client = posting_client(port, path)
+        await until(lambda: flood.cut == 1, "the model request was cut off")
+        await until(lambda: open_connections(port) == 0, "the client was dropped")
+        body, reset = await read_all(client)
+        backlog = app[GATEWAY]._backlog.size
     assert reset, "the client's connection was closed, not dropped"
     assert b"read too slowly" not in body  # dropped, not stopped for its buffer
     assert flood.finished == 0 and backlog == 0
+
+
+async def test_a_whole_body_the_client_does_not_read_is_dropped_after_the_write_timeout() -> None:
+    """The answer (8 MiB of text, not streamed: the provider routes without ``stream``)
+    waits for a client that reads nothing: dropped after the write timeout, as a stream's
+    client is."""
+    whole = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "Tell me."}]})
+    async with flooded_gateway(8 << 20, then_wait=False, write_timeout=0.5) as (port, flood, _):
+        client = posting_client(port, "/v1/chat/completions", whole)
+        await until(lambda: flood.finished == 1, "the upstream answered")
+        await until(lambda: open_connections(port) == 0, "the client was dropped", 20)
+        _body, reset = await read_all(client)
+    assert reset, "the client's connection was closed, not dropped"
 
 
 async def test_a_client_that_reads_slowly_but_without_pause_is_not_dropped() -> None:

@@ -96,19 +96,23 @@ async def _handle(
     server._record(request.path, request.headers, body)
     if not isinstance(body, dict):
         return _error(wire_type, 400, "The request body is not a JSON object")
-    view = wire_type.read_request(body)
-    model = request.match_info.get("model") or view.model
-    view = attrs.evolve(
-        view,
-        model=model,
-        credential=_credential(request),
-        attempt=server._count_attempt(request.path, model),
-        output=asked_output(wire_type.format, body, view.tools),
-    )
     try:
+        view = wire_type.read_request(body)
+        model = request.match_info.get("model") or view.model
+        view = attrs.evolve(
+            view,
+            model=model,
+            credential=_credential(request),
+            attempt=server._count_attempt(request.path, model),
+            output=asked_output(wire_type.format, body, view.tools),
+        )
         chosen = plan(view, has_recording=server.recording is not None)
     except ScenarioError as error:
         return _error(wire_type, 400, str(error))
+    except (TypeError, ValueError, LookupError, AttributeError) as error:
+        # A request of a shape the scenarios cannot read (a tool schema whose properties
+        # are not an object...): refused as a provider refuses it, not a crash.
+        return _error(wire_type, 400, f"The request could not be read: {error}")
     if isinstance(chosen, StatusReply):
         return _error(wire_type, chosen.status, chosen.message, chosen.headers, chosen.body)
     if isinstance(chosen, HtmlReply):

@@ -93,7 +93,8 @@ from ..extras import MissingExtraError
 from ..tools import Tool, ToolSet
 from . import provider_routes
 from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
-from .provider_routes import upstream_failure
+from .deployments import Deployments, logger
+from .provider_routes import ignored_header, upstream_failure
 
 if TYPE_CHECKING:
     from ..adapters.inputs import AguiRun
@@ -132,10 +133,10 @@ _PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _Options = ParamSpec("_Options")
-_CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id"
+_CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id, x-api-key, x-goog-api-key"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """The host names a gateway without a token answers (besides ``allowed_hosts``)."""
-_CORS_EXPOSED_HEADERS = "x-response-id, x-vercel-ai-ui-message-stream"
+_CORS_EXPOSED_HEADERS = "x-response-id, x-vercel-ai-ui-message-stream, x-solon-ignored"
 
 
 class _Translator(Protocol):
@@ -225,7 +226,9 @@ def _agui_wire(run: AguiRun | None = None) -> _Wire:
 
 
 def _events_wire() -> _Wire:
-    return _Wire("events", _NativeEvents(), _native_sse, _SSE_HEADERS)
+    # A response's attempts (on its RESPONSE_END) say why those that failed did.
+    told = _TOLD | {EVENT_TYPES.RESPONSE_END}
+    return _Wire("events", _NativeEvents(), _native_sse, _SSE_HEADERS, told=told)
 
 
 _WIRES: dict[str, Callable[[], _Wire]] = {
@@ -235,22 +238,39 @@ _WIRES: dict[str, Callable[[], _Wire]] = {
 }
 
 
+_TOLD = frozenset({EVENT_TYPES.ERROR, EVENT_TYPES.STATUS})
+"""The events whose texts may name an upstream's address (a failure, a retry's cause)."""
+
+
 @attrs.define(eq=False)
 class _Wire:
     """One response's encoding in protocol ``kind``: a translator, how each of its items
-    is framed, and the SSE event that closes the stream."""
+    is framed, and the SSE event that closes the stream. With ``shown`` (the gateway's
+    deployments), the events of types ``told`` and the failures name the upstreams by
+    deployment, never by address (and a failure is logged with its address)."""
 
     kind: str
     translator: _Translator
     frame: Callable[[Any], bytes]
     headers: Mapping[str, str]
     closing: bytes = b""
+    told: frozenset[Any] = _TOLD
+    shown: Deployments | None = None
 
     def encode(self, event: ChatEvent) -> list[bytes]:
-        return [self.frame(item) for item in self.translator.feed(event)]
+        items = [self.frame(item) for item in self.translator.feed(event)]
+        if self.shown is None or event.type not in self.told:
+            return items
+        if event.type is EVENT_TYPES.ERROR:
+            logger.warning("response %s failed: %s", event.response_id, event.text)
+        return [self.shown.shown_bytes(item) for item in items]
 
     def fail(self, error: BaseException | None, text: str | None = None) -> list[bytes]:
-        return [self.frame(item) for item in self.translator.fail(error, text)]
+        items = [self.frame(item) for item in self.translator.fail(error, text)]
+        if self.shown is None or not items:  # not shown, or the failure was told already
+            return items
+        logger.warning("a response failed: %s", text or error)
+        return [self.shown.shown_bytes(item) for item in items]
 
 
 class _Backlog:
@@ -515,6 +535,7 @@ class Gateway:
         if write_timeout is not None and not write_timeout > 0:
             raise ValueError("write_timeout must be a positive number of seconds, or None")
         self.model = model
+        self._deployments = Deployments(model)
         self.tools = ToolSet(tools)
         self._token = token.encode() if token else None
         self.max_body = max_body
@@ -646,6 +667,7 @@ class Gateway:
             return self._error(request, _HttpError(400, str(exc)))
         except MissingExtraError as exc:  # /agui without the agui extra: say what to install
             return self._error(request, _HttpError(501, str(exc)))
+        wire.shown = self._deployments
         if self._approving:
             events = self._keeping_approvals(events)
         if self.log is not None:
@@ -873,7 +895,13 @@ class Gateway:
             return self._provider_error(request, format, exc)
         except ValueError as exc:
             return self._provider_error(request, format, _HttpError(400, str(exc)))
-        headers = {"x-solon-ignored": ", ".join(client.ignored)} if client.ignored else {}
+        except Exception as exc:  # a fault of the gateway's: still in the client's shape
+            logger.exception("reading a request to %s failed", path)
+            failed = _HttpError(
+                500, f"the gateway failed to read the request: {type(exc).__name__}"
+            )
+            return self._provider_error(request, format, failed)
+        headers = {"x-solon-ignored": ignored_header(client.ignored)} if client.ignored else {}
         if not client.stream:
             return await self._provider_body(request, format, prompt, headers)
         events = prompt.astream()
@@ -882,13 +910,14 @@ class Gateway:
             if not await _until(provider_routes.read_head(events, head), request):
                 return web.Response(status=499)
         except ChatError as exc:
-            return self._provider_error(request, format, _HttpError(*upstream_failure(exc)))
+            return self._upstream_error(request, format, exc)
         encoder = provider_routes.route_encoder(client, self.model.model)
         wire = _Wire(
             format,
             provider_routes.WireTranslator(encoder),
             _as_is,
             {**_SSE_HEADERS, "Content-Type": encoder.media_type, **headers},
+            shown=self._deployments,
         )
         return await self._stream(request, provider_routes.chained(head, events), wire)
 
@@ -904,13 +933,39 @@ class Gateway:
             if not await _until(run(), request):
                 return web.Response(status=499)
         except ChatError as exc:
-            return self._provider_error(request, format, _HttpError(*upstream_failure(exc)))
-        body = response_body(format, done[0], model=self.model.model)
-        return web.Response(
-            body=orjson.dumps(body),
-            content_type="application/json",
-            headers={**headers, **self._cors_headers(request)},
-        )
+            return self._upstream_error(request, format, exc)
+        body = orjson.dumps(response_body(format, done[0], model=self.model.model))
+        headers = {**headers, **self._cors_headers(request), "Content-Type": "application/json"}
+        return await self._send_whole(request, body, headers)
+
+    async def _send_whole(
+        self, request: web.Request, body: bytes, headers: Mapping[str, str]
+    ) -> web.StreamResponse:
+        """Answer with ``body`` whole, written as streams are: a client that reads nothing
+        of it for ``write_timeout`` seconds is dropped."""
+        response = web.StreamResponse(headers=headers)
+        response.content_length = len(body)
+        client = _Client(response, self.write_timeout)
+
+        async def send() -> None:
+            for start in range(0, len(body), _WRITE_CHUNK):
+                await client.write(body[start : start + _WRITE_CHUNK])
+            await client.write_eof()
+
+        with contextlib.suppress(ConnectionError):
+            await response.prepare(request)
+            await _until(send(), request, client)
+        return response
+
+    def _upstream_error(
+        self, request: web.BaseRequest, format: str, error: ChatError
+    ) -> web.Response:
+        """The upstream's failure before its answer, in the provider's error shape, naming
+        the deployment (the address goes to the gateway's log only)."""
+        status, message, headers = upstream_failure(error)
+        logger.warning("the upstream failed before its answer: %s", error)
+        shown = _HttpError(status, self._deployments.shown(message), headers)
+        return self._provider_error(request, format, shown)
 
     def _provider_error(
         self, request: web.BaseRequest, format: str, error: _HttpError

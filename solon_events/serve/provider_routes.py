@@ -41,15 +41,21 @@ each SDK's own key header: ``Authorization: Bearer`` (openai, ollama, cohere),
 ``x-api-key`` (anthropic), ``x-goog-api-key`` (google-genai). A stream is answered with
 HTTP 200 only once the upstream's first content arrives: a failure before it (the
 upstream's 429, say) is an HTTP error in the client's error shape
-(:func:`upstream_failure`), so that the SDK's own retries apply. A response carries
-``x-solon-ignored``: the request fields that were not translated, when there were any.
-Streams are not kept in Redis (the SDKs do not resume).
+(:func:`upstream_failure`), so that the SDK's own retries apply; its message names the
+upstream by its deployment (its model name), never by address
+(:class:`~solon_events.serve.deployments.Deployments`). A response carries
+``x-solon-ignored``: the request fields that were not translated, when there were any
+(:func:`ignored_header`: percent-encoded, the first 32, each cut at 64 characters).
+A request that no upstream model can be sent (content its dialect cannot carry) gets a
+400 naming what cannot be sent (:func:`route_prompt`). Streams are not kept in Redis
+(the SDKs do not resume).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from ..adapters.client_requests import ClientRequest, read_client_request
 from ..adapters.provider_formats import WireEncoder, wire_encoder
@@ -69,9 +75,12 @@ from ..events import EVENT_TYPES, ChatEvent
 from ..messages import ChatRequest, OutputFormat
 
 __all__ = [
+    "IGNORED_NAMES",
+    "IGNORED_NAME_LENGTH",
     "PROVIDER_ROUTES",
     "WireTranslator",
     "chained",
+    "ignored_header",
     "read_head",
     "read_route_request",
     "route_encoder",
@@ -125,7 +134,11 @@ def route_prompt(model: ChatModel | ModelGroup, client: ClientRequest) -> ChatPr
     tools (never run by the gateway), its options written for ``model``'s dialect, its
     structured output asked of the upstream in the upstream's own form (never checked
     here: the client's SDK does). A structured output an upstream cannot be asked for
-    raises ``ValueError`` saying why (HTTP 400): it is never dropped."""
+    raises ``ValueError`` saying why (HTTP 400): it is never dropped.
+
+    A request that no model of ``model`` can be sent (content its dialect cannot carry:
+    an image URL to Ollama or Bedrock, a file URL to Chat Completions, a PDF to Ollama,
+    an image without data) raises ``ValueError`` naming what cannot be sent, by model."""
     prompt = model.prompt(client.messages).auto_tool_call(False)
     if client.tools:
         prompt = prompt.client_tools(*client.tools)
@@ -133,6 +146,7 @@ def route_prompt(model: ChatModel | ModelGroup, client: ClientRequest) -> ChatPr
         _check_output(model, client.output)
         prompt = prompt.output(client.output)
     options = client.options.for_dialect(model.dialect.name)
+    _check_sendable(model, client, options)
     return prompt.options(**options) if options else prompt
 
 
@@ -146,6 +160,50 @@ def _check_output(model: ChatModel | ModelGroup, output: OutputFormat) -> None:
         except ValueError as error:
             why = f"the structured output cannot be asked of {leaf.model}: {error}"
             raise ValueError(why) from None
+
+
+def _check_sendable(
+    model: ChatModel | ModelGroup, client: ClientRequest, options: Mapping[str, Any]
+) -> None:
+    """Build (and encode) the request for each model of ``model`` until one can be sent;
+    a ValueError saying why when none can."""
+    refusals = []
+    for leaf in model.leaves() if isinstance(model, ModelGroup) else (model,):
+        request = ChatRequest(
+            model=leaf.model, messages=client.messages, tools=client.tools, options=options
+        )
+        try:
+            leaf.build_http_request(request).body_bytes()
+        except (ValueError, TypeError) as exc:  # orjson's encode errors are TypeErrors
+            refusals.append(f"{leaf.model} ({leaf.dialect.name}): {exc}")
+        except ChatError:  # not the request's fault (no credentials): its attempt says so
+            return
+        else:
+            return
+    raise ValueError(f"this request cannot be sent upstream: {'; '.join(refusals)}")
+
+
+IGNORED_NAMES = 32
+"""How many of the fields a request named that were not translated ``x-solon-ignored``
+lists (then how many more there were)."""
+IGNORED_NAME_LENGTH = 64
+"""How much of each field's name ``x-solon-ignored`` shows."""
+_NAME_SAFE = "!#$&'()*+-./:;<=>?@[]^_`{|}~"  # printable ASCII but the comma, space and %
+
+
+def ignored_header(names: Sequence[str]) -> str:
+    """The ``x-solon-ignored`` header of a request whose fields ``names`` were not
+    translated: each name percent-encoded outside printable ASCII (so a control
+    character or a comma cannot break the header), the first
+    :data:`IGNORED_NAME_LENGTH` characters of a long one (then ``...``), the first
+    :data:`IGNORED_NAMES` names (then ``... (N more)``)."""
+    shown = []
+    for name in names[:IGNORED_NAMES]:
+        cut = quote(name[:IGNORED_NAME_LENGTH], safe=_NAME_SAFE)
+        shown.append(cut + "..." if len(name) > IGNORED_NAME_LENGTH else cut)
+    if len(names) > IGNORED_NAMES:
+        shown.append(f"... ({len(names) - IGNORED_NAMES} more)")
+    return ", ".join(shown)
 
 
 def route_encoder(client: ClientRequest, model: str) -> WireEncoder:

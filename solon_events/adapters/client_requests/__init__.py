@@ -59,12 +59,18 @@ def read_client_request(
 
     Gemini names the model and whether it streams in the URL, not the body: pass them as
     ``model`` and ``stream``. A body that cannot be read raises ``ValueError`` naming
-    the field.
+    the field (a shape no check names: what went wrong reading it).
     """
     reader = _READERS.get(format)
     if reader is None and format != "gemini":
         raise ValueError(f"unknown client format {format!r}; known: {', '.join(CLIENT_FORMATS)}")
     body = body_object(body)
-    if reader is None:
-        return read_generate_content(body, model=model, stream=bool(stream))
-    return reader(body)
+    try:
+        if reader is None:
+            return read_generate_content(body, model=model, stream=bool(stream))
+        return reader(body)
+    except (TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        # A shape no reader check names: still the client's body, not the gateway's fault.
+        raise ValueError(
+            f"the request body could not be read: {type(exc).__name__}: {exc}"
+        ) from exc

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...messages import Message, SystemMessage, ToolSpec, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
-from .fields import each, field_of, integer, json_text, optional, texts
+from .fields import each, field_of, integer, json_text, kind_of, optional, texts
 from .options import GenerationOptions, sampling
 from .request import ClientRequest, client_request, tool_result, tool_spec
 
@@ -46,7 +46,7 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
     thinking = optional(body, "thinking", Mapping, "")
     reasoning = budget = None
     if thinking is not None:
-        kind = thinking.get("type")
+        kind = kind_of(thinking, "thinking")
         reasoning = kind in ("enabled", "adaptive")
         if kind == "enabled":
             budget = integer(thinking, "budget_tokens", "thinking")
@@ -54,7 +54,7 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
     kinds = {"auto": "auto", "any": "required", "tool": "required", "none": "none"}
     tool_choice = tool_name = parallel = None
     if choice is not None:
-        kind = choice.get("type")
+        kind = kind_of(choice, "tool_choice")
         if kind not in kinds:
             raise ValueError(f"tool_choice.type must be auto, any, tool or none, not {kind!r}")
         tool_choice = kinds[kind]

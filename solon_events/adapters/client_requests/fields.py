@@ -20,6 +20,7 @@ __all__ = [
     "field_of",
     "integer",
     "json_text",
+    "kind_of",
     "number",
     "optional",
     "stop_sequences",
@@ -70,14 +71,28 @@ def number(body: Mapping[str, Any], key: str, where: str = "") -> float | None:
     return None if value is None else value
 
 
+_INT64 = range(-(2**63), 2**63)
+
+
 def integer(body: Mapping[str, Any], key: str, where: str = "") -> int | None:
-    """An integer field, or None (a float with no fraction is taken: JSON has one number)."""
+    """An integer field, or None (a float with no fraction is taken: JSON has one number);
+    one that a 64-bit integer cannot hold is refused, as no upstream takes it."""
     value = optional(body, key, (int, float), where)
     if value is None:
         return None
+    named = f"{where + '.' if where else ''}{key}"
     if value != int(value):
-        raise ValueError(f"{where + '.' if where else ''}{key} must be an integer, got {value}")
+        raise ValueError(f"{named} must be an integer, got {value}")
+    if int(value) not in _INT64:
+        raise ValueError(f"{named} is out of range: {value:g} does not fit in 64 bits")
     return int(value)
+
+
+def kind_of(item: Mapping[str, Any], where: str, key: str = "type") -> str | None:
+    """What kind of part or item ``item`` is: its ``key`` field, a string (None when it is
+    absent or null)."""
+    value = item.get(key)
+    return None if value is None else field_of(value, str, f"{where}.{key}" if where else key)
 
 
 def stop_sequences(value: Any, where: str) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ import attrs
 
 from ...messages import Message, ToolMessage, UserMessage
 from ...results import AssistantMessage, FileBlock, ImageBlock
-from .fields import field_of, json_text, optional, texts, unknown_fields
+from .fields import field_of, json_text, kind_of, optional, texts, unknown_fields
 from .options import GenerationOptions, sampling
 from .request import ClientRequest, file_block, image_block, input_request, tool_call
 
@@ -35,7 +35,7 @@ _KNOWN = frozenset(
 )
 _SAMPLING = ("temperature", "top_p", "max_output_tokens", "stop_sequences", "seed")
 _CONFIG_KNOWN = {"thinking_level", "thinking_summaries", "tool_choice", *_SAMPLING}
-_CONTENT = frozenset({"text", "image", "document", "audio", "video"})
+_CONTENT_KINDS = ("text", "image", "document", "audio", "video")
 _TURN = ("thought", "model_output", "function_call")  # an assistant turn's steps, in order
 
 
@@ -100,7 +100,7 @@ def _input(given: Any) -> list[Message]:
     items = field_of(given, list, "input")
     if not items:
         raise ValueError("input must not be empty")
-    if all(isinstance(item, Mapping) and item.get("type") in _CONTENT for item in items):
+    if all(isinstance(item, Mapping) and item.get("type") in _CONTENT_KINDS for item in items):
         return [_user(items, "input")]
     return _steps(items)
 
@@ -115,7 +115,7 @@ def _steps(items: list[Any]) -> list[Message]:
     for i, value in enumerate(items):
         where = f"input[{i}]"
         step = field_of(value, Mapping, where)
-        kind = step.get("type")
+        kind = kind_of(step, where)
         if kind in _TURN:
             rank = _TURN.index(kind)
             if turn is not None and (rank < last or (rank == last and kind != "function_call")):
