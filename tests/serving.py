@@ -66,16 +66,27 @@ SERVE = ("-m", "solon_events.cli", "serve")
 
 
 @contextlib.contextmanager
-def serve_command(*options: str, program: Sequence[str] = SERVE) -> Iterator[subprocess.Popen[str]]:
+def serve_command(
+    *options: str, program: Sequence[str] = SERVE, nofile: int | None = None
+) -> Iterator[subprocess.Popen[str]]:
     """``solon-events serve --port 0 OPTIONS`` in its own process (its address is the
-    first line of its ``stdout``), or ``program`` (Python's arguments) with them;
-    terminated, then killed if need be, at the end."""
+    first line of its ``stdout``), or ``program`` (Python's arguments) with them, with at
+    most ``nofile`` file descriptors when given (``resource.setrlimit``); terminated, then
+    killed if need be, at the end."""
+
+    def limit_files() -> None:
+        if nofile is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     process = subprocess.Popen(
         [sys.executable, *program, "--port", "0", *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=limit_files if nofile is not None else None,
     )
     try:
         yield process

@@ -21,7 +21,15 @@ from rich.text import Text
 
 from ..client.model import ChatModel
 from ..client.routing import ModelGroup
-from ..serve.gateway import MAX_BUFFER, MAX_TOTAL_BUFFER, WRITE_TIMEOUT
+from ..serve.gateway import (
+    BODY_TIMEOUT,
+    HEADER_TIMEOUT,
+    MAX_BODY,
+    MAX_BUFFER,
+    MAX_CONNECTIONS,
+    MAX_TOTAL_BUFFER,
+    WRITE_TIMEOUT,
+)
 
 __all__ = ["add_serve_parser", "serve"]
 
@@ -109,6 +117,45 @@ def add_serve_parser(commands: Any) -> None:
         "and cancel its model request (0: never)",
     )
     parser.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection whose request head has not arrived this long after its "
+        "first byte (or after it opened, when it sends nothing) (0: never)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=BODY_TIMEOUT,
+        metavar="SECONDS",
+        help="answer 408 to a request whose body has not arrived this long after its head "
+        "(0: never)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=_count,
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help="the connections held at once (fewer when ulimit -n leaves less: at most half "
+        "of it, less 32); at the cap a new one takes the place of the one that waited "
+        "longest for its request, or is answered 503 when every one serves a request",
+    )
+    parser.add_argument(
+        "--upstream-connections",
+        type=_count,
+        default=100,
+        metavar="N",
+        help="the connections each model keeps to its provider (its pool; 0: no limit)",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=_byte_count,
+        default=MAX_BODY,
+        metavar="SIZE",
+        help="the largest request body (e.g. 1MiB); a larger one gets 413",
+    )
+    parser.add_argument(
         "--max-buffer",
         type=_byte_count,
         default=MAX_BUFFER,
@@ -182,6 +229,8 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         dialect, api_key = provider_key(args, args.url)
         url, name = args.url, args.model
 
+    _log_to_stderr()
+
     async def run(app: Any) -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -197,9 +246,13 @@ def serve(args: argparse.Namespace, console: Console) -> int:
                 token=token,
                 cors_origins=args.cors_origin,
                 allowed_hosts=args.allow_host,
+                max_body=args.max_body,
                 max_buffer=args.max_buffer,
                 max_total_buffer=args.max_total_buffer,
                 write_timeout=args.write_timeout or None,
+                header_timeout=args.header_timeout or None,
+                body_timeout=args.body_timeout or None,
+                max_connections=args.max_connections or MAX_CONNECTIONS,
                 redis=args.redis,
                 on_disconnect=args.on_disconnect,
             )
@@ -212,12 +265,29 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _log_to_stderr() -> None:
+    """The gateway's log (failures with the upstream's address, connection limits) on
+    standard error, one line each, unless the logging configuration already says where."""
+    import logging
+
+    log = logging.getLogger("solon_events.serve")
+    if log.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("solon-events serve: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+
+
 def _model(
     args: argparse.Namespace, url: str, names: list[str], api_key: str | None, dialect: str
 ) -> ChatModel | ModelGroup:
     """The model served: one, or a fallback chain (a hedge with ``--hedge-after``) of
     ``names`` at the same provider."""
-    first, *others = [ChatModel(url, n, api_key=api_key, dialect=dialect) for n in names]
+    pool = args.upstream_connections
+    first, *others = [
+        ChatModel(url, n, api_key=api_key, dialect=dialect, connection_limit=pool) for n in names
+    ]
     if not others:
         return first
     if args.hedge_after is not None:
@@ -248,6 +318,17 @@ def _byte_count(text: str) -> int:
     if size <= 0:
         raise argparse.ArgumentTypeError(f"a size must be positive, not {text!r}")
     return size
+
+
+def _count(text: str) -> int:
+    """A number of connections on the command line: a whole number, 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    return count
 
 
 def _seconds(text: str) -> float:

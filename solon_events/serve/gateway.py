@@ -93,6 +93,7 @@ from ..extras import MissingExtraError
 from ..tools import Tool, ToolSet
 from . import provider_routes
 from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
+from .connections import ConnectionGuard, watched
 from .deployments import Deployments, logger
 from .provider_routes import ignored_header, upstream_failure
 
@@ -112,12 +113,22 @@ MAX_TOTAL_BUFFER = 128 * 1024 * 1024
 """The default cap on encoded events waiting for slow clients, all together: 128 MiB."""
 WRITE_TIMEOUT = 60.0
 """The default time a client may read nothing while a write to it waits: 60 s."""
+HEADER_TIMEOUT = 10.0
+"""The default time a request's head may take from its first byte (or from the
+connection, when nothing comes): 10 s."""
+BODY_TIMEOUT = 30.0
+"""The default time a request's body may take once its head is read: 30 s."""
+MAX_CONNECTIONS = 1000
+"""The default cap on the connections held at once (lowered under the file-descriptor
+limit: :func:`~solon_events.serve.connections.connection_cap`)."""
 _WRITE_CHUNK = 64 * 1024
 MAX_DEPTH = 200
 """How deep a request body may nest arrays and objects: what a provider's request wraps
 around it must stay under the 254 levels that orjson encodes."""
 _ORJSON_DEPTH = 254
 _WATCH_INTERVAL = 0.02
+_CLOSING = frozenset({408, 413})  # answered before the body was read whole: close after
+_LINGERING_TIME = 2.0  # how long the rest of such a body is read (and dropped) before closing
 _SSE_HEADERS = {
     "Content-Type": "text/event-stream",
     "Cache-Control": "no-cache",
@@ -492,6 +503,13 @@ class Gateway:
     ``max_total_buffer`` what waits for all of them (a response that adds to it past the
     cap is stopped, unless its client reads along); a client that reads nothing for
     ``write_timeout`` seconds while a write waits for it is dropped (None: never).
+    Served by :func:`serving` or :func:`run_app`, a request's head must arrive within
+    ``header_timeout`` seconds of its first byte (of the connection, when nothing comes:
+    the connection is closed), its body within ``body_timeout`` seconds (408), and at most
+    ``max_connections`` connections are held (fewer under the file-descriptor limit; at
+    the cap, a new one takes the place of the one that has waited longest for its
+    request, or is answered 503 when each serves one): see
+    :mod:`solon_events.serve.connections` (None: no timeout).
     ``cors_origins``: the origins (``"https://app.example"``) allowed to call from a
     browser; none by default. ``allowed_hosts``: host names (``"chat.example"``, any port)
     answered besides the loopback ones; without a token, a request whose ``Host`` names
@@ -517,6 +535,9 @@ class Gateway:
         max_buffer: int = MAX_BUFFER,
         max_total_buffer: int = MAX_TOTAL_BUFFER,
         write_timeout: float | None = WRITE_TIMEOUT,
+        header_timeout: float | None = HEADER_TIMEOUT,
+        body_timeout: float | None = BODY_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
         cors_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
         redis: str | RedisStreamLog | None = None,
@@ -532,8 +553,15 @@ class Gateway:
             raise ValueError(
                 "max_body, max_buffer and max_total_buffer must be positive byte counts"
             )
-        if write_timeout is not None and not write_timeout > 0:
-            raise ValueError("write_timeout must be a positive number of seconds, or None")
+        for name, seconds in (
+            ("write_timeout", write_timeout),
+            ("header_timeout", header_timeout),
+            ("body_timeout", body_timeout),
+        ):
+            if seconds is not None and not seconds > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, or None")
+        if not isinstance(max_connections, int) or max_connections < 1:
+            raise ValueError("max_connections must be a whole number, 1 or more")
         self.model = model
         self._deployments = Deployments(model)
         self.tools = ToolSet(tools)
@@ -542,6 +570,9 @@ class Gateway:
         self.max_buffer = max_buffer
         self.max_total_buffer = max_total_buffer
         self.write_timeout = write_timeout
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections
         self._backlog = _Backlog(max_total_buffer)
         self.cors_origins = frozenset(o.rstrip("/") for o in cors_origins)
         self.allowed_hosts = frozenset(h.lower().rstrip(".") for h in allowed_hosts)
@@ -840,18 +871,13 @@ class Gateway:
     async def _accept(self, request: web.BaseRequest) -> Any:
         """The request's JSON body, after the host, origin, token, type and size checks."""
         self._check(request)
-        if request.content_type != "application/json":
+        self._check_size(request)
+        try:
+            body = await asyncio.wait_for(self._read_body(request), self.body_timeout)
+        except asyncio.TimeoutError:
             raise _HttpError(
-                415, f"the body must be application/json, not {request.content_type or 'untyped'}"
-            )
-        too_large = _HttpError(413, f"the request body is larger than {self.max_body} bytes")
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large
-        body = bytearray()
-        while chunk := await request.content.read(64 * 1024):
-            body += chunk
-            if len(body) > self.max_body:
-                raise too_large
+                408, f"the request body did not arrive within {self.body_timeout:g} s"
+            ) from None
         try:
             value = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -864,12 +890,68 @@ class Gateway:
             )
         return value
 
+    def _check_size(self, request: web.BaseRequest) -> None:
+        """The content type and the announced length of the body."""
+        if request.content_type != "application/json":
+            raise _HttpError(
+                415, f"the body must be application/json, not {request.content_type or 'untyped'}"
+            )
+        if request.content_length is not None and request.content_length > self.max_body:
+            raise self._too_large()
+
+    def _too_large(self) -> _HttpError:
+        return _HttpError(413, f"the request body is larger than {self.max_body} bytes")
+
+    async def _read_body(self, request: web.BaseRequest) -> bytearray:
+        body = bytearray()
+        try:
+            while chunk := await request.content.read(64 * 1024):
+                body += chunk
+                if len(body) > self.max_body:
+                    raise self._too_large()
+        except ConnectionError:  # the client left: nobody reads the answer
+            raise _HttpError(499, "the client closed the connection") from None
+        return body
+
+    async def expect(self, request: web.Request) -> web.StreamResponse | None:
+        """The answer to ``Expect: 100-continue`` (an aiohttp ``expect_handler``): the
+        checks that need no body (host, origin, token, content type, announced length)
+        made before ``100 Continue``, so that a body over the limit is refused (413) before
+        it is sent."""
+        if request.headers.get("Expect", "").lower() != "100-continue":
+            return self._refusal(request, _HttpError(417, "only Expect: 100-continue is known"))
+        try:
+            self._check(request)
+            self._check_size(request)
+        except _HttpError as exc:
+            return self._refusal(request, exc)
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0  # the answer's own size starts after it, as aiohttp's
+        return None
+
+    def _refusal(self, request: web.Request, error: _HttpError) -> web.Response:
+        """``error`` in the route's shape (a provider's, or ours), on a connection closed
+        after it (its body was not read)."""
+        route = request.match_info.route.resource
+        path = route.canonical if route is not None else request.path
+        format = provider_routes.PROVIDER_ROUTES.get(path)
+        answer = (
+            self._provider_error(request, format, error)
+            if format is not None
+            else self._error(request, error)
+        )
+        answer.force_close()
+        return answer
+
     def _error(self, request: web.BaseRequest, error: _HttpError) -> web.Response:
-        return web.json_response(
+        answer = web.json_response(
             {"error": error.message},
             status=error.status,
             headers={**error.headers, **self._cors_headers(request)},
         )
+        if error.status in _CLOSING:
+            answer.force_close()
+        return answer
 
     def _prompt(self, messages: Any) -> ChatPrompt:
         prompt = self.model.prompt(messages)
@@ -971,12 +1053,15 @@ class Gateway:
         self, request: web.BaseRequest, format: str, error: _HttpError
     ) -> web.Response:
         """``error`` in the provider's own error shape."""
-        return web.Response(
+        answer = web.Response(
             body=orjson.dumps(error_body(format, error.status, error.message)),
             status=error.status,
             content_type="application/json",
             headers={**error.headers, **self._cors_headers(request)},
         )
+        if error.status in _CLOSING:
+            answer.force_close()
+        return answer
 
     # Streaming.
 
@@ -1240,7 +1325,7 @@ def create_app(gateway: Gateway) -> web.Application:
     ``/v1beta/models/...``, ``/ollama/api/chat``, Cohere's ``/v2/chat`` and
     ``/v1beta/interactions``). The options are :class:`Gateway`'s; the gateway is closed
     with the application."""
-    app = web.Application(client_max_size=gateway.max_body)
+    app = web.Application(client_max_size=gateway.max_body, middlewares=[_watching_requests])
     app[GATEWAY] = gateway
     app.router.add_get("/", gateway.page)
     for path, handler in (
@@ -1248,13 +1333,13 @@ def create_app(gateway: Gateway) -> web.Application:
         ("/agui", gateway.agui),
         ("/events", gateway.events),
     ):
-        app.router.add_post(path, handler)
+        app.router.add_post(path, handler, expect_handler=gateway.expect)
         app.router.add_get(path, handler, allow_head=False)
         app.router.add_route("OPTIONS", path, gateway.preflight)
-    app.router.add_post("/stop", gateway.stop)
+    app.router.add_post("/stop", gateway.stop, expect_handler=gateway.expect)
     app.router.add_route("OPTIONS", "/stop", gateway.preflight)
     for path in provider_routes.PROVIDER_ROUTES:
-        app.router.add_post(path, gateway.provider)
+        app.router.add_post(path, gateway.provider, expect_handler=gateway.expect)
         app.router.add_route("OPTIONS", path, gateway.preflight)
 
     async def close(_app: web.Application) -> None:
@@ -1262,6 +1347,22 @@ def create_app(gateway: Gateway) -> web.Application:
 
     app.on_cleanup.append(close)
     return app
+
+
+@web.middleware
+async def _watching_requests(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Tell the connection guard (:func:`serving`) while a request is being served: its
+    connection is not one waiting for a request."""
+    connection = watched(request.transport)
+    if connection is not None:
+        connection.request_started()
+    try:
+        return await handler(request)
+    finally:
+        if connection is not None:
+            connection.request_done()
 
 
 @contextlib.asynccontextmanager
@@ -1274,15 +1375,38 @@ async def serving(
 ) -> AsyncIterator[str]:
     """Serve ``app`` while the ``async with`` block runs; yields its address,
     ``http://HOST:PORT`` (port 0: a free port). With ``handler_cancellation`` a client that
-    disconnects cancels its handler at once (the gateway also notices by itself)."""
-    runner = web.AppRunner(app, handler_cancellation=handler_cancellation, access_log=None)
+    disconnects cancels its handler at once (the gateway also notices by itself).
+
+    The connections of an app of :func:`create_app` are guarded by its gateway's
+    ``header_timeout`` and ``max_connections``
+    (:class:`~solon_events.serve.connections.ConnectionGuard`), and while it is served a
+    failed ``accept()`` is logged once a minute, not as a traceback each time."""
+    runner = web.AppRunner(
+        app,
+        handler_cancellation=handler_cancellation,
+        access_log=None,
+        lingering_time=_LINGERING_TIME,
+    )
     await runner.setup()
+    gateway = app.get(GATEWAY)
+    guard = ConnectionGuard(
+        gateway.max_connections if gateway else MAX_CONNECTIONS,
+        gateway.header_timeout if gateway else None,
+    )
+    assert runner.server is not None
+    loop = asyncio.get_running_loop()
+    server: asyncio.Server | None = None
+    sweeping = asyncio.ensure_future(guard.sweep())
     try:
-        await web.TCPSite(runner, host, port).start()
-        bound_host, bound_port = runner.addresses[0][:2]
-        shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
-        yield f"http://{shown}:{bound_port}"
+        with guard.accept_errors(loop):
+            server = await loop.create_server(guard.protocol_factory(runner.server), host, port)
+            bound_host, bound_port = server.sockets[0].getsockname()[:2]
+            shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+            yield f"http://{shown}:{bound_port}"
     finally:
+        sweeping.cancel()
+        if server is not None:
+            server.close()
         await runner.cleanup()
 
 
