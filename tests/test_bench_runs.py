@@ -247,3 +247,10 @@ def test_a_priced_model_has_a_cost(server: RunningServer) -> None:
         endpoint(server, "echo"), ["hi"], Load(concurrency=1), requests=1
     ).points
     assert unpriced.summary.cost is None
+
+
+async def test_a_notebooks_running_loop_is_left_alone(server: RunningServer) -> None:
+    """In a notebook the main thread runs a loop: the benchmark runs on a thread of its own."""
+    (point,) = benchmark(endpoint(server, SCRIPT.format(seed="nb")), ["hi"], Load(concurrency=2),
+                         requests=2).points  # fmt: skip
+    assert [r.ok for r in point.records] == [True, True]
