@@ -42,9 +42,15 @@ import attrs
 import orjson
 
 from ._version import __version__
-from .errors import ChatProtocolError
 from .events import EVENT_TYPES, ChatEvent
-from .wire.sse import Frame
+from .sources import Source, is_recording, read_recorded, recording_dialect
+from .wire.recordings import (
+    FORMAT_KEY,
+    RecordedStep,
+    RecordedToolResult,
+    frame_line,
+    recording_bytes,
+)
 
 if TYPE_CHECKING:
     from reactivex import Observable
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     from .dialects.base import ChatDialect
     from .redaction import Redactor
     from .results import ChatResponse
+    from .wire.sse import Frame
 
 __all__ = [
     "FORMAT_KEY",
@@ -67,36 +74,8 @@ __all__ = [
     "write_recording",
 ]
 
-FORMAT_KEY = "solon_events_recording"
-"""The header's key; its value is the format's version (1)."""
-
 RECEIVED_AT = "received_at"
 """The ``attrs`` key of a replayed event's arrival time, in seconds from the first request."""
-
-_HEADER_START = b'{"' + FORMAT_KEY.encode() + b'"'
-_VERSION = 1
-
-
-@attrs.frozen
-class RecordedToolResult:
-    """What a tool returned between two steps, and when."""
-
-    at: float
-    tool_call_id: str | None
-    name: str
-    text: str
-
-
-@attrs.frozen
-class RecordedStep:
-    """One provider request of a recording: when it was sent, its frames and their arrival
-    times, and the tool results that followed it."""
-
-    number: int
-    sent_at: float
-    frames: tuple[Frame, ...] = ()
-    times: tuple[float, ...] = ()
-    tool_results: tuple[RecordedToolResult, ...] = ()
 
 
 @attrs.frozen
@@ -140,11 +119,9 @@ class Recording:
         from .core.session import new_response_id
         from .operators import parse, respond
 
-        chosen = dialect if dialect not in (None, "auto") else self.dialect
+        chosen = dialect if dialect not in (None, "auto") else None
         if chosen is None:
-            from .dialects.sniff import sniff_dialect
-
-            chosen = sniff_dialect(self.frames)
+            chosen = recording_dialect(self.header, self.frames)
         if chosen is None:
             raise ValueError(
                 "the recording's header names no dialect and its frames do not tell: pass dialect="
@@ -237,7 +214,7 @@ def _tool_results_before_step_end(
 
 
 def replay_recording(
-    source: str | os.PathLike[str] | bytes,
+    source: str | os.PathLike[str] | bytes | Source,
     dialect: str | ChatDialect | None = None,
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
@@ -250,116 +227,11 @@ def replay_recording(
     )
 
 
-def is_recording(source: Any) -> bool:
-    """Whether ``source`` (a path, bytes or text) is a recording in this format."""
-    if isinstance(source, (str, os.PathLike)) and _is_path(source):
-        with open(source, "rb") as file:
-            start = file.read(len(_HEADER_START))
-    elif isinstance(source, (bytes, bytearray, memoryview)):
-        start = bytes(source[: len(_HEADER_START)])
-    elif isinstance(source, str):
-        start = source[: len(_HEADER_START)].encode()
-    else:
-        return False
-    return start == _HEADER_START
-
-
-def _is_path(source: str | os.PathLike[str]) -> bool:
-    if isinstance(source, str) and ("\n" in source or len(source) >= 4096):
-        return False
-    return os.path.isfile(source)
-
-
-def read_recording(source: str | os.PathLike[str] | bytes) -> Recording:
+def read_recording(source: str | os.PathLike[str] | bytes | Source) -> Recording:
     """Read a recording from a path, its bytes or its text; a line that is wrong raises
     :class:`~solon_events.errors.ChatProtocolError` naming it."""
-    if isinstance(source, bytes):
-        body = source
-    elif isinstance(source, str) and not _is_path(source) and source.startswith("{"):
-        body = source.encode()
-    else:
-        body = Path(source).read_bytes()
-    lines = [line for line in body.splitlines() if line.strip()]
-    if not lines or not lines[0].startswith(_HEADER_START):
-        raise ChatProtocolError(
-            f"not a solon-events recording: it must start with {{{FORMAT_KEY!r}"
-        )
-    header = _load(lines[0], 1)
-    if header.get(FORMAT_KEY) != _VERSION:
-        raise ChatProtocolError(f"unknown recording version {header.get(FORMAT_KEY)!r}")
-    steps: list[RecordedStep] = []
-    frames: list[Frame] = []
-    times: list[float] = []
-    results: list[RecordedToolResult] = []
-    number, sent_at, marked = 0, 0.0, False
-
-    def end_step(last: bool = False) -> None:
-        if frames or results or marked or (last and not steps):
-            steps.append(RecordedStep(number, sent_at, tuple(frames), tuple(times), tuple(results)))
-        frames.clear()
-        times.clear()
-        results.clear()
-
-    for line_number, line in enumerate(lines[1:], start=2):
-        entry = _load(line, line_number)
-        at = entry.get("t")
-        if not isinstance(at, (int, float)):
-            raise ChatProtocolError(f"line {line_number} of the recording has no time 't'")
-        if "step" in entry:
-            end_step()
-            number, sent_at, marked = int(entry["step"]), float(at), True
-        elif "json" in entry:
-            frames.append(Frame(orjson.dumps(entry["json"]).decode(), entry.get("event")))
-            times.append(float(at))
-        elif "data" in entry:
-            frames.append(Frame(str(entry["data"]), entry.get("event")))
-            times.append(float(at))
-        elif isinstance(entry.get("tool_result"), dict):
-            result = entry["tool_result"]
-            results.append(
-                RecordedToolResult(
-                    float(at),
-                    result.get("tool_call_id"),
-                    str(result.get("name") or ""),
-                    str(result.get("text") or ""),
-                )
-            )
-        else:
-            raise ChatProtocolError(
-                f"line {line_number} of the recording is neither a step, a frame nor a tool result"
-            )
-    end_step(last=True)
-    return Recording(header, tuple(steps))
-
-
-def _load(line: bytes, number: int) -> dict[str, Any]:
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise ChatProtocolError(f"line {number} of the recording is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ChatProtocolError(f"line {number} of the recording is not a JSON object")
-    return value
-
-
-def frame_line(at: float, frame: Frame | str | bytes) -> dict[str, Any]:
-    """One frame's line, as a dict (a frame of bytes, e.g. an AWS event-stream message's, is
-    read as UTF-8 text)."""
-    if isinstance(frame, bytes):
-        frame = frame.decode("utf-8", "replace")
-    data, event = (frame.data, frame.event) if isinstance(frame, Frame) else (frame, None)
-    entry: dict[str, Any] = {"t": at}
-    if event:
-        entry["event"] = event
-    try:
-        payload = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        payload = None
-    if isinstance(payload, (dict, list)):
-        entry["json"] = payload
-    else:
-        entry["data"] = data
-    return entry
+    header, steps = source.recorded() if isinstance(source, Source) else read_recorded(source)
+    return Recording(header, steps)
 
 
 def write_recording(
@@ -367,9 +239,7 @@ def write_recording(
 ) -> None:
     """Write a recording: a header holding ``header``, then ``lines`` (step, frame and
     tool-result lines as dicts, each with its time ``t``, rounded here to microseconds)."""
-    out = [orjson.dumps({FORMAT_KEY: _VERSION, **header})]
-    out += [orjson.dumps({**line, "t": round(float(line["t"]), 6)}) for line in lines]
-    Path(path).write_bytes(b"\n".join(out) + b"\n")
+    Path(path).write_bytes(recording_bytes(lines, header))
 
 
 class _Log:

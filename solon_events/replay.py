@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
-from pathlib import Path
-from typing import Any, Union
+from collections.abc import Callable
+from typing import Any
 
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
@@ -18,75 +15,12 @@ from .core import stages
 from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
-from .dialects.sniff import sniff_dialect
 from .events import ChatEvent
 from .filters import ChatEventFilter
-from .recording import is_recording, replay_recording
-from .wire.eventstream import is_event_stream, iter_event_stream_frames
-from .wire.sse import _format_of, iter_frame_data
+from .recording import replay_recording
+from .sources import ReplaySource, tell_source
 
 __all__ = ["ReplaySource", "replay"]
-
-ReplaySource = Union[str, bytes, os.PathLike, Iterable[Any]]  # noqa: UP007
-"""A path, the bytes or text of a recording (SSE, JSON lines or an AWS event stream), or an
-iterable of frames."""
-
-
-def _looks_like_path(source: str) -> bool:
-    return "\n" not in source and len(source) < 4096 and os.path.isfile(source)
-
-
-def _check_source(source: ReplaySource) -> None:
-    """Refuse, at the call, a path that names no readable file: a path object that is
-    missing or a directory, or a string that names no file and holds no frame either."""
-    if isinstance(source, str):
-        if _looks_like_path(source) or "\n" in source or "\r" in source or len(source) >= 4096:
-            return
-        if _format_of(source.strip().encode(), final=True) != "unknown":
-            return  # the text of a one-frame stream
-    elif not isinstance(source, os.PathLike):
-        return
-    path = os.fspath(source)
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"replay(): {path!r} is a directory, not a recorded stream")
-    if not os.path.exists(path):
-        what = "" if isinstance(source, os.PathLike) else " (nor the text of an event stream)"
-        raise FileNotFoundError(f"replay(): the file {path!r} does not exist{what}")
-
-
-def _sniffed(frames: Iterator[Any]) -> tuple[str, list[Any], Exception | None]:
-    """The dialect ``frames`` are in (``"openai"`` when the first frames do not tell), the
-    frames taken to tell it, and the error reading them raised while they were taken."""
-    head: list[Any] = []
-
-    def taken() -> Iterator[Any]:
-        for frame in frames:
-            head.append(frame)
-            yield frame
-
-    error: Exception | None = None
-    try:
-        name = sniff_dialect(taken())
-    except Exception as exc:  # reading the source: an SSE error, a frame over the limit
-        name, error = None, exc
-    return name or "openai", head, error
-
-
-def _frames(source: ReplaySource) -> Iterator[Any]:
-    """The frames of ``source``; a file is read here, its frames decoded as they are taken."""
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
-        return _body_frames(Path(source).read_bytes())
-    if isinstance(source, (str, bytes, bytearray, memoryview)):
-        return _body_frames(bytes(source) if not isinstance(source, str) else source)
-    return iter(source)
-
-
-def _body_frames(body: bytes | str) -> Iterator[Any]:
-    """A whole body's frames: an AWS event stream (Bedrock) told by its first prelude,
-    else SSE or JSON lines, each frame as its data (the parse stage reads nothing else)."""
-    if isinstance(body, bytes) and is_event_stream(body):
-        return iter_event_stream_frames(body)
-    return iter_frame_data(body)
 
 
 def replay(
@@ -114,16 +48,10 @@ def replay(
     A path (a path object, or a string that holds no frame) that names no file, or names a
     directory, raises ``FileNotFoundError`` or ``IsADirectoryError`` here, at the call.
     """
-    _check_source(source)
-    if is_recording(source):
-        return replay_recording(source, dialect, event_filter, partial_arguments)  # type: ignore[arg-type]
+    told = tell_source(source)
+    if told.is_recording:
+        return replay_recording(told, dialect, event_filter, partial_arguments)
     chosen = None if dialect in (None, "auto") else get_dialect(dialect)  # type: ignore[arg-type]
-    if not isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike, Iterable)):
-        raise TypeError(
-            f"replay() takes a path, bytes, text or an iterable of frames, "
-            f"not {type(source).__name__}"
-        )
-
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
 
     def pipeline(observer: Sink) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -136,16 +64,9 @@ def replay(
         stopped = False
 
         def run() -> None:
-            error: Exception | None = None
-            frames: Iterator[Any] = iter(())
-            try:
-                frames = _frames(source)
-                if chosen is None:
-                    name, taken, error = _sniffed(frames)
-                    parser.use_dialect(get_dialect(name))
-                    frames = iter(taken) if error else chain(taken, frames)
-            except Exception as exc:  # a file that cannot be read, an iterable that cannot
-                error = exc
+            frames, told_dialect, error = told.read(tell_dialect=chosen is None)
+            if chosen is None:
+                parser.use_dialect(get_dialect(told_dialect or "openai"))
             if error is not None:
                 for frame in frames:  # those read before the error
                     parser.on_next(frame)

@@ -238,6 +238,17 @@ def test_replay_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert captured.err == f"solon-events: error: no such file: {tmp_path / 'absent.jsonl'}\n"
 
 
+def test_replay_of_a_directory_says_it_is_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["replay", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"solon-events: error: {tmp_path} is a directory, not a recorded stream\n"
+    )
+
+
 # --------------------------------------------------------------------------- stream
 
 

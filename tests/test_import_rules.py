@@ -298,3 +298,29 @@ def test_the_circles_contract_sees_a_circle() -> None:
     )
     graph.add_import(importer="solon_events.client.routing", imported="solon_events.client.model")
     assert not contract.check(graph, verbose=False).kept
+
+
+SOURCE_READERS = {
+    "solon_events.wire.sse",
+    "solon_events.wire.eventstream",
+    "solon_events.dialects.sniff",
+}
+"""The decoders and the dialect sniffer: what telling a recorded source apart takes."""
+
+
+def test_one_module_tells_a_source() -> None:
+    """replay(), the recordings, ``solon-events replay`` and the embedded provider's
+    ``--recording`` tell a source apart through ``sources`` alone, which reads it with
+    the decoders and the sniffer below it."""
+    graph = _graph()
+    for user in (
+        "solon_events.replay",
+        "solon_events.recording",
+        "solon_events.cli",
+        "solon_events.devserver.server",
+    ):
+        assert not graph.find_modules_directly_imported_by(user) & SOURCE_READERS, user
+        assert graph.chain_exists(importer=user, imported="solon_events.sources"), user
+    assert graph.find_modules_directly_imported_by("solon_events.sources") >= SOURCE_READERS
+    for module in ("solon_events.replay", "solon_events.recording", "solon_events.cli"):
+        assert not graph.chain_exists(importer="solon_events.sources", imported=module), module

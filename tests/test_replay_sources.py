@@ -23,9 +23,11 @@ from solon_events import (
     replay,
 )
 from solon_events.client.transport import ReplayTransport
+from solon_events.devserver.server import load_recording
 from solon_events.dialects.sniff import SNIFF_FRAMES, sniff_dialect
 from solon_events.recording import FORMAT_KEY
-from solon_events.wire.eventstream import iter_event_stream_frames
+from solon_events.sources import tell_source
+from solon_events.wire.eventstream import event_message, iter_event_stream_frames
 from solon_events.wire.sse import iter_frames
 
 T = ChatEventType
@@ -205,3 +207,108 @@ def test_a_dialect_of_ones_own_claims_nothing_unless_it_says() -> None:
 
     assert not Mine().claims({"choices": []})
     assert os.fspath(CORPUS)  # the corpus path is computed once, in tests/recorded.py
+
+
+# --- one module tells a source: solon_events.sources
+
+
+def recording_of(dialect: str, header_dialect: str | None) -> bytes:
+    header = {FORMAT_KEY: 1, **({"dialect": header_dialect} if header_dialect else {})}
+    lines = [orjson.dumps(header), orjson.dumps({"t": 0.0, "step": 0})]
+    lines += [
+        orjson.dumps({"t": 0.01 * n, "json": orjson.loads(line[len("data: ") :])})
+        for n, line in enumerate(_data_lines(dialect))
+    ]
+    return b"\n".join(lines) + b"\n"
+
+
+def source_kinds(tmp_path: Path) -> dict[str, tuple[Any, str, bool]]:
+    """Every kind of source replay() takes: (the source, its dialect, whether a recording)."""
+    sse_file = tmp_path / "answer.sse"
+    sse_file.write_bytes(text_body("anthropic", "Hi"))
+    recording_file = tmp_path / "answer.jsonl"
+    recording_file.write_bytes(recording_of("gemini", "gemini"))
+    return {
+        "a path object": (sse_file, "anthropic", False),
+        "a string naming a file": (str(sse_file), "anthropic", False),
+        "SSE text": (text_body("openai", "Hi").decode(), "openai", False),
+        "JSON lines bytes": (text_body("ollama", "Hi"), "ollama", False),
+        "AWS event-stream bytes": (text_body("bedrock", "Hi"), "bedrock", False),
+        "a recording's path": (recording_file, "gemini", True),
+        "a recording's bytes": (recording_of("cohere", "cohere"), "cohere", True),
+        "a recording's text": (recording_of("openai", "openai").decode(), "openai", True),
+        "a recording naming no dialect": (recording_of("anthropic", None), "anthropic", True),
+        "an iterable of frames": (
+            [orjson.loads(line[len("data: ") :]) for line in _data_lines("cohere")],
+            "cohere",
+            False,
+        ),
+    }
+
+
+def test_every_kind_of_source_is_told_apart_and_read_as_frames_and_its_dialect(
+    tmp_path: Path,
+) -> None:
+    for kind, (given, dialect, recording) in source_kinds(tmp_path).items():
+        told = tell_source(given)
+        assert told.is_recording is recording, kind
+        frames, told_dialect, error = told.read()
+        frames = list(frames)
+        assert error is None and told_dialect == dialect, kind
+        assert frames and sniff_dialect(frames) == dialect, kind
+        assert list(told.read(tell_dialect=False).frames) == frames, kind  # read again, alike
+        events, errors = run(given)
+        assert not errors and events[-1].response is not None, kind
+        assert events[-1].response.text == "Hi", kind
+
+
+def test_a_file_source_is_read_anew_each_time(tmp_path: Path) -> None:
+    path = tmp_path / "answer.sse"
+    path.write_bytes(text_body("openai", "Hi"))
+    told = tell_source(path)
+    first = list(told.read().frames)
+    path.write_bytes(text_body("anthropic", "Hi"))
+    second, dialect, _error = told.read()
+    assert dialect == "anthropic" and list(second) != first
+
+
+def test_reading_a_source_returns_its_error_after_the_frames_before_it() -> None:
+    # AWS event-stream messages: one that tells no dialect, then one cut short
+    body = event_message("ping", {"p": 1}) + text_body("bedrock", "Hi")[:20]
+    frames, dialect, error = tell_source(body).read()
+    assert isinstance(error, ChatProtocolError) and dialect is None
+    assert [orjson.loads(frame) for frame in frames] == [{"ping": {"p": 1}}]
+    _events, errors = run(body)
+    assert [str(e) for e in errors] == [str(error)]
+
+
+def test_a_file_removed_after_it_was_told_fails_when_read(tmp_path: Path) -> None:
+    path = tmp_path / "answer.sse"
+    path.write_bytes(text_body("openai", "Hi"))
+    told, replayed = tell_source(path), replay(path)
+    path.unlink()
+    frames, _dialect, error = told.read()
+    assert isinstance(error, FileNotFoundError) and list(frames) == []
+    errors: list[BaseException] = []
+    replayed.subscribe(lambda _event: None, errors.append)
+    assert isinstance(errors[0], FileNotFoundError)
+
+
+def test_what_is_no_source_is_refused_at_the_call() -> None:
+    with pytest.raises(TypeError, match="not int"):
+        tell_source(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not int"):
+        replay(5)  # type: ignore[arg-type]
+
+
+def test_the_embedded_provider_replays_every_kind_of_body(tmp_path: Path) -> None:
+    for dialect in ("openai", "bedrock"):
+        path = tmp_path / f"{dialect}.body"
+        path.write_bytes(text_body(dialect, "Hi"))
+        payloads = load_recording(path)
+        assert payloads and all(not isinstance(p, bytes) for p in payloads), dialect
+        assert sniff_dialect(payloads) == dialect
+    path = tmp_path / "recording.jsonl"
+    path.write_bytes(recording_of("anthropic", "anthropic"))
+    payloads = [orjson.loads(line)["json"] for line in path.read_bytes().splitlines()[2:]]
+    assert load_recording(path) == payloads and len(payloads) > 3

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -163,9 +164,13 @@ def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Cons
         else:
             console.print(event_line(event), soft_wrap=True)
 
-    if not os.path.isfile(path):
-        raise CommandError(f"no such file: {path}", 2)
-    replay(path, dialect=dialect, event_filter=event_filter).subscribe(show, failure.append)
+    try:
+        events = replay(Path(path), dialect=dialect, event_filter=event_filter)
+    except IsADirectoryError:
+        raise CommandError(f"{path} is a directory, not a recorded stream", 2) from None
+    except FileNotFoundError:
+        raise CommandError(f"no such file: {path}", 2) from None
+    events.subscribe(show, failure.append)
     sys.stdout.flush()
     if failure:
         raise CommandError(f"the recording failed: {failure[0]}")

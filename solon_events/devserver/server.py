@@ -16,7 +16,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ..loop_thread import EventLoopThread
-from ..recording import is_recording, read_recording
+from ..sources import tell_source
 from .app import StreamTiming, create_app
 from .encoders import Frame
 
@@ -35,28 +35,19 @@ class RecordedRequest(NamedTuple):
 
 
 def load_recording(path: str | Path) -> list[Frame]:
-    """The frames of a recording: one JSON payload per line (``data:`` prefixes and
-    ``event:`` lines of an SSE recording are accepted too); a line that is not JSON, such
-    as ``[DONE]``, is kept as raw text. A timed recording (:mod:`solon_events.recording`)
-    gives its frames, every step's in a row."""
-    if is_recording(path):
-        return [_payload(frame.data) for frame in read_recording(path).frames]
-    frames: list[Frame] = []
-    for raw in Path(path).read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("event:", ":", "id:", "retry:")):
-            continue
-        if line.startswith("data:"):
-            line = line[5:].strip()
-        frames.append(_payload(line))
-    return frames
+    """The frames of a recorded stream, read as :func:`~solon_events.replay` reads it
+    (:mod:`solon_events.sources`): a body as a provider sent it (SSE, JSON lines or an AWS
+    event stream) or a timed recording (:mod:`solon_events.recording`: every step's frames
+    in a row). Each frame is its payload, JSON decoded; one that is not JSON, such as
+    ``[DONE]``, is kept as raw text."""
+    return [_payload(frame) for frame in tell_source(Path(path)).frames()]
 
 
-def _payload(text: str) -> Frame:
+def _payload(text: str | bytes) -> Frame:
     try:
         return orjson.loads(text)  # type: ignore[no-any-return]
     except orjson.JSONDecodeError:
-        return text
+        return text if isinstance(text, str) else text.decode("utf-8", "replace")
 
 
 class DevServer:
