@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solon_events import ChatProtocolError
-from solon_events.core import json_path
+from solon_events.dialects import json_path
 from solon_events.dialects.json_path import JsonPathAssembler, json_path_segments
 
 _SCALARS = (

@@ -40,6 +40,14 @@ def test_the_old_name_is_the_new_module_with_a_deprecation_warning(old: str) -> 
         assert getattr(module, name) is getattr(new, name)
 
 
+def test_the_suite_fails_a_test_that_imports_an_old_name() -> None:
+    """pyproject's filterwarnings makes the project's own DeprecationWarning an error in the
+    suite (outside pytest.warns, as in the tests above), so no test leans on an old name."""
+    _forget("solon_events.core.json_path")
+    with pytest.raises(DeprecationWarning, match=r"solon_events\.core\.json_path moved to"):
+        importlib.import_module("solon_events.core.json_path")
+
+
 def test_from_import_of_an_old_name_and_the_package_attribute() -> None:
     _forget("solon_events.transport")
     with pytest.warns(DeprecationWarning, match="solon_events.client.transport"):
