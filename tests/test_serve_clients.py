@@ -1,11 +1,13 @@
 """The gateway checked by the protocols' real clients: the Vercel AI SDK's own UI message
 stream reader, AG-UI's HttpAgent with its event verification, and the chat page in
 headless Chromium. The npm packages are pinned by ``tests/clients/package-lock.json``;
-these tests skip only when Node.js is absent (the Chromium one also when Chromium is,
-outside CI)."""
+these tests skip only when Node.js is absent or npm cannot install them (no registry), saying
+why (the Chromium one also when Chromium is absent, outside CI)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 import reactivex
+import serving
 from aiohttp import web
 from final_texts import FINAL, STREAMED, rewritten_frames
 from partial_values import long_args_frames
@@ -43,6 +46,43 @@ from solon_events.serve import create_app
 
 QUESTION = "What is the weather in Paris?"
 SCREENSHOTS = Path(__file__).resolve().parent / "clients" / "screenshots"
+
+
+def test_with_npm_unable_to_reach_its_registry_the_clients_skip_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node = node_or_skip()
+    clients = tmp_path / "clients"  # a checkout whose client packages are not installed yet
+    clients.mkdir()
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(serving.CLIENTS / name, clients / name)
+    bin_dir = tmp_path / "bin"  # node as it is, and an npm that cannot reach its registry
+    bin_dir.mkdir()
+    (bin_dir / "node").symlink_to(node)
+    runs = tmp_path / "npm-runs"
+    npm = bin_dir / "npm"
+    npm.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {runs}\n'
+        "echo 'npm error code ECONNREFUSED' >&2\n"
+        "echo 'npm error network request to https://registry.npmjs.org/ai failed' >&2\n"
+        "exit 1\n"
+    )
+    npm.chmod(0o755)
+    monkeypatch.setattr(serving, "CLIENTS", clients)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    for _test in range(2):
+        with pytest.raises(pytest.skip.Exception) as skipped:
+            run_node("vercel_client.mjs", "http://127.0.0.1:9/api/chat", "{}")
+        reason = str(skipped.value)
+        assert "npm ci failed (1)" in reason and "ECONNREFUSED" in reason, reason
+        assert "registry.npmjs.org/ai failed" in reason and str(clients) in reason, reason
+    assert runs.read_text().split("\n")[:-1] == ["ci --no-audit --no-fund --loglevel=error"]
+    monkeypatch.setenv("PATH", os.pathsep.join((str(bin_dir), str(tmp_path / "no-npm"))))
+    npm.unlink()  # and with no npm at all
+    monkeypatch.setattr(serving, "CLIENTS", tmp_path)
+    with pytest.raises(pytest.skip.Exception, match=r"Node\.js is installed but npm is not"):
+        run_node("vercel_client.mjs", "http://127.0.0.1:9/api/chat", "{}")
 
 
 @pytest.fixture(scope="module")
