@@ -316,9 +316,9 @@ def test_a_failure_is_one_line_on_stderr_and_nothing_on_stdout_says_it(
     assert done.returncode == 1
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"solon-events: error: HTTP 400 from {url}"), done.stderr
-    assert "error" not in done.stdout and "HTTP 400" not in done.stdout, done.stdout
-    if command == "record":
-        assert f"recorded 0 frames in 1 step(s) to {tmp_path / 'r.jsonl'}" in done.stdout
+    # nothing before the failure either: no "step 0 usage: no usage reported"
+    recorded = f"recorded 0 frames in 1 step(s) to {tmp_path / 'r.jsonl'}"
+    assert done.stdout.strip() == (recorded if command == "record" else ""), done.stdout
 
 
 def test_a_key_variable_that_is_not_set_is_said(server: RunningServer) -> None:
@@ -347,16 +347,81 @@ def test_a_provider_that_wants_a_key_is_said_to_get_none(monkeypatch: pytest.Mon
         assert len(said) == 1  # a server on this machine wants no key
 
 
-def test_stream_has_no_key_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["stream", "--url", "http://127.0.0.1:9/x", "--model", "m", "--api-key", "k", "hi"])
-    assert "unrecognized arguments" in capsys.readouterr().err
+@pytest.mark.parametrize("command", ["stream", "record", "serve"])
+@pytest.mark.parametrize("flag", [["--api-key", SECRET], [f"--api-key={SECRET}"], ["--api-key"]])
+def test_there_is_no_key_flag_and_the_refusal_points_to_the_variables(
+    command: str, flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = ["--url", "http://127.0.0.1:9/v1/chat/completions", "--model", "m"]
+    rest = {"stream": ["hi"], "record": ["--out", "r.jsonl", "hi"], "serve": []}[command]
+    with pytest.raises(SystemExit) as exited:
+        main([command, *url, *flag, *rest])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "there is no --api-key: the API key is read from an environment variable" in error
+    for variable in set(cli.KEY_VARIABLES.values()):
+        assert variable in error, variable
+    assert "--api-key-env NAME" in error and SECRET not in error
 
 
-def test_stream_with_a_bad_url(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["stream", "--url", "not-a-url", "--model", "m", "hi"]) == 2
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("solon-events: error: api_url must be an http(s) URL")
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("not-a-url", "--url needs http:// or https:// in front: https://not-a-url"),
+        (
+            "127.0.0.1:9/v1/chat/completions",
+            "--url needs http:// or https:// in front: http://127.0.0.1:9/v1/chat/completions",
+        ),
+        (  # what it shows is masked as the library masks URLs
+            f"api.example.com/v1beta?key={SECRET}",
+            "--url needs http:// or https:// in front: https://api.example.com/v1beta?key=***",
+        ),
+        ("ftp://example.com/v1", "--url must be an http(s) URL, not ftp://example.com/v1"),
+    ],
+)
+def test_a_url_without_its_scheme_is_refused_naming_the_option(
+    url: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in (["stream", "hi"], ["serve"]):
+        assert main([command[0], "--url", url, "--model", "m", *command[1:]]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == f"solon-events: error: {said}"
+        assert "api_url" not in line and SECRET not in line
+
+
+def test_provider_help_names_every_dialects_url_and_key_variable() -> None:
+    from solon_events.dialects.base import dialect_names
+    from solon_events.dialects.endpoints import dialect_for_url
+
+    assert set(cli.common.URL_SIGNS) == set(dialect_names()) - {"openai"}
+    for dialect, signs in cli.common.URL_SIGNS.items():
+        for sign in signs.split(" or "):
+            assert dialect_for_url("https://example.com/v1/models/m" + sign) == dialect, sign
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name in ("stream", "record", "serve"):
+        shown = " ".join(commands.choices[name].format_help().split())
+        for dialect, signs in cli.common.URL_SIGNS.items():
+            assert f"{signs}: {dialect}" in shown, (name, dialect)
+        for variable in cli.KEY_VARIABLES.values():
+            assert variable in shown, (name, variable)
+        assert "--api-key " not in shown and "--api-key]" not in shown  # refused, not offered
+
+
+def test_replay_hints_are_options_not_python(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = recording(tmp_path, ANTHROPIC_RECORDING)
+    assert main(["replay", str(path), "--dialect", "openai"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1].endswith(
+        "looks like anthropic frames: pass --dialect anthropic"
+    )
+    assert captured.err.endswith("looks like anthropic frames: pass --dialect anthropic\n")
+    assert "dialect=" not in captured.out + captured.err
+    assert cli.command_line_hint("frames do not tell: pass dialect=") == (
+        "frames do not tell: pass --dialect"
+    )
 
 
 # --------------------------------------------------------------------------- as a program

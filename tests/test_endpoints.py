@@ -73,16 +73,16 @@ def test_a_url_that_names_no_dialect_is_openai() -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "dialect", "shape"),
+    ("path", "dialect", "shape", "article"),
     [
-        ("/models", "gemini", "https://generativelanguage.googleapis.com/v1beta"),  # no /v1beta
-        ("/v1", "openai", "ending in /chat/completions"),  # the SDKs' base URL
-        ("/v1/message", "anthropic", "ending in /messages"),
-        ("/chat", "ollama", "/api/chat"),
+        ("/models", "gemini", "https://generativelanguage.googleapis.com/v1beta", "a"),
+        ("/v1", "openai", "ending in /chat/completions", "an"),  # the SDKs' base URL
+        ("/v1/message", "anthropic", "ending in /messages", "an"),
+        ("/chat", "ollama", "/api/chat", "an"),
     ],
 )
 def test_a_404_for_a_url_of_the_wrong_shape_names_the_shape(
-    server: RunningServer, path: str, dialect: str, shape: str
+    server: RunningServer, path: str, dialect: str, shape: str, article: str
 ) -> None:
     with (
         ChatModel(server.url + path, "echo", dialect=dialect) as model,
@@ -90,7 +90,7 @@ def test_a_404_for_a_url_of_the_wrong_shape_names_the_shape(
     ):
         model.prompt("hi").call()
     assert raised.value.status == 404
-    assert f"(a {dialect} URL is " in str(raised.value) and shape in str(raised.value)
+    assert f"({article} {dialect} URL is " in str(raised.value) and shape in str(raised.value)
 
 
 def test_a_404_for_a_url_of_the_right_shape_is_the_providers_alone(

@@ -67,6 +67,22 @@ def test_the_live_renderer_shows_progress_and_failures() -> None:
     )
 
 
+def test_a_step_with_no_usage_is_said_only_when_the_response_goes_on() -> None:
+    """A request that failed shows its failure alone (the ERROR event is the next one);
+    a step that ended with no usage and was followed by more says so, in its place."""
+    for after, shown in (
+        (ChatEvent(T.RESPONSE_END), "step 0 usage: no usage reported\ntotal usage: no usage"),
+        (ChatEvent(T.STEP_START, step=1), "step 0 usage: no usage reported\n"),
+        (ChatEvent(T.ERROR, text="connection refused"), "error: connection refused\n"),
+    ):
+        console = Console(record=True, width=200, force_terminal=False)
+        render = LiveRenderer(console)
+        render(ChatEvent(T.TEXT_DELTA, text="Hi"))
+        render(ChatEvent(T.STEP_END, step=0))
+        render(after)
+        assert console.export_text().startswith(f"Hi\n{shown}"), (after.type, console.export_text())
+
+
 NOTE = "↻ the provider's final text, instead of the above:"
 
 

@@ -40,6 +40,7 @@ from .common import (  # noqa: F401
     _local,
     add_dialect_and_key_options,
     add_endpoint_options,
+    command_line_hint,
     get_weather,
     provider_dialect,
     provider_key,
@@ -136,9 +137,10 @@ def _render_live(
     finally:
         subscription.dispose()
         render.close()
-    console.print()
     if failure:
+        render.end_line()
         raise failure[0]
+    console.print()
     return 0
 
 
@@ -161,8 +163,11 @@ def replay_file(path: str, dialect: str, fmt: str, show_all: bool, console: Cons
     def show(event: ChatEvent) -> None:
         if fmt in ("json", "jsonl"):
             sys.stdout.write(event_to_json(event).decode() + "\n")
-        else:
-            console.print(event_line(event), soft_wrap=True)
+            return
+        if event.type is ChatEventType.ERROR and event.error is not None:
+            said = f"{type(event.error).__name__}: {command_line_hint(str(event.error))}"
+            event = event.evolve(error=None, text=said)
+        console.print(event_line(event), soft_wrap=True)
 
     try:
         events = replay(Path(path), dialect=dialect, event_filter=event_filter)
@@ -332,7 +337,9 @@ def error(exc: BaseException) -> int:
     if message is None:
         message = f"{type(exc).__name__}: {exc}"
     Console(stderr=True, highlight=False, soft_wrap=True).print(
-        Text.assemble(("solon-events: error: ", "bold red"), " ".join(message.split()))
+        Text.assemble(
+            ("solon-events: error: ", "bold red"), command_line_hint(" ".join(message.split()))
+        )
     )
     return exc.status if isinstance(exc, CommandError) else 2 if isinstance(exc, ValueError) else 1
 

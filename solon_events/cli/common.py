@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import textwrap
 import time
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ from rich.text import Text
 
 from ..dialects.base import dialect_names
 from ..dialects.endpoints import dialect_for_url
+from ..redaction import redact_url
 from ..tools import ToolContext, tool
 
 __all__ = [
@@ -22,6 +24,8 @@ __all__ = [
     "HelpFormatter",
     "add_dialect_and_key_options",
     "add_endpoint_options",
+    "check_url",
+    "command_line_hint",
     "provider_dialect",
     "provider_key",
 ]
@@ -54,9 +58,24 @@ KEY_VARIABLES = {
 }
 
 
-KEYED = frozenset({"openai", "openai-responses", "anthropic", "gemini"})
+KEYED = frozenset(
+    {"openai", "openai-responses", "anthropic", "gemini", "cohere", "google-interactions"}
+)
 """The dialects whose providers want an API key (Ollama's runs locally; Bedrock signs
 requests with AWS credentials when it has no key)."""
+
+
+URL_SIGNS = {
+    "anthropic": "/v1/messages",
+    "openai-responses": "/v1/responses",
+    "gemini": ":streamGenerateContent or /v1beta",
+    "google-interactions": "/interactions",
+    "cohere": "/v2/chat",
+    "ollama": "/api/chat",
+    "bedrock": "/converse-stream",
+}
+"""What the path of a URL ends with when it names a dialect other than openai (what
+``--dialect auto`` goes by: :func:`~solon_events.dialects.endpoints.dialect_for_url`)."""
 
 
 class CommandError(Exception):
@@ -122,22 +141,73 @@ def add_endpoint_options(
 
 
 def add_dialect_and_key_options(parser: argparse.ArgumentParser) -> None:
-    """``--dialect`` and ``--api-key-env``, as every command that calls a provider has them."""
+    """``--dialect`` and ``--api-key-env``, as every command that calls a provider has them
+    (and ``--api-key``, which is refused, pointing to them)."""
+    signs = ", ".join(f"{sign}: {dialect}" for dialect, sign in URL_SIGNS.items())
     parser.add_argument(
         "--dialect",
         choices=("auto", *dialect_names()),
         default="auto",
-        help="the provider's wire format; auto: the one the URL's path names (/v1/messages: "
-        "anthropic, /v1/responses: openai-responses, :streamGenerateContent or /v1beta: "
-        "gemini, /api/chat: ollama, /converse-stream: bedrock), else openai",
+        help=f"the provider's wire format; auto: the one the URL's path names ({signs}), "
+        "else openai",
     )
     parser.add_argument(
         "--api-key-env",
         metavar="NAME",
-        help="environment variable holding the provider's API key (default: OPENAI_API_KEY, "
-        "ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_API_KEY or AWS_BEARER_TOKEN_BEDROCK by "
-        "dialect)",
+        help=f"environment variable holding the provider's API key (default: {_key_variables()} "
+        "by dialect)",
     )
+    parser.add_argument("--api-key", nargs="?", action=_NoKeyFlag, help=argparse.SUPPRESS)
+
+
+class _NoKeyFlag(argparse.Action):
+    """``--api-key``: refused (a key on the command line is seen by every process that can
+    list them), with a pointer to the environment variables; the value is never shown."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(
+            "there is no --api-key: the API key is read from an environment variable, never "
+            f"from a flag: {_key_variables()} by dialect, or the one --api-key-env NAME names"
+        )
+
+
+def _key_variables() -> str:
+    """``"OPENAI_API_KEY, ... or CO_API_KEY"``: every variable a dialect reads its key from."""
+    variables = list(dict.fromkeys(KEY_VARIABLES.values()))
+    return f"{', '.join(variables[:-1])} or {variables[-1]}"
+
+
+def check_url(url: str) -> None:
+    """Refuse, as ``--url``'s, a URL that is not http(s) (a missing ``https://``, say)."""
+    try:
+        parts = urlsplit(url)
+        fine = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        fine = False
+    if fine:
+        return
+    if "://" in url:
+        raise CommandError(f"--url must be an http(s) URL, not {redact_url(url)}", 2)
+    host = urlsplit("//" + url).hostname or ""
+    meant = ("http://" if _local(host) else "https://") + url
+    raise CommandError(f"--url needs http:// or https:// in front: {redact_url(meant)}", 2)
+
+
+def command_line_hint(message: str) -> str:
+    """``message`` with the library's hints in Python syntax (``pass dialect="anthropic"``)
+    given as the command's option (``pass --dialect anthropic``)."""
+    return _PYTHON_DIALECT.sub(
+        lambda m: f"pass --dialect {m.group(1)}" if m.group(1) else "pass --dialect", message
+    )
+
+
+_PYTHON_DIALECT = re.compile(r'pass dialect=(?:"([\w-]+)")?')
 
 
 def provider_dialect(dialect: str, url: str | None) -> str:
@@ -149,9 +219,10 @@ def provider_dialect(dialect: str, url: str | None) -> str:
 
 
 def provider_key(args: argparse.Namespace, url: str) -> tuple[str, str | None]:
-    """The dialect of ``url`` and the API key from the environment variable its dialect
-    reads (or ``--api-key-env``'s); a warning on standard error when that variable is
-    not set and the provider wants a key."""
+    """The dialect of ``url`` (refused when it is no http(s) URL) and the API key from the
+    environment variable its dialect reads (or ``--api-key-env``'s); a warning on standard
+    error when that variable is not set and the provider wants a key."""
+    check_url(url)
     dialect = provider_dialect(args.dialect, url)
     variable = args.api_key_env or KEY_VARIABLES[dialect]
     api_key = os.environ.get(variable) or None

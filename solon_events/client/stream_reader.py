@@ -546,8 +546,15 @@ class StreamReader:
             url=where,
             retry_after=retry_after_seconds(response.headers),
             headers=dict(response.headers.items()),
-            hint=f"a {self.dialect.name} URL is {shape}" if shape else None,
+            hint=f"{_article(self.dialect.name)} {self.dialect.name} URL is {shape}"
+            if shape
+            else None,
         )
+
+
+def _article(word: str) -> str:
+    """``"an"`` before ``word`` when it starts with a vowel (an openai URL), else ``"a"``."""
+    return "an" if word[:1].lower() in "aeiou" else "a"
 
 
 def _error_payload(body: bytes) -> Any:

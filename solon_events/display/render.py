@@ -228,6 +228,9 @@ class LiveRenderer:
     A structured answer (a step whose STEP_START says ``output``) grows in place on a
     terminal as a call's arguments do, then shows once, indented, under its name; elsewhere
     its text is typed as any answer's is.
+
+    A step that ended with no usage reported is said so only when the response goes on
+    (the next event is not an ERROR): a request that failed shows its failure alone.
     """
 
     def __init__(
@@ -239,6 +242,7 @@ class LiveRenderer:
     ) -> None:
         self.console = console or Console(highlight=False)
         self._mode: str | None = None
+        self._unreported: ChatEvent | None = None  # a STEP_END with no usage, not shown yet
         self._interval = interval
         self._clock = clock
         self._live: Live | None = None  # the growing arguments of the call streaming now
@@ -260,6 +264,11 @@ class LiveRenderer:
         if self._live is not None:
             self._live.stop()
             self._live = None
+
+    def end_line(self) -> None:
+        """End a line of text or thinking still open (a response that stopped mid-answer),
+        so that what is printed next starts a line of its own."""
+        self._switch(None)
 
     def _grow(self, call: StreamingArguments, title: str = "tool call ") -> None:
         """Redraw the streaming call's arguments (or structured answer) in place (on a
@@ -292,6 +301,9 @@ class LiveRenderer:
 
     def __call__(self, event: ChatEvent) -> None:
         """Render one event."""
+        unreported, self._unreported = self._unreported, None
+        if unreported is not None and event.type is not EVENT_TYPES.ERROR:
+            self._step_usage(unreported)
         call = self._arguments.feed(event)
         if call is not None:
             if event.type is EVENT_TYPES.TOOL_CALL_ARGS_DELTA:
@@ -357,9 +369,10 @@ class LiveRenderer:
             self._switch(None)
             out.print(Text(f"content filtered: {event.text or ''}", style="red"))
         elif t is EVENT_TYPES.STEP_END:
-            self._switch(None)
-            line = usage_line(event.usage, _cost_of(event))
-            out.print(Text(f"step {event.step} usage: {line}", style="dim"))
+            if event.usage is None:
+                self._unreported = event  # said when the response goes on, not before a failure
+            else:
+                self._step_usage(event)
         elif t is EVENT_TYPES.RESPONSE_END:
             self._switch(None)
             for line in approval_lines(event.response):
@@ -370,6 +383,11 @@ class LiveRenderer:
         elif t is EVENT_TYPES.ERROR:
             self._switch(None)
             out.print(Text(f"error: {event.text}", style="bold red"))
+
+    def _step_usage(self, step_end: ChatEvent) -> None:
+        self._switch(None)
+        line = usage_line(step_end.usage, _cost_of(step_end))
+        self.console.print(Text(f"step {step_end.step} usage: {line}", style="dim"))
 
 
 def _cost_of(event: ChatEvent) -> Cost | None:
