@@ -2,12 +2,14 @@
 
 ``python examples/mcp_weather_server.py`` serves it over stdio (what ``McpTools.stdio``
 starts); ``python examples/mcp_weather_server.py --http 8001`` over streamable HTTP at
-``http://127.0.0.1:8001/mcp`` (what ``McpTools.http`` connects to). README.rst uses both.
+``http://127.0.0.1:8001/mcp`` (what ``McpTools.http`` connects to), saying so on its first
+line once it listens; ``--help`` says how to use it. README.rst uses both.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import socket
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -27,8 +29,36 @@ async def get_forecast(city: str, ctx: Context, days: int = 1) -> str:
     return f"sunny and 18°C in {city} for the next {days} day(s)"
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--http"]:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-    else:
+def serve_http(port: int) -> None:
+    """Serve over streamable HTTP on 127.0.0.1:``port`` (0: any free port), printing the
+    server's address once it listens."""
+    import uvicorn
+
+    listening = socket.create_server(("127.0.0.1", port))
+    address = f"http://127.0.0.1:{listening.getsockname()[1]}/mcp"
+    print(f"MCP server 'weather' listening at {address} (Ctrl-C stops it)", flush=True)
+    app = server.streamable_http_app(host="127.0.0.1")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="An MCP server with one tool, get_forecast(city, days), over stdio "
+        "(what McpTools.stdio starts) or streamable HTTP (what McpTools.http connects to).",
+    )
+    parser.add_argument(
+        "--http",
+        type=int,
+        metavar="PORT",
+        help="serve over streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio "
+        "(0: any free port)",
+    )
+    args = parser.parse_args()
+    if args.http is None:
         server.run()
+    else:
+        serve_http(args.http)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -45,4 +46,38 @@ class McpHttpProcess:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(10)
+        self._log.close()
+
+
+class ExampleMcpServer:
+    """``examples/mcp_weather_server.py --http 0`` started, its address read from the line
+    it prints once it listens."""
+
+    SCRIPT = Path(__file__).resolve().parent.parent / "examples" / "mcp_weather_server.py"
+
+    def __init__(self, log: Path) -> None:
+        self._log = log.open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, str(self.SCRIPT), "--http", "0"],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        self.ready_line = self.process.stdout.readline().strip()  # "" when it exited
+        found = re.search(r"listening at (http://127\.0\.0\.1:\d+/mcp) ", self.ready_line)
+        if found is None:
+            self.stop()
+            raise RuntimeError(
+                f"the example MCP server said {self.ready_line!r}: {log.read_text()}"
+            )
+        self.url = found.group(1)
+
+    def stop(self) -> None:
+        """Terminate the server and wait for it."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         self._log.close()

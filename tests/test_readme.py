@@ -20,13 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp_process import McpHttpProcess
+from mcp_process import ExampleMcpServer
 from readme_examples import (
     EXAMPLE_ADDRESS,
     EXAMPLE_MCP_ADDRESS,
     EXAMPLE_REDIS_ADDRESS,
     README,
-    ROOT,
     Example,
     examples,
     exported_variables,
@@ -52,8 +51,7 @@ def server() -> Iterator[RunningServer]:
 @pytest.fixture(scope="module")
 def mcp_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The example MCP server over HTTP, for the examples that use EXAMPLE_MCP_ADDRESS."""
-    log = tmp_path_factory.mktemp("mcp") / "server.log"
-    process = McpHttpProcess(ROOT / "examples" / "mcp_weather_server.py", ["--http"], log)
+    process = ExampleMcpServer(tmp_path_factory.mktemp("mcp") / "server.log")
     yield process.url
     process.stop()
 
