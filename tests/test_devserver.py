@@ -34,6 +34,7 @@ from solon_events.devserver import DevServer
 from solon_events.devserver.scenarios import (
     DEFAULT_CITY,
     ERROR_FRAME_MESSAGE,
+    GREETING,
     HTML_BODY,
     JOKE,
     city_in,
@@ -408,6 +409,60 @@ async def test_weather_tells_a_joke_when_asked_for_one(
     assert response.text == JOKE
     assert response.tool_calls == () and response.thinking == ""
     assert response.finish_reason == STOP_FINISH[dialect]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("greeting", ["Hi", "hello there!", "Good morning"])
+async def test_weather_greets_a_greeting_back_tools_or_not(
+    srv: DevServer, session: aiohttp.ClientSession, dialect: str, greeting: str
+) -> None:
+    for tools in (None, []):  # with the weather tool, and with none
+        route = request_for(dialect, user=greeting, **({} if tools is None else {"tools": tools}))
+        _, _, data = await fetch(srv, session, route)
+        response = final(data, dialect)
+        assert response.text == GREETING
+        assert response.tool_calls == () and response.thinking == ""
+    route = request_for(dialect, user="Hi, what is the weather in Rome?")  # a question
+    _, _, data = await fetch(srv, session, route)
+    assert [c.arguments for c in final(data, dialect).tool_calls] == [{"city": "Rome"}]
+
+
+@pytest.mark.parametrize(
+    ("result", "answer"),
+    [
+        ("18°C and sunny", "It is 18°C and sunny in Paris right now."),
+        # a tool's own sentence, naming the city
+        (
+            "sunny and 18°C in Paris for the next 2 day(s)",
+            "It is sunny and 18°C in Paris for the next 2 day(s).",
+        ),
+        ('{"city":"Paris","celsius":18.0}', "It is 18°C in Paris right now."),  # a model as JSON
+        (
+            '{"temperature":21.5,"conditions":"cloudy"}',
+            "It is 21.5°C and cloudy in Paris right now.",
+        ),
+        ('{"station":"LFPG"}', 'It is {"station":"LFPG"} in Paris right now.'),  # nothing to read
+        (
+            "The tool call was denied and did not run. Reason: not now",
+            "I did not look up the weather in Paris: the call was denied (not now).",
+        ),
+        (
+            "The tool call was denied and did not run.",
+            "I did not look up the weather in Paris: the call was denied.",
+        ),
+        (
+            "Error: ConnectionError: the station is offline",
+            "I could not look up the weather in Paris: ConnectionError: the station is offline",
+        ),
+    ],
+)
+async def test_weather_answers_a_tool_result_as_a_person_would(
+    srv: DevServer, session: aiohttp.ClientSession, result: str, answer: str
+) -> None:
+    _, _, data = await fetch(srv, session, request_for("openai", result=result))
+    response = final(data, "openai")
+    assert response.text == answer
+    assert response.tool_calls == () and response.finish_reason == STOP_FINISH["openai"]
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import orjson
 
+from ..approvals import denied_text
 from .answers import answered, broken, instance
 from .encoders.base import RequestView, ToolDecl
 from .turns import (
@@ -43,6 +44,7 @@ from .turns import (
 
 __all__ = [
     "DEFAULT_CITY",
+    "GREETING",
     "JOKE",
     "LATENCY_WORDS",
     "REPORT_TOOL",
@@ -231,6 +233,15 @@ JOKE = "Why do programmers prefer dark mode? Because light attracts bugs."
 _WORD = re.compile(r"[^\W\d_][\w'\u2019-]*|[.!?]")
 _BEFORE_A_PLACE = frozenset({"in", "for", "at", "about"})
 _ASKS_FOR_A_JOKE = re.compile(r"\bjokes?\b", re.IGNORECASE)
+# "Hi", "Hello there!", "Good morning": a greeting that asks nothing
+_GREETS = re.compile(
+    r"^\W*(?:hi|hello|hey|hiya|greetings|good (?:morning|afternoon|evening))\b[^?]*$",
+    re.IGNORECASE,
+)
+_ABOUT_THE_WEATHER = re.compile(r"\b(?:weather|forecast|temperature|rain|sunny)", re.IGNORECASE)
+
+GREETING = "Hello! Ask me about the weather in a city, or for a joke."
+"""The ``weather`` scenario's answer to a greeting."""
 
 
 def city_in(message: str) -> str:
@@ -261,12 +272,14 @@ def city_in(message: str) -> str:
 def _weather(view: RequestView, args: Sequence[str]) -> Script:
     city = city_in(view.user_text)
     if view.tool_results:
-        result = " and ".join(view.tool_results)
-        parts: list[Part] = [Text("It is "), Text(result), Text(f" in {city}"), Text(" right now.")]
+        parts: list[Part] = [Text(piece) for piece in _answer_with(view.tool_results, city)]
         return Script([*parts, Finish("stop")], TurnUsage(prompt=80, completion=12))
     if _ASKS_FOR_A_JOKE.search(view.user_text):
         parts = [Text(chunk) for chunk in _chunks(JOKE, 4)]
         return Script([*parts, Finish("stop")], TurnUsage(prompt=40, completion=14))
+    if _GREETS.match(view.user_text) and not _ABOUT_THE_WEATHER.search(view.user_text):
+        parts = [Text(chunk) for chunk in _chunks(GREETING, 4)]
+        return Script([*parts, Finish("stop")], TurnUsage(prompt=42, completion=15))
     if not view.tools:
         answer = f"I would look up the weather in {city}, but I was given no tool for it."
         parts = [Text(chunk) for chunk in _chunks(answer, 4)]
@@ -278,6 +291,49 @@ def _weather(view: RequestView, args: Sequence[str]) -> Script:
     return Script(
         [*parts, call, Finish("tool_calls")], TurnUsage(prompt=42, completion=17, thinking=9)
     )
+
+
+def _answer_with(results: Sequence[str], city: str) -> list[str]:
+    """The answer once the tools have answered, in the pieces it streams in, as a person
+    would put it: the weather they gave, or why there is none (a call denied, a tool that
+    failed)."""
+    denied = denied_text()
+    for result in results:
+        if result.startswith(denied):
+            reason = result[len(denied) :].strip().removeprefix("Reason:").strip()
+            because = f" ({reason})" if reason else ""
+            return _chunks(
+                f"I did not look up the weather in {city}: the call was denied{because}.", 4
+            )
+        if result.startswith("Error:"):
+            failure = result.removeprefix("Error:").strip()
+            return _chunks(f"I could not look up the weather in {city}: {failure}", 4)
+    said = " and ".join(_in_words(result) for result in results)
+    if city in said:  # the tool's own sentence: "sunny and 18°C in Paris for the next day"
+        return ["It is ", said, "."]
+    return ["It is ", said, f" in {city}", " right now."]
+
+
+def _in_words(result: str) -> str:
+    """A tool's result as words: a JSON object's temperature and conditions (``18°C and
+    sunny``), else its text as it is."""
+    try:
+        value = orjson.loads(result)
+    except orjson.JSONDecodeError:
+        return result
+    if not isinstance(value, dict):
+        return result
+    words = [
+        f"{number:g}°C"
+        for key, number in value.items()
+        if key in ("celsius", "temperature", "temp_c") and isinstance(number, (int, float))
+    ]
+    words += [
+        text
+        for key, text in value.items()
+        if key in ("conditions", "condition", "sky", "summary") and isinstance(text, str)
+    ]
+    return " and ".join(words) or result
 
 
 def _agent(view: RequestView, args: Sequence[str]) -> Script:
@@ -642,7 +698,8 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "weather": (
         _weather,
         "the weather in the city the user's message names (Paris when none): thinking, then "
-        "a call of the first declared tool; then the answer; a joke when asked for one",
+        "a call of the first declared tool; then the answer (or why there is none: the call "
+        "denied, the tool failed); a joke when asked for one, a greeting back to a greeting",
     ),
     "echo": (_echo, "the last user message, word by word"),
     "agent": (
