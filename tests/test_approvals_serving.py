@@ -146,7 +146,7 @@ def test_the_ai_package_sends_a_denial_and_the_model_reads_it(provider: RunningS
     (part,) = tool_parts(messages[1])
     assert part["state"] == "output-denied"
     assert part["approval"]["reason"] == "not on my account"
-    assert denied_text("not on my account") in texts(messages[1])
+    assert "the call was denied (not on my account)." in texts(messages[1])  # the model read it
     sent = provider.requests[-2].body["messages"]
     assert sent[-1]["role"] == "tool"
     assert sent[-1]["content"] == denied_text("not on my account")
@@ -220,7 +220,7 @@ def test_the_agui_client_cancels_an_interrupt_and_the_model_reads_a_denial(
     assert RAN == []
     (result_event,) = [e for e in result["resumed"]["events"] if e["type"] == "TOOL_CALL_RESULT"]
     assert result_event["content"] == denied_text("cancelled")
-    assert denied_text("cancelled") in result["messages"][-1]["content"]
+    assert "the call was denied (cancelled)." in result["messages"][-1]["content"]
 
 
 # /events: our own events, and what the gateway answers to wrong decisions.
@@ -305,7 +305,7 @@ def test_the_chat_page_denies_a_call_in_chromium(provider: RunningServer) -> Non
     (tool_box,) = result["tools"]
     assert tool_box["state"] == "output-denied"
     assert tool_box["text"].endswith("✗ denied: too far away")
-    assert any(denied_text("too far away") in text for text in result["texts"])
+    assert any("the call was denied (too far away)." in text for text in result["texts"])
 
 
 # The terminal and Jupyter show the calls that wait.

@@ -240,6 +240,8 @@ _GREETS = re.compile(
 )
 _ABOUT_THE_WEATHER = re.compile(r"\b(?:weather|forecast|temperature|rain|sunny)", re.IGNORECASE)
 
+_CONDITION_KEY = re.compile(r"condition|sky|summary", re.IGNORECASE)  # "skyCondition"
+
 GREETING = "Hello! Ask me about the weather in a city, or for a joke."
 """The ``weather`` scenario's answer to a greeting."""
 
@@ -309,7 +311,7 @@ def _answer_with(results: Sequence[str], city: str) -> list[str]:
             failure = result.removeprefix("Error:").strip()
             return _chunks(f"I could not look up the weather in {city}: {failure}", 4)
     said = " and ".join(_in_words(result) for result in results)
-    if city in said:  # the tool's own sentence: "sunny and 18°C in Paris for the next day"
+    if f" in {city}" in said:  # the tool's own sentence: "sunny and 18°C in Paris for a day"
         return ["It is ", said, "."]
     return ["It is ", said, f" in {city}", " right now."]
 
@@ -329,9 +331,7 @@ def _in_words(result: str) -> str:
         if key in ("celsius", "temperature", "temp_c") and isinstance(number, (int, float))
     ]
     words += [
-        text
-        for key, text in value.items()
-        if key in ("conditions", "condition", "sky", "summary") and isinstance(text, str)
+        text for key, text in value.items() if _CONDITION_KEY.search(key) and isinstance(text, str)
     ]
     return " and ".join(words) or result
 
