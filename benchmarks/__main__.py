@@ -3,7 +3,9 @@
 ``--quick`` runs smaller streams and fewer rounds (for a fast look); ``--peers`` adds the
 other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
 extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
-(``benchmarks/bench_gateway.py``); ``--hedging`` adds hedged requests against a
+(``benchmarks/bench_gateway.py``), and its router's (the added latency of routing over one
+upstream, and the throughput over two deployments at 1 to 256 concurrent clients:
+``benchmarks/bench_routing.py``); ``--hedging`` adds hedged requests against a
 heavy-tailed first event (about half a minute: the waits are real;
 ``python -m benchmarks.bench_hedging`` runs it alone); ``--truth`` adds benchmark clients
 (``solon-events bench``, GuideLLM, vLLM's) against a scripted server's ground truth
@@ -35,6 +37,7 @@ from . import (
     bench_partial,
     bench_peers,
     bench_pipeline,
+    bench_routing,
     bench_stretched,
     bench_structured,
     bench_truth,
@@ -124,6 +127,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "gateway",
             "the translating gateway over loopback, beside LiteLLM's proxy",
             lambda: bench_gateway.main(quick),
+        )
+        section(
+            "routing",
+            "the router in the gateway, beside LiteLLM's proxy routing the same deployments",
+            lambda: bench_routing.main(quick),
         )
         return _saved(figures, args.json)
     section(

@@ -12,6 +12,7 @@ from ._version import __version__ as __version__
 from .approvals import PendingApproval
 from .client.fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
 from .client.model import ChatModel, ChatPrompt
+from .client.router import NoHealthyDeploymentError, Router
 from .client.routing import FallbackModel, HedgedModel, ModelGroup, race
 from .core import (
     ArgumentDelta,
@@ -117,9 +118,11 @@ __all__ = [
     "JsonDeltaBuilder",
     "McpTools",
     "ModelGroup",
+    "NoHealthyDeploymentError",
     "PartialJsonParser",
     "PendingApproval",
     "ProviderError",
+    "Router",
     "SearchResult",
     "StepContext",
     "StepResult",

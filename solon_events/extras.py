@@ -4,9 +4,10 @@ The core needs only its own dependencies; each feature beyond it imports its ext
 package on first use (``tools``: pydantic; ``mcp``: the MCP SDK; ``agui``:
 ag-ui-protocol; ``redis``; ``otel``: the OpenTelemetry API; ``notebook``: matplotlib;
 ``structured``: jsonschema and cattrs; ``bedrock``: botocore; ``uvloop``; ``cost``:
-genai-prices; ``tiktoken``). Without it the
-feature raises :class:`MissingExtraError`, whose message names what to install, and the
-gateway answers 501 with that message.
+genai-prices; ``tiktoken``; ``toml``: tomli, the gateway's configuration on Python 3.10;
+``metrics``: prometheus-client, the gateway's ``/metrics``). Without it the feature raises
+:class:`MissingExtraError`, whose message names what to install, and the gateway answers
+501 with that message.
 """
 
 from __future__ import annotations

@@ -297,14 +297,16 @@ class Attempt(FrozenValue):
     race: :mod:`solon_events.client.routing`), as :attr:`ChatResponse.attempts` lists them.
 
     ``model`` is the member's label; ``outcome`` how the attempt ended: ``"answered"``
-    (its answer is the response's), ``"failed"`` (``error``, redacted, says why) or
+    (its answer is the response's), ``"failed"`` (``error``, redacted, says why),
     ``"cancelled"`` (stopped because another answered first, or the response was
-    disposed); ``usage`` is what the provider reported for it before it ended (None when
-    it reported nothing: a refused request, or one stopped before its usage came).
+    disposed) or ``"skipped"`` (never asked: a :class:`~solon_events.Router`'s deployment
+    cooling down, ``error`` saying since what and for how long); ``usage`` is what the
+    provider reported for it before it ended (None when it reported nothing: a refused
+    request, or one stopped before its usage came).
     """
 
     model: str
-    outcome: Literal["answered", "failed", "cancelled"]
+    outcome: Literal["answered", "failed", "cancelled", "skipped"]
     error: BaseException | None = None
     usage: Usage | None = None
 

@@ -19,8 +19,10 @@ import pytest
 from aiohttp import web
 from executables import executable_or_skip
 
+from solon_events.client.transport import pools_closed
 from solon_events.loop_thread import EventLoopThread
-from solon_events.serve import run_app
+from solon_events.serve import create_app, run_app
+from solon_events.serve.models import ModelTable
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
 SHOW_MAP = {
@@ -60,6 +62,21 @@ def serving_in_thread(app: web.Application) -> Iterator[str]:
         with contextlib.suppress(Exception):
             future.result(timeout=5)
         io.close()
+
+
+@contextlib.contextmanager
+def serving_table(table: ModelTable, **options: Any) -> Iterator[str]:
+    """Serve a gateway of ``table`` (with ``options``) from its own loop thread; at the end
+    the table's models are closed on that loop, and their connection pools there too."""
+    app = create_app(table, **options)
+
+    async def close(_app: web.Application) -> None:
+        table.close()
+        await pools_closed()
+
+    app.on_cleanup.append(close)
+    with serving_in_thread(app) as url:
+        yield url
 
 
 SERVE = ("-m", "solon_events.cli", "serve")

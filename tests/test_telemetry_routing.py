@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from otel_global import EXPORTER, READER, install
 
-from solon_events import ChatHttpError, ChatModel, race
+from solon_events import ChatHttpError, ChatModel, Router, race
 from solon_events.devserver import RunningServer
 
 Build = Callable[..., ChatModel]
@@ -83,6 +83,30 @@ def test_a_fallback_is_a_group_span_over_a_failed_and_an_answering_attempt(
     ]
     # The tokens are the attempts' own, once: the group's span records no metric.
     assert sorted(total for _, total in token_points()) == [2, 2]
+
+
+def test_a_routers_skipped_deployment_is_an_attempt_of_its_span(
+    fresh_server: RunningServer, make_model: Build
+) -> None:
+    failing = make_model(fresh_server, "status:503", "anthropic", telemetry=True, max_retries=0)
+    backup = make_model(fresh_server, "echo", "ollama", telemetry=True)
+    router = Router([failing, backup], strategy="fallback", cooldown=60)
+    router.prompt("first").call()  # the 503 cools the first down
+    EXPORTER.clear()
+    assert router.prompt("second").call().text == "second"
+    spans = finished(2)
+    group = spans["chat fallback(status:503, echo)"]
+    assert attributes(group)["solon_events.group.attempts"] == 1  # one started
+    assert attributes(group)["solon_events.group.winner"] == "echo"
+    assert [dict(e.attributes or {}) for e in group.events] == [
+        {
+            "model": "status:503",
+            "outcome": "skipped",
+            "error.type": "solon_events.client.router.CoolingDownError",
+        },
+        {"model": "echo", "outcome": "answered"},
+    ]
+    assert "chat status:503" not in spans  # never asked: no chat span
 
 
 def test_a_hedges_loser_is_recorded_as_cancelled(

@@ -3,7 +3,9 @@
 Serves the embedded provider's scripted conversation (with the demo's weather tool)
 when no ``--url`` is given, binds 127.0.0.1 unless told otherwise, and prints the address
 it listens on, ``http://HOST:PORT``, as its first line. With ``--redis`` every response
-is kept in Redis Streams and can be resumed on any replica that shares the Redis.
+is kept in Redis Streams and can be resumed on any replica that shares the Redis. With
+``--config gateway.toml`` it serves the models of a configuration file by name
+(:mod:`solon_events.serve.config`), and reloads the file on SIGHUP.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import ipaddress
 import os
 import re
 import signal
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -30,6 +33,11 @@ from ..serve.gateway import (
     MAX_TOTAL_BUFFER,
     WRITE_TIMEOUT,
 )
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from ..serve.models import ModelTable
 
 __all__ = ["add_serve_parser", "serve"]
 
@@ -53,6 +61,13 @@ def add_serve_parser(commands: Any) -> None:
         allow_abbrev=False,
     )
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file naming the models served and their deployments (see the docs' "
+        "gateway configuration page); reloaded on SIGHUP (a bad file keeps the old one). "
+        "Replaces --url, --upstream, --model, --fallback and --hedge-after",
+    )
     parser.add_argument("--port", type=int, default=8000, help="the port; 0 for any free one")
     parser.add_argument(
         "--url", help="the provider endpoint to POST to (default: the embedded provider)"
@@ -192,26 +207,16 @@ def add_serve_parser(commands: Any) -> None:
 
 def serve(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
-    from ..serve.gateway import create_app, run_app
     from ..tools import tool
     from .common import ROUTES, CommandError, get_weather, provider_dialect, provider_key
 
+    if args.config:
+        return _serve_config(args)
     if args.upstream:
         _use_upstream(args)
     if args.hedge_after is not None and not args.fallback:
         raise CommandError("--hedge-after needs a model to hedge with: give --fallback MODEL", 2)
-    token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
-    if args.token_env and not token:
-        raise CommandError(f"the environment variable {args.token_env} is empty", 2)
-    if token is None and not _is_loopback(args.host):
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            Text.assemble(
-                ("solon-events: warning: ", "bold yellow"),
-                f"serving on {args.host} without a token: anyone who can reach it can use "
-                "the model (set --token or --token-env); only requests naming 127.0.0.1, "
-                "localhost, [::1] or an --allow-host name are answered",
-            )
-        )
+    token = _token(args)
     server = None
     tools: list[Any] = []
     if args.url is None:
@@ -229,39 +234,145 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         dialect, api_key = provider_key(args, args.url)
         url, name = args.url, args.model
 
+    try:
+        with _model(args, url, [name, *args.fallback], api_key, dialect) as model:
+            _run(args, _app(args, model, token, args.redis, tools))
+    finally:
+        if server is not None:
+            server.close()
+    return 0
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    """The bearer token of ``--token`` or ``--token-env``; warns when serving beyond this
+    machine without one."""
+    from .common import CommandError
+
+    token: str | None = args.token or (os.environ.get(args.token_env) if args.token_env else None)
+    if args.token_env and not token:
+        raise CommandError(f"the environment variable {args.token_env} is empty", 2)
+    if token is None and not _is_loopback(args.host):
+        _stderr().print(
+            Text.assemble(
+                ("solon-events: warning: ", "bold yellow"),
+                f"serving on {args.host} without a token: anyone who can reach it can use "
+                "the model (set --token or --token-env); only requests naming 127.0.0.1, "
+                "localhost, [::1] or an --allow-host name are answered",
+            )
+        )
+    return token
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _app(
+    args: argparse.Namespace,
+    model: ChatModel | ModelGroup | ModelTable,
+    token: str | None,
+    redis: str | None,
+    tools: list[Any],
+) -> web.Application:
+    from ..serve.gateway import create_app
+
+    return create_app(
+        model,
+        tools=tools,
+        token=token,
+        cors_origins=args.cors_origin,
+        allowed_hosts=args.allow_host,
+        max_body=args.max_body,
+        max_buffer=args.max_buffer,
+        max_total_buffer=args.max_total_buffer,
+        write_timeout=args.write_timeout or None,
+        header_timeout=args.header_timeout or None,
+        body_timeout=args.body_timeout or None,
+        max_connections=args.max_connections or MAX_CONNECTIONS,
+        redis=redis,
+        on_disconnect=args.on_disconnect,
+    )
+
+
+def _run(
+    args: argparse.Namespace, app: web.Application, reload: Callable[[], None] | None = None
+) -> None:
+    """Serve ``app`` until SIGINT or SIGTERM (``reload`` called on SIGHUP), the gateway's
+    log on standard error."""
+    from ..serve.gateway import run_app
+    from .common import CommandError
+
     _log_to_stderr()
 
-    async def run(app: Any) -> None:
+    async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(number, stop.set)
+        if reload is not None:
+            loop.add_signal_handler(signal.SIGHUP, reload)
         await run_app(app, args.host, args.port, stop=stop)
 
     try:
-        with _model(args, url, [name, *args.fallback], api_key, dialect) as model:
-            app = create_app(
-                model,
-                tools=tools,
-                token=token,
-                cors_origins=args.cors_origin,
-                allowed_hosts=args.allow_host,
-                max_body=args.max_body,
-                max_buffer=args.max_buffer,
-                max_total_buffer=args.max_total_buffer,
-                write_timeout=args.write_timeout or None,
-                header_timeout=args.header_timeout or None,
-                body_timeout=args.body_timeout or None,
-                max_connections=args.max_connections or MAX_CONNECTIONS,
-                redis=args.redis,
-                on_disconnect=args.on_disconnect,
-            )
-            asyncio.run(run(app))
+        asyncio.run(run())
     except OSError as exc:
         raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
-    finally:
-        if server is not None:
-            server.close()
+
+
+_MODEL_OPTIONS = ("url", "upstream", "model", "fallback", "hedge_after", "require_approval")
+"""The options that name the model served, which a configuration file replaces."""
+
+
+def _serve_config(args: argparse.Namespace) -> int:
+    """``serve --config FILE``: the models of the file by name, reloaded on SIGHUP."""
+    from ..serve.config import ConfigError, load_config
+    from ..serve.gateway import GATEWAY
+    from ..serve.models import build_table
+    from .common import CommandError
+
+    given = [
+        "--" + name.replace("_", "-")
+        for name in _MODEL_OPTIONS
+        if getattr(args, name) not in (None, False, [])
+    ]
+    if given:
+        raise CommandError(
+            f"--config names the models served: {', '.join(given)} cannot be given with it", 2
+        )
+    pool = args.upstream_connections
+    try:
+        config = load_config(args.config)
+        if args.redis and config.redis and args.redis != config.redis:
+            raise CommandError("give Redis once: --redis or the file's redis, not both", 2)
+        table = build_table(config, connection_limit=pool)
+    except ConfigError as exc:
+        raise CommandError(str(exc), 2) from None
+    token = _token(args)
+    with table:
+        app = _app(args, table, token, config.redis or args.redis, [])
+        gateway = app[GATEWAY]
+
+        def reload() -> None:
+            try:
+                new = load_config(args.config)
+                if new.redis != config.redis:
+                    raise ConfigError(
+                        "redis cannot change on a reload (restart to change it)",
+                        path=new.path,
+                        key="redis",
+                    )
+                gateway.use(build_table(new, previous=gateway.models, connection_limit=pool))
+            except ConfigError as exc:
+                _stderr().print(
+                    Text.assemble(
+                        ("solon-events: ", "bold red"),
+                        f"the configuration was not reloaded, the old one stays: {exc}",
+                    )
+                )
+                return
+            _stderr().print(f"solon-events: reloaded {args.config}: {', '.join(new.models)}")
+
+        _run(args, app, reload)
     return 0
 
 
@@ -344,16 +455,13 @@ def _seconds(text: str) -> float:
 
 def _use_upstream(args: argparse.Namespace) -> None:
     """Read ``--upstream DIALECT:URL`` into ``args.dialect`` and ``args.url``."""
-    from ..dialects.base import dialect_names
+    from ..serve.config import parse_upstream
     from .common import CommandError
 
-    dialect, _, url = args.upstream.partition(":")
-    if dialect not in dialect_names() or not url.startswith(("http://", "https://")):
-        raise CommandError(
-            f"--upstream must be DIALECT:URL with a dialect of {', '.join(dialect_names())} "
-            f"and an http(s) URL, not {args.upstream!r}",
-            2,
-        )
+    try:
+        dialect, url = parse_upstream(args.upstream)
+    except ValueError as exc:
+        raise CommandError(f"--upstream {exc}", 2) from None
     if args.dialect not in ("auto", dialect):
         raise CommandError(f"--dialect {args.dialect} contradicts --upstream {dialect}:...", 2)
     if args.url is not None and args.url != url:

@@ -263,6 +263,7 @@ class ChatPrompt:
     _first_step: int = 0
     _on_usage: tuple[Callable[[UsageReport], Any], ...] = ()
     _output: OutputRequest | None = None
+    _options_for: Callable[[str], Mapping[str, Any]] | None = None
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -283,6 +284,15 @@ class ChatPrompt:
     def options(self, **provider_options: Any) -> ChatPrompt:
         """Provider options merged into the request body (temperature, max_tokens, ...)."""
         return attrs.evolve(self, options={**self._options, **provider_options})
+
+    def dialect_options(self, options_for: Callable[[str], Mapping[str, Any]]) -> ChatPrompt:
+        """Provider options written for each model's own dialect: ``options_for(name)``
+        gives those of the dialect ``name`` (``"openai"``, ``"anthropic"``, ...), under the
+        ones :meth:`options` sets. A group of models of different providers (a router, a
+        fallback chain) so sends each its own words for the same settings."""
+        if not callable(options_for):
+            raise TypeError("options_for must be a function of a dialect's name")
+        return attrs.evolve(self, options_for=options_for)
 
     def event_filter(self, event_filter: EventFilter) -> ChatPrompt:
         """Deliver only what ``event_filter`` passes (guarded: lifecycle always passes)."""
@@ -412,7 +422,11 @@ class ChatPrompt:
             model=model.model,
             messages=self._messages,
             tools=toolset.specs() + self._client_tools,
-            options=self._options,
+            options=(
+                {**self._options_for(model.dialect.name), **self._options}
+                if self._options_for is not None
+                else self._options
+            ),
             output=self._output.format if self._output is not None else None,
         )
         return StepPlan(

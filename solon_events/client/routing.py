@@ -123,8 +123,11 @@ class ModelGroup(_Combinable):
     Made by :meth:`ChatModel.fallback`, :meth:`ChatModel.hedge` and :func:`race` (or the
     :class:`FallbackModel` and :class:`HedgedModel` constructors). ``members`` are the
     models in the order they are asked, ``labels`` their names in STATUS events and
-    attempts (the model name; ``name@host:port`` when two members share it).
+    attempts (the model name; ``name@host:port`` when two members share it, then
+    ``dialect:name@host:port``).
     """
+
+    _fewest = 2  # members a group needs
 
     def __init__(
         self,
@@ -134,8 +137,10 @@ class ModelGroup(_Combinable):
         kind: str,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
-        if len(members) < 2:
-            raise ValueError(f"{kind} needs at least two models")
+        if len(members) < self._fewest:
+            raise ValueError(
+                f"{kind} needs at least {'two models' if self._fewest == 2 else 'one model'}"
+            )
         for member in members:
             if not isinstance(member, _Combinable):
                 raise TypeError(
@@ -209,6 +214,11 @@ class ModelGroup(_Combinable):
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+    def _arbiter_options(self) -> dict[str, Any]:
+        """What a response's :class:`~solon_events.core.attempts.AttemptArbiter` is given
+        besides the group's members and policy (a router's skipped members and watch)."""
+        return {}
 
     def _telemetry_options(self) -> dict[str, Any] | None:
         """The telemetry options of the group's span: its first model's that records
@@ -352,14 +362,21 @@ def _condition(on: ErrorCondition | None) -> Callable[[BaseException], bool]:
 
 def _labels(members: Sequence[ChatModel | ModelGroup]) -> tuple[str, ...]:
     """Each member's name: its model name (a group's ``kind(a, b)``), with where it is
-    served when two members share it, and a number when that is shared too."""
-    names = [m.name if isinstance(m, ModelGroup) else m.model for m in members]
-    for i, member in enumerate(members):
-        if names.count(names[i]) > 1 and not isinstance(member, ModelGroup):
-            from urllib.parse import urlsplit
+    served when two members share it, then its dialect when that is shared too, and a
+    number when that is shared as well."""
+    from urllib.parse import urlsplit
 
-            url = urlsplit(member.api_url)
-            names[i] = f"{names[i]}@{url.hostname}:{url.port or ''}".rstrip(":")
+    names = [m.name if isinstance(m, ModelGroup) else m.model for m in members]
+    for where in ("host", "dialect"):
+        shared = list(names)
+        for i, member in enumerate(members):
+            if shared.count(shared[i]) < 2 or isinstance(member, ModelGroup):
+                continue
+            if where == "host":
+                url = urlsplit(member.api_url)
+                names[i] = f"{names[i]}@{url.hostname}:{url.port or ''}".rstrip(":")
+            else:
+                names[i] = f"{member.dialect.name}:{names[i]}"
     seen: dict[str, int] = {}
     labels = []
     for name in names:
@@ -489,6 +506,7 @@ class _Plan:
             theirs=theirs,
             redact=self.redact,
             prefills=[_takes_prefill(member) for member in self.group.members],
+            **self.group._arbiter_options(),
         )
         return self.arbiter_
 

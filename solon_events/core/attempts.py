@@ -41,9 +41,10 @@ winner is chosen each callback takes a lock; the winner's events then pass witho
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import attrs
@@ -61,6 +62,7 @@ __all__ = [
     "AttemptArbiter",
     "AttemptDriver",
     "AttemptPolicy",
+    "AttemptWatch",
     "Continuation",
     "MidStream",
 ]
@@ -122,6 +124,13 @@ class AttemptPolicy:
     after: float | None = None
     on: Callable[[BaseException], bool] = every_chat_error
     mid_stream: MidStream = "never"
+    announce: bool = False
+    """Whether the winner is announced by a STATUS event (``sub_type="routed"``,
+    ``attrs``: ``model``, ``attempt``) before its first event (a router's)."""
+    exhausted: Callable[[BaseException, Sequence[Attempt]], BaseException] | None = None
+    """The error a response ends with when a failure ``on`` allows has no member left to
+    ask, from that failure and every attempt (a skipped member's among them); None: the
+    failure itself."""
 
 
 @attrs.frozen(kw_only=True)
@@ -134,6 +143,21 @@ class Continuation:
     messages: tuple[Message, ...]
     first_step: int
     prefill: str = ""
+
+
+class AttemptWatch(Protocol):
+    """What an :class:`AttemptArbiter` tells of each attempt as it goes (a router's
+    bookkeeping: requests in flight, time to the first answer, failures)."""
+
+    def started(self, index: int) -> None:
+        """Member ``index``'s attempt was started."""
+
+    def answered(self, index: int) -> None:
+        """Member ``index``'s attempt sent its first answer event and won."""
+
+    def ended(self, index: int, error: BaseException | None) -> None:
+        """Member ``index``'s attempt is over (told once per start): failed with ``error``,
+        else completed, stopped or disposed (None)."""
 
 
 class AttemptDriver(Protocol):
@@ -151,7 +175,7 @@ class AttemptDriver(Protocol):
 
 _log = logging.getLogger(__name__)
 
-_NOT_STARTED, _RUNNING, _WON, _FAILED, _ABANDONED = range(5)
+_NOT_STARTED, _RUNNING, _WON, _FAILED, _ABANDONED, _SKIPPED = range(6)
 
 _TEXT_ONLY = frozenset(
     {EVENT_TYPES.TEXT_START, EVENT_TYPES.TEXT_DELTA, EVENT_TYPES.TEXT_END} | NO_ANSWER_YET
@@ -209,7 +233,10 @@ class AttemptArbiter:
     an exception the subscriber raised from its own callbacks (passed on, never a reason to
     ask another member); ``redact`` masks secrets in the reasons STATUS events give;
     ``prefills`` says which members take an assistant prefill (``mid_stream="continue"``;
-    by default none). Call :meth:`open` once, :meth:`dispose` to stop everything.
+    by default none). ``skipped`` maps members that are not to be asked (a router's
+    deployments cooling down) to why: they are never started and are listed on the
+    response's attempts as ``"skipped"``. ``watch`` is told each attempt's start, answer
+    and end. Call :meth:`open` once, :meth:`dispose` to stop everything.
     """
 
     def __init__(
@@ -224,6 +251,8 @@ class AttemptArbiter:
         theirs: Callable[[BaseException], bool] = lambda _error: False,
         redact: Callable[[str], str] = lambda text: text,
         prefills: Sequence[bool] = (),
+        skipped: Mapping[int, BaseException] | None = None,
+        watch: AttemptWatch | None = None,
     ) -> None:
         if not labels:
             raise ValueError("a response needs at least one member to ask")
@@ -256,6 +285,11 @@ class AttemptArbiter:
         self._held_end: ChatEvent | None = None  # the RESPONSE_END waiting for them
         self._completed_after_end = False
         self._sinks = [AttemptSink(self, i) for i in range(len(labels))]
+        for index, reason in (skipped or {}).items():
+            self._states[index].state = _SKIPPED
+            self._states[index].error = reason
+        self._watch = watch
+        self._watched: set[int] = set()  # started attempts whose end the watch awaits
 
     @property
     def attempts(self) -> tuple[Attempt, ...]:
@@ -264,11 +298,13 @@ class AttemptArbiter:
 
     def _attempt(self, state: _State) -> Attempt:
         if state.state == _WON:
-            outcome: Literal["answered", "failed", "cancelled"] = "answered"
+            outcome: Literal["answered", "failed", "cancelled", "skipped"] = "answered"
         elif state.state == _FAILED:
             outcome = "failed"
         elif state.state == _ABANDONED:
             outcome = "cancelled"
+        elif state.state == _SKIPPED:
+            outcome = "skipped"
         else:
             outcome = "cancelled" if self.ended else "answered"
         return Attempt(model=state.label, outcome=outcome, error=state.error, usage=state.usage)
@@ -278,15 +314,20 @@ class AttemptArbiter:
         return self._sinks[index]
 
     def open(self) -> None:
-        """Emit RESPONSE_START and start the first member (every member for a race)."""
+        """Emit RESPONSE_START and start the first member (every member for a race); with
+        every member skipped, end the response at once (an ERROR event, then
+        ``on_error``)."""
         with self._lock:
             self._push(framing_event(_RESPONSE_START, 0, self.response_id))
-            if self._policy.after == 0:
-                for index in range(len(self._states)):
-                    if not self.ended:
+            first = self._next_to_start()
+            if first is None:
+                self._end_unasked()
+            elif self._policy.after == 0:
+                for index in range(first, len(self._states)):
+                    if not self.ended and self._states[index].state == _NOT_STARTED:
                         self._start(index)
             else:
-                self._start(0)
+                self._start(first)
 
     def dispose(self) -> None:
         """Stop every running attempt; deliver nothing more."""
@@ -296,12 +337,24 @@ class AttemptArbiter:
                 if state.state == _RUNNING or state.state == _WON:
                     state.state = _ABANDONED
                     self._driver.stop(index)
+                    self._told_end(index, None)
+            for index in tuple(self._watched):  # completed attempts
+                self._told_end(index, None)
+
+    def _told_end(self, index: int, error: BaseException | None) -> None:
+        """Tell the watch that attempt ``index`` is over (once)."""
+        if self._watch is not None and index in self._watched:
+            self._watched.discard(index)
+            self._watch.ended(index, error)
 
     # --- starting
 
     def _start(self, index: int) -> None:
         state = self._states[index]
         state.state = _RUNNING
+        if self._watch is not None:
+            self._watched.add(index)
+            self._watch.started(index)
         after = self._policy.after
         if after and index + 1 < len(self._states):
             self._driver.later(after, lambda: self._due(index + 1))
@@ -351,19 +404,27 @@ class AttemptArbiter:
         self.winner = index
         winner = self._states[index]
         winner.state = _WON
+        if self._watch is not None:
+            self._watch.answered(index)
         for other in self._running(but=index):
             loser = self._states[other]
             loser.state = _ABANDONED
             self._unreported.add(other)
             self._driver.stop(other)
+            self._told_end(other, None)
             self._push(
-                ChatEvent(
-                    _STATUS,
-                    sub_type="hedge",
-                    text=f"{loser.label} abandoned: {winner.label} answered first",
-                    response_id=self.response_id,
-                    step=self._step,
-                    attrs={"model": loser.label, "attempt": other, "winner": winner.label},
+                self._status(
+                    "hedge",
+                    f"{loser.label} abandoned: {winner.label} answered first",
+                    model=loser.label,
+                    attempt=other,
+                    winner=winner.label,
+                )
+            )
+        if self._policy.announce:
+            self._push(
+                self._status(
+                    "routed", f"answered by {winner.label}", model=winner.label, attempt=index
                 )
             )
         held, winner.held = winner.held, []
@@ -514,8 +575,10 @@ class AttemptArbiter:
             if held and held[-1].type is _ERROR and held[-1].usage is not None:
                 state.usage = held[-1].usage
             if self._theirs(error):
+                self._told_end(index, None)
                 self._end_with(error, held)
                 return
+            self._told_end(index, error)
             next_index = self._next_to_start()
             others = self._running()
             if won:  # mid-answer: another member takes over only by a mid-stream policy
@@ -528,6 +591,8 @@ class AttemptArbiter:
             else:
                 asked = (next_index is not None or bool(others)) and self._asks(error)
             if not asked:
+                if not won and next_index is None and not others and self._policy.exhausted:
+                    error, held = self._exhausted(error, held)
                 self._end_with(error, held)
                 return
             if won:  # its ERROR (held) is not delivered: the response goes on
@@ -564,21 +629,27 @@ class AttemptArbiter:
         state = self._states[index]
         reason = self._redact(str(error))
         status = getattr(error, "status", None)
+        return self._status(
+            "fallback",
+            f"{state.label} failed ({reason}); {then}",
+            model=state.label,
+            attempt=index,
+            error=type(error).__name__,
+            status=status if isinstance(status, int) else None,
+            reason=reason,
+            mode=mode,
+            **extra,
+        )
+
+    def _status(self, sub_type: str, text: str, **attrs: Any) -> ChatEvent:
+        """A STATUS event of this response about its attempts."""
         return ChatEvent(
             _STATUS,
-            sub_type="fallback",
-            text=f"{state.label} failed ({reason}); {then}",
+            text,
+            sub_type=sub_type,
             response_id=self.response_id,
             step=self._step,
-            attrs={
-                "model": state.label,
-                "attempt": index,
-                "error": type(error).__name__,
-                "status": status if isinstance(status, int) else None,
-                "reason": reason,
-                "mode": mode,
-                **extra,
-            },
+            attrs=attrs,
         )
 
     def _mid_stream_from(self, index: int, error: BaseException) -> None:
@@ -676,6 +747,37 @@ class AttemptArbiter:
             )
         )
 
+    def _exhausted(
+        self, error: BaseException, held: list[ChatEvent]
+    ) -> tuple[BaseException, list[ChatEvent]]:
+        """The policy's error for a failure ``on`` allows with no member left to ask (the
+        last failure when its condition does not hold or it raises), and the failed
+        attempt's held events with their ERROR event carrying it."""
+        exhausted = self._policy.exhausted
+        assert exhausted is not None
+        if not self._asks(error):
+            return error, held
+        try:
+            final = exhausted(error, self.attempts)
+        except Exception:
+            _log.exception("the policy's 'exhausted' of a model group raised")
+            return error, held
+        final.__cause__ = error
+        with contextlib.suppress(AttributeError, TypeError):
+            final.partial_response = getattr(error, "partial_response", None)  # type: ignore[attr-defined]
+        if held and held[-1].type is _ERROR:
+            held = [*held[:-1], held[-1].evolve(error=final, text=str(final))]
+        return final, held
+
+    def _end_unasked(self) -> None:
+        """No member can be asked (every one skipped): end with the policy's error."""
+        reasons = [s.error for s in self._states if s.error is not None]
+        last = reasons[-1] if reasons else ChatError("no member to ask")
+        exhausted = self._policy.exhausted
+        error = exhausted(last, self.attempts) if exhausted is not None else last
+        event = ChatEvent(_ERROR, response_id=self.response_id, error=error, text=str(error))
+        self._end_with(error, [event])
+
     def _end_with(self, error: BaseException, held: list[ChatEvent]) -> None:
         """End the response with ``error``: stop what runs, deliver the failed attempt's
         held events (its steps and ERROR), then ``on_error``."""
@@ -683,6 +785,7 @@ class AttemptArbiter:
         for other in self._running():
             self._states[other].state = _ABANDONED
             self._driver.stop(other)
+            self._told_end(other, None)
         for event in held:
             self._push(event)
         self._down.on_error(error)  # type: ignore[arg-type]
@@ -694,6 +797,7 @@ class AttemptArbiter:
                 return
             if state.state == _RUNNING:  # ended without an answer event: it answered nothing
                 self._win(index)
+            self._told_end(index, None)
             if self._held_end is not None:  # completes once its RESPONSE_END is delivered
                 self._completed_after_end = True
                 return

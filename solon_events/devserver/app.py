@@ -1,4 +1,7 @@
-"""The aiohttp application: one POST route per provider wire format.
+"""The aiohttp application: one POST route per provider wire format, and Anthropic's
+token counting (``POST /v1/messages/count_tokens``: a made-up count, a token per four
+bytes of the request's ``system``, ``messages`` and ``tools``; ``"model": "status:<code>"``
+answers that status).
 
 Every stream is written frame by frame (``StreamResponse.write``, which drains), so a
 client sees each event as it is produced. Headers go out with the first frame, so a
@@ -32,12 +35,15 @@ from .scenarios import (
 )
 from .turns import Control, Cut, KeepAlive, Pause, Ping, RawBytes, Script, TurnUsage, WaitGate
 
-__all__ = ["ROUTES", "ServerState", "StreamTiming", "create_app"]
+__all__ = ["COUNT_TOKENS", "ROUTES", "ServerState", "StreamTiming", "create_app"]
 
 ROUTES: tuple[tuple[str, type[Wire], str], ...] = tuple(
     (path, wire, wire.format) for path, wire in WIRES.items()
 )
 """Each route's path, wire format and the name of the dialect that reads it."""
+
+COUNT_TOKENS = "/v1/messages/count_tokens"
+"""Anthropic's token counting route."""
 
 
 @attrs.frozen
@@ -82,7 +88,26 @@ def create_app(server: ServerState) -> web.Application:
     app = web.Application()
     for path, wire, _dialect in ROUTES:
         app.router.add_post(path, functools.partial(_handle, server, wire))
+    app.router.add_post(COUNT_TOKENS, functools.partial(_count_tokens, server))
     return app
+
+
+async def _count_tokens(server: ServerState, request: web.Request) -> web.Response:
+    """Anthropic's ``count_tokens``: a token per four bytes of what the request holds."""
+    from .encoders.anthropic import AnthropicWire
+
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError:
+        body = None
+    server._record(request.path, request.headers, body)
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return _error(AnthropicWire, 400, "messages: Field required")
+    model = str(body.get("model", ""))
+    if model.startswith("status:"):
+        return _error(AnthropicWire, int(model.partition(":")[2] or 500))
+    held = {key: body[key] for key in ("system", "messages", "tools") if key in body}
+    return web.json_response({"input_tokens": max(1, len(orjson.dumps(held)) // 4)})
 
 
 async def _handle(

@@ -661,6 +661,12 @@ def _flaky(view: RequestView, args: Sequence[str]) -> Plan:
     return _echo(view, ())
 
 
+def _limited(view: RequestView, args: Sequence[str]) -> Plan:
+    if view.attempt <= _int(args, 0, 1):
+        return StatusReply(429, headers={"retry-after": str(_int(args, 1, 1))})
+    return _echo(view, ())
+
+
 def _drop(view: RequestView, args: Sequence[str]) -> Plan:
     return DropReply() if view.attempt <= _int(args, 0, 1) else _echo(view, ())
 
@@ -747,6 +753,10 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
         "is dropped before the turn ends",
     ),
     "flaky": (_flaky, "flaky:<n>:<code>:<ms> - n answers of code (retry-after-ms), then echo"),
+    "limited": (
+        _limited,
+        "limited:<n>:<s> - n answers of 429 with Retry-After: s (seconds), then echo",
+    ),
     "drop": (_drop, "drop:<n> - the first n requests lose their connection, then echo"),
     "cut-early": (
         _cut_early,

@@ -16,10 +16,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..client.model import ChatModel
-from ..client.routing import ModelGroup
+
+if TYPE_CHECKING:
+    from ..client.routing import ModelGroup
+    from .models import ModelTable
 
 __all__ = ["Deployments", "logger"]
 
@@ -31,12 +35,13 @@ _Replace = Callable[[re.Match[str]], str]
 
 
 class Deployments:
-    """The upstream deployments of ``model`` (a ChatModel or a group: each of its
-    models), named by model name (``name#2`` for the second model of a shared name), and
-    :meth:`shown`: a text with each mention of their addresses replaced by their names."""
+    """The upstream deployments of ``model`` (a ChatModel, a group or a table of the
+    models served by name: each of their models), named by model name (``name#2`` for
+    the second model of a shared name), and :meth:`shown`: a text with each mention of
+    their addresses replaced by their names."""
 
-    def __init__(self, model: ChatModel | ModelGroup) -> None:
-        leaves = model.leaves() if isinstance(model, ModelGroup) else (model,)
+    def __init__(self, model: ChatModel | ModelGroup | ModelTable) -> None:
+        leaves = (model,) if isinstance(model, ChatModel) else model.leaves()
         names = [leaf.model for leaf in leaves]
         seen: dict[str, int] = {}
         by_place: dict[tuple[str, int], list[str]] = {}

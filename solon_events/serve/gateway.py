@@ -92,14 +92,19 @@ from ..events import EVENT_TYPES, ChatEvent
 from ..extras import MissingExtraError
 from ..tools import Tool, ToolSet
 from . import provider_routes
+from ._http_error import HttpError as _HttpError
 from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
 from .connections import ConnectionGuard, watched
 from .deployments import Deployments, logger
+from .models import ModelTable
+from .operations import OPERATOR_ROUTES, Operations
 from .provider_routes import ignored_header, upstream_failure
 
 if TYPE_CHECKING:
+    from ..adapters.client_requests import ClientRequest
     from ..adapters.inputs import AguiRun
     from ..client.routing import ModelGroup
+    from .metrics import GatewayMetrics
     from .redis_log import RedisStreamLog
     from .resume import StoredResponse
 
@@ -147,7 +152,9 @@ _Options = ParamSpec("_Options")
 _CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id, x-api-key, x-goog-api-key"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """The host names a gateway without a token answers (besides ``allowed_hosts``)."""
-_CORS_EXPOSED_HEADERS = "x-response-id, x-vercel-ai-ui-message-stream, x-solon-ignored"
+_CORS_EXPOSED_HEADERS = (
+    "x-response-id, x-vercel-ai-ui-message-stream, x-solon-ignored, x-solon-deployment"
+)
 
 
 class _Translator(Protocol):
@@ -397,14 +404,6 @@ class _Outbox:
         self._items.clear()
 
 
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = dict(headers or {})
-
-
 def _nests_deeper(value: Any, limit: int) -> bool:
     """Whether JSON ``value`` nests arrays and objects more than ``limit`` levels deep
     (``[1]`` is one level): orjson encodes 254 levels and no more, so ``value`` inside
@@ -495,7 +494,11 @@ class Gateway:
     :meth:`events` (``POST`` a request, ``GET`` to resume), :meth:`stop`, :meth:`page`,
     :meth:`provider` (the provider routes) and :meth:`preflight` (CORS), each an aiohttp
     handler; :meth:`aclose` when done. ``model`` is a ChatModel, or a
-    :class:`~solon_events.ModelGroup` (a fallback chain, a hedge: one response each).
+    :class:`~solon_events.ModelGroup` (a fallback chain, a hedge, a router: one response
+    each), which answers whatever model a client names; or a
+    :class:`~solon_events.serve.models.ModelTable`, whose models answer by the name a
+    provider route's client asks for (an unknown name gets the protocol's "model not
+    found"; the other routes are served by its first model). :meth:`use` swaps the table.
 
     ``tools`` are the only tools that run on the server. ``token``: when set, every
     request but the page's needs ``Authorization: Bearer <token>``. ``max_body`` caps
@@ -523,11 +526,14 @@ class Gateway:
     that id on any process sharing the Redis. ``on_disconnect``: whether a response goes
     on when its client leaves (``"continue"``, the default with Redis) or is cancelled
     (``"cancel"``, the only choice without).
+
+    ``metrics``: whether the gateway keeps Prometheus metrics (``GET /metrics``; True needs
+    the ``metrics`` extra; None, the default: when it is installed).
     """
 
     def __init__(
         self,
-        model: ChatModel | ModelGroup,
+        model: ChatModel | ModelGroup | ModelTable,
         *,
         tools: Iterable[Tool[..., Any] | Callable[..., Any]] = (),
         token: str | None = None,
@@ -542,6 +548,7 @@ class Gateway:
         allowed_hosts: Iterable[str] = (),
         redis: str | RedisStreamLog | None = None,
         on_disconnect: Literal["continue", "cancel"] | None = None,
+        metrics: bool | None = None,
     ) -> None:
         if on_disconnect not in (None, "continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -562,8 +569,9 @@ class Gateway:
                 raise ValueError(f"{name} must be a positive number of seconds, or None")
         if not isinstance(max_connections, int) or max_connections < 1:
             raise ValueError("max_connections must be a whole number, 1 or more")
-        self.model = model
-        self._deployments = Deployments(model)
+        self.models = model if isinstance(model, ModelTable) else ModelTable.of(model)
+        """The models served, by name (see :meth:`use`)."""
+        self._deployments = Deployments(self.models)
         self.tools = ToolSet(tools)
         self._token = token.encode() if token else None
         self.max_body = max_body
@@ -592,12 +600,29 @@ class Gateway:
         self._running: dict[str, Callable[[], None]] = {}
         self._stored: set[StoredResponse] = set()
         self._listener: asyncio.Task[None] | None = None
+        self.metrics: GatewayMetrics | None = _metrics(self, metrics)
+        """The gateway's Prometheus metrics (:mod:`solon_events.serve.metrics`), or None."""
+        self.operations = Operations(self)
+        """The operator endpoints' handlers (:mod:`solon_events.serve.operations`)."""
 
     def __repr__(self) -> str:
         return (
             f"Gateway(model={self.model!r}, tools={list(self.tools)}, "
             f"token={'set' if self._token else 'none'})"
         )
+
+    @property
+    def model(self) -> ChatModel | ModelGroup:
+        """The model of the routes that name none (the table's first)."""
+        return self.models.default
+
+    def use(self, models: ModelTable) -> None:
+        """Serve ``models`` from now on: the requests in flight finish on the table they
+        started with, whose models ``models`` does not keep are closed after them."""
+        old, self.models = self.models, models
+        self._deployments = Deployments(models)
+        if old is not models:
+            old.retire(keep=models)
 
     # The handlers.
 
@@ -698,12 +723,19 @@ class Gateway:
             return self._error(request, _HttpError(400, str(exc)))
         except MissingExtraError as exc:  # /agui without the agui extra: say what to install
             return self._error(request, _HttpError(501, str(exc)))
+        table = self.models  # the one start() asked (nothing was awaited since)
         wire.shown = self._deployments
         if self._approving:
             events = self._keeping_approvals(events)
-        if self.log is not None:
-            return await self._stream_stored(request, events, wire)
-        return await self._stream(request, events, wire)
+        if self.metrics is not None:
+            events = self.metrics.observed(events, kind, table.default_name)
+        table.enter()
+        if self.log is not None:  # the response may outlive this request
+            return await self._stream_stored(request, _leaving(events, table), wire)
+        try:
+            return await self._stream(request, events, wire)
+        finally:
+            table.leave()
 
     # Tool approval.
 
@@ -962,8 +994,9 @@ class Gateway:
     async def provider(self, request: web.Request) -> web.StreamResponse:
         """``POST`` to a provider route
         (:data:`~solon_events.serve.provider_routes.PROVIDER_ROUTES`): a provider SDK's request
-        in, run on the model with the client's tools only (none of the server's runs), its
-        answer out in the same wire format, streamed or whole."""
+        in, run on the model it names with the client's tools only (none of the server's
+        runs), its answer out in the same wire format, streamed or whole; the deployment
+        that answered in the ``x-solon-deployment`` header."""
         route = request.match_info.route.resource
         path = route.canonical if route is not None else request.path
         format = provider_routes.PROVIDER_ROUTES[path]
@@ -972,7 +1005,11 @@ class Gateway:
             client = provider_routes.read_route_request(
                 path, body, model=request.match_info.get("model", ""), query=request.query
             )
-            prompt = provider_routes.route_prompt(self.model, client)
+            table = self.models
+            model = table.get(client.model)
+            if model is None:
+                raise _HttpError(404, provider_routes.model_not_found(format, client.model))
+            prompt = provider_routes.route_prompt(model, client)
         except _HttpError as exc:
             return self._provider_error(request, format, exc)
         except ValueError as exc:
@@ -983,17 +1020,35 @@ class Gateway:
                 500, f"the gateway failed to read the request: {type(exc).__name__}"
             )
             return self._provider_error(request, format, failed)
+        table.enter()
+        try:
+            return await self._provider(request, format, client, prompt, table)
+        finally:
+            table.leave()
+
+    async def _provider(
+        self,
+        request: web.Request,
+        format: str,
+        client: ClientRequest,
+        prompt: ChatPrompt,
+        table: ModelTable,
+    ) -> web.StreamResponse:
+        name = table.answer_name(client.model)
         headers = {"x-solon-ignored": ignored_header(client.ignored)} if client.ignored else {}
-        if not client.stream:
-            return await self._provider_body(request, format, prompt, headers)
         events = prompt.astream()
+        if self.metrics is not None:
+            events = self.metrics.observed(events, format, name)
+        if not client.stream:
+            return await self._provider_body(request, format, events, headers, name)
         head: list[ChatEvent] = []
         try:
             if not await _until(provider_routes.read_head(events, head), request):
                 return web.Response(status=499)
         except ChatError as exc:
             return self._upstream_error(request, format, exc)
-        encoder = provider_routes.route_encoder(client, self.model.model)
+        encoder = provider_routes.route_encoder(client, name)
+        headers.update(self._shown_headers(provider_routes.deployment_header(head)))
         wire = _Wire(
             format,
             provider_routes.WireTranslator(encoder),
@@ -1004,21 +1059,38 @@ class Gateway:
         return await self._stream(request, provider_routes.chained(head, events), wire)
 
     async def _provider_body(
-        self, request: web.Request, format: str, prompt: ChatPrompt, headers: Mapping[str, str]
+        self,
+        request: web.Request,
+        format: str,
+        events: AsyncIterator[ChatEvent],
+        headers: Mapping[str, str],
+        name: str,
     ) -> web.StreamResponse:
         done: list[Any] = []
 
         async def run() -> None:
-            done.append(await prompt.acall())
+            async for event in events:
+                if event.type is EVENT_TYPES.RESPONSE_END:
+                    done.append(event.response)
 
         try:
             if not await _until(run(), request):
                 return web.Response(status=499)
         except ChatError as exc:
             return self._upstream_error(request, format, exc)
-        body = orjson.dumps(response_body(format, done[0], model=self.model.model))
-        headers = {**headers, **self._cors_headers(request), "Content-Type": "application/json"}
+        body = orjson.dumps(response_body(format, done[0], model=name))
+        headers = {
+            **headers,
+            **self._shown_headers(provider_routes.answered_by(done[0])),
+            **self._cors_headers(request),
+            "Content-Type": "application/json",
+        }
         return await self._send_whole(request, body, headers)
+
+    def _shown_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """``headers`` with no upstream's address in their values (see
+        :class:`~solon_events.serve.deployments.Deployments`)."""
+        return {key: self._deployments.shown(value) for key, value in headers.items()}
 
     async def _send_whole(
         self, request: web.Request, body: bytes, headers: Mapping[str, str]
@@ -1222,6 +1294,43 @@ class Gateway:
                 await self._listener
         if self.log is not None:
             await self.log.aclose()
+        await self.operations.aclose()
+
+
+def _metrics(gateway: Gateway, wanted: bool | None) -> GatewayMetrics | None:
+    """The gateway's metrics: kept when ``wanted`` (None: when the extra is installed)."""
+    from .metrics import GatewayMetrics
+
+    if wanted is False:
+        return None
+
+    def model_of(name: str, label: str) -> str | None:
+        model = gateway.models.get(name)
+        if isinstance(model, ChatModel):
+            return model.model
+        if model is not None and label in model.labels:
+            member = model.members[model.labels.index(label)]
+            return member.model if isinstance(member, ChatModel) else None
+        return None
+
+    try:
+        return GatewayMetrics(model_of=model_of)
+    except MissingExtraError:
+        if wanted:
+            raise
+        return None
+
+
+async def _leaving(events: AsyncIterator[ChatEvent], table: ModelTable) -> AsyncIterator[ChatEvent]:
+    """``events``; once they end (or are closed), the request leaves ``table``."""
+    try:
+        async for event in events:
+            yield event
+    finally:
+        table.leave()
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _credential(request: web.BaseRequest) -> str | None:
@@ -1340,6 +1449,10 @@ def create_app(gateway: Gateway) -> web.Application:
     app.router.add_route("OPTIONS", "/stop", gateway.preflight)
     for path in provider_routes.PROVIDER_ROUTES:
         app.router.add_post(path, gateway.provider, expect_handler=gateway.expect)
+        app.router.add_route("OPTIONS", path, gateway.preflight)
+    for method, path, name in OPERATOR_ROUTES:
+        handler = getattr(gateway.operations, name)
+        app.router.add_route(method, path, handler, expect_handler=gateway.expect)
         app.router.add_route("OPTIONS", path, gateway.preflight)
 
     async def close(_app: web.Application) -> None:

@@ -26,8 +26,12 @@ one response (:func:`route_prompt`), and written back in the client's format, st
 
 Tools are the client's: the gateway never runs them (nor its own server tools here); a
 step that calls them ends the response with the calls, which the client answers in its
-next request. The model is the gateway's: the model a client names is not used (the
-body's ``model``, Gemini's path), and responses name the upstream's.
+next request. The model a client names (the body's ``model``, Gemini's path) picks the
+model of a gateway served from a configuration (:class:`~solon_events.serve.models.ModelTable`),
+and responses name it; a name the gateway does not serve gets the protocol's own "model
+not found" (HTTP 404, :func:`model_not_found`). A gateway of one model answers every name
+with it, and responses name the upstream's. The deployment that answered is named in the
+``x-solon-deployment`` header (its label: see :class:`~solon_events.Router`).
 
 Ollama's route sits under ``/ollama`` because ``POST /api/chat`` is the Vercel UI message
 stream's (the chat page and ``useChat`` post there): point an Ollama client at
@@ -53,6 +57,7 @@ A request that no upstream model can be sent (content its dialect cannot carry) 
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -61,6 +66,7 @@ from ..adapters.client_requests import ClientRequest, read_client_request
 from ..adapters.provider_formats import WireEncoder, wire_encoder
 from ..adapters.provider_formats.base import error_message
 from ..client.model import ChatModel, ChatPrompt
+from ..client.router import NoHealthyDeploymentError
 from ..client.routing import ModelGroup
 from ..dialects.output import prepared
 from ..dialects.request import Endpoint
@@ -73,14 +79,19 @@ from ..errors import (
 )
 from ..events import EVENT_TYPES, ChatEvent
 from ..messages import ChatRequest, OutputFormat
+from ..results import ChatResponse
 
 __all__ = [
+    "DEPLOYMENT_HEADER",
     "IGNORED_NAMES",
     "IGNORED_NAME_LENGTH",
     "PROVIDER_ROUTES",
     "WireTranslator",
+    "answered_by",
     "chained",
+    "deployment_header",
     "ignored_header",
+    "model_not_found",
     "read_head",
     "read_route_request",
     "route_encoder",
@@ -100,6 +111,23 @@ PROVIDER_ROUTES: Mapping[str, str] = {
     "/v1beta/interactions": "google-interactions",
 }
 """Each provider route's path (as aiohttp writes it) and the wire format it speaks."""
+
+DEPLOYMENT_HEADER = "x-solon-deployment"
+"""The response header naming the deployment that answered (a router's or a group's
+label of it)."""
+
+_NOT_FOUND = {
+    "openai": "The model `{}` does not exist or you do not have access to it.",
+    "openai-responses": "The model `{}` does not exist or you do not have access to it.",
+    "anthropic": "model: {}",
+    "gemini": "models/{} is not found for API version v1beta, or is not supported for "
+    "generateContent. Call ListModels to see the list of available models and their "
+    "supported methods.",
+    "google-interactions": "models/{} is not found for API version v1beta.",
+    "ollama": "model '{}' not found",
+    "cohere": "model '{}' not found, make sure the correct model ID was used and that you "
+    "have access to the model.",
+}
 
 _HEAD = frozenset(
     {
@@ -131,7 +159,8 @@ def read_route_request(
 
 def route_prompt(model: ChatModel | ModelGroup, client: ClientRequest) -> ChatPrompt:
     """``model``'s prompt for ``client``'s request: its conversation, its tools as client
-    tools (never run by the gateway), its options written for ``model``'s dialect, its
+    tools (never run by the gateway), its options written for each model's own dialect
+    (a router's deployments may speak several), its
     structured output asked of the upstream in the upstream's own form (never checked
     here: the client's SDK does). A structured output an upstream cannot be asked for
     raises ``ValueError`` saying why (HTTP 400): it is never dropped.
@@ -145,9 +174,8 @@ def route_prompt(model: ChatModel | ModelGroup, client: ClientRequest) -> ChatPr
     if client.output is not None:
         _check_output(model, client.output)
         prompt = prompt.output(client.output)
-    options = client.options.for_dialect(model.dialect.name)
-    _check_sendable(model, client, options)
-    return prompt.options(**options) if options else prompt
+    _check_sendable(model, client)
+    return prompt.dialect_options(client.options.for_dialect)
 
 
 def _check_output(model: ChatModel | ModelGroup, output: OutputFormat) -> None:
@@ -162,13 +190,13 @@ def _check_output(model: ChatModel | ModelGroup, output: OutputFormat) -> None:
             raise ValueError(why) from None
 
 
-def _check_sendable(
-    model: ChatModel | ModelGroup, client: ClientRequest, options: Mapping[str, Any]
-) -> None:
-    """Build (and encode) the request for each model of ``model`` until one can be sent;
-    a ValueError saying why when none can."""
+def _check_sendable(model: ChatModel | ModelGroup, client: ClientRequest) -> None:
+    """Build (and encode) the request for each model of ``model`` (with the client's
+    options in its dialect's words) until one can be sent; a ValueError saying why when
+    none can."""
     refusals = []
     for leaf in model.leaves() if isinstance(model, ModelGroup) else (model,):
+        options = client.options.for_dialect(leaf.dialect.name)
         request = ChatRequest(
             model=leaf.model, messages=client.messages, tools=client.tools, options=options
         )
@@ -213,11 +241,36 @@ def route_encoder(client: ClientRequest, model: str) -> WireEncoder:
     return wire_encoder(client.format, model=model, **options)
 
 
+def model_not_found(format: str, name: str) -> str:
+    """What ``format``'s API says of a model it does not serve, ``name``."""
+    return _NOT_FOUND.get(format, "model '{}' not found").format(name)
+
+
+def deployment_header(head: list[ChatEvent]) -> dict[str, str]:
+    """The :data:`DEPLOYMENT_HEADER` of a stream whose first events are ``head``: the
+    deployment a router's STATUS event (``sub_type="routed"``) names, if any."""
+    for event in head:
+        if event.type is EVENT_TYPES.STATUS and event.sub_type == "routed":
+            return {DEPLOYMENT_HEADER: str(event.attrs.get("model", ""))}
+    return {}
+
+
+def answered_by(response: ChatResponse) -> dict[str, str]:
+    """The :data:`DEPLOYMENT_HEADER` of a whole response: the attempt that answered."""
+    for attempt in response.attempts:
+        if attempt.outcome == "answered":
+            return {DEPLOYMENT_HEADER: attempt.model}
+    return {}
+
+
 def upstream_status(error: BaseException) -> int:
     """The HTTP status a client is answered with when the upstream failed with ``error``:
     the upstream's own status, but 502 for its 401, 403 and 407 (the gateway's key was
     refused, not the client's), 504 for a timeout, 502 for a connection failure or a
-    body that is not a model stream, 500 otherwise."""
+    body that is not a model stream; when a router had no healthy deployment, 429 if
+    every one was rate limited, else 503; 500 otherwise."""
+    if isinstance(error, NoHealthyDeploymentError):
+        return 429 if error.rate_limited else 503
     if isinstance(error, ChatHttpError):
         return 502 if error.status in (401, 403, 407) else error.status
     if isinstance(error, ChatTimeoutError):
@@ -232,8 +285,9 @@ def upstream_failure(error: ChatError) -> tuple[int, str, dict[str, str]]:
     answered with when the upstream failed before its first content: ``Retry-After``
     when the upstream gave one, so that the SDK's own retries wait as long."""
     headers = {}
-    if isinstance(error, ChatHttpError) and error.retry_after is not None:
-        headers["Retry-After"] = str(max(1, round(error.retry_after)))
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, (int, float)):
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     return upstream_status(error), error_message(error), headers
 
 

@@ -10,7 +10,9 @@ named ``chat {kind}({labels})`` and has ``gen_ai.operation.name`` (``chat``),
 ``solon_events.group.models`` (the members' labels) and ``solon_events.response.id``; at
 its end ``solon_events.group.winner`` (the label of the attempt delivered) and
 ``solon_events.group.attempts`` (how many were started), one span event per attempt
-(``attempt``: its model, outcome and error type), and like a chat span, status ERROR with
+(``attempt``: its model, outcome and error type; a :class:`~solon_events.Router`'s
+deployments that cool down are there too, as ``skipped`` with ``error.type``
+``solon_events.client.router.CoolingDownError``), and like a chat span, status ERROR with
 ``error.type`` when the response failed, ``solon_events.response.cancelled`` when it was
 disposed before its end.
 """
@@ -98,7 +100,8 @@ class GroupSpan:
             if attempt.error is not None:
                 fields[ERROR_TYPE] = redact(error_type(attempt.error))
             span.add_event("attempt", fields)
-        span.set_attribute("solon_events.group.attempts", len(attempts))
+        started = [attempt for attempt in attempts if attempt.outcome != "skipped"]
+        span.set_attribute("solon_events.group.attempts", len(started))
         if winner is not None:
             span.set_attribute("solon_events.group.winner", winner)
         if cancelled:

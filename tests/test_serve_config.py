@@ -1,0 +1,148 @@
+"""``solon-events serve --config gateway.toml``: the models of the file by name, reloaded on
+SIGHUP without dropping the streams in flight; a bad file keeps the old configuration and
+says why on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from serving import serve_command, sse_json
+
+from solon_events.cli import main
+from solon_events.devserver import DevServer, RunningServer
+
+STREAMED = "slow:25:0.02"  # 25 deltas, 20 ms apart: half a second in flight
+STREAMED_TEXT = "".join(f"{i} " for i in range(25))
+
+
+def section(name: str, dialect: str, route: str, server: RunningServer, model: str) -> str:
+    return (
+        f'[models.{name}]\nstrategy = "fallback"\n[[models.{name}.deployments]]\n'
+        f'upstream = "{dialect}:{server.url}{route}"\nmodel = "{model}"\n'
+    )
+
+
+class Lines:
+    """The lines a process writes to stderr, as they come."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._lines: queue.Queue[str] = queue.Queue()
+        assert process.stderr is not None
+        stream = process.stderr
+        threading.Thread(target=lambda: [self._lines.put(x) for x in stream], daemon=True).start()
+
+    def next(self) -> str:
+        return self._lines.get(timeout=30).strip()
+
+
+@pytest.fixture
+def upstream() -> Iterator[RunningServer]:
+    server = DevServer.run_in_thread()
+    yield server
+    server.close()
+
+
+async def stream_events(session: aiohttp.ClientSession, url: str) -> str:
+    """The text of one response of the events route (served by the first model)."""
+    body = {"messages": [{"role": "user", "content": "go"}]}
+    async with session.post(url + "/events", json=body) as response:
+        assert response.status == 200, await response.text()
+        events = sse_json(await response.read())
+    assert events[-1]["type"] == "RESPONSE_END", events[-1]
+    return "".join(e["text"] for e in events if e["type"] == "TEXT_DELTA")
+
+
+async def stream_chat(session: aiohttp.ClientSession, url: str, model: str) -> str:
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    text = ""
+    async with session.post(url + "/ollama/api/chat", json=body) as response:
+        assert response.status == 200, await response.text()
+        async for line in response.content:
+            if line.strip():
+                import json
+
+                text += json.loads(line)["message"].get("content", "")
+    return text
+
+
+def test_reload_under_load_loses_no_stream(tmp_path: Path, upstream: RunningServer) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(section("talk", "openai", "/v1/chat/completions", upstream, STREAMED))
+    with serve_command("--config", str(path)) as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        stderr = Lines(process)
+
+        async def run() -> None:
+            async with aiohttp.ClientSession() as session:
+                streams = [
+                    asyncio.ensure_future(stream_chat(session, url, "talk")) for _ in range(8)
+                ]
+                await asyncio.sleep(0.15)  # every stream under way
+                # the deployment changes dialect: the old model is closed once its streams end
+                path.write_text(section("talk", "anthropic", "/v1/messages", upstream, STREAMED))
+                process.send_signal(signal.SIGHUP)
+                assert await asyncio.get_running_loop().run_in_executor(None, stderr.next) == (
+                    f"solon-events: reloaded {path}: talk"
+                )
+                assert await asyncio.gather(*streams) == [STREAMED_TEXT] * 8
+                assert await stream_chat(session, url, "talk") == STREAMED_TEXT
+
+        asyncio.run(run())
+        routes = [r.path for r in upstream.requests]
+        assert routes.count("/v1/chat/completions") == 8 and routes[-1] == "/v1/messages"
+
+
+def test_a_bad_file_keeps_the_old_configuration_and_says_why(
+    tmp_path: Path, upstream: RunningServer
+) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(section("talk", "openai", "/v1/chat/completions", upstream, "echo"))
+    with serve_command("--config", str(path)) as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        stderr = Lines(process)
+        path.write_text(path.read_text() + 'strategy = "fastest"\n')
+        process.send_signal(signal.SIGHUP)
+        said = stderr.next()
+        assert said.startswith("solon-events: the configuration was not reloaded, the old one")
+        assert said.endswith(
+            f"{path}:6: models.talk.deployments[0].strategy: unknown key (known here: "
+            "api_key_env, model, upstream, weight)"
+        )
+
+        async def run() -> None:
+            async with aiohttp.ClientSession() as session:
+                body = {
+                    "model": "talk",
+                    "stream": False,
+                    "messages": [{"role": "user", "content": "still"}],
+                }
+                async with session.post(url + "/ollama/api/chat", json=body) as response:
+                    assert (await response.json())["message"]["content"] == "still"
+
+        asyncio.run(run())
+
+
+def test_a_bad_file_at_start_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text("[models.x]\nstrategy = 'weighted'\n")
+    assert main(["serve", "--config", str(path)]) == 2
+    assert f"{path}:1: models.x: deployments is required" in capsys.readouterr().err
+
+
+def test_config_replaces_the_model_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--config", str(tmp_path / "g.toml"), "--model", "m"]) == 2
+    assert "--model cannot be given with it" in capsys.readouterr().err
