@@ -16,7 +16,6 @@ import ipaddress
 import os
 import re
 import signal
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -35,9 +34,7 @@ from ..serve.gateway import (
 )
 
 if TYPE_CHECKING:
-    from aiohttp import web
-
-    from ..serve.models import ModelTable
+    from ..serve.gateway import Gateway
 
 __all__ = ["add_serve_parser", "serve"]
 
@@ -207,19 +204,32 @@ def add_serve_parser(commands: Any) -> None:
 
 def serve(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events serve`` until SIGINT or SIGTERM; returns the exit status."""
+    from ..serve.gateway import GATEWAY, create_app, run_app
     from ..tools import tool
     from .common import ROUTES, CommandError, get_weather, provider_dialect, provider_key
 
-    if args.config:
-        return _serve_config(args)
+    configured = _Configured(args) if args.config else None
     if args.upstream:
         _use_upstream(args)
     if args.hedge_after is not None and not args.fallback:
         raise CommandError("--hedge-after needs a model to hedge with: give --fallback MODEL", 2)
-    token = _token(args)
+    token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
+    if args.token_env and not token:
+        raise CommandError(f"the environment variable {args.token_env} is empty", 2)
+    if token is None and not _is_loopback(args.host):
+        _stderr().print(
+            Text.assemble(
+                ("solon-events: warning: ", "bold yellow"),
+                f"serving on {args.host} without a token: anyone who can reach it can use "
+                "the model (set --token or --token-env); only requests naming 127.0.0.1, "
+                "localhost, [::1] or an --allow-host name are answered",
+            )
+        )
     server = None
     tools: list[Any] = []
-    if args.url is None:
+    if configured is not None:
+        url, name, api_key, dialect = "", "", None, ""
+    elif args.url is None:
         from ..devserver import DevServer
 
         server = DevServer.run_in_thread(pace=0.02)
@@ -234,146 +244,112 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         dialect, api_key = provider_key(args, args.url)
         url, name = args.url, args.model
 
+    _log_to_stderr()
+
+    async def run(app: Any) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, stop.set)
+        if configured is not None:
+            gateway = app[GATEWAY]
+            loop.add_signal_handler(signal.SIGHUP, lambda: configured.reload(gateway))
+        await run_app(app, args.host, args.port, stop=stop)
+
     try:
-        with _model(args, url, [name, *args.fallback], api_key, dialect) as model:
-            _run(args, _app(args, model, token, args.redis, tools))
+        served = (
+            configured.table
+            if configured is not None
+            else _model(args, url, [name, *args.fallback], api_key, dialect)
+        )
+        with served as model:
+            app = create_app(
+                model,
+                tools=tools,
+                token=token,
+                cors_origins=args.cors_origin,
+                allowed_hosts=args.allow_host,
+                max_body=args.max_body,
+                max_buffer=args.max_buffer,
+                max_total_buffer=args.max_total_buffer,
+                write_timeout=args.write_timeout or None,
+                header_timeout=args.header_timeout or None,
+                body_timeout=args.body_timeout or None,
+                max_connections=args.max_connections or MAX_CONNECTIONS,
+                redis=configured.redis if configured is not None else args.redis,
+                on_disconnect=args.on_disconnect,
+            )
+            asyncio.run(run(app))
+    except OSError as exc:
+        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     finally:
         if server is not None:
             server.close()
     return 0
 
 
-def _token(args: argparse.Namespace) -> str | None:
-    """The bearer token of ``--token`` or ``--token-env``; warns when serving beyond this
-    machine without one."""
-    from .common import CommandError
-
-    token: str | None = args.token or (os.environ.get(args.token_env) if args.token_env else None)
-    if args.token_env and not token:
-        raise CommandError(f"the environment variable {args.token_env} is empty", 2)
-    if token is None and not _is_loopback(args.host):
-        _stderr().print(
-            Text.assemble(
-                ("solon-events: warning: ", "bold yellow"),
-                f"serving on {args.host} without a token: anyone who can reach it can use "
-                "the model (set --token or --token-env); only requests naming 127.0.0.1, "
-                "localhost, [::1] or an --allow-host name are answered",
-            )
-        )
-    return token
-
-
 def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _app(
-    args: argparse.Namespace,
-    model: ChatModel | ModelGroup | ModelTable,
-    token: str | None,
-    redis: str | None,
-    tools: list[Any],
-) -> web.Application:
-    from ..serve.gateway import create_app
-
-    return create_app(
-        model,
-        tools=tools,
-        token=token,
-        cors_origins=args.cors_origin,
-        allowed_hosts=args.allow_host,
-        max_body=args.max_body,
-        max_buffer=args.max_buffer,
-        max_total_buffer=args.max_total_buffer,
-        write_timeout=args.write_timeout or None,
-        header_timeout=args.header_timeout or None,
-        body_timeout=args.body_timeout or None,
-        max_connections=args.max_connections or MAX_CONNECTIONS,
-        redis=redis,
-        on_disconnect=args.on_disconnect,
-    )
-
-
-def _run(
-    args: argparse.Namespace, app: web.Application, reload: Callable[[], None] | None = None
-) -> None:
-    """Serve ``app`` until SIGINT or SIGTERM (``reload`` called on SIGHUP), the gateway's
-    log on standard error."""
-    from ..serve.gateway import run_app
-    from .common import CommandError
-
-    _log_to_stderr()
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for number in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(number, stop.set)
-        if reload is not None:
-            loop.add_signal_handler(signal.SIGHUP, reload)
-        await run_app(app, args.host, args.port, stop=stop)
-
-    try:
-        asyncio.run(run())
-    except OSError as exc:
-        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
 
 
 _MODEL_OPTIONS = ("url", "upstream", "model", "fallback", "hedge_after", "require_approval")
 """The options that name the model served, which a configuration file replaces."""
 
 
-def _serve_config(args: argparse.Namespace) -> int:
-    """``serve --config FILE``: the models of the file by name, reloaded on SIGHUP."""
-    from ..serve.config import ConfigError, load_config
-    from ..serve.gateway import GATEWAY
-    from ..serve.models import build_table
-    from .common import CommandError
+class _Configured:
+    """``serve --config FILE``: the models of the file by name (``table``), its Redis,
+    and :meth:`reload` (on SIGHUP)."""
 
-    given = [
-        "--" + name.replace("_", "-")
-        for name in _MODEL_OPTIONS
-        if getattr(args, name) not in (None, False, [])
-    ]
-    if given:
-        raise CommandError(
-            f"--config names the models served: {', '.join(given)} cannot be given with it", 2
-        )
-    pool = args.upstream_connections
-    try:
-        config = load_config(args.config)
-        if args.redis and config.redis and args.redis != config.redis:
-            raise CommandError("give Redis once: --redis or the file's redis, not both", 2)
-        table = build_table(config, connection_limit=pool)
-    except ConfigError as exc:
-        raise CommandError(str(exc), 2) from None
-    token = _token(args)
-    with table:
-        app = _app(args, table, token, config.redis or args.redis, [])
-        gateway = app[GATEWAY]
+    def __init__(self, args: argparse.Namespace) -> None:
+        from ..serve.config import ConfigError, load_config
+        from ..serve.models import build_table
+        from .common import CommandError
 
-        def reload() -> None:
-            try:
-                new = load_config(args.config)
-                if new.redis != config.redis:
-                    raise ConfigError(
-                        "redis cannot change on a reload (restart to change it)",
-                        path=new.path,
-                        key="redis",
-                    )
-                gateway.use(build_table(new, previous=gateway.models, connection_limit=pool))
-            except ConfigError as exc:
-                _stderr().print(
-                    Text.assemble(
-                        ("solon-events: ", "bold red"),
-                        f"the configuration was not reloaded, the old one stays: {exc}",
-                    )
+        given = [
+            "--" + name.replace("_", "-")
+            for name in _MODEL_OPTIONS
+            if getattr(args, name) not in (None, False, [])
+        ]
+        if given:
+            raise CommandError(
+                f"--config names the models served: {', '.join(given)} cannot be given with it",
+                2,
+            )
+        self._path = args.config
+        self._pool = args.upstream_connections
+        try:
+            self.config = load_config(self._path)
+            if args.redis and self.config.redis and args.redis != self.config.redis:
+                raise CommandError("give Redis once: --redis or the file's redis, not both", 2)
+            self.table = build_table(self.config, connection_limit=self._pool)
+        except ConfigError as exc:
+            raise CommandError(str(exc), 2) from None
+        self.redis: str | None = self.config.redis or args.redis
+
+    def reload(self, gateway: Gateway) -> None:
+        """Read the file again and serve its models; a file that cannot be used changes
+        nothing, and standard error says why."""
+        from ..serve.config import ConfigError, load_config
+        from ..serve.models import build_table
+
+        try:
+            new = load_config(self._path)
+            if new.redis != self.config.redis:
+                raise ConfigError(
+                    "redis cannot change on a reload (restart to change it)",
+                    path=new.path,
+                    key="redis",
                 )
-                return
-            _stderr().print(f"solon-events: reloaded {args.config}: {', '.join(new.models)}")
-
-        _run(args, app, reload)
-    return 0
+            gateway.use(build_table(new, previous=gateway.models, connection_limit=self._pool))
+        except ConfigError as exc:
+            _stderr().print(
+                Text.assemble(
+                    ("solon-events: ", "bold red"),
+                    f"the configuration was not reloaded, the old one stays: {exc}",
+                )
+            )
+            return
+        _stderr().print(f"solon-events: reloaded {self._path}: {', '.join(new.models)}")
 
 
 def _log_to_stderr() -> None:
