@@ -254,3 +254,43 @@ async def test_a_notebooks_running_loop_is_left_alone(server: RunningServer) -> 
     (point,) = benchmark(endpoint(server, SCRIPT.format(seed="nb")), ["hi"], Load(concurrency=2),
                          requests=2).points  # fmt: skip
     assert [r.ok for r in point.records] == [True, True]
+
+
+def test_a_model_of_the_gateways_configuration(
+    server: RunningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        "[models.fast]\n"
+        "[[models.fast.deployments]]\n"
+        f'upstream = "anthropic:{server.url}/v1/messages"\n'
+        f'model = "{SCRIPT.format(seed="config")}"\n'
+        "[models.pair]\n"
+        "[[models.pair.deployments]]\n"
+        f'upstream = "openai:{server.url}/v1/chat/completions"\n'
+        'model = "echo"\n'
+        "[[models.pair.deployments]]\n"
+        f'upstream = "ollama:{server.url}/api/chat"\n'
+        'model = "think"\n'
+    )
+    out = tmp_path / "results.json"
+    common = ["bench", "--config", str(config), "--requests", "2", "--no-progress"]
+    assert main([*common, "--model", "fast", "--json", str(out)]) == 0
+    endpoint = json.loads(out.read_text())["endpoint"]
+    assert endpoint == {
+        "url": server.url + "/v1/messages",
+        "dialect": "anthropic",
+        "model": SCRIPT.format(seed="config"),
+    }
+    assert main([*common, "--model", "pair", "--deployment", "2", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert (data["endpoint"]["dialect"], data["endpoint"]["model"]) == ("ollama", "think")
+    assert data["points"][0]["requests"][0]["first_reasoning"] is not None
+    capsys.readouterr()
+    assert main([*common, "--model", "pair"]) == 2
+    assert "2 deployments" in capsys.readouterr().err
+    assert main([*common, "--model", "slow"]) == 2
+    assert "no model 'slow' (it has: fast, pair)" in capsys.readouterr().err
+    assert main([*common, "--model", "fast", "--url", server.url]) == 2
+    assert main(["bench", "--model", "fast", "--requests", "1"]) == 2
+    assert "needs --url" in capsys.readouterr().err

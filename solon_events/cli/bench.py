@@ -5,6 +5,7 @@ its end, and the results as JSON with ``--json``."""
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -75,7 +76,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 def add_bench_parser(commands: Any) -> None:
     """Add the ``bench`` command to ``solon-events``'s subcommands."""
-    from .common import HelpFormatter, add_endpoint_options
+    from .common import HelpFormatter, add_dialect_and_key_options
 
     parser = commands.add_parser(
         "bench",
@@ -92,7 +93,28 @@ def add_bench_parser(commands: Any) -> None:
         formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
-    add_endpoint_options(parser, "http://127.0.0.1:8000/v1/chat/completions")
+    parser.add_argument(
+        "--url", help="the endpoint to POST to, e.g. http://127.0.0.1:8000/v1/chat/completions"
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the model's name (with --config: a model name of the gateway's configuration)",
+    )
+    add_dialect_and_key_options(parser)
+    parser.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="instead of --url: the gateway's configuration (solon-events serve --config); "
+        "--model names one of its [models.NAME], whose deployment is benchmarked directly "
+        "(its upstream, model and api_key_env)",
+    )
+    parser.add_argument(
+        "--deployment",
+        type=_positive(int),
+        metavar="N",
+        help="with --config: the model's Nth deployment (needed when it has several)",
+    )
     load = parser.add_argument_group("load (a comma list is a sweep, one point after the other)")
     arrival = load.add_mutually_exclusive_group()
     arrival.add_argument(
@@ -246,16 +268,57 @@ def _prompts(args: argparse.Namespace, count: int) -> tuple[list[BenchPrompt], s
     return made, f"synthetic: input {args.input_tokens} tokens{output}"
 
 
+def _endpoint(args: argparse.Namespace) -> Endpoint:
+    """The endpoint ``--url`` names, or the deployment of ``--config``'s model ``--model``."""
+    from .common import CommandError, provider_key
+
+    if args.config:
+        if args.url:
+            raise CommandError("--config names the endpoint: give --url or --config, not both", 2)
+        return _configured(args)
+    if args.deployment is not None:
+        raise CommandError("--deployment goes with --config", 2)
+    if not args.url:
+        raise CommandError("bench needs --url, or --config and a model name of it", 2)
+    dialect, api_key = provider_key(args, args.url)
+    return Endpoint(args.url, args.model, dialect, api_key=api_key)
+
+
+def _configured(args: argparse.Namespace) -> Endpoint:
+    """The deployment of ``--config``'s model ``--model`` to benchmark (its key read from
+    the environment variable the configuration names)."""
+    from ..serve.config import load_config
+    from .common import CommandError, warning
+
+    config = load_config(args.config)
+    model = config.models.get(args.model)
+    if model is None:
+        known = ", ".join(config.models)
+        raise CommandError(f"{args.config} has no model {args.model!r} (it has: {known})", 2)
+    count = len(model.deployments)
+    if args.deployment is None and count > 1:
+        raise CommandError(
+            f"models.{args.model} has {count} deployments: choose one with --deployment N "
+            f"(1 to {count}), or benchmark the gateway itself (its URL and this model name)",
+            2,
+        )
+    number = args.deployment or 1
+    if number > count:
+        raise CommandError(f"models.{args.model} has {count} deployment(s), not {number}", 2)
+    deployment = model.deployments[number - 1]
+    api_key = os.environ.get(deployment.api_key_env) if deployment.api_key_env else None
+    if deployment.api_key_env and not api_key:
+        warning(f"{deployment.api_key_env} is not set: the requests are sent without an API key")
+    return Endpoint(deployment.url, deployment.model, deployment.dialect, api_key=api_key)
+
+
 def bench(args: argparse.Namespace, console: Console) -> int:
     """Run ``solon-events bench``; returns the exit status (1 when every request failed)."""
-    from .common import provider_key
-
-    dialect, api_key = provider_key(args, args.url)
+    endpoint = _endpoint(args)
     loads = _loads(args)
     requests = args.requests if args.requests or args.duration else DEFAULT_REQUESTS
     count = (requests or 1000) + args.warmup
     prompts, label = _prompts(args, count)
-    endpoint = Endpoint(args.url, args.model, dialect, api_key=api_key)
     to_stdout = args.json == "-"
     screen = Console(stderr=True) if to_stdout else console
     progress = Progress(
