@@ -201,6 +201,73 @@ def test_the_response_lists_every_attempt_and_sums_their_usage() -> None:
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (20, 5)
 
 
+def test_response_end_carries_the_sum_of_the_attempts_usage_as_its_own() -> None:
+    # #42: the event's usage was the last attempt's alone (40), its response's the sum (163)
+    arb, _driver, down = arbiter(2)
+    arb.sink(0).on_next(ChatEvent(T.ERROR, usage=Usage(prompt_tokens=123)))
+    arb.sink(0).on_error(ChatError("overloaded"))
+    answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=40))
+    arb.sink(1).on_next(ChatEvent(T.TEXT_DELTA, text="hi"))
+    arb.sink(1).on_next(ChatEvent(T.RESPONSE_END, response=answer, usage=answer.usage))
+    end = down.events[-1]
+    assert end.type is T.RESPONSE_END and end.response is not None
+    assert end.usage is end.response.usage and end.usage.prompt_tokens == 163
+
+
+def test_an_error_after_every_attempt_failed_lists_them_all_with_their_usage() -> None:
+    arb, _driver, down = arbiter(2)
+    first, last = ChatError("overloaded"), ChatError("overloaded again")
+    arb.sink(0).on_next(ChatEvent(T.ERROR, usage=Usage(prompt_tokens=123), error=first))
+    arb.sink(0).on_error(first)
+    partial = ChatResponse(text="", usage=Usage(prompt_tokens=40))
+    arb.sink(1).on_next(ChatEvent(T.ERROR, usage=partial.usage, response=partial, error=last))
+    arb.sink(1).on_error(last)
+    error = down.events[-1]
+    assert error.type is T.ERROR and down.end is last and error.response is not None
+    assert [(a.model, a.outcome, a.error) for a in error.response.attempts] == [
+        ("m0", "failed", first),
+        ("m1", "failed", last),
+    ]
+    assert [a.usage for a in error.response.attempts] == [Usage(prompt_tokens=123), partial.usage]
+    assert error.usage is error.response.usage and error.usage.prompt_tokens == 163
+    assert last.partial_response is error.response  # what call() raises says the same
+
+
+def test_a_winner_failing_mid_answer_lists_the_losers_on_its_error() -> None:
+    arb, _driver, down = arbiter(2, after=0)
+    arb.sink(1).on_next(ChatEvent(T.TEXT_DELTA, text="hi"))
+    arb.usage_reported(0, Usage(prompt_tokens=5))
+    failure = ChatError("cut")
+    arb.sink(1).on_next(ChatEvent(T.ERROR, usage=Usage(prompt_tokens=7), error=failure))
+    assert down.events[-1].type is T.TEXT_DELTA  # held until its on_error
+    arb.sink(1).on_error(failure)
+    error = down.events[-1]
+    assert error.type is T.ERROR and down.end is failure and error.response is not None
+    assert [(a.outcome, a.usage) for a in error.response.attempts] == [
+        ("cancelled", Usage(prompt_tokens=5)),
+        ("failed", Usage(prompt_tokens=7)),
+    ]
+    assert error.usage is not None and error.usage.prompt_tokens == 12
+
+
+def test_a_disposed_group_tells_the_sum_of_its_attempts_once_each_has_told_its_own() -> None:
+    told: list[Usage | None] = []
+    driver, down = Driver(), Down()
+    arb = AttemptArbiter(
+        down, ["m0", "m1"], AttemptPolicy(after=0), driver, response_id="r", on_stopped=told.append
+    )
+    arb.open()
+    arb.dispose()
+    assert sorted(driver.stopped) == [0, 1] and told == []
+    arb.usage_reported(0, Usage(prompt_tokens=3))
+    assert told == []  # m1 has not told its own yet
+    arb.usage_reported(1, Usage(prompt_tokens=4))
+    assert [usage.prompt_tokens if usage else None for usage in told] == [7]
+    arb.dispose()
+    arb.usage_reported(1, Usage(prompt_tokens=4))
+    assert len(told) == 1
+
+
 def test_a_cancelled_loser_has_the_usage_its_model_reports_once_stopped() -> None:
     arb, driver, down = arbiter(2, after=0)
     answer = ChatResponse(text="hi", usage=Usage(prompt_tokens=4, completion_tokens=1))

@@ -420,16 +420,30 @@ def test_race_asks_every_model_at_once(
     fresh_server: RunningServer, make_model: Build, edge: str
 ) -> None:
     slow = quick(make_model, fresh_server, "first-delay:30")
-    fast = quick(make_model, fresh_server, "echo")
-    raced = race(slow, fast)
+    gated = quick(make_model, fresh_server, "gate:first")  # answers once the gate opens
+    raced = race(slow, gated)
     assert isinstance(raced, HedgedModel) and raced.policy.after == 0
-    if edge == "call":
-        assert raced.prompt(PROMPT).call().text == PROMPT
-    else:
-        events, error = run_edge(edge, raced.prompt(PROMPT))
-        assert error is None and texts(events) == WORDS
-        assert [s.attrs["model"] for s in statuses(events, "hedge")] == ["first-delay:30"]
-    assert fresh_server.wait_disconnect(5)
+
+    def open_gate_once_both_are_asked() -> None:
+        # the gate opens once both requests are at the provider, however loaded the machine
+        def both() -> bool:
+            return asked(fresh_server, "first-delay:30") == asked(fresh_server, "gate:first") == 1
+
+        if wait_for(both, 20):
+            fresh_server.open_gate()
+
+    opener = threading.Thread(target=open_gate_once_both_are_asked)
+    opener.start()
+    try:
+        if edge == "call":
+            assert raced.prompt(PROMPT).call().text == "After the gate."
+        else:
+            events, error = run_edge(edge, raced.prompt(PROMPT))
+            assert error is None and texts(events) == ["After", " the gate."]
+            assert [s.attrs["model"] for s in statuses(events, "hedge")] == ["first-delay:30"]
+    finally:
+        opener.join()
+    assert fresh_server.wait_disconnect(5)  # the loser's connection, closed
     assert asked(fresh_server, "first-delay:30") == 1
 
 
@@ -540,3 +554,90 @@ def test_a_restart_after_a_stall_mid_answer_asks_the_next_model_again(
     end = events[-1]
     assert end.type is T.RESPONSE_END and end.response is not None
     assert end.response.text == PROMPT and end.response.model == "echo"
+
+
+# --- usage: one number, everywhere (#42)
+
+
+def pinging(make_model: Build, srv: RunningServer, name: str = "pings-first:0.05:200") -> ChatModel:
+    """A model that reports its input (Anthropic's message_start), then pings for 10 s
+    before answering: failed by its total budget of 0.3 s, it has usage and no answer."""
+    return quick(make_model, srv, name, dialect="anthropic", total_timeout=0.3)
+
+
+@pytest.mark.parametrize("edge", ["stream", "astream"])
+@pytest.mark.parametrize("mode", ["before_answer", "restart"])
+def test_response_end_usage_is_the_sum_of_every_attempt(
+    server: RunningServer, make_model: Build, edge: str, mode: str
+) -> None:
+    if mode == "restart":  # "Partial answer", then the provider's error frame
+        failing = quick(make_model, server, "error-frame", dialect="anthropic")
+        chain = failing.fallback(quick(make_model, server, "echo"), mid_stream="restart")
+    else:
+        chain = pinging(make_model, server).fallback(quick(make_model, server, "echo"))
+    events, error = run_edge(edge, chain.prompt(PROMPT))
+    assert error is None and texts(events)[-3:] == WORDS
+    (status,) = statuses(events, "fallback")
+    assert status.attrs["mode"] == mode
+    end = events[-1]
+    assert end.type is T.RESPONSE_END and end.response is not None
+    first, second = end.response.attempts
+    assert first.usage is not None and second.usage is not None
+    assert first.usage.prompt_tokens > 0 and second.usage.prompt_tokens == 3
+    assert end.usage is not None and end.usage == end.response.usage
+    assert end.usage.prompt_tokens == first.usage.prompt_tokens + second.usage.prompt_tokens
+
+
+@pytest.mark.parametrize("edge", ["stream", "astream", "call"])
+def test_when_every_model_fails_the_error_keeps_every_attempt_and_its_usage(
+    server: RunningServer, make_model: Build, edge: str
+) -> None:
+    chain = pinging(make_model, server).fallback(
+        pinging(make_model, server, "pings-first:0.05:201")
+    )
+    if edge == "call":
+        with pytest.raises(ChatTimeoutError) as caught:
+            chain.prompt(PROMPT).call()
+        response = caught.value.partial_response  # type: ignore[attr-defined]
+        usage = response.usage
+    else:
+        events, error = run_edge(edge, chain.prompt(PROMPT))
+        assert isinstance(error, ChatTimeoutError)
+        last = events[-1]
+        assert last.type is T.ERROR
+        response, usage = last.response, last.usage
+        assert usage == response.usage  # type: ignore[union-attr]
+    assert [(a.model, a.outcome) for a in response.attempts] == [
+        ("pings-first:0.05:200", "failed"),
+        ("pings-first:0.05:201", "failed"),
+    ]
+    counted = [a.usage.prompt_tokens for a in response.attempts if a.usage is not None]
+    assert len(counted) == 2 and all(counted)
+    assert usage is not None and usage.prompt_tokens == sum(counted)
+
+
+@pytest.mark.parametrize("edge", ["stream", "astream", "call"])
+def test_a_loser_inside_a_nested_group_reports_its_usage(
+    server: RunningServer, make_model: Build, edge: str
+) -> None:
+    # the inner fallback's second model is asked (the first refused) and pings without
+    # answering; the echo, asked 0.3 s later, answers first: the inner group is abandoned
+    slow = quick(make_model, server, "pings-first:0.05:200", dialect="anthropic")
+    inner = quick(make_model, server, "status:503").fallback(slow)
+    hedged = inner.hedge(quick(make_model, server, "echo"), after=0.3)
+    if edge == "call":
+        response = hedged.prompt(PROMPT).call()
+    else:
+        events, error = run_edge(edge, hedged.prompt(PROMPT))
+        assert error is None and texts(events) == WORDS
+        response = events[-1].response  # type: ignore[assignment]
+    assert response is not None
+    loser, winner = response.attempts
+    assert (loser.model, loser.outcome) == (
+        "fallback(status:503, pings-first:0.05:200)",
+        "cancelled",
+    )
+    assert loser.usage is not None and loser.usage.prompt_tokens > 0
+    assert winner.usage is not None
+    assert response.usage is not None
+    assert response.usage.prompt_tokens == loser.usage.prompt_tokens + winner.usage.prompt_tokens

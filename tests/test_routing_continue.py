@@ -306,3 +306,34 @@ def test_the_reason_of_a_continued_failure_is_redacted(build: Any) -> None:
         assert secret[:12] not in (event.text or "")
     # the continuing model does not know "Partial": it says its whole answer after it
     assert events[-1].response.text == "Partial" + ANSWER  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("edge", ["stream", "call"])
+def test_a_continuation_that_calls_a_tool_sends_one_assistant_turn(
+    provider: RunningServer, build: Any, edge: str
+) -> None:
+    # #42: the prefill, then the continuing model's turn with its call, were two assistant
+    # turns in a row in the request after the tool ran
+    calls: list[str] = []
+    chain = stalling(build).fallback(build("weather", "anthropic"), mid_stream="continue")
+    prompt = chain.prompt("Weather in Lyon?").tools(weather_tool(calls))
+    if edge == "call":
+        response = prompt.call()
+    else:
+        events, error = run_edge(edge, prompt)
+        assert error is None
+        assert [s.attrs["mode"] for s in fallbacks(events)] == ["continue"]
+        response = events[-1].response  # type: ignore[assignment]
+    assert calls == ["Lyon"] and response is not None
+    assert response.text == "It is 18°C and sunny in Lyon right now."
+    first, after_tool = [
+        r.body
+        for r in provider.requests
+        if isinstance(r.body, dict) and r.body["model"] == "weather"
+    ]
+    assert [m["role"] for m in first["messages"]] == ["user", "assistant"]  # the prefill
+    roles = [m["role"] for m in after_tool["messages"]]
+    assert roles == ["user", "assistant", "user"]  # the tool's result is a user turn
+    turn = after_tool["messages"][1]["content"]
+    assert [b["type"] for b in turn if b["type"] != "thinking"] == ["text", "tool_use"]
+    assert next(b["text"] for b in turn if b["type"] == "text") == STALLED

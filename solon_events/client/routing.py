@@ -63,7 +63,7 @@ from ..core.stages import GuardStage, Sink
 from ..events import EVENT_TYPES, ChatEvent
 from ..filters import ChatEventFilter
 from ..messages import Message, to_messages
-from ..results import UsageReport
+from ..results import Usage, UsageReport
 from .prompt import ChatPrompt, _Gathered
 
 if TYPE_CHECKING:
@@ -387,7 +387,11 @@ def _labels(members: Sequence[ChatModel | ModelGroup]) -> tuple[str, ...]:
 
 @attrs.frozen
 class _GroupPrompt(ChatPrompt):
-    """A prompt of a :class:`ModelGroup`: each attempt is the same prompt of one member."""
+    """A prompt of a :class:`ModelGroup`: each attempt is the same prompt of one member.
+    ``on_stopped``: told the sum of its attempts' usage when the response is stopped (the
+    group is a member of another, which abandoned it)."""
+
+    _on_stopped: Callable[[Usage | None], None] | None = None
 
     def stream(self) -> Observable[ChatEvent]:
         """See :meth:`ChatPrompt.stream`: a cold Observable of the group's response."""
@@ -485,8 +489,13 @@ class _Plan:
             continuation=continuation,
         )
         arbiter = self.arbiter_
-        if arbiter is None or isinstance(member, ModelGroup):
-            return prompt  # a group's members tell its own arbiter
+        if arbiter is None:
+            return prompt
+        if isinstance(member, ModelGroup):  # its members tell its own arbiter, which tells
+            return attrs.evolve(  # the sum of theirs when it is stopped
+                cast(_GroupPrompt, prompt),
+                on_stopped=lambda usage: arbiter.usage_reported(index, usage),
+            )
 
         def reported(report: UsageReport) -> None:
             arbiter.usage_reported(index, report.usage)
@@ -507,6 +516,7 @@ class _Plan:
             redact=self.redact,
             prefills=[_takes_prefill(member) for member in self.group.members],
             **self.group._arbiter_options(),
+            on_stopped=getattr(self.prompt, "_on_stopped", None),
         )
         return self.arbiter_
 

@@ -356,7 +356,7 @@ class ResponseRun:
         for earlier in before:
             finished.append(earlier)
             assert earlier.response.message is not None
-            messages.append(earlier.response.message)
+            _add_turn(messages, earlier.response.message)
             messages.extend(earlier.tool_results)
         step, rid = paused.step, self._response_id
         # Its response again (without its usage: the paused response counted it).
@@ -482,7 +482,7 @@ class ResponseRun:
             )
             return True
         assert response.message is not None
-        messages.append(response.message)
+        _add_turn(messages, response.message)
         messages.extend(tool_messages)
         return False
 
@@ -918,3 +918,15 @@ def _with_text(step_end: ChatEvent, extra: str) -> ChatEvent:
         return step_end.evolve(response=attrs.evolve(response, text=extra))
     message = attrs.evolve(message, text=message.text + extra)
     return step_end.evolve(response=attrs.evolve(response, message=message))
+
+
+def _add_turn(messages: list[Message], turn: AssistantMessage) -> None:
+    """Append a step's assistant ``turn`` to the conversation; a turn that continues a
+    trailing assistant turn without tool calls (a prefill: ``mid_stream="continue"``, or
+    a conversation that ends with one) is merged into it, its text after the prefill's,
+    so that no two assistant turns follow each other."""
+    last = messages[-1] if messages else None
+    if isinstance(last, AssistantMessage) and not last.tool_calls:
+        messages[-1] = attrs.evolve(turn, text=last.text + turn.text)
+    else:
+        messages.append(turn)

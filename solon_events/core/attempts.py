@@ -236,7 +236,10 @@ class AttemptArbiter:
     by default none). ``skipped`` maps members that are not to be asked (a router's
     deployments cooling down) to why: they are never started and are listed on the
     response's attempts as ``"skipped"``. ``watch`` is told each attempt's start, answer
-    and end. Call :meth:`open` once, :meth:`dispose` to stop everything.
+    and end. ``on_stopped`` is called, once, with the sum of every attempt's usage when
+    the response was disposed and each attempt stopped has told its usage (a group
+    abandoned by the group it is a member of reports so). Call :meth:`open` once,
+    :meth:`dispose` to stop everything.
     """
 
     def __init__(
@@ -253,6 +256,7 @@ class AttemptArbiter:
         prefills: Sequence[bool] = (),
         skipped: Mapping[int, BaseException] | None = None,
         watch: AttemptWatch | None = None,
+        on_stopped: Callable[[Usage | None], None] | None = None,
     ) -> None:
         if not labels:
             raise ValueError("a response needs at least one member to ask")
@@ -284,6 +288,8 @@ class AttemptArbiter:
         self._unreported: set[int] = set()  # abandoned attempts whose usage is not told yet
         self._held_end: ChatEvent | None = None  # the RESPONSE_END waiting for them
         self._completed_after_end = False
+        self._on_stopped = on_stopped
+        self._disposed = False  # disposed before its end
         self._sinks = [AttemptSink(self, i) for i in range(len(labels))]
         for index, reason in (skipped or {}).items():
             self._states[index].state = _SKIPPED
@@ -332,14 +338,19 @@ class AttemptArbiter:
     def dispose(self) -> None:
         """Stop every running attempt; deliver nothing more."""
         with self._lock:
+            self._disposed = self._disposed or not self.ended
             self.ended = True
             for index, state in enumerate(self._states):
                 if state.state == _RUNNING or state.state == _WON:
                     state.state = _ABANDONED
+                    self._unreported.add(index)
                     self._driver.stop(index)
                     self._told_end(index, None)
             for index in tuple(self._watched):  # completed attempts
                 self._told_end(index, None)
+            stopped = self._stopped_usage()
+        if stopped is not None:
+            stopped()
 
     def _told_end(self, index: int, error: BaseException | None) -> None:
         """Tell the watch that attempt ``index`` is over (once)."""
@@ -477,9 +488,10 @@ class AttemptArbiter:
         self._push(event)
 
     def _winner_ends(self, index: int, event: ChatEvent) -> None:
-        """The winner's terminal event: held until its ``on_error`` for a mid-stream
-        policy (another member may take over), else delivered."""
-        if event.type is _ERROR and self._policy.mid_stream != "never":
+        """The winner's terminal event: an ERROR is held until its ``on_error`` (another
+        member may take over; else it is delivered carrying every attempt), a
+        RESPONSE_END delivered carrying every attempt."""
+        if event.type is _ERROR:  # until its on_error: another member may take over
             self._states[index].held.append(event)
             return
         if event.type is _RESPONSE_END and event.response is not None:
@@ -492,7 +504,7 @@ class AttemptArbiter:
                     self._held_end = event.evolve(response=response)
                     self._driver.later(LOSER_REPORT_WAIT, self._release_end)
                     return
-            event = event.evolve(response=self._with_attempts(index, response))
+            event = _carrying(event, self._with_attempts(index, response))
         self._push(event)
 
     # --- the usage of abandoned attempts
@@ -508,6 +520,20 @@ class AttemptArbiter:
             self._unreported.discard(index)
             if self._held_end is not None and not self._unreported:
                 self._release_end()
+            stopped = self._stopped_usage()
+        if stopped is not None:
+            stopped()
+
+    def _stopped_usage(self) -> Callable[[], None] | None:
+        """The call of ``on_stopped`` that is due (once the response was disposed and
+        every attempt stopped has told its usage), to be made outside the lock: the
+        arbiter of an enclosing group takes its own."""
+        on_stopped = self._on_stopped
+        if on_stopped is None or not self._disposed or self._unreported:
+            return None
+        self._on_stopped = None
+        total = total_usage(self.attempts)
+        return lambda: on_stopped(total)
 
     def _release_end(self) -> None:
         """Deliver the held RESPONSE_END (once), with every attempt's usage known by now,
@@ -519,7 +545,7 @@ class AttemptArbiter:
             winner = self.winner
             assert winner is not None and held.response is not None
             self._unreported.clear()
-            self._push(held.evolve(response=self._with_attempts(winner, held.response)))
+            self._push(_carrying(held, self._with_attempts(winner, held.response)))
             if self._completed_after_end:
                 self.ended = True
                 self._down.on_completed()
@@ -547,10 +573,12 @@ class AttemptArbiter:
         text = self._prefix + message.text[self._stripped :]
         return attrs.evolve(response, message=attrs.evolve(message, text=text))
 
-    def _with_attempts(self, index: int, response: ChatResponse) -> ChatResponse:
-        """The winner's response with every attempt on it and, as its usage, the sum of
-        theirs (a nested group's attempts in place of its own)."""
-        self._states[index].usage = response.usage
+    def _with_attempts(self, index: int | None, response: ChatResponse) -> ChatResponse:
+        """Member ``index``'s response (the winner's, or the last failure's; None: no
+        member's) with every attempt on it and, as its usage, the sum of theirs (a nested
+        group's attempts in place of its own)."""
+        if index is not None:
+            self._states[index].usage = response.usage
         attempts: list[Attempt] = []
         for i, state in enumerate(self._states):
             if state.state == _NOT_STARTED:
@@ -576,7 +604,7 @@ class AttemptArbiter:
                 state.usage = held[-1].usage
             if self._theirs(error):
                 self._told_end(index, None)
-                self._end_with(error, held)
+                self._end_with(index, error, held)
                 return
             self._told_end(index, error)
             next_index = self._next_to_start()
@@ -593,7 +621,7 @@ class AttemptArbiter:
             if not asked:
                 if not won and next_index is None and not others and self._policy.exhausted:
                     error, held = self._exhausted(error, held)
-                self._end_with(error, held)
+                self._end_with(index, error, held)
                 return
             if won:  # its ERROR (held) is not delivered: the response goes on
                 self._mid_stream_from(index, error)
@@ -776,19 +804,34 @@ class AttemptArbiter:
         exhausted = self._policy.exhausted
         error = exhausted(last, self.attempts) if exhausted is not None else last
         event = ChatEvent(_ERROR, response_id=self.response_id, error=error, text=str(error))
-        self._end_with(error, [event])
+        self._end_with(None, error, [event])
 
-    def _end_with(self, error: BaseException, held: list[ChatEvent]) -> None:
-        """End the response with ``error``: stop what runs, deliver the failed attempt's
-        held events (its steps and ERROR), then ``on_error``."""
+    def _end_with(self, index: int | None, error: BaseException, held: list[ChatEvent]) -> None:
+        """End the response with ``error`` (member ``index``'s failure; None: no member
+        could be asked): stop what runs, deliver the failed attempt's held events (its
+        steps and ERROR, the ERROR's response carrying every attempt and their usage),
+        then ``on_error``."""
         self.ended = True
         for other in self._running():
             self._states[other].state = _ABANDONED
             self._driver.stop(other)
             self._told_end(other, None)
+        if held and held[-1].type is _ERROR:
+            held[-1] = self._failed_end(index, error, held[-1])
         for event in held:
             self._push(event)
         self._down.on_error(error)  # type: ignore[arg-type]
+
+    def _failed_end(self, index: int | None, error: BaseException, event: ChatEvent) -> ChatEvent:
+        """The failed attempt's ERROR event, its partial response listing every attempt
+        and, as the usage, the sum of theirs; what ``call()`` raises carries it too."""
+        partial = event.response
+        response = self._with_attempts(
+            index, partial if partial is not None else ChatResponse(usage=event.usage)
+        )
+        with contextlib.suppress(AttributeError, TypeError):
+            error.partial_response = response  # type: ignore[attr-defined]
+        return _carrying(event, response)
 
     def _completed(self, index: int) -> None:
         with self._lock:
@@ -806,6 +849,12 @@ class AttemptArbiter:
 
     def _push(self, event: ChatEvent) -> None:
         self._down.on_next(event)
+
+
+def _carrying(event: ChatEvent, response: ChatResponse) -> ChatEvent:
+    """``event`` (a terminal event) carrying ``response`` and, as its ``usage``, the
+    response's: one number for the response, whichever way it is read."""
+    return event.evolve(response=response, usage=response.usage)
 
 
 def _tagged(event: ChatEvent, label: str) -> ChatEvent:

@@ -446,7 +446,12 @@ def _slow(view: RequestView, args: Sequence[str]) -> Script:
 
 
 def _gate(view: RequestView, args: Sequence[str]) -> Script:
-    parts: list[Part] = [Text("Before the gate."), WaitGate(), Text(" After"), Text(" the gate.")]
+    if args and args[0] == "first":
+        parts: list[Part] = [WaitGate(), Text("After"), Text(" the gate.")]
+        return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=2))
+    if args:
+        raise ScenarioError(f"gate:{args[0]}: expected gate or gate:first")
+    parts = [Text("Before the gate."), WaitGate(), Text(" After"), Text(" the gate.")]
     return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=3))
 
 
@@ -721,7 +726,11 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
         "(wires without server tools or images send only the text)",
     ),
     "slow": (_slow, "slow:<n>:<interval> - n text deltas, one every interval seconds"),
-    "gate": (_gate, "one delta, then waits for DevServer.open_gate()"),
+    "gate": (
+        _gate,
+        "gate[:first] - one delta, then waits for DevServer.open_gate() (first: waits before "
+        "its first delta)",
+    ),
     "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),
     "latency": (
         _latency,
