@@ -75,6 +75,9 @@ class _ResponsePipeline:
         except Exception as error:  # RESPONSE_START's receiver raised
             self._end_failed(error)
             return
+        if self._ended:  # disposed on RESPONSE_START (take(1)): no request is sent
+            run.stop()
+            return
         self._task = asyncio.get_running_loop().create_task(self._drive(run))
 
     async def _drive(self, run: ResponseRun) -> None:
