@@ -60,14 +60,23 @@ class _FoldedSteps(Observable[ChatEvent]):
     ``aggregate()`` after them does not fold the steps' events a second time."""
 
 
-def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None = None) -> Operator:
+def parse(
+    dialect: str | ChatDialect,
+    *,
+    step: int = 0,
+    response_id: str | None = None,
+    accept_unknown_streams: bool = False,
+) -> Operator:
     """Provider frames -> the events of one step, bracketed by STEP_START and STEP_END.
 
     Frames are :class:`~solon_events.wire.sse.Frame` values, JSON text or decoded payloads.
     The step's accumulator folds every event; STEP_END carries the step's snapshot as
     ``response`` and its usage. A source that ends without the provider's completion
-    signal, or with no frame at all, fails with :class:`ChatProtocolError`; a malformed
-    frame fails naming its number; a provider-reported failure fails with its error.
+    signal, or with no frame at all, fails with :class:`ChatProtocolError`, as does one
+    whose every frame the dialect does not know (only RAW events: no content, usage or
+    finish reason), naming their event types, unless ``accept_unknown_streams=True``
+    takes it as an empty answer; a malformed frame fails naming its number; a
+    provider-reported failure fails with its error.
 
     Example::
 
@@ -79,6 +88,7 @@ def parse(dialect: str | ChatDialect, *, step: int = 0, response_id: str | None 
 
     def make(observer: abc.ObserverBase[ChatEvent]) -> Sink:
         stage = ParseStage(the_dialect, observer, step=step, response_id=response_id)
+        stage.accept_unknown_streams = accept_unknown_streams
         stage.start()
         return stage
 

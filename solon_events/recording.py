@@ -106,13 +106,15 @@ class Recording:
         dialect: str | ChatDialect | None = None,
         event_filter: Callable[[ChatEvent], bool] | None = None,
         partial_arguments: bool = False,
+        accept_unknown_streams: bool = False,
     ) -> Observable[ChatEvent]:
         """The recorded response's events, as the live pipeline made them, each with
         ``attrs["received_at"]``: the arrival time of the frame that produced it (a step's
         STEP_START has the time its request was sent; an event made at the end, such as
         RESPONSE_END, the last frame's). ``dialect`` defaults to the header's (else the
         one the frames' shapes tell);
-        ``partial_arguments`` as in :func:`~solon_events.replay`."""
+        ``partial_arguments`` and ``accept_unknown_streams`` as in
+        :func:`~solon_events.replay`."""
         import reactivex
         from reactivex import operators as ops
 
@@ -142,7 +144,12 @@ class Recording:
                 def start(_scheduler: Any) -> Observable[ChatEvent]:
                     clock[0] = step.sent_at
                     events = reactivex.from_iterable(frames()).pipe(
-                        parse(chosen, step=step.number, response_id=response_id)
+                        parse(
+                            chosen,
+                            step=step.number,
+                            response_id=response_id,
+                            accept_unknown_streams=accept_unknown_streams,
+                        )
                     )
                     if step.tool_results:
                         events = events.pipe(_tool_results_before_step_end(step, clock))
@@ -218,12 +225,15 @@ def replay_recording(
     dialect: str | ChatDialect | None = None,
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
+    accept_unknown_streams: bool = False,
 ) -> Observable[ChatEvent]:
     """:meth:`Recording.replay` of the recording ``source``, read at each subscription."""
     import reactivex
 
     return reactivex.defer(
-        lambda _: read_recording(source).replay(dialect, event_filter, partial_arguments)
+        lambda _: read_recording(source).replay(
+            dialect, event_filter, partial_arguments, accept_unknown_streams
+        )
     )
 
 

@@ -28,6 +28,8 @@ def replay(
     dialect: str | ChatDialect | None = "auto",
     event_filter: Callable[[ChatEvent], bool] | None = None,
     partial_arguments: bool = False,
+    *,
+    accept_unknown_streams: bool = False,
 ) -> Observable[ChatEvent]:
     """The event stream of a recorded response: parse, normalize, aggregate, guard.
 
@@ -43,14 +45,18 @@ def replay(
     (:mod:`solon_events.recording`) replays with each event's arrival time in
     ``attrs["received_at"]``, with ``"auto"`` in the dialect its header names.
     ``partial_arguments=True`` gives every argument delta the arguments parsed so far
-    (see :func:`~solon_events.operators.partial_arguments`).
+    (see :func:`~solon_events.operators.partial_arguments`). A recording whose every frame
+    the dialect does not know fails with :class:`~solon_events.ChatProtocolError` naming
+    their event types, unless ``accept_unknown_streams=True`` takes it as an empty answer.
 
     A path (a path object, or a string that holds no frame) that names no file, or names a
     directory, raises ``FileNotFoundError`` or ``IsADirectoryError`` here, at the call.
     """
     told = tell_source(source)
     if told.is_recording:
-        return replay_recording(told, dialect, event_filter, partial_arguments)
+        return replay_recording(
+            told, dialect, event_filter, partial_arguments, accept_unknown_streams
+        )
     chosen = None if dialect in (None, "auto") else get_dialect(dialect)  # type: ignore[arg-type]
     ChatEventFilter.guarded(event_filter or ChatEventFilter.DEFAULT)  # validate now
 
@@ -60,6 +66,7 @@ def replay(
             observer, event_filter=event_filter, partial_arguments=partial_arguments
         )
         parser = ParseStage(chosen or get_dialect("openai"), head, response_id=response_id)
+        parser.accept_unknown_streams = accept_unknown_streams
         parser.start()
         stopped = False
 

@@ -107,6 +107,13 @@ class ChatModel(_Combinable):
     response runs (``stream()``: the I/O thread), after its last event, and what it raises
     is logged.
 
+    A stream whose frames are all unknown to the dialect (only RAW events: no content,
+    usage or finish reason), even one that ends with its completion marker, fails with a
+    :class:`~solon_events.ChatProtocolError` naming the unknown event types (the RAW
+    events reach the subscriber first): a provider that changed its vocabulary is not
+    read as an empty answer. ``accept_unknown_streams=True`` takes such a stream as an
+    empty answer instead.
+
     ``telemetry=True`` records every response as OpenTelemetry spans and metrics per the
     GenAI semantic conventions, through the global tracer and meter providers (see
     :mod:`solon_events.telemetry`; needs the ``otel`` extra). A mapping instead of True
@@ -145,6 +152,7 @@ class ChatModel(_Combinable):
         io_loop: IoLoop = "asyncio",
         pricing: bool = False,
         on_usage: Callable[[UsageReport], Any] | None = None,
+        accept_unknown_streams: bool = False,
     ) -> None:
         new_loop = loop_factory(io_loop)
         if dialect == "auto":
@@ -186,6 +194,9 @@ class ChatModel(_Combinable):
         """Whether every step and response is priced (``ChatResponse.cost``)."""
         self.on_usage = on_usage
         """Called with every response's :class:`~solon_events.UsageReport` (or None)."""
+        self.accept_unknown_streams = bool(accept_unknown_streams)
+        """Whether a stream whose every frame the dialect does not know is an empty answer
+        (by default a :class:`~solon_events.ChatProtocolError`)."""
         self.api_url = api_url
         self.model = model
         self.dialect = chosen

@@ -453,6 +453,7 @@ class ChatPrompt:
             accounting=model._accounting,
             on_usage=((model.on_usage,) if model.on_usage else ()) + self._on_usage,
             output=self._output,
+            accept_unknown_streams=model.accept_unknown_streams,
         )
 
     def _read(

@@ -134,6 +134,9 @@ class StepPlan:
     output: OutputRequest | None = None
     """The structured answer asked for: the last step's answer is settled by it (and asked
     again, up to its retries, when it does not fit)."""
+    accept_unknown_streams: bool = False
+    """Whether a step whose every frame its dialect does not know ends as an empty answer
+    (see :attr:`ParseStage.accept_unknown_streams`)."""
 
 
 class _StepEnd:
@@ -268,6 +271,7 @@ class ResponseRun:
             self._parser = parser = ParseStage(
                 dialect, ending, step=step, response_id=self._response_id
             )
+            parser.accept_unknown_streams = plan.accept_unknown_streams
             if plan.accounting is not None:
                 parser.accounting = plan.accounting(request)
                 parser.retried = self._retried

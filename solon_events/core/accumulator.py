@@ -22,6 +22,7 @@ __all__ = ["ChatAccumulator"]
 
 _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
 _THINKING_DELTA = EVENT_TYPES.THINKING_DELTA
+_RAW_TYPES_KEPT = 20
 
 
 class _CallParts:
@@ -87,6 +88,7 @@ class ChatAccumulator:
         "finish_reason",
         "model",
         "provider_response_id",
+        "raw_types",
         "usage",
     )
 
@@ -112,6 +114,9 @@ class ChatAccumulator:
         self.provider_response_id: str | None = None
         self.model: str | None = None
         self._metadata: dict[str, Any] = {}
+        self.raw_types: dict[str, None] | None = None
+        """The ``raw_type`` of the step's RAW events (what its dialect did not know), in
+        order, each once (None before the first)."""
 
     def add(self, event: ChatEvent) -> None:
         """Fold ``event`` into the step."""
@@ -285,6 +290,13 @@ class ChatAccumulator:
     def _on_content_filter(self, event: ChatEvent) -> None:
         self._metadata["content_filter"] = event.text or "content_filter"
 
+    def _on_raw(self, event: ChatEvent) -> None:
+        seen = self.raw_types
+        if seen is None:
+            seen = self.raw_types = {}
+        if len(seen) < _RAW_TYPES_KEPT:
+            seen[str(event.raw_type)] = None
+
     def _on_server_tool(self, event: ChatEvent) -> None:
         call = event.tool_call
         self._metadata.setdefault("server_tools", []).append(
@@ -316,5 +328,6 @@ _HANDLERS: dict[ChatEventType, Callable[[ChatAccumulator, ChatEvent], None]] = {
     EVENT_TYPES.CONTENT_FILTER: ChatAccumulator._on_content_filter,
     EVENT_TYPES.SERVER_TOOL_START: ChatAccumulator._on_server_tool,
     EVENT_TYPES.STEP_END: ChatAccumulator._on_usage,
+    EVENT_TYPES.RAW: ChatAccumulator._on_raw,
 }
 """What each event type folds into (types not listed fold nothing)."""

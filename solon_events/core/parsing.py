@@ -120,12 +120,15 @@ class ParseStage:
 
     STEP_END carries the step's response and usage. A stream that ends without the
     provider's completion signal, or with no frame but ``[DONE]``, fails with
-    :class:`ChatProtocolError`; so does a malformed frame and any exception a dialect
-    raises, each naming the frame; a provider-reported failure fails with its error. A
-    failed step still ends with its STEP_END, carrying the partial response, before
-    ``on_error``. An ABORT event the dialect sends (the provider stopped the response)
-    ends the step the same way, STEP_END first, then the ABORT, then ``on_completed``;
-    later frames are ignored. An exception raised by ``down`` itself propagates unchanged.
+    :class:`ChatProtocolError`; so does one whose last step's frames are all unknown to
+    the dialect (RAW events and nothing else: no content, usage or finish reason), naming
+    their event types, unless :attr:`accept_unknown_streams`; so does a malformed frame
+    and any exception a dialect raises, each naming the frame; a provider-reported
+    failure fails with its error. A failed step still ends with its STEP_END, carrying
+    the partial response, before ``on_error``. An ABORT event the dialect sends (the
+    provider stopped the response) ends the step the same way, STEP_END first, then the
+    ABORT, then ``on_completed``; later frames are ignored. An exception raised by
+    ``down`` itself propagates unchanged.
 
     ``accounting`` (None by default), when set, settles each step's usage and price as
     the step ends, however it ends (see :meth:`settled`).
@@ -142,6 +145,7 @@ class ParseStage:
         "_record",
         "_response_id",
         "aborted",
+        "accept_unknown_streams",
         "accounting",
         "closed",
         "failure",
@@ -185,6 +189,10 @@ class ParseStage:
         """True once the stream has completed or failed; later calls do nothing."""
         self.aborted = False
         """True once the dialect sent an ABORT (the stream then ended)."""
+        self.accept_unknown_streams = False
+        """Whether a step whose every frame is unknown to the dialect (only RAW events, no
+        content, usage or finish reason) ends as an empty answer; by default it fails with
+        :class:`ChatProtocolError` naming the unknown event types."""
         self.accounting: StepSettlement | None = None
         """What settles each step's usage and price at its end (None: as the provider
         sent it)."""
@@ -310,6 +318,15 @@ class ParseStage:
                 ChatProtocolError(
                     f"the {self._dialect.name!r} dialect found nothing in "
                     f"{self.frame_count} frames{self._hint()}"
+                )
+            )
+        elif not self.accept_unknown_streams and (unknown := self._only_unknown()):
+            self._fail(
+                ChatProtocolError(
+                    f"the {self._dialect.name!r} dialect knows none of the frames of this "
+                    f"step ({self.frame_count} frames; unknown event types: "
+                    f"{', '.join(unknown)}): not taken for an empty answer (pass "
+                    "accept_unknown_streams=True to take it so)"
                 )
             )
         else:
@@ -464,6 +481,18 @@ class ParseStage:
         if response.text or response.thinking or response.tool_calls or response.usage:
             return False
         return bool(self._hint())
+
+    def _only_unknown(self) -> list[str]:
+        """The unknown event types (RAW events) of a step that gave nothing else: no
+        content, usage or finish reason, only frames its dialect does not know; else
+        ``[]``."""
+        unknown = self._accumulator.raw_types
+        if not unknown or self.finish_reason is not None:
+            return []
+        response = self._accumulator.snapshot()
+        if not response.is_empty or response.usage or response.citations or response.search_results:
+            return []
+        return list(unknown)
 
     def _hint(self) -> str:
         """Which dialect the stream's frames are in when they are plainly not this one's
