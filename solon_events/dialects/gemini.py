@@ -51,7 +51,7 @@ from .base import ChatDialect
 from .context import ChatStreamContext, identify
 from .gemini_request import SKIP_SIGNATURE, generate_content_request, stream_url
 from .json_path import JsonPathAssembler, json_path_segments
-from .reading import expect_object
+from .reading import expect_object, output_by_total
 from .request import Endpoint, HttpRequest
 from .tool_calls import ToolCallAssembler, send_whole_call
 
@@ -534,7 +534,9 @@ def gemini_usage(usage: Mapping[str, Any], source: Any = None) -> Usage:
     ``thoughtsTokenCount``; ``thinking_tokens`` = ``thoughtsTokenCount``;
     ``cache_read_input_tokens`` = ``cachedContentTokenCount``; ``total_tokens`` =
     ``totalTokenCount``; ``source`` = ``source``, by default the payload. A count that is
-    missing or not an integer counts 0.
+    missing or not an integer counts 0. A server whose ``candidatesTokenCount`` holds the
+    thoughts already (its total says prompt + candidates) has them counted once
+    (:func:`~solon_events.dialects.reading.output_by_total`).
     """
     held = usage if source is None else source
     return _usage_of(usage, held) or new_usage(source=held)
@@ -562,6 +564,8 @@ def _usage_of(usage: Mapping[str, Any], source: Any) -> Usage | None:
         )
     prompt += tool_prompt
     completion = candidates + thoughts
+    if thoughts and total and prompt + completion != total:  # a total that says otherwise
+        completion = output_by_total(prompt, completion, thoughts, total)
     return new_usage(
         prompt, completion, total or prompt + completion, thoughts, 0, cached, EMPTY_MAPPING, source
     )

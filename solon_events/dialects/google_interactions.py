@@ -68,7 +68,7 @@ from .blocks import (
 )
 from .context import ChatStreamContext, FrameHandler, dispatch, identify
 from .google_interactions_request import interactions_request, interactions_url
-from .reading import token_count
+from .reading import output_by_total, token_count
 from .request import Endpoint, HttpRequest
 
 __all__ = ["GoogleInteractionsDialect", "interactions_url", "interactions_usage"]
@@ -517,14 +517,17 @@ def interactions_usage(usage: Mapping[str, Any]) -> Usage:
     ``total_tool_use_tokens``; ``completion_tokens`` = ``total_output_tokens`` +
     ``total_thought_tokens``; ``thinking_tokens`` = ``total_thought_tokens``;
     ``cache_read_input_tokens`` = ``total_cached_tokens``; ``total_tokens`` =
-    ``total_tokens``; ``source`` = ``usage`` as given. A missing count counts 0.
+    ``total_tokens``; ``source`` = ``usage`` as given. A missing count counts 0. Reconciled
+    with the total when it is given (:func:`~solon_events.dialects.reading.output_by_total`):
+    an output count that holds the thoughts already has them once.
     """
     prompt = token_count(usage.get("total_input_tokens")) + token_count(
         usage.get("total_tool_use_tokens")
     )
     thoughts = token_count(usage.get("total_thought_tokens"))
-    completion = token_count(usage.get("total_output_tokens")) + thoughts
+    output = token_count(usage.get("total_output_tokens"))
     total = token_count(usage.get("total_tokens"))
+    completion = output_by_total(prompt, output + thoughts, thoughts, total)
     cached = token_count(usage.get("total_cached_tokens"))
     return new_usage(
         prompt, completion, total or prompt + completion, thoughts, 0, cached, None, dict(usage)

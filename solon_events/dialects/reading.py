@@ -80,6 +80,20 @@ def token_count(value: Any) -> int:
     return 0
 
 
+def output_by_total(prompt: int, completion: int, thinking: int, total: int) -> int:
+    """The output count (thinking included, the project's rule) that agrees with the total
+    a server reported: ``completion`` as read, plus ``thinking`` when the server counted its
+    thinking outside it (xAI's ``completion_tokens``: its total is prompt + completion +
+    reasoning), less ``thinking`` when it was counted twice (a total of prompt + output
+    alone); as read when there is no total, no thinking, or the total says neither."""
+    if total and thinking and prompt + completion != total:
+        if prompt + completion + thinking == total:
+            return completion + thinking
+        if prompt + completion - thinking == total and completion >= thinking:
+            return completion - thinking
+    return completion
+
+
 def make_usage(
     *,
     prompt_tokens: int | None = 0,
@@ -93,10 +107,13 @@ def make_usage(
 ) -> Usage:
     """A :class:`Usage` from provider numbers, any of which may be missing (None).
 
-    ``total_tokens`` defaults to prompt + completion when the provider gives none.
+    ``total_tokens`` defaults to prompt + completion when the provider gives none; when it
+    gives one, ``completion_tokens`` is reconciled with it (:func:`output_by_total`).
     """
     prompt = prompt_tokens or 0
     completion = completion_tokens or 0
+    if total_tokens and thinking_tokens:
+        completion = output_by_total(prompt, completion, thinking_tokens, total_tokens)
     return new_usage(
         prompt,
         completion,
