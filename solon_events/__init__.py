@@ -36,6 +36,7 @@ from .errors import (
 )
 from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
 from .filters import ChatEventFilter
+from .finish import FinishReason
 from .messages import (
     ChatRequest,
     OutputFormat,
@@ -112,6 +113,7 @@ __all__ = [
     "FanOutPrompt",
     "FanOutResponses",
     "FileBlock",
+    "FinishReason",
     "HedgedModel",
     "ImageBlock",
     "JsonDelta",

@@ -28,6 +28,7 @@ from .values import (
 )
 
 if TYPE_CHECKING:
+    from .finish import FinishReason
     from .results import (
         AssistantMessage,
         Citation,
@@ -307,6 +308,14 @@ class ChatEvent(FrozenValue):
         if t is EVENT_TYPES.MEDIA_DONE and self.block is not None:
             return AssistantMessage(text="", blocks=(self.block,))
         return None
+
+    @property
+    def finish(self) -> FinishReason | None:
+        """The unified finish reason of the response this event carries (RESPONSE_END's,
+        a STEP_END's, ERROR's: ``error``), else None: ``event.response.finish``, beside the
+        provider's word in ``event.response.finish_reason`` (see :mod:`solon_events.finish`)."""
+        response = self.response
+        return response.finish if response is not None else None
 
     @property
     def message_or_empty(self) -> AssistantMessage:

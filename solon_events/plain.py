@@ -11,6 +11,7 @@ this module. Sans-I/O.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,8 @@ _MIRRORED = ("thinking", "tool_calls", "citations", "search_results", "pending_a
 
 def to_plain(value: Any) -> Any:
     """``value`` as plain JSON data: results as objects of their fields (defaults left out)."""
+    if isinstance(value, enum.Enum):  # a FinishReason: its value
+        return value.value
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, Mapping):

@@ -21,6 +21,7 @@ import attrs
 import orjson
 
 from .display_hooks import repr_html, repr_pretty
+from .finish import FinishReason, finish_reason_of
 from .pricing import Cost, price
 from .values import (
     EMPTY_MAPPING,
@@ -337,6 +338,10 @@ class ChatResponse(FrozenValue):
     search_results: tuple[SearchResult, ...] = None  # type: ignore[assignment]
     usage: Usage | None = None
     finish_reason: str | None = None
+    finish: FinishReason | None = attrs.field(default=None, converter=finish_reason_of)
+    """Why the response ended, in one vocabulary across providers (``stop``, ``length``,
+    ``tool_calls``, ``content_filter``, ``error``, ``other``: :mod:`solon_events.finish`),
+    beside the provider's own word in ``finish_reason``."""
     model: str | None = None
     provider_response_id: str | None = None
     pending_approval: PendingApproval | None = None
@@ -464,6 +469,7 @@ def new_response(
     provider_response_id: str | None = None,
     pending_approval: PendingApproval | None = None,
     cost: Cost | None = None,
+    finish: FinishReason | None = None,
 ) -> ChatResponse:
     """``ChatResponse(message=message, ...)`` by position, at a fraction of the keyword
     constructor's cost; the mirrored fields come from ``message``."""
@@ -477,6 +483,7 @@ def new_response(
         source.search_results,
         usage,
         finish_reason,
+        finish,
         model,
         provider_response_id,
         pending_approval,
@@ -519,6 +526,7 @@ def with_usage(response: ChatResponse, usage: Usage | None, cost: Cost | None) -
         response.provider_response_id,
         response.pending_approval,
         cost,
+        response.finish,
     )
     if response.output is not None:  # a structured answer's, checked
         made = attrs.evolve(made, output=response.output)

@@ -351,7 +351,9 @@ def test_to_vercel_ends_a_failed_stream_with_an_error_and_passes_the_failure_on(
         ("MAX_TOKENS", "length"),
         ("tool_use", "tool-calls"),
         ("SAFETY", "content-filter"),
-        ("pause_turn", "other"),
+        ("pause_turn", "stop"),
+        ("guardrail_intervened", "content-filter"),
+        ("something new", "other"),
     ],
 )
 def test_finish_reasons(reason: str | None, expected: str) -> None:

@@ -68,7 +68,9 @@ def test_an_unknown_format_is_a_value_error_naming_the_known_ones() -> None:
         ("guardrail_intervened", False, "content_filter"),
         ("tool_use", False, "tool_calls"),
         (None, False, "stop"),
-        ("something new", False, "stop"),
+        ("something new", False, "other"),
+        ("MALFORMED_FUNCTION_CALL", False, "error"),
+        ("ERROR", False, "error"),
     ],
 )
 def test_finish_reasons_of_every_format_have_a_kind(

@@ -89,6 +89,7 @@ from ..core.partial_arguments import ArgumentDeltas
 from ..core.partial_json import JsonDelta
 from ..errors import ToolCallError
 from ..events import EVENT_TYPES, ChatEvent
+from ..finish import FinishReason, unified_finish
 from ..results import FileBlock, ImageBlock, ToolCall, Usage
 from ..steps import call_event
 from .blocks import BlockIds
@@ -120,28 +121,6 @@ VERCEL_HEADERS: dict[str, str] = {
 VERCEL_DONE = b"data: [DONE]\n\n"
 """The SSE event that ends a UI message stream."""
 
-_FINISH_REASONS = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "completed": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "max_output_tokens": "length",
-    "tool_calls": "tool-calls",
-    "tool_use": "tool-calls",
-    "function_call": "tool-calls",
-    "content_filter": "content-filter",
-    "safety": "content-filter",
-    "refusal": "content-filter",
-    "recitation": "content-filter",
-    "blocklist": "content-filter",
-    "prohibited_content": "content-filter",
-    "spii": "content-filter",
-    "error": "error",
-}
-
-
 def final_text_metadata(text: str) -> dict[str, Any]:
     """The ``providerMetadata`` of a ``text-end`` chunk that carries the block's final text."""
     return {"solon": {"final_text": text}}
@@ -156,12 +135,12 @@ def ui_text(part: Mapping[str, Any]) -> str:
     return final if isinstance(final, str) else str(part.get("text") or "")
 
 
-def finish_reason(reason: str | None) -> str:
-    """A provider's finish reason as one of the UI stream's (``stop``, ``length``,
-    ``content-filter``, ``tool-calls``, ``error``, ``other``)."""
-    if not reason:
-        return "stop"
-    return _FINISH_REASONS.get(reason.lower(), "other")
+def finish_reason(reason: str | FinishReason | None) -> str:
+    """A finish reason (a response's unified ``finish``, or a provider's word) as one of the
+    UI stream's (``stop``, ``length``, ``content-filter``, ``tool-calls``, ``error``,
+    ``other``): the unified vocabulary (:mod:`solon_events.finish`), hyphenated."""
+    unified = reason if isinstance(reason, FinishReason) else unified_finish(reason)
+    return unified.value.replace("_", "-")
 
 
 def tool_input(call: ToolCall | None) -> Any:
@@ -462,7 +441,9 @@ class VercelEncoder:
             metadata["responseId"] = event.response_id
         if response is not None and response.model:
             metadata["model"] = response.model
-        reason = finish_reason(response.finish_reason if response is not None else None)
+        reason = finish_reason(
+            (response.finish or response.finish_reason) if response is not None else None
+        )
         return [{"type": "finish", "finishReason": reason, "messageMetadata": metadata}]
 
     def _abort(self, event: ChatEvent) -> list[Chunk]:

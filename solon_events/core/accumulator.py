@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import EVENT_TYPES, ChatEvent, ChatEventType
+from ..finish import FinishReason
 from ..results import (
     ChatResponse,
     Citation,
@@ -142,8 +143,10 @@ class ChatAccumulator:
         model: str | None = None,
         provider_response_id: str | None = None,
         usage: Usage | None = None,
+        finish: FinishReason | None = None,
     ) -> ChatResponse:
-        """The step's response so far; the keyword arguments override what was folded."""
+        """The step's response so far; the keyword arguments override what was folded
+        (``finish``, the unified finish reason, is only what is given)."""
         blocks = self._blocks
         if blocks:
             blocks = list(blocks)
@@ -174,7 +177,15 @@ class ChatAccumulator:
             finish_reason if finish_reason is not None else self.finish_reason,
             model if model is not None else self.model,
             provider_response_id or self.provider_response_id,
+            None,
+            None,
+            finish,
         )
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether the step has made a tool call."""
+        return bool(self._calls)
 
     def unreported_output(self) -> tuple[str, str]:
         """What the step streamed after its latest usage snapshot (all of it without one),

@@ -20,6 +20,7 @@ from ..dialects.reading import plain_json
 from ..dialects.sniff import dialect_hint
 from ..errors import ChatError, ChatProtocolError
 from ..events import EVENT_TYPES, ChatEvent, framing_event
+from ..finish import FinishReason, unified_finish
 from ..results import ChatResponse, Cost, Usage
 from ..wire.sse import Frame
 from .accumulator import ChatAccumulator
@@ -30,6 +31,8 @@ __all__ = ["DONE", "ParseStage", "StepSettlement", "decode_payload"]
 _STEP_START = EVENT_TYPES.STEP_START
 _STEP_END = EVENT_TYPES.STEP_END
 _ABORT = EVENT_TYPES.ABORT
+_ERROR = FinishReason.ERROR
+_OTHER = FinishReason.OTHER
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 
@@ -364,7 +367,7 @@ class ParseStage:
         the ABORT, complete."""
         self.closed = self.aborted = True
         ctx = self._ctx
-        partial = self.settled(self._accumulator.snapshot(model=ctx.model))
+        partial = self.settled(self._accumulator.snapshot(model=ctx.model, finish=_OTHER))
         self._push(self._step_end(partial, self.step, ctx.provider_response_id))
         self._push(abort)
         self._down.on_completed()
@@ -407,11 +410,15 @@ class ParseStage:
         self._push(event)
 
     def _step_response(self, model: str | None, provider_response_id: str | None) -> ChatResponse:
+        """The response of a step that ended well: its finish reason mapped to the unified
+        vocabulary here, once (:func:`~solon_events.finish.unified_finish`)."""
+        accumulator = self._accumulator
         return self.settled(
-            self._accumulator.snapshot(
+            accumulator.snapshot(
                 finish_reason=self.finish_reason,
                 model=model,
                 provider_response_id=provider_response_id,
+                finish=unified_finish(self.finish_reason, accumulator.has_tool_calls),
             )
         )
 
@@ -454,7 +461,7 @@ class ParseStage:
         self.closed = True
         self.failure = error
         ctx = self._ctx
-        partial = self.settled(self._accumulator.snapshot(model=ctx.model))
+        partial = self.settled(self._accumulator.snapshot(model=ctx.model, finish=_ERROR))
         self._push(self._step_end(partial, self.step, ctx.provider_response_id))
         self._down.on_error(error)
 

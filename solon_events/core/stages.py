@@ -13,9 +13,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 
+import attrs
+
 from ..errors import ChatError
 from ..events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
 from ..filters import ChatEventFilter
+from ..finish import FinishReason
 from ..results import ChatResponse, with_usage
 from .accumulator import ChatAccumulator
 from .normalizer import ChatEventNormalizer
@@ -199,6 +202,8 @@ class AggregateStage:
         partial = self._partial_response()
         if partial is not None:
             partial = self._with_totals(partial)
+            if partial.finish is not FinishReason.ERROR:  # the response failed
+                partial = attrs.evolve(partial, finish=FinishReason.ERROR)
         with contextlib.suppress(AttributeError, TypeError):  # what call() users are given
             error.partial_response = partial  # type: ignore[attr-defined]
         provider_error = getattr(error, "provider_error", None)

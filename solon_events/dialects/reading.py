@@ -13,6 +13,7 @@ __all__ = [
     "expect_object",
     "image_mime",
     "make_usage",
+    "output_by_total",
     "plain_json",
     "provider_error_message",
     "token_count",

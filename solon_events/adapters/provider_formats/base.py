@@ -24,6 +24,7 @@ import attrs
 
 from ...errors import ChatError, ChatHttpError
 from ...events import EVENT_TYPES, ChatEvent, ChatEventType
+from ...finish import FinishReason, unified_finish
 from ...results import ChatResponse, ToolCall, Usage
 from ...wire.writing import sse_data, sse_event, sse_frame
 
@@ -31,7 +32,6 @@ __all__ = [
     "FINISH_WORDS",
     "Block",
     "ErrorInfo",
-    "FinishKind",
     "MessageEnd",
     "Payload",
     "WireEncoder",
@@ -50,18 +50,14 @@ __all__ = [
 Payload = Mapping[str, Any] | str
 """One payload of a stream: a JSON object, or a raw data string such as ``[DONE]``."""
 
-FinishKind = Literal["stop", "length", "tool_calls", "content_filter"]
-"""A finish reason in the words every format has one for."""
-
-_FINISH_KIND_ORDER: tuple[FinishKind, ...] = ("stop", "length", "tool_calls", "content_filter")
 
 
 @attrs.frozen
 class MessageEnd:
     """How a message ends, as :meth:`WireEncoder.finish` writes it."""
 
-    kind: FinishKind
-    """The finish reason in general words."""
+    kind: FinishReason
+    """The finish reason in the unified vocabulary (the response's ``finish``)."""
     reason: str | None
     """The finish reason as the upstream said it."""
     usage: Usage | None
@@ -87,80 +83,58 @@ def now() -> int:
 
 # ------------------------------------------------------------------ finish reasons
 
-_FINISH_KINDS: dict[str, FinishKind] = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "completed": "stop",
-    "complete": "stop",
-    "finish": "stop",
-    "eos": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "max_output_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "incomplete": "length",
-    "tool_calls": "tool_calls",
-    "tool_use": "tool_calls",
-    "function_call": "tool_calls",
-    "tool_call": "tool_calls",
-    "requires_action": "tool_calls",
-    "content_filter": "content_filter",
-    "content_filtered": "content_filter",
-    "guardrail_intervened": "content_filter",
-    "safety": "content_filter",
-    "refusal": "content_filter",
-    "recitation": "content_filter",
-    "blocklist": "content_filter",
-    "prohibited_content": "content_filter",
-    "spii": "content_filter",
-    "image_safety": "content_filter",
-}
-
-
-# fmt: off
 _FORMAT_FINISH_WORDS = {
-    # format                stop          length         tool_calls         content_filter
-    "openai":              ("stop",      "length",      "tool_calls",      "content_filter"),
-    "anthropic":           ("end_turn",  "max_tokens",  "tool_use",        "refusal"),
-    "gemini":              ("STOP",      "MAX_TOKENS",  "STOP",            "SAFETY"),
-    "ollama":              ("stop",      "length",      "stop",            "stop"),
-    "cohere":              ("COMPLETE",  "MAX_TOKENS",  "TOOL_CALL",       "COMPLETE"),
-    "google-interactions": ("completed", "incomplete",  "requires_action", "completed"),
+    # format: its words for stop, length, tool_calls, content_filter, error, other
+    "openai": ("stop", "length", "tool_calls", "content_filter", "stop", "stop"),
+    "anthropic": ("end_turn", "max_tokens", "tool_use", "refusal", "end_turn", "end_turn"),
+    "gemini": ("STOP", "MAX_TOKENS", "STOP", "SAFETY", "MALFORMED_FUNCTION_CALL", "OTHER"),
+    "ollama": ("stop", "length", "stop", "stop", "stop", "stop"),
+    "cohere": ("COMPLETE", "MAX_TOKENS", "TOOL_CALL", "COMPLETE", "ERROR", "COMPLETE"),
+    "google-interactions": (
+        "completed",
+        "incomplete",
+        "requires_action",
+        "completed",
+        "failed",
+        "completed",
+    ),
 }
-# fmt: on
 
-FINISH_WORDS: Mapping[str, Mapping[FinishKind, str]] = {
-    format: dict(zip(_FINISH_KIND_ORDER, words)) for format, words in _FORMAT_FINISH_WORDS.items()
+FINISH_WORDS: Mapping[str, Mapping[FinishReason, str]] = {
+    format: dict(zip(FinishReason, words, strict=True))
+    for format, words in _FORMAT_FINISH_WORDS.items()
 }
-"""Each format's finish reason for each :data:`FinishKind`, by the format's name (the
-Responses API has none: it says ``status`` and ``incomplete_details``)."""
+"""Each format's finish reason for each unified :class:`~solon_events.FinishReason`, by the
+format's name (the Responses API has none: it says ``status`` and ``incomplete_details``).
+Where a format has no word for a reason, its plain stop stands in."""
 
 
-def finish_kind(reason: str | None, has_tool_calls: bool = False) -> FinishKind:
-    """Any provider's finish reason as a :data:`FinishKind`; a stop of a step that made tool
-    calls (Gemini's ``STOP``, Ollama's ``stop``) is ``"tool_calls"``; unknown words stop."""
-    kind = _FINISH_KINDS.get(reason.lower(), "stop") if reason else "stop"
-    return "tool_calls" if kind == "stop" and has_tool_calls else kind
+def finish_kind(reason: str | None, has_tool_calls: bool = False) -> FinishReason:
+    """Any provider's finish reason in the unified vocabulary:
+    :func:`~solon_events.finish.unified_finish`."""
+    return unified_finish(reason, has_tool_calls)
 
 
 def finish_word(
-    words: Mapping[FinishKind, str],
-    kind: FinishKind,
+    words: Mapping[FinishReason, str],
+    kind: FinishReason,
     reason: str | None,
     others: frozenset[str] = frozenset(),
 ) -> str:
-    """A format's finish reason, from its ``words`` for each kind: ``reason`` itself when it
-    is one of them (or of its ``others``) and of that kind, else the word for ``kind``."""
-    if reason and (reason in words.values() or reason in others) and finish_kind(reason) == kind:
+    """A format's finish reason, from its ``words`` for each unified reason: ``reason``
+    itself when it is one of them (or of its ``others``) and means ``kind``, else the word
+    for ``kind``."""
+    if reason and (reason in words.values() or reason in others) and unified_finish(reason) == kind:
         return reason
     return words[kind]
 
 
-def response_finish_kind(response: ChatResponse) -> FinishKind:
-    """The :data:`FinishKind` of a whole response (its reason, and whether it made calls)."""
-    return finish_kind(response.finish_reason, bool(response.tool_calls))
+def response_finish_kind(response: ChatResponse) -> FinishReason:
+    """The unified finish reason of a whole response: its ``finish``, else its provider's
+    word read (and whether it made calls)."""
+    if response.finish is not None:
+        return response.finish
+    return unified_finish(response.finish_reason, bool(response.tool_calls))
 
 
 # ------------------------------------------------------------------ errors
@@ -511,7 +485,7 @@ class WireEncoder:
     # ---------------------------------------------------------------- helpers
 
     @classmethod
-    def finish_word(cls, kind: FinishKind, reason: str | None) -> str:
+    def finish_word(cls, kind: FinishReason, reason: str | None) -> str:
         """The format's finish reason (:func:`finish_word` of its :data:`FINISH_WORDS`)."""
         return finish_word(FINISH_WORDS[cls.format], kind, reason, cls.other_finish_words)
 
@@ -755,8 +729,10 @@ class WireEncoder:
         if usage is None:
             usage = (response.usage if response is not None else None) or self.usage
         reason = response.finish_reason if response is not None else None
-        has_calls = bool(response.tool_calls) if response is not None else False
-        kind = finish_kind(reason, has_calls or self._step_calls > 0)
+        kind = response.finish if response is not None else None
+        if kind is None:  # events built by hand: the provider's word read here
+            has_calls = bool(response.tool_calls) if response is not None else False
+            kind = unified_finish(reason, has_calls or self._step_calls > 0)
         return payloads + self.finish(MessageEnd(kind, reason, usage, response))
 
     def _on_error(self, event: ChatEvent) -> list[Payload]:

@@ -53,10 +53,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...events import ChatEvent
+from ...finish import FinishReason
 from ...results import ChatResponse, ToolCall, Usage
 from .base import (
     Block,
-    FinishKind,
     MessageEnd,
     Payload,
     WireEncoder,
@@ -70,9 +70,9 @@ from .openai_chat import OpenAIChatEncoder
 __all__ = ["OpenAIResponsesEncoder", "responses_usage"]
 
 _HEX = "0123456789abcdef"
-_INCOMPLETE: dict[FinishKind, str] = {
-    "length": "max_output_tokens",
-    "content_filter": "content_filter",
+_INCOMPLETE: dict[FinishReason, str] = {
+    FinishReason.LENGTH: "max_output_tokens",
+    FinishReason.CONTENT_FILTER: "content_filter",
 }
 """The finish kinds a response stops *incomplete* for, and its ``incomplete_details.reason``."""
 
@@ -172,7 +172,7 @@ def _response(
     }
 
 
-def _finished(kind: FinishKind, usage: Usage | None) -> tuple[str, dict[str, Any]]:
+def _finished(kind: FinishReason, usage: Usage | None) -> tuple[str, dict[str, Any]]:
     """The status and fields of a finished response: completed, or incomplete and why."""
     reason = _INCOMPLETE.get(kind)
     fields: dict[str, Any] = {"usage": responses_usage(usage)}
