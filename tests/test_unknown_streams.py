@@ -77,7 +77,7 @@ def test_accepting_unknown_streams_takes_it_as_an_empty_answer() -> None:
 
 def test_the_parse_operator_takes_the_same_choice() -> None:
     frames = [orjson.dumps(frame).decode() for frame in RETIRED_INTERACTIONS] + ["[DONE]"]
-    with pytest.raises(ChatProtocolError, match="content.delta"):
+    with pytest.raises(ChatProtocolError, match=r"content\.delta"):
         reactivex.from_iterable(frames).pipe(parse("google-interactions"), ops.to_list()).run()
     accepted = reactivex.from_iterable(frames).pipe(
         parse("google-interactions", accept_unknown_streams=True), ops.to_list()
@@ -116,5 +116,5 @@ def test_a_chat_model_fails_or_accepts_as_asked(accept: bool) -> None:
             if accept:
                 assert model.prompt("hi").call().is_empty
             else:
-                with pytest.raises(ChatProtocolError, match="interaction.complete"):
+                with pytest.raises(ChatProtocolError, match=r"interaction\.complete"):
                     model.prompt("hi").call()

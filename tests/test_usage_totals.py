@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recorded import corpus_cases, corpus_recording, needs_corpus
 from reactivex import operators as ops
+from recorded import corpus_cases, corpus_recording, needs_corpus
 
 from solon_events import Usage, replay
 from solon_events.dialects.gemini import gemini_usage
@@ -63,7 +63,7 @@ def test_recordings_of_both_kinds(
     frames, _ = corpus_recording(CORPUS / f"{name}.jsonl")
     usage = replayed_usage(frames, dialect)
     counts = (usage.prompt_tokens, usage.completion_tokens, usage.thinking_tokens)
-    assert counts + (usage.total_tokens,) == (prompt, completion, thinking, total)
+    assert (*counts, usage.total_tokens) == (prompt, completion, thinking, total)
     assert usage.source is not None  # the server's own numbers stay beside
 
 
@@ -109,7 +109,7 @@ def test_responses_reconciles_with_the_total(output: int, counted: int) -> None:
         {
             "type": "response.completed",
             "response": {"id": "r", "status": "completed", "usage": usage},
-        },  # fmt: skip
+        },
     ]
     assert replayed_usage(frames, "openai-responses").completion_tokens == counted
 

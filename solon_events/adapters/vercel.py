@@ -121,6 +121,7 @@ VERCEL_HEADERS: dict[str, str] = {
 VERCEL_DONE = b"data: [DONE]\n\n"
 """The SSE event that ends a UI message stream."""
 
+
 def final_text_metadata(text: str) -> dict[str, Any]:
     """The ``providerMetadata`` of a ``text-end`` chunk that carries the block's final text."""
     return {"solon": {"final_text": text}}

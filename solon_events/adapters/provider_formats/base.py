@@ -51,7 +51,6 @@ Payload = Mapping[str, Any] | str
 """One payload of a stream: a JSON object, or a raw data string such as ``[DONE]``."""
 
 
-
 @attrs.frozen
 class MessageEnd:
     """How a message ends, as :meth:`WireEncoder.finish` writes it."""
