@@ -11,16 +11,21 @@ recordings. It masks more than the secret as given:
 - any run of 8 or more of its characters: a secret cut short by a snippet
   (``'sk-live-0123...'``) shows no more of itself than a whole one;
 - its encoded forms, computed once when the redactor is made: base64 and base64url (also
-  inside a longer encoded text such as a Basic credential), %-encoding, JSON escapes and
-  ``\\uXXXX`` escapes; and any of them with its ASCII letters in another case (an error
-  message that lowercases what it quotes).
+  inside a longer encoded text such as a Basic credential), %-encoding (of its reserved
+  characters, or of every one of its characters), JSON escapes and ``\\uXXXX`` escapes;
+  and any of them with its ASCII letters in another case (an error message that lowercases
+  what it quotes).
 
 A value shorter than :data:`MIN_SECRET_LENGTH` (8) characters is never masked: it is too
 short to be a credential worth the name, and masking it would mangle the text it occurs in
 (an ``api_key="1"`` would turn ``127.0.0.1`` into ``***27.0.0.***``).
 
 :func:`redact_url` is how a URL is shown in any text: its user info and the value of every
-query parameter masked, whatever the parameter's name.
+query parameter masked, whatever the parameter's name, and any path segment that has the
+shape of a well-known provider key (:func:`mask_key_shaped`): a key can sit in a path
+when no ``api_key`` was given. Defence in depth the same way, a response header whose
+*name* is a secret or has a key's shape is masked in a :class:`~solon_events.ChatHttpError`,
+and an exception-group member whose ``str()`` still shows a secret is shown redacted.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import orjson
 
 from .errors import ChatError, ChatHttpError
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "Redactor", "redact_url"]
+__all__ = ["KEY_SHAPE", "MASK", "MIN_SECRET_LENGTH", "Redactor", "mask_key_shaped", "redact_url"]
 
 _E = TypeVar("_E", bound=BaseException)
 
@@ -51,6 +56,20 @@ _AUTH_LIKE_HEADER = re.compile(
     r"auth|key|token|secret|password|passwd|credential|signature|cookie|session", re.I
 )
 _SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|code|credential|session", re.I)
+
+KEY_SHAPE = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"(?:sk-|xai-|gsk_|hf_|pplx-|r8_|nvapi-|csk-|fw_|ghp_|gho_|github_pat_|glpat-|xox[abpr]-)"
+    r"[A-Za-z0-9_\-]{16,}"
+    r"|AIza[A-Za-z0-9_\-]{30,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r")"
+)
+"""The shape of the well-known provider keys: OpenAI's and Anthropic's ``sk-`` (``sk-ant-``,
+``sk-proj-``, DeepSeek's and OpenRouter's too), Google's ``AIza``, xAI's ``xai-``, Groq's
+``gsk_``, Hugging Face's ``hf_``, Perplexity's ``pplx-``, Replicate's ``r8_``, NVIDIA's
+``nvapi-``, Cerebras' ``csk-``, Fireworks' ``fw_``, GitHub's, GitLab's and Slack's tokens and
+AWS access key ids, each with its tail of key characters."""
 # How many characters of each form of a secret make a masked run: 8 of the secret itself
 # (also %-encoded or JSON-escaped), 10 of base64 (60 bits: 7.5 characters' worth), 48 of
 # \uXXXX escapes (8 characters).
@@ -83,7 +102,18 @@ def redact_url(url: str) -> str:
     if "@" in parts.netloc:
         netloc = f"{MASK}@{netloc}"
     query = "&".join(_masked_parameter(pair) for pair in parts.query.split("&") if pair)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    return urlunsplit((parts.scheme, netloc, mask_key_shaped(parts.path), query, ""))
+
+
+def mask_key_shaped(text: str) -> str:
+    """``text`` with every run that has the shape of a well-known provider key
+    (:data:`KEY_SHAPE`) masked: for the places a key may sit unannounced (a URL's path, a
+    header's name), whoever's it is.
+
+    >>> mask_key_shaped("/v1/sk-proj-0123456789abcdefABCD/chat")
+    '/v1/***/chat'
+    """
+    return KEY_SHAPE.sub(MASK, text) if text else text
 
 
 def _masked_parameter(pair: str) -> str:
@@ -224,13 +254,33 @@ class Redactor:
                 seen.add(id(linked))
                 self._redact_in_place(linked)
                 if self._shows_a_secret(linked):
-                    _unlink(current, linked)
+                    if not _unlink(current, linked):  # a group's member: shown redacted
+                        self._show_redacted(linked)
                 else:
                     pending.append(linked)
         return error
 
+    def _show_redacted(self, error: BaseException) -> None:
+        """Make ``error`` (which cannot be cut from its chain: an exception group's member)
+        show only redacted text: its ``str()`` and ``repr()`` are the redacted forms of
+        what they were, through a subclass of its class (``isinstance`` still holds)."""
+        try:
+            shown = (self.text(str(error)), self.text(repr(error)))
+        except Exception:  # a broken __str__: nothing of it is shown
+            shown = (MASK, f"{type(error).__name__}({MASK!r})")
+        try:
+            error.__class__ = _redacted_class(type(error))
+            error.__dict__["_solon_shown"] = shown
+        except (TypeError, AttributeError):  # a class that takes no other: its args are masked
+            pass
+
     def _redact_in_place(self, error: BaseException) -> None:
         error.args = tuple(self.text(a) if isinstance(a, str) else a for a in error.args)
+        members = getattr(error, "exceptions", None)
+        if isinstance(members, tuple):  # a group's repr shows its members' reprs
+            for member in members:
+                if isinstance(member, BaseException):
+                    self._redact_in_place(member)
         notes = getattr(error, "__notes__", None)
         if isinstance(notes, list):
             notes[:] = [self.text(n) if isinstance(n, str) else n for n in notes]
@@ -243,7 +293,9 @@ class Redactor:
                 error.provider_message = self.text(error.provider_message)
             if error.url:
                 error.url = self.text(error.url)
-            error.headers = {name: self.text(v) for name, v in error.headers.items()}
+            error.headers = {
+                mask_key_shaped(self.text(name)): self.text(v) for name, v in error.headers.items()
+            }
 
     def _shows_a_secret(self, error: BaseException) -> bool:
         try:
@@ -263,15 +315,48 @@ def _linked(error: BaseException) -> list[BaseException]:
     return linked
 
 
-def _unlink(error: BaseException, linked: BaseException) -> None:
-    """Cut ``linked`` (the cause or the context of ``error``) from the chain; a group's
-    member, which cannot be taken out, stays with its text redacted."""
+def _unlink(error: BaseException, linked: BaseException) -> bool:
+    """Cut ``linked`` (the cause or the context of ``error``) from the chain: whether it
+    was (a group's member cannot be taken out)."""
     suppress = error.__suppress_context__
+    cut = False
     if error.__cause__ is linked:
         error.__cause__ = None
         error.__suppress_context__ = suppress
+        cut = True
     if error.__context__ is linked:
         error.__context__ = None
+        cut = True
+    return cut
+
+
+_REDACTED_CLASSES: dict[type[BaseException], type[BaseException]] = {}
+
+
+def _redacted_class(cls: type[BaseException]) -> type[BaseException]:
+    """A subclass of ``cls`` whose ``str()`` and ``repr()`` are the redacted texts an
+    instance holds (made once per class)."""
+    made = _REDACTED_CLASSES.get(cls)
+    if made is None:
+
+        def __str__(self: BaseException) -> str:
+            return str(self.__dict__["_solon_shown"][0])
+
+        def __repr__(self: BaseException) -> str:
+            return str(self.__dict__["_solon_shown"][1])
+
+        made = type(
+            cls.__name__,
+            (cls,),
+            {
+                "__str__": __str__,
+                "__repr__": __repr__,
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+            },
+        )
+        _REDACTED_CLASSES[cls] = made
+    return made
 
 
 def _forms(secret: str) -> Iterator[tuple[str, int]]:
@@ -287,6 +372,8 @@ def _forms(secret: str) -> Iterator[tuple[str, int]]:
     }
     for form in written - {secret}:
         yield form, _RUN
+    # every character %-encoded (a quoting that leaves nothing as it was): 8 characters' worth
+    yield "".join(f"%{byte:02x}" for byte in secret.encode("utf-8")), 3 * _RUN
     units = secret.encode("utf-16-be")
     yield (
         "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2)),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import logging
 import socket
+import sys
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +28,7 @@ from solon_events import (
     ChatModel,
     ChatProtocolError,
     ProviderError,
+    ToolCallError,
 )
 from solon_events.client.transport import RecordedResponse, ReplayTransport
 from solon_events.devserver import DevServer, RunningServer
@@ -285,6 +287,8 @@ def _encoded_forms(secret: str) -> dict[str, str]:
         "%-encoded": quote(secret, safe=""),
         "%-encoded, lower-case hex": quote(secret, safe="").replace("%2F", "%2f"),
         "%-encoded twice over (form)": quote_plus(secret),
+        "%-encoded, every character": "".join(f"%{b:02X}" for b in raw),
+        "%-encoded, every character, lower-case hex": "".join(f"%{b:02x}" for b in raw),
         "\\u escapes": "".join(f"\\u{ord(c):04x}" for c in secret),
         "\\u escapes, upper-case hex": "".join(f"\\u{ord(c):04X}" for c in secret),
         "JSON with escaped slashes": secret.replace("/", "\\/"),
@@ -488,3 +492,119 @@ def test_no_secret_anywhere_in_a_failing_body_ever_shows(dialect: str, data: Any
         model.close()
     assert isinstance(outcome.error, ChatError) or outcome.error is None
     assert_no_secret(produced_texts(model, outcome), secret)
+
+
+# --- keys in unusual places (#42): defence in depth
+
+KEY_SHAPED = "sk-proj-AbCdEf0123456789GhIjKl"
+
+
+def _answering(status: int, body: bytes, headers: dict[str, str]) -> Any:
+    """A provider on 127.0.0.1 that answers every POST with ``status``, ``body`` and
+    ``headers`` (its requests' paths noted in ``.paths``)."""
+    from aiohttp import web
+    from wire_server import serving_in_thread
+
+    paths: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        await request.read()
+        paths.append(request.path)
+        return web.Response(status=status, body=body, headers=headers)
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", handle)
+    return serving_in_thread(app), paths
+
+
+def test_a_fully_percent_encoded_key_in_an_error_text_never_shows() -> None:
+    encoded = "".join(f"%{b:02X}" for b in SECRET.encode())
+    body = orjson.dumps({"error": {"message": f"invalid key {encoded} (as received)"}})
+    serving, _paths = _answering(401, body, {"Content-Type": "application/json"})
+    with serving as url, ChatModel(url + "/v1/chat/completions", "m", api_key=SECRET) as model:
+        outcome = run(model)
+    assert isinstance(outcome.error, ChatHttpError) and "invalid key" in str(outcome.error)
+    texts = produced_texts(model, outcome)
+    assert not any(encoded[:24] in text or encoded[-24:] in text for text in texts)
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_a_key_as_a_response_headers_name_never_shows(known: bool) -> None:
+    headers = {"Content-Type": "application/json", f"x-{KEY_SHAPED}": "1"}
+    serving, _paths = _answering(403, b'{"error": {"message": "no"}}', headers)
+    options = {"api_key": KEY_SHAPED} if known else {}
+    with serving as url, ChatModel(url + "/v1/chat/completions", "m", **options) as model:
+        outcome = run(model)
+    error = outcome.error
+    assert isinstance(error, ChatHttpError) and error.status == 403
+    assert any(MASK in name for name in error.headers)  # the header is there, its name masked
+    assert_no_secret(produced_texts(model, outcome), KEY_SHAPED)
+
+
+def test_a_key_in_the_url_path_without_an_api_key_never_shows() -> None:
+    serving, paths = _answering(404, b'{"error": {"message": "no such route"}}', {})
+    with serving as url:
+        api_url = f"{url}/keys/{KEY_SHAPED}/v1/chat/completions"
+        with ChatModel(api_url, "m", max_retries=0) as model:
+            outcome = run(model)
+            texts = produced_texts(model, outcome)
+    assert paths == [f"/keys/{KEY_SHAPED}/v1/chat/completions"]  # it was sent: it is the URL
+    assert isinstance(outcome.error, ChatHttpError)
+    assert_no_secret(texts, KEY_SHAPED)
+    assert "/keys/***/v1/chat/completions" in str(outcome.error)
+    assert redact_url(f"https://h/v1/{KEY_SHAPED}/x") == "https://h/v1/***/x"
+    assert redact_url("https://h/v1/models/gpt-4o-mini:generate") == (
+        "https://h/v1/models/gpt-4o-mini:generate"
+    )
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sk-ant-api03-AbCdEf0123456789GhIjKl",
+        "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+        "xai-AbCdEf0123456789GhIjKlMnOp",
+        "gsk_AbCdEf0123456789GhIjKlMnOp",
+        "hf_AbCdEf0123456789GhIjKlMnOp",
+        "AKIAIOSFODNN7EXAMPLE",
+    ],
+)
+def test_the_shapes_of_the_well_known_keys(key: str) -> None:
+    from solon_events.redaction import mask_key_shaped
+
+    assert mask_key_shaped(f"/v1/{key}/chat") == "/v1/***/chat"
+    assert mask_key_shaped("/v1/task-list/skeleton") == "/v1/task-list/skeleton"
+
+
+if sys.version_info >= (3, 11):
+    from builtins import ExceptionGroup
+else:  # pytest's own dependency on 3.10
+    from exceptiongroup import ExceptionGroup
+
+
+class _Leaky(Exception):
+    """An exception whose ``str()`` is made from an attribute, as HTTP clients' errors are
+    (a URL with its query): redacting its args does not reach it."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__("request failed")
+        self.url = url
+
+    def __str__(self) -> str:
+        return f"request to {self.url} failed"
+
+
+@pytest.mark.parametrize("where", ["the error", "its cause"])
+def test_the_str_of_an_exception_groups_members_goes_through_the_redactor(where: str) -> None:
+    member = _Leaky(f"https://api.example/v1?key={SECRET}")
+    group = ExceptionGroup("tools failed", [member, ValueError(f"bad {SECRET}")])
+    error: BaseException = group
+    if where == "its cause":
+        error = ToolCallError("the tool failed")
+        error.__cause__ = group
+    assert Redactor([SECRET]).error(error) is error
+    shown = "".join(traceback.format_exception(error))
+    assert_no_secret([shown])
+    assert isinstance(member, _Leaky) and group.exceptions[0] is member  # still itself
+    assert str(member) == "request to https://api.example/v1?key=*** failed"
+    assert SECRET not in repr(member) and "request to https://api.example" in shown

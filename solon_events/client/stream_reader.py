@@ -45,7 +45,7 @@ from ..errors import (
 )
 from ..events import EVENT_TYPES, ChatEvent
 from ..loop_thread import DeadlinePassed, EventLoopThread, within
-from ..redaction import Redactor, redact_url
+from ..redaction import Redactor, mask_key_shaped, redact_url
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .retry import RetryPolicy, retry_after_seconds
 from .transport import ChatTransport, HttpResponse
@@ -545,7 +545,7 @@ class StreamReader:
             provider_error=payload if isinstance(payload, dict) else None,
             url=where,
             retry_after=retry_after_seconds(response.headers),
-            headers=dict(response.headers.items()),
+            headers={mask_key_shaped(name): v for name, v in response.headers.items()},
             hint=f"{_article(self.dialect.name)} {self.dialect.name} URL is {shape}"
             if shape
             else None,
