@@ -24,27 +24,53 @@ call's id), so that a decision that comes back finds its paused response: the ga
 keeps each pending approval by its response id (in Redis with ``--redis``, so that any
 replica continues it) and continues it when a client sends its decisions (the Vercel UI
 stream's ``tool-approval-response``, AG-UI's ``resume`` entries; see :mod:`solon_events.serve`).
+
+What runs is what was shown, once. The approver is shown the pending calls
+(``tool_calls``: each call's id, name and arguments); a continued response runs a decided
+call only when the paused step's call of that id is that very call (same name, same
+arguments): a state edited so that another tool or other arguments would run fails the
+response (a :class:`~solon_events.ChatError`) before any tool runs. A pending approval
+continues once in a process (:data:`CONTINUED`): subscribing again to a continued prompt,
+or continuing the same state again, fails the same way. And the state can be made
+tamper-evident: ``to_json(key=...)`` signs it (HMAC-SHA256 with a key the application
+provides), ``from_json(data, key=...)`` reads only a state signed with that key. HMAC
+rather than keeping the state on the server behind an id: a pending approval is a plain
+value that travels (to a browser, a queue, another process, Redis), and a signature lets
+each holder check it with no shared store; the gateway, which keeps its states in Redis,
+signs them, so that writing to that Redis is not enough to run a server tool, and marks
+each state continued there, so that it continues once across replicas
+(:class:`~solon_events.serve.approval_store.RedisApprovalStore`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import orjson
 
+from .errors import ChatError
 from .messages import Message, SystemMessage, ToolMessage, UserMessage
 from .plain import block_from_plain, message_from_plain, response_from_plain, to_plain
 from .results import AssistantMessage, ChatResponse, ToolCall, _tuple
-from .steps import StepResult
+from .steps import StepResult, call_key
 from .values import FrozenValue
 
 __all__ = [
+    "CONTINUED",
     "ApprovalDecision",
+    "ContinuedApprovals",
     "PendingApproval",
     "approval_id",
     "denied_text",
     "parse_approval_id",
+    "signed",
+    "verified",
 ]
 
 _FORMAT = 1
@@ -109,9 +135,11 @@ class PendingApproval(FrozenValue):
         """The :func:`approval_id` of the pending call ``call_id``."""
         return approval_id(self.response_id, call_id)
 
-    def to_json(self) -> dict[str, Any]:
-        """This value as plain JSON data (objects, arrays, strings, numbers, booleans)."""
-        return {
+    def to_json(self, key: bytes | str | None = None) -> dict[str, Any]:
+        """This value as plain JSON data (objects, arrays, strings, numbers, booleans);
+        given a ``key``, signed with it (:func:`signed`): :meth:`from_json` with the same
+        key then reads it only as it was written."""
+        data = {
             "format": _FORMAT,
             "response_id": self.response_id,
             "messages": [message_to_json(m) for m in self.messages],
@@ -125,10 +153,15 @@ class PendingApproval(FrozenValue):
             ],
             "tool_calls": [to_plain(call) for call in self.tool_calls],
         }
+        return data if key is None else signed(data, key)
 
     @classmethod
-    def from_json(cls, data: Any) -> PendingApproval:
-        """The value :meth:`to_json` described; ``ValueError`` for anything else."""
+    def from_json(cls, data: Any, key: bytes | str | None = None) -> PendingApproval:
+        """The value :meth:`to_json` described; ``ValueError`` for anything else, and,
+        given a ``key``, for a state not signed with it (:func:`verified`: edited, or
+        signed with another key)."""
+        if key is not None:
+            data = verified(data, key)
         if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
             raise ValueError("not a pending approval (PendingApproval.to_json)")
         try:
@@ -151,6 +184,89 @@ class PendingApproval(FrozenValue):
     def __repr__(self) -> str:
         calls = ", ".join(f"{c.name}#{c.id}" for c in self.tool_calls)
         return f"PendingApproval({self.response_id}, step={self.step}, tool_calls=[{calls}])"
+
+    def check_continuation(self) -> None:
+        """Raise :class:`~solon_events.ChatError` unless what a continuation would run is
+        what the approver was shown: each pending call (``tool_calls``) is a call of the
+        paused step with the same id, name and arguments."""
+        paused = self.steps[-1] if self.steps else None
+        calls = paused.response.tool_calls if paused is not None else ()
+        step = self.step
+        by_key = {call_key(c, step): c for c in calls}
+        for shown in self.tool_calls:
+            runs = by_key.get(shown.id or "")
+            if runs is None or (runs.name, runs.arguments, runs.arguments_str) != (
+                shown.name,
+                shown.arguments,
+                shown.arguments_str,
+            ):
+                raise ChatError(
+                    f"the paused response {self.response_id} would not run the call "
+                    f"{shown.id!r} it shows for approval ({shown.name!r} with the arguments "
+                    "shown): its state was edited; nothing runs"
+                )
+
+
+class ContinuedApprovals:
+    """The paused responses continued in this process (by response id), each once: a
+    continuation claims its pending approval (:meth:`claim`) before any tool runs. Keeps
+    the ``max_entries`` latest (the oldest are forgotten)."""
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    def claim(self, response_id: str) -> bool:
+        """True the first time ``response_id`` is claimed, False after."""
+        with self._lock:
+            if response_id in self._seen:
+                return False
+            self._seen[response_id] = None
+            while len(self._seen) > self.max_entries:
+                self._seen.popitem(last=False)
+            return True
+
+    def __contains__(self, response_id: object) -> bool:
+        return response_id in self._seen
+
+
+CONTINUED = ContinuedApprovals()
+"""Every paused response continued in this process: a pending approval continues once
+(``model.prompt(pending)`` subscribed again, or the same state read again, fails)."""
+
+_SIGNATURE = "signature"
+_SCHEME = "hmac-sha256:"
+
+
+def _key_bytes(key: bytes | str) -> bytes:
+    raw = key.encode() if isinstance(key, str) else bytes(key)
+    if len(raw) < 16:
+        raise ValueError("a signing key has at least 16 bytes")
+    return raw
+
+
+def _digest(data: Mapping[str, Any], key: bytes | str) -> str:
+    body = orjson.dumps(
+        {k: v for k, v in data.items() if k != _SIGNATURE}, option=orjson.OPT_SORT_KEYS
+    )
+    return _SCHEME + hmac.new(_key_bytes(key), body, hashlib.sha256).hexdigest()
+
+
+def signed(data: Mapping[str, Any], key: bytes | str) -> dict[str, Any]:
+    """``data`` (a JSON object) with its ``"signature"``: an HMAC-SHA256, with ``key`` (at
+    least 16 bytes, the application's own secret), of its canonical JSON (keys sorted)."""
+    return {**data, _SIGNATURE: _digest(data, key)}
+
+
+def verified(data: Any, key: bytes | str) -> dict[str, Any]:
+    """``data`` without its signature, once it is checked to be :func:`signed` with
+    ``key``; ``ValueError`` when it is not (unsigned, edited, or signed with another key)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get(_SIGNATURE), str):
+        raise ValueError("not a signed state: it has no signature")
+    if not hmac.compare_digest(data[_SIGNATURE], _digest(data, key)):
+        raise ValueError("the state's signature does not match: edited, or signed with another key")
+    return {k: v for k, v in data.items() if k != _SIGNATURE}
 
 
 _ROLES: dict[type, str] = {

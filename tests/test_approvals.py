@@ -197,7 +197,9 @@ def test_a_denied_call_goes_back_to_the_model_as_a_tool_result_saying_so(
     }
     # what the model read
     assert "the call was denied (not today)." in events[-1].response.text
-    again = events_of(model.prompt(pending).tools(get_weather).deny(call.id))
+    _, paused_again = paused(model, get_weather)  # a state continues once: another pause
+    (asked_again,) = paused_again.tool_calls
+    again = events_of(model.prompt(paused_again).tools(get_weather).deny(asked_again.id))
     assert again[-1].response.text.endswith("the call was denied.")
 
 
@@ -494,3 +496,93 @@ def test_a_pending_approval_reads_back_equal_from_its_json(
     again = PendingApproval.from_json(orjson.loads(orjson.dumps(pending.to_json())))
     assert again == pending
     assert again.to_json() == pending.to_json()
+
+
+# --- what runs is what was shown, once; a state that travels can be signed (#42)
+
+
+def edited(pending: PendingApproval, change: Callable[[dict[str, Any]], None]) -> PendingApproval:
+    """``pending`` through JSON with the paused step's call edited by ``change`` (what the
+    approver is shown, ``tool_calls``, left as it was)."""
+    data = pending.to_json()
+    change(data["steps"][-1]["response"]["message"]["tool_calls"][0])
+    return PendingApproval.from_json(data)
+
+
+def other_arguments(call: dict[str, Any]) -> None:
+    call["arguments"], call["arguments_str"] = {"city": "Atlantis"}, '{"city": "Atlantis"}'
+
+
+def another_tool(call: dict[str, Any]) -> None:
+    call["name"] = "local_time"
+
+
+@pytest.mark.parametrize("change", [other_arguments, another_tool])
+def test_an_edited_state_runs_nothing(
+    weather_paused: Paused, change: Callable[[dict[str, Any]], None]
+) -> None:
+    model, _, pending, call = weather_paused
+    forged = edited(pending, change)
+    assert forged.tool_calls == pending.tool_calls  # the approver sees the same call
+    prompt = model.prompt(forged).tools(get_weather, local_time).approve(call.id)
+    with pytest.raises(ChatError, match=r"would not run the call .* it shows for approval"):
+        prompt.call()
+    events = events_of_failed(prompt)
+    assert events[-1].type is T.ERROR and not [e for e in events if e.type is T.TOOL_RESULT]
+    assert RAN == []
+
+
+def events_of_failed(prompt: Any) -> list[Any]:
+    events: list[Any] = []
+    prompt.event_filter(ChatEventFilter.all()).stream().subscribe(events.append, lambda _e: None)
+    assert wait_until(lambda: bool(events) and events[-1].type is T.ERROR)
+    return events
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.parametrize("again", ["subscribed again", "read from its JSON", "acall"])
+def test_a_state_continues_once(weather_paused: Paused, again: str) -> None:
+    model, _, pending, call = weather_paused
+    prompt = model.prompt(pending).tools(get_weather).approve(call.id)
+    assert "18°C" in prompt.call().text
+    if again == "subscribed again":
+        second = prompt
+    else:
+        copy = PendingApproval.from_json(orjson.loads(orjson.dumps(pending.to_json())))
+        second = model.prompt(copy).tools(get_weather).approve(call.id)
+    with pytest.raises(ChatError, match="continued already"):
+        if again == "acall":
+            asyncio.run(second.acall())
+        else:
+            second.call()
+    assert RAN == [("get_weather", {"city": "Paris"})]  # once
+
+
+KEY = b"the-applications-own-key-012345"
+
+
+def test_a_signed_state_is_read_back_only_as_it_was_written(weather_paused: Paused) -> None:
+    _, _, pending, _ = weather_paused
+    data = pending.to_json(key=KEY)
+    assert data["signature"].startswith("hmac-sha256:")
+    assert PendingApproval.from_json(orjson.loads(orjson.dumps(data)), key=KEY) == pending
+    forged = orjson.loads(orjson.dumps(data))
+    forged["tool_calls"][0]["name"] = "local_time"
+    with pytest.raises(ValueError, match="signature does not match"):
+        PendingApproval.from_json(forged, key=KEY)
+    with pytest.raises(ValueError, match="signature does not match"):
+        PendingApproval.from_json(data, key=b"another-key-0123456789abcdef")
+    with pytest.raises(ValueError, match="no signature"):
+        PendingApproval.from_json(pending.to_json(), key=KEY)
+    with pytest.raises(ValueError, match="16 bytes"):
+        pending.to_json(key="short")

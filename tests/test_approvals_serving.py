@@ -34,6 +34,7 @@ from solon_events.display.render import LiveRenderer
 from solon_events.serve import create_app
 
 QUESTION = "What is the weather in Paris?"
+KEY = "the-deployments-approval-key-0123"  # the same on every replica
 SCREENSHOTS = Path(__file__).resolve().parent / "clients" / "screenshots"
 RAN: list[str] = []
 
@@ -156,7 +157,7 @@ def test_another_replica_continues_the_response_through_redis(
     provider: RunningServer,
     redis_url: str,  # noqa: F811
 ) -> None:
-    with gateways(provider, 2, redis=redis_url) as (first, second):
+    with gateways(provider, 2, redis=redis_url, approval_key=KEY) as (first, second):
         urls = [first + "/api/chat", second + "/api/chat"]
         chat = run_node(
             "vercel_chat.mjs", orjson.dumps(urls).decode(), QUESTION, '{"approved": true}'
@@ -345,3 +346,123 @@ def test_solon_events_serve_require_approval_makes_the_demo_tool_ask() -> None:
         status, body = post(url + "/events", decision)
     assert status == 200, body
     assert "18°C and sunny" in sse_json(body)[-1]["response"]["text"]
+
+
+# The state kept for approval cannot be forged, replayed or renewed (#42).
+
+
+def paused_by(url: str) -> tuple[str, str]:
+    """Ask the gateway at ``url`` the question; the paused response's id and its call's
+    approval id."""
+    status, body = post(url + "/events", {"messages": [{"role": "user", "content": QUESTION}]})
+    assert status == 200, body
+    pending = sse_json(body)[-1]["response"]["pending_approval"]
+    (call,) = pending["tool_calls"]
+    return pending["response_id"], f"{pending['response_id']}:{call['id']}"
+
+
+def approve(url: str, approval_id: str) -> tuple[int, bytes]:
+    return post(url + "/events", {"approvals": [{"approval_id": approval_id, "approved": True}]})
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[Any]:  # noqa: F811
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def test_tools_that_wait_for_approval_in_redis_need_a_key(
+    provider: RunningServer,
+    redis_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SOLON_APPROVAL_KEY", raising=False)
+    with ChatModel(provider.url + "/v1/chat/completions", "weather") as model:
+        with pytest.raises(ValueError, match="SOLON_APPROVAL_KEY"):
+            create_app(model, tools=[get_weather], redis=redis_url)
+        monkeypatch.setenv("SOLON_APPROVAL_KEY", KEY)
+        create_app(model, tools=[get_weather], redis=redis_url)  # from the environment
+        monkeypatch.delenv("SOLON_APPROVAL_KEY")
+        create_app(model, tools=[get_weather], redis=redis_url, token="a-token")  # from it
+
+
+@pytest.mark.parametrize("forgery", ["edited", "unsigned", "another key"])
+def test_a_state_written_to_redis_by_someone_else_runs_no_tool(
+    provider: RunningServer,
+    redis_url: str,  # noqa: F811
+    redis_client: Any,
+    forgery: str,
+) -> None:
+    from solon_events.approvals import signed, verified
+
+    with gateways(provider, redis=redis_url, approval_key=KEY) as (url,):
+        response_id, approval_id = paused_by(url)
+        key = f"solon-events:approval:{response_id}"
+        record = verified(orjson.loads(redis_client.get(key)), KEY)
+        call = record["pending"]["steps"][-1]["response"]["message"]["tool_calls"][0]
+        call["arguments"] = {"city": "Atlantis"}  # what runs, not what was shown
+        call["arguments_str"] = '{"city": "Atlantis"}'
+        written = {
+            "edited": {**record, "signature": "hmac-sha256:" + "0" * 64},
+            "unsigned": record,
+            "another key": signed(record, "an-attackers-own-key-0123456789"),
+        }[forgery]
+        redis_client.set(key, orjson.dumps(written), px=60_000)
+        status, body = approve(url, approval_id)
+        assert status == 400 and b"signature" in body, body
+    assert RAN == []
+
+
+def test_a_state_written_back_after_it_was_continued_is_not_continued_again(
+    provider: RunningServer,
+    redis_url: str,  # noqa: F811
+    redis_client: Any,
+) -> None:
+    with gateways(provider, 2, redis=redis_url, approval_key=KEY) as (first, second):
+        response_id, approval_id = paused_by(first)
+        key = f"solon-events:approval:{response_id}"
+        kept = redis_client.get(key)  # a valid, signed state, copied by whoever reads Redis
+        status, body = approve(second, approval_id)
+        assert status == 200, body
+        assert "18°C and sunny" in sse_json(body)[-1]["response"]["text"]
+        assert RAN == ["Paris"]
+        redis_client.set(key, kept, px=60_000)  # written back, as it was
+        for url in (first, second):
+            status, body = approve(url, approval_id)
+            assert status == 404, body
+    assert RAN == ["Paris"]
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+def test_a_wrong_decision_does_not_renew_the_time_to_live(
+    provider: RunningServer,
+    redis_url: str,  # noqa: F811
+    redis_client: Any,
+    store: str,
+) -> None:
+    from solon_events.serve.gateway import GATEWAY
+
+    model = ChatModel(provider.url + "/v1/chat/completions", "weather")
+    options: dict[str, Any] = {"redis": redis_url, "approval_key": KEY} if store == "redis" else {}
+    app = create_app(model, tools=[get_weather], **options)
+    approvals = app[GATEWAY].approvals
+    with model, serving_in_thread(app) as url:
+        response_id, approval_id = paused_by(url)
+        key = f"solon-events:approval:{response_id}"
+
+        def time_to_live() -> float:
+            if store == "redis":
+                return float(redis_client.pttl(key))
+            return approvals.expires_at(response_id)  # type: ignore[attr-defined,no-any-return]
+
+        before = time_to_live()
+        wrong = {"approvals": [{"approval_id": f"{response_id}:not_a_call", "approved": True}]}
+        status, body = post(url + "/events", wrong)
+        assert status == 400 and b"not waiting" in body, body
+        assert time_to_live() <= before  # not kept anew for a whole ttl
+        status, _ = approve(url, approval_id)
+        assert status == 200  # the right decision still finds it
+    assert RAN == ["Paris"]

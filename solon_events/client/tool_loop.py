@@ -46,7 +46,7 @@ from typing import Any, Literal
 import attrs
 
 from .._safe_callbacks import failure_of
-from ..approvals import ApprovalDecision, PendingApproval, denied_text
+from ..approvals import CONTINUED, ApprovalDecision, PendingApproval, denied_text
 from ..core.parsing import ParseStage, StepSettlement
 from ..core.stages import Sink
 from ..dialects.base import ChatDialect, HttpRequest
@@ -244,6 +244,11 @@ class ResponseRun:
         finished: list[StepResult] = []
         step = plan.first_step
         if plan.resume is not None:  # a paused response: its decided calls first
+            try:
+                _continuing(plan.resume)
+            except ChatError as exc:
+                self._fail(exc)
+                return
             resumed = self._resumed(plan.resume, messages, finished)
             step = plan.resume.step
             async for _ in self._run_tools(resumed, deadline):
@@ -934,3 +939,15 @@ def _add_turn(messages: list[Message], turn: AssistantMessage) -> None:
         messages[-1] = attrs.evolve(turn, text=last.text + turn.text)
     else:
         messages.append(turn)
+
+
+def _continuing(pending: PendingApproval) -> None:
+    """Check that ``pending`` may be continued, and claim it: what would run is what the
+    approver was shown, and it was not continued before in this process (else a
+    :class:`~solon_events.ChatError`, before any tool runs)."""
+    pending.check_continuation()
+    if not CONTINUED.claim(pending.response_id):
+        raise ChatError(
+            f"the paused response {pending.response_id} was continued already: a pending "
+            "approval continues once"
+        )

@@ -35,7 +35,10 @@ Vercel UI stream's ``tool-approval-request`` answered by ``useChat``'s
 ``addToolApprovalResponse``, AG-UI's ``interrupt`` outcome answered by ``resume`` entries,
 or ``POST /events`` with ``{"approvals": [{"approval_id", "approved", "reason"}]}``. It is
 continued once (a second request with the same decisions gets 404); decisions that do not
-answer each waiting call get 400.
+answer each waiting call get 400 and leave it as it was (its time to live too). In Redis
+it is signed with the gateway's approval key (``approval_key``, else the environment's
+``SOLON_APPROVAL_KEY``, else one derived from its token; required with tools that wait
+for approval), so that writing to that Redis does not make a server tool run.
 
 Safe by default: only the server's own tools run on the server (AG-UI frontend tools go
 back to the client as pending tool calls); an optional bearer token, compared in constant
@@ -93,7 +96,13 @@ from ..extras import MissingExtraError
 from ..tools import Tool, ToolSet
 from . import provider_routes
 from ._http_error import HttpError as _HttpError
-from .approval_store import ApprovalStore, MemoryApprovalStore, RedisApprovalStore
+from .approval_store import (
+    APPROVAL_KEY_ENV,
+    ApprovalStore,
+    MemoryApprovalStore,
+    RedisApprovalStore,
+)
+from .approval_store import approval_key as approval_key_of
 from .connections import ConnectionGuard, watched
 from .deployments import Deployments, logger
 from .models import ModelTable
@@ -525,7 +534,11 @@ class Gateway:
     ``?resume=<response id>`` and ``Last-Event-ID`` (or ``&after=<id>``) continues after
     that id on any process sharing the Redis. ``on_disconnect``: whether a response goes
     on when its client leaves (``"continue"``, the default with Redis) or is cancelled
-    (``"cancel"``, the only choice without).
+    (``"cancel"``, the only choice without). ``approval_key`` (at least 16 bytes, the same
+    on every replica) signs the responses paused for approval that are kept in Redis
+    (:func:`~solon_events.serve.approval_store.approval_key`: by default the environment's
+    ``SOLON_APPROVAL_KEY``, else one derived from ``token``); with ``redis`` and tools that
+    wait for approval, one of them is required.
 
     ``metrics``: whether the gateway keeps Prometheus metrics (``GET /metrics``; True needs
     the ``metrics`` extra; None, the default: when it is installed).
@@ -549,6 +562,7 @@ class Gateway:
         redis: str | RedisStreamLog | None = None,
         on_disconnect: Literal["continue", "cancel"] | None = None,
         metrics: bool | None = None,
+        approval_key: bytes | str | None = None,
     ) -> None:
         if on_disconnect not in (None, "continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -589,13 +603,21 @@ class Gateway:
 
             redis = RedisStreamLog(redis)
         self.log = redis
-        self.approvals: ApprovalStore = (
-            RedisApprovalStore(redis) if redis is not None else MemoryApprovalStore()
-        )
-        """Where the responses paused for tool approval wait for their decisions (in Redis
-        with ``redis``, where any replica finds them); any
-        :class:`~solon_events.serve.approval_store.ApprovalStore`."""
         self._approving = any(t.requires_approval is not False for t in self.tools.values())
+        self.approvals: ApprovalStore = MemoryApprovalStore()
+        """Where the responses paused for tool approval wait for their decisions (in Redis
+        with ``redis``, where any replica finds them, signed); any
+        :class:`~solon_events.serve.approval_store.ApprovalStore`."""
+        if redis is not None:
+            key = approval_key_of(approval_key, token)
+            if key is None and self._approving:
+                raise ValueError(
+                    "tools that wait for approval, kept in Redis, need a key to sign them "
+                    f"with, the same on every replica: approval_key=, {APPROVAL_KEY_ENV} "
+                    "in the environment, or a token"
+                )
+            if key is not None:
+                self.approvals = RedisApprovalStore(redis, key=key)
         self.on_disconnect = on_disconnect or ("continue" if redis is not None else "cancel")
         self._running: dict[str, Callable[[], None]] = {}
         self._stored: set[StoredResponse] = set()
@@ -787,27 +809,29 @@ class Gateway:
         if len(response_ids) != 1:
             raise ValueError("the decisions answer tool calls of more than one paused response")
         (response_id,) = response_ids
-        try:
-            pending = await self.approvals.take(response_id)
+        gone = _HttpError(
+            404,
+            f"no response {response_id} waits for approval here "
+            "(unknown, expired, or continued already)",
+        )
+        try:  # looked at first: decisions that do not answer it leave it as it was
+            pending = await self.approvals.peek(response_id)
+            if pending is None:
+                raise gone
+            asked = {pending.approval_id(call.id or "") for call in pending.tool_calls}
+            if set(decisions) != asked:
+                undecided = ", ".join(sorted(asked - set(decisions))) or "none"
+                unknown = ", ".join(sorted(set(decisions) - asked)) or "none"
+                raise ValueError(
+                    "the decisions must answer each call that waits: not answered: "
+                    f"{undecided}; not waiting: {unknown}"
+                )
+            taken = await self.approvals.take(response_id)
         except ChatError as exc:
             raise _HttpError(503, str(exc)) from None
-        if pending is None:
-            raise _HttpError(
-                404,
-                f"no response {response_id} waits for approval here "
-                "(unknown, expired, or continued already)",
-            )
-        asked = {pending.approval_id(call.id or "") for call in pending.tool_calls}
-        if set(decisions) != asked:
-            with contextlib.suppress(ChatError):
-                await self.approvals.put(pending)  # still waiting for the right answers
-            undecided = ", ".join(sorted(asked - set(decisions))) or "none"
-            unknown = ", ".join(sorted(set(decisions) - asked)) or "none"
-            raise ValueError(
-                f"the decisions must answer each call that waits: not answered: {undecided}; "
-                f"not waiting: {unknown}"
-            )
-        return pending
+        if taken is None:  # another request took it meanwhile
+            raise gone
+        return taken
 
     async def _keeping_approvals(
         self, events: AsyncIterator[ChatEvent]

@@ -179,6 +179,22 @@ class RedisStreamLog:
         except RedisError as exc:
             raise self._failed(f"writing {key}", exc) from None
 
+    async def get_value(self, key: str) -> bytes | None:
+        """The value kept under ``key``, left as it is; None when there is none."""
+        try:
+            value = await self.client().get(key)
+        except RedisError as exc:
+            raise self._failed(f"reading {key}", exc) from None
+        return None if value is None else value if isinstance(value, bytes) else value.encode()
+
+    async def claim_value(self, key: str, ttl: float) -> bool:
+        """Set ``key`` for ``ttl`` seconds unless it is set (``SET NX``): True for the one
+        caller, on any replica, that set it."""
+        try:
+            return bool(await self.client().set(key, b"1", px=max(1, int(ttl * 1000)), nx=True))
+        except RedisError as exc:
+            raise self._failed(f"claiming {key}", exc) from None
+
     async def take_value(self, key: str) -> bytes | None:
         """The value kept under ``key``, removed in the same step (``GETDEL``: one caller
         gets it); None when there is none."""
