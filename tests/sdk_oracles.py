@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extra_modules import needed
 
 __all__ = [
     "RECORDINGS",
@@ -91,7 +92,7 @@ def expected_of(path: Path, dialect: str) -> dict[str, Any]:
 
 def cohere_expected(path: Path) -> dict[str, Any]:
     """What the Cohere SDK's typed events of ``path`` add up to."""
-    cohere = pytest.importorskip("cohere")
+    cohere = needed("cohere")
     client = cohere.ClientV2(
         api_key="test", base_url="http://sdk.test", httpx_client=sdk_http_client(sse_body(path))
     )
@@ -234,7 +235,7 @@ def interactions_expected(path: Path) -> dict[str, Any]:
 def completed_interaction(path: Path) -> dict[str, Any]:
     """The terminal ``interaction.completed`` payload of ``path`` as a plain dict, its
     ``steps`` filled in from the stream's step events."""
-    genai = pytest.importorskip("google.genai")
+    genai = needed("google.genai")
     from google.genai import types
 
     options = types.HttpOptions(

@@ -7,6 +7,7 @@ import json
 
 import orjson
 import pytest
+from extra_modules import needed
 from recorded import needs_corpus
 
 from benchmarks import recordings
@@ -82,7 +83,7 @@ def test_readme_block_is_replaced_between_its_markers(tmp_path):
 
 
 def test_picture_is_drawn_from_the_figures(tmp_path):
-    pytest.importorskip("matplotlib")
+    needed("matplotlib")
     from benchmarks.plot import picture
 
     scaling = [

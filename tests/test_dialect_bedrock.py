@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import botocore.session
 import orjson
 import pytest
@@ -718,3 +719,31 @@ def test_a_recording_made_live_replays_the_same(server: Any, tmp_path: Path) -> 
         "messageStart": {"role": "assistant"}
     }
     assert replay(out, dialect="auto").pipe(final_response()).run() == live
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"tool_choice": {"auto": {}}},
+        {"toolChoice": {"any": {}}},
+        {"toolConfig": {"tools": []}},
+        {"toolConfig": {"toolChoice": {"auto": {}}}},
+    ],
+)
+def test_a_tool_config_without_tools_is_never_sent(options: dict[str, Any]) -> None:
+    # #42: a tool choice with no tool offered made toolConfig.tools [], which Converse
+    # refuses (botocore's own validator says so: its tools have at least one member)
+    from botocore.validate import ParamValidator
+
+    request = ChatRequest(model=MODEL, messages=[UserMessage(text="hi")], options=options)
+    body = dict(DIALECT.build_request(request, api_url=URL, api_key=SECRET).body)
+    assert "toolConfig" not in body
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    shape = model.operation_model("ConverseStream").input_shape
+    report = ParamValidator().validate({**body, "modelId": MODEL}, shape)
+    assert not report.has_errors(), report.generate_report()
+    if "toolConfig" in options:  # the caller's own config: sent as given, merged
+        return
+    with_tools = attrs.evolve(request, tools=(weather_spec(),))
+    config = dict(DIALECT.build_request(with_tools, api_url=URL, api_key=SECRET).body)["toolConfig"]
+    assert [t["toolSpec"]["name"] for t in config["tools"]] == ["get_weather"]

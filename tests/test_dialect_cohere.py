@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from dialect_runs import assert_same_outcome, block, feed, odd_frames, outcome, shape
+from extra_modules import needed
 from hypothesis import given, settings
 from sdk_oracles import recording_paths, sdk_http_client
 
@@ -363,7 +364,7 @@ def conversation() -> ChatRequest:
 
 
 def test_the_request_is_what_the_cohere_sdk_sends() -> None:
-    cohere_sdk = pytest.importorskip("cohere")
+    cohere_sdk = needed("cohere")
     sent: list[Any] = []
     body = b"data: " + orjson.dumps(message_end()) + b"\n\n"
     client = cohere_sdk.ClientV2(

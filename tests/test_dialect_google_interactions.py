@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from dialect_runs import assert_same_outcome, block, feed, odd_frames, of, outcome, shape
+from extra_modules import needed
 from hypothesis import given, settings
 from sdk_oracles import recording_paths, sdk_http_client
 
@@ -391,7 +392,7 @@ WEATHER = ToolSpec(
 
 
 def test_the_request_is_what_the_google_genai_sdk_sends() -> None:
-    genai = pytest.importorskip("google.genai")
+    genai = needed("google.genai")
     from google.genai import types
 
     sent: list[Any] = []

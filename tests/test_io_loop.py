@@ -9,11 +9,12 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from extra_modules import needed
 
 from solon_events import ChatEvent, ChatEventType, ChatModel
 from solon_events.devserver import RunningServer
 
-uvloop = pytest.importorskip("uvloop")
+uvloop = needed("uvloop")
 T = ChatEventType
 
 

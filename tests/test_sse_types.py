@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from extra_modules import needed
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = "list[tuple[str, str | None, str | None, int | None, fallback=solon_events.wire.sse.Frame]]"
@@ -31,7 +32,7 @@ CALLS = {
 def test_feed_and_close_are_typed_by_data_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    api = pytest.importorskip("mypy.api")
+    api = needed("mypy.api")
     monkeypatch.chdir(ROOT)  # mypy finds the package here, with the project's settings
     lines = [
         "from solon_events.wire.sse import Frame, JSONLinesDecoder, SSEDecoder, StreamDecoder",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
+from extra_modules import needed
 from sdk_oracles import sdk_http_client
 from wire_messages import Call, Message, Said, Thought, encode_all, events_of
 
@@ -41,7 +41,7 @@ THINKING = "The user wants the weather in Paris. I should call get_weather."
 
 
 def test_the_cohere_sdk_reads_what_the_cohere_encoder_writes() -> None:
-    cohere = pytest.importorskip("cohere")
+    cohere = needed("cohere")
     body = encode_all(wire_encoder("cohere", model="command-a"), events_of(MESSAGE))
     client = cohere.ClientV2(
         api_key="k", base_url="http://sdk.test", httpx_client=sdk_http_client(body)
@@ -76,7 +76,7 @@ def test_the_cohere_sdk_reads_what_the_cohere_encoder_writes() -> None:
 
 
 def test_google_genai_reads_what_the_interactions_encoder_writes() -> None:
-    genai = pytest.importorskip("google.genai")
+    genai = needed("google.genai")
     from google.genai import types
 
     body = encode_all(
@@ -134,7 +134,7 @@ def weather_call(said: tuple[str, str, list[dict[str, Any]], Any]) -> tuple[dict
 def test_the_cohere_sdk_runs_a_tool_conversation_against_the_embedded_provider(
     server: RunningServer,
 ) -> None:
-    cohere = pytest.importorskip("cohere")
+    cohere = needed("cohere")
     client = cohere.ClientV2(api_key="k", base_url=server.url)
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
     messages: list[dict[str, object]] = [{"role": "user", "content": QUESTION}]
@@ -177,7 +177,7 @@ def test_the_cohere_sdk_runs_a_tool_conversation_against_the_embedded_provider(
 def test_google_genai_runs_a_tool_conversation_against_the_embedded_provider(
     server: RunningServer,
 ) -> None:
-    genai = pytest.importorskip("google.genai")
+    genai = needed("google.genai")
     from google.genai import types
 
     options = types.HttpOptions(base_url=server.url, api_version="v1beta")

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+from extra_modules import needed
 from hypothesis import HealthCheck, given, settings
 from wire_messages import (
     LOSSES,
@@ -95,7 +96,7 @@ def serve_whole(bodies: BodyServer, format: str, model: str, response: ChatRespo
 
 @sdk_examples
 def test_the_openai_sdk_accumulates_what_was_said(bodies: BodyServer, message: Message) -> None:
-    openai = pytest.importorskip("openai")
+    openai = needed("openai")
     serve_stream(bodies, "openai", "gpt-x", message)
     client = openai.OpenAI(base_url=bodies.url + "/v1", api_key="test", max_retries=0)
     try:
@@ -135,7 +136,7 @@ def assert_openai_completion(completion: Any, response: ChatResponse) -> None:
 
 @sdk_examples
 def test_the_anthropic_sdk_accumulates_what_was_said(bodies: BodyServer, message: Message) -> None:
-    anthropic = pytest.importorskip("anthropic")
+    anthropic = needed("anthropic")
     serve_stream(bodies, "anthropic", "claude-x", message)
     client = anthropic.Anthropic(base_url=bodies.url, api_key="test", max_retries=0)
     with client.messages.stream(model="claude-x", max_tokens=100, messages=HELLO) as stream:
@@ -178,7 +179,7 @@ def assert_anthropic_message(message: Any, response: ChatResponse, said: Message
 def test_the_openai_sdk_reads_what_a_responses_stream_said(
     bodies: BodyServer, message: Message
 ) -> None:
-    openai = pytest.importorskip("openai")
+    openai = needed("openai")
     serve_stream(bodies, "openai-responses", "gpt-x", message)
     client = openai.OpenAI(base_url=bodies.url + "/v1", api_key="test", max_retries=0)
     with client.responses.stream(model="gpt-x", input="hi") as stream:
@@ -222,7 +223,7 @@ def assert_openai_response(said: Any, response: ChatResponse) -> None:
 def test_the_google_genai_sdk_reads_what_a_gemini_stream_said(
     bodies: BodyServer, message: Message
 ) -> None:
-    genai = pytest.importorskip("google.genai")
+    genai = needed("google.genai")
     serve_stream(bodies, "gemini", "gemini-x", message)
     client = genai.Client(api_key="test", http_options={"base_url": bodies.url})
     chunks = list(client.models.generate_content_stream(model="gemini-x", contents="hi"))
@@ -258,7 +259,7 @@ def assert_gemini_content(parts: list[Any], last: Any, response: ChatResponse) -
 def test_the_ollama_sdk_reads_what_an_ollama_stream_said(
     bodies: BodyServer, message: Message
 ) -> None:
-    ollama = pytest.importorskip("ollama")
+    ollama = needed("ollama")
     serve_stream(bodies, "ollama", "llama-x", message)
     client = ollama.Client(host=bodies.url)
     chunks = list(client.chat(model="llama-x", messages=HELLO, stream=True))

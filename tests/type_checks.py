@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from extra_modules import needed
 
 __all__ = ["ROOT", "mypy_output"]
 
@@ -15,7 +16,7 @@ def mypy_output(lines: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     """What mypy says of ``lines`` (written to ``user.py``), run in the checkout so that it
     finds the package there, with the project's settings; skips the test without mypy (the
     ``test`` extra has it)."""
-    api = pytest.importorskip("mypy.api")
+    api = needed("mypy.api")
     monkeypatch.chdir(ROOT)
     snippet = tmp_path / "user.py"
     snippet.write_text("\n".join(lines) + "\n", encoding="utf-8")

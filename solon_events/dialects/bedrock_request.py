@@ -64,7 +64,8 @@ def converse_stream_request(request: ChatRequest, endpoint: Endpoint) -> HttpReq
     ``toolChoice`` goes into ``toolConfig``, and any other option into
     ``additionalModelRequestFields`` (the model's own parameters, e.g. ``top_k`` or
     ``thinking``). A structured answer goes in ``outputConfig.textFormat``
-    (:func:`text_format`).
+    (:func:`text_format`). A ``toolConfig`` without tools is never sent (Converse refuses
+    ``tools: []``): a tool choice with no tool offered is dropped.
 
     ``api_key`` (a Bedrock API key) is sent as ``Authorization: Bearer``; without it
     (and without an ``Authorization`` in ``headers``) the request is signed with
@@ -101,6 +102,10 @@ def _body(request: ChatRequest) -> dict[str, Any]:
     if request.output is not None:
         body["outputConfig"] = {"textFormat": text_format(request.output)}
     _apply_options(body, request.options)
+    config = body.get("toolConfig")
+    if isinstance(config, dict) and not config.get("tools"):
+        # Converse refuses a toolConfig without tools (a choice among none means nothing)
+        del body["toolConfig"]
     return body
 
 
