@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from reactivex import operators as ops
 from serving import serving_in_thread
+from sockets import wait_for
 
 from solon_events import (
     AssistantMessage,
@@ -535,19 +536,8 @@ def test_an_edited_state_runs_nothing(
 def events_of_failed(prompt: Any) -> list[Any]:
     events: list[Any] = []
     prompt.event_filter(ChatEventFilter.all()).stream().subscribe(events.append, lambda _e: None)
-    assert wait_until(lambda: bool(events) and events[-1].type is T.ERROR)
+    assert wait_for(lambda: bool(events) and events[-1].type is T.ERROR, 10)
     return events
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @pytest.mark.parametrize("again", ["subscribed again", "read from its JSON", "acall"])

@@ -39,48 +39,31 @@ Build = Callable[..., ChatModel]
 
 
 def test_the_vocabulary() -> None:
-    assert [reason.value for reason in F] == [
-        "stop",
-        "length",
-        "tool_calls",
-        "content_filter",
-        "error",
-        "other",
-    ]
+    assert ",".join(F) == "stop,length,tool_calls,content_filter,error,other"
     assert F.STOP == "stop" and str(F.TOOL_CALLS) == "tool_calls"
     assert orjson.dumps({"finish": F.LENGTH}) == b'{"finish":"length"}'
     assert all(word == word.lower() for word in FINISH_REASONS)
 
 
+SAID = {
+    F.STOP: ["stop", "completed", "end_turn", "STOP", "COMPLETE", None],
+    F.LENGTH: ["max_output_tokens", "incomplete", "MAX_TOKENS"],
+    F.TOOL_CALLS: ["requires_action", "tool_use"],
+    F.CONTENT_FILTER: ["SAFETY", "RECITATION", "guardrail_intervened", "refusal"],
+    F.ERROR: ["MALFORMED_FUNCTION_CALL", "ERROR", "failed"],
+    F.OTHER: ["cancelled", "something new"],
+}
+"""Words of the providers and what they say, for a step without tool calls."""
+
+
 @pytest.mark.parametrize(
-    ("word", "calls", "unified"),
-    [
-        ("stop", False, F.STOP),
-        ("completed", False, F.STOP),
-        ("end_turn", False, F.STOP),
-        ("STOP", False, F.STOP),
-        ("COMPLETE", False, F.STOP),
-        ("STOP", True, F.TOOL_CALLS),  # Gemini's calls end with STOP
-        ("completed", True, F.TOOL_CALLS),  # so do the Responses API's
-        (None, False, F.STOP),
-        (None, True, F.TOOL_CALLS),
-        ("max_output_tokens", False, F.LENGTH),
-        ("incomplete", False, F.LENGTH),
-        ("MAX_TOKENS", True, F.LENGTH),
-        ("requires_action", False, F.TOOL_CALLS),
-        ("SAFETY", False, F.CONTENT_FILTER),
-        ("RECITATION", False, F.CONTENT_FILTER),
-        ("guardrail_intervened", False, F.CONTENT_FILTER),
-        ("refusal", False, F.CONTENT_FILTER),
-        ("MALFORMED_FUNCTION_CALL", False, F.ERROR),
-        ("ERROR", False, F.ERROR),
-        ("failed", False, F.ERROR),
-        ("cancelled", False, F.OTHER),
-        ("something new", False, F.OTHER),
-    ],
+    ("word", "unified"), [(word, reason) for reason, words in SAID.items() for word in words]
 )
-def test_each_word_and_its_reason(word: str | None, calls: bool, unified: F) -> None:
-    assert unified_finish(word, calls) is unified
+def test_each_word_and_its_reason(word: str | None, unified: F) -> None:
+    assert unified_finish(word) is unified
+    # a stop of a step that made calls is a tool-call finish (Gemini's STOP, the Responses
+    # API's completed); any other reason stays what it is
+    assert unified_finish(word, True) is (F.TOOL_CALLS if unified is F.STOP else unified)
 
 
 def test_a_response_takes_the_vocabulary_or_a_word() -> None:
@@ -150,7 +133,10 @@ def last(frames: list[Any], dialect: str) -> ChatEvent:
     return events[-1]
 
 
-def responses_incomplete(reason: str) -> list[dict[str, Any]]:
+WINDOW = "model_context_window_exceeded"
+
+
+def incomplete(reason: str) -> list[dict[str, Any]]:
     response = {"id": "r", "status": "incomplete", "incomplete_details": {"reason": reason}}
     item = {"id": "m", "type": "message", "role": "assistant", "content": []}
     text = {"item_id": "m", "output_index": 0, "content_index": 0}
@@ -219,45 +205,39 @@ def cohere(reason: str) -> list[dict[str, Any]]:
     ]
 
 
+SAID_BY = {
+    "openai-responses": {"max_output_tokens": F.LENGTH, "content_filter": F.CONTENT_FILTER},
+    "gemini": {
+        "SAFETY": F.CONTENT_FILTER,
+        "RECITATION": F.CONTENT_FILTER,
+        "MALFORMED_FUNCTION_CALL": F.ERROR,
+        "MAX_TOKENS": F.LENGTH,
+        "LANGUAGE": F.OTHER,
+    },
+    "bedrock": {"guardrail_intervened": F.CONTENT_FILTER, "max_tokens": F.LENGTH},
+    "google-interactions": {"incomplete": F.LENGTH, "cancelled": F.OTHER},
+    "anthropic": {"refusal": F.CONTENT_FILTER, "pause_turn": F.STOP, WINDOW: F.LENGTH},
+    "ollama": {"length": F.LENGTH, "load": F.OTHER},
+    "cohere": {"MAX_TOKENS": F.LENGTH},
+}
+"""What each dialect's words say (the frames of each made by its function below)."""
+STREAMS = {
+    "openai-responses": incomplete,
+    "gemini": gemini,
+    "bedrock": bedrock,
+    "google-interactions": interactions,
+    "anthropic": anthropic,
+    "ollama": ollama,
+    "cohere": cohere,
+}
+
+
 @pytest.mark.parametrize(
-    ("dialect", "frames", "word", "unified"),
-    [
-        (
-            "openai-responses",
-            responses_incomplete("max_output_tokens"),
-            "max_output_tokens",
-            F.LENGTH,
-        ),
-        (
-            "openai-responses",
-            responses_incomplete("content_filter"),
-            "content_filter",
-            F.CONTENT_FILTER,
-        ),
-        ("gemini", gemini("SAFETY"), "SAFETY", F.CONTENT_FILTER),
-        ("gemini", gemini("RECITATION"), "RECITATION", F.CONTENT_FILTER),
-        ("gemini", gemini("MALFORMED_FUNCTION_CALL"), "MALFORMED_FUNCTION_CALL", F.ERROR),
-        ("gemini", gemini("MAX_TOKENS"), "MAX_TOKENS", F.LENGTH),
-        ("gemini", gemini("LANGUAGE"), "LANGUAGE", F.OTHER),
-        ("bedrock", bedrock("guardrail_intervened"), "guardrail_intervened", F.CONTENT_FILTER),
-        ("bedrock", bedrock("max_tokens"), "max_tokens", F.LENGTH),
-        ("google-interactions", interactions("incomplete"), "incomplete", F.LENGTH),
-        ("google-interactions", interactions("cancelled"), "cancelled", F.OTHER),
-        ("anthropic", anthropic("refusal"), "refusal", F.CONTENT_FILTER),
-        ("anthropic", anthropic("pause_turn"), "pause_turn", F.STOP),
-        (
-            "anthropic",
-            anthropic("model_context_window_exceeded"),
-            "model_context_window_exceeded",
-            F.LENGTH,
-        ),
-        ("ollama", ollama("length"), "length", F.LENGTH),
-        ("ollama", ollama("load"), "load", F.OTHER),
-        ("cohere", cohere("MAX_TOKENS"), "MAX_TOKENS", F.LENGTH),
-    ],
+    ("dialect", "word", "unified"),
+    [(dialect, word, reason) for dialect, said in SAID_BY.items() for word, reason in said.items()],
 )
-def test_each_dialects_words(dialect: str, frames: list[Any], word: str, unified: F) -> None:
-    end = last(frames, dialect)
+def test_each_dialects_words(dialect: str, word: str, unified: F) -> None:
+    end = last(STREAMS[dialect](word), dialect)
     assert end.type is T.RESPONSE_END and end.response is not None
     assert (end.response.finish_reason, end.finish) == (word, unified)
 

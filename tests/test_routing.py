@@ -366,14 +366,9 @@ def test_a_hedge_loser_keeps_the_usage_its_model_reported_once_stopped(
     # but said nothing when the echo answered, so its usage is #32's estimate of its input.
     pinging = quick(make_model, server, "pings-first:0.05:200", dialect="anthropic")
     hedged = pinging.hedge(quick(make_model, server, "echo"), after=0.3)
-    if edge == "call":
-        response = hedged.prompt(PROMPT).call()
-    else:
-        events, error = run_edge(edge, hedged.prompt(PROMPT))
-        assert error is None and texts(events) == WORDS
+    response, events = answer_of(edge, hedged)
+    if events:
         assert [s.attrs["model"] for s in statuses(events, "hedge")] == ["pings-first:0.05:200"]
-        response = events[-1].response  # type: ignore[assignment]
-    assert response is not None
     (loser, winner) = response.attempts
     assert (loser.outcome, winner.outcome) == ("cancelled", "answered")
     assert loser.usage is not None and loser.usage.estimated  # marked as #32 marks them
@@ -381,6 +376,18 @@ def test_a_hedge_loser_keeps_the_usage_its_model_reported_once_stopped(
     assert winner.usage is not None and not winner.usage.estimated
     assert response.usage is not None and response.usage.estimated
     assert response.usage.prompt_tokens == loser.usage.prompt_tokens + winner.usage.prompt_tokens
+
+
+def answer_of(edge: str, group: Any) -> tuple[ChatResponse, list[ChatEvent]]:
+    """The group's answer to the prompt through ``call()`` (no events), or ``stream()`` or
+    ``astream()`` (its events, which end well, with the echo's words once)."""
+    if edge == "call":
+        return group.prompt(PROMPT).call(), []
+    events, error = run_edge(edge, group.prompt(PROMPT))
+    assert error is None and texts(events) == WORDS
+    response = events[-1].response
+    assert response is not None
+    return response, events
 
 
 def _tap(note: Callable[[ChatEvent], None]) -> Any:
@@ -625,13 +632,7 @@ def test_a_loser_inside_a_nested_group_reports_its_usage(
     slow = quick(make_model, server, "pings-first:0.05:200", dialect="anthropic")
     inner = quick(make_model, server, "status:503").fallback(slow)
     hedged = inner.hedge(quick(make_model, server, "echo"), after=0.3)
-    if edge == "call":
-        response = hedged.prompt(PROMPT).call()
-    else:
-        events, error = run_edge(edge, hedged.prompt(PROMPT))
-        assert error is None and texts(events) == WORDS
-        response = events[-1].response  # type: ignore[assignment]
-    assert response is not None
+    response, _ = answer_of(edge, hedged)
     loser, winner = response.attempts
     assert (loser.model, loser.outcome) == (
         "fallback(status:503, pings-first:0.05:200)",

@@ -15,13 +15,7 @@ import reactivex
 from reactivex import operators as ops
 from wire_server import serving_bodies
 
-from solon_events import (
-    ChatEventFilter,
-    ChatEventType,
-    ChatModel,
-    ChatProtocolError,
-    replay,
-)
+from solon_events import ChatEventFilter, ChatEventType, ChatModel, ChatProtocolError, replay
 from solon_events.operators import parse
 
 T = ChatEventType

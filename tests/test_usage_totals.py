@@ -114,36 +114,27 @@ def test_responses_reconciles_with_the_total(output: int, counted: int) -> None:
     assert replayed_usage(frames, "openai-responses").completion_tokens == counted
 
 
-@pytest.mark.parametrize(("candidates", "counted"), [(29, 285), (285, 285)])
-def test_gemini_counts_the_thoughts_once(candidates: int, counted: int) -> None:
-    # Google leaves the thoughts out of candidatesTokenCount; a compatible server that
-    # puts them in has them counted once, as its total says
-    usage = gemini_usage(
-        {
-            "promptTokenCount": 9,
-            "candidatesTokenCount": candidates,
-            "thoughtsTokenCount": 256,
-            "totalTokenCount": 294,
-        }
-    )
-    assert (usage.completion_tokens, usage.thinking_tokens, usage.total_tokens) == (
-        counted,
-        256,
-        294,
-    )
+GEMINI = ("promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount", "totalTokenCount")
+INTERACTIONS = ("total_input_tokens", "total_output_tokens", "total_thought_tokens", "total_tokens")
 
 
-@pytest.mark.parametrize(("output", "counted"), [(10, 30), (30, 30)])
-def test_interactions_counts_the_thoughts_once(output: int, counted: int) -> None:
-    usage = interactions_usage(
-        {
-            "total_input_tokens": 5,
-            "total_output_tokens": output,
-            "total_thought_tokens": 20,
-            "total_tokens": 35,
-        }
-    )
-    assert (usage.completion_tokens, usage.thinking_tokens) == (counted, 20)
+@pytest.mark.parametrize(
+    ("read", "names", "counts", "counted"),
+    [
+        # Google leaves the thoughts out of candidatesTokenCount; a compatible server that
+        # puts them in has them counted once, as its total says
+        (gemini_usage, GEMINI, (9, 29, 256, 294), 285),
+        (gemini_usage, GEMINI, (9, 285, 256, 294), 285),
+        (interactions_usage, INTERACTIONS, (5, 10, 20, 35), 30),
+        (interactions_usage, INTERACTIONS, (5, 30, 20, 35), 30),
+    ],
+)
+def test_google_counts_the_thoughts_once(
+    read: Any, names: tuple[str, ...], counts: tuple[int, ...], counted: int
+) -> None:
+    usage = read(dict(zip(names, counts)))
+    assert (usage.completion_tokens, usage.thinking_tokens) == (counted, counts[2])
+    assert usage.total_tokens == counts[3]
 
 
 def test_the_rule_itself() -> None:
