@@ -5,27 +5,27 @@ API ``completed``, Anthropic ``end_turn``, Gemini ``STOP``, Cohere ``COMPLETE`` 
 Every :class:`~solon_events.ChatResponse` keeps that word in ``finish_reason`` and carries
 beside it ``finish``, the same reason in one small vocabulary:
 
-=================  ==========================================================================
-``finish``         the providers' words (any letter case)
-=================  ==========================================================================
-``stop``           ``stop``, ``end_turn``, ``stop_sequence``, ``pause_turn``, ``completed``,
-                   ``complete``, ``finish``, ``eos``; no word at all from a stream that
-                   completed
-``length``         ``length``, ``max_tokens``, ``max_output_tokens``,
-                   ``model_context_window_exceeded``, ``incomplete``
-``tool_calls``     ``tool_calls``, ``tool_use``, ``function_call``, ``tool_call``,
-                   ``requires_action``; and a ``stop`` of a step that made tool calls
-                   (Gemini's ``STOP``, the Responses API's ``completed``, Ollama's ``stop``)
-``content_filter`` ``content_filter``, ``content_filtered``, ``guardrail_intervened``,
-                   ``refusal``, ``safety``, ``recitation``, ``blocklist``,
-                   ``prohibited_content``, ``spii``, ``image_safety``,
-                   ``image_prohibited_content``, ``image_recitation``
-``error``          ``error``, ``failed``, ``malformed_function_call``,
-                   ``unexpected_tool_call``, ``timeout``; and every response that failed
-                   (its ERROR event's, a failed step's)
-``other``          any other word (``cancelled``, ``other``, ``language``, ``load``,
-                   ``too_many_tool_calls``, ...); a response the provider stopped (ABORT)
-=================  ==========================================================================
+==================  ========================================================================
+``finish``          the providers' words (any letter case)
+==================  ========================================================================
+``stop``            ``stop``, ``end_turn``, ``stop_sequence``, ``pause_turn``, ``completed``,
+                    ``complete``, ``finish``, ``eos``; no word at all from a stream that
+                    completed
+``length``          ``length``, ``max_tokens``, ``max_output_tokens``,
+                    ``model_context_window_exceeded``, ``incomplete``
+``tool_calls``      ``tool_calls``, ``tool_use``, ``function_call``, ``tool_call``,
+                    ``requires_action``; and a ``stop`` of a step that made tool calls
+                    (Gemini's ``STOP``, the Responses API's ``completed``, Ollama's ``stop``)
+``content_filter``  ``content_filter``, ``content_filtered``, ``guardrail_intervened``,
+                    ``refusal``, ``safety``, ``recitation``, ``blocklist``,
+                    ``prohibited_content``, ``spii``, ``image_safety``,
+                    ``image_prohibited_content``, ``image_recitation``
+``error``           ``error``, ``failed``, ``malformed_function_call``,
+                    ``unexpected_tool_call``, ``timeout``; and every response that failed
+                    (its ERROR event's, a failed step's)
+``other``           any other word (``cancelled``, ``other``, ``language``, ``load``,
+                    ``too_many_tool_calls``, ...); a response the provider stopped (ABORT)
+==================  ========================================================================
 
 The word is mapped once, when a step ends (never per frame). The provider-format encoders
 (:mod:`solon_events.adapters.provider_formats`) write each format's own word back from
