@@ -41,6 +41,7 @@ FORBIDDEN = ("reactivex", "aiohttp", "asyncio")
 PATTERNS = (
     "events.py",
     "results.py",
+    "finish.py",
     "values.py",
     "filters.py",
     "errors.py",
