@@ -9,12 +9,19 @@ from typing import Any
 import orjson
 import pytest
 import reactivex as rx
+from hypothesis import given
+from hypothesis import strategies as st
 from serving import sse_json, sse_payloads
 from wire_messages import Call, Message, Said, Thought, encode_all, events_of, read_back
 
 from solon_events import ChatEvent, ChatEventType, ChatHttpError, ProviderError
 from solon_events.adapters import WIRE_FORMATS, error_body, response_body, to_wire, wire_encoder
-from solon_events.adapters.provider_formats.base import WireEncoder, error_status, finish_kind
+from solon_events.adapters.provider_formats.base import (
+    WireEncoder,
+    error_status,
+    finish_kind,
+    random_id,
+)
 from solon_events.results import AssistantMessage, ChatResponse, ToolCall, Usage
 
 T = ChatEventType
@@ -671,3 +678,28 @@ def test_the_embedded_provider_writes_every_format_with_these_encoders() -> None
             said.pop(made_up, None)
             written.pop(made_up, None)
         assert said == written
+
+
+@given(
+    prefix=st.text(max_size=10),
+    length=st.integers(0, 64),
+    alphabet=st.text(min_size=1, max_size=100).map(lambda s: "".join(dict.fromkeys(s))),
+)
+def test_random_id_is_the_prefix_then_length_characters_of_the_alphabet(
+    prefix: str, length: int, alphabet: str
+) -> None:
+    made = random_id(prefix, length, alphabet)
+    assert made.startswith(prefix)
+    assert len(made) == len(prefix) + length
+    assert set(made[len(prefix) :]) <= set(alphabet)
+
+
+def test_random_ids_use_every_character_and_differ() -> None:
+    ids = [random_id("chatcmpl-") for _ in range(2_000)]
+    assert len(set(ids)) == len(ids)
+    counts = {c: 0 for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"}
+    for made in ids:
+        for c in made.removeprefix("chatcmpl-"):
+            counts[c] += 1
+    expected = 2_000 * 24 / 62  # 774 each; a biased digit would stray far further
+    assert all(abs(n - expected) < 0.25 * expected for n in counts.values())

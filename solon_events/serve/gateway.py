@@ -319,6 +319,11 @@ class _Outbox:
     protocol's error event. :meth:`get` hands the waiting bytes out a write's worth at a
     time, so that no more than that sits in the connection's buffer; :meth:`discard`
     drops what the client will not read.
+
+    While the writer waits in :meth:`get` with nothing waiting and its client takes what
+    it is sent (the connection's buffer is empty), the reader writes an event's bytes to
+    the client itself (:meth:`write_through`): a frame read from the model goes out in
+    the same turn of the loop, with no switch to the writer's task.
     """
 
     def __init__(
@@ -332,6 +337,8 @@ class _Outbox:
         self._size = 0
         self._closed = False
         self._wake = asyncio.Event()
+        self._idle: _Client | None = None
+        """The client, while the writer waits for bytes with none waiting."""
         self.response_id: str | None = None
         self.started = asyncio.Event()
 
@@ -342,7 +349,7 @@ class _Outbox:
         if self.response_id is None and event.response_id:
             self.response_id = event.response_id
         self.started.set()
-        self._add(self._wire.encode(event))
+        self._add(self._wire.encode(event), wake=self._idle is None)
         if self._size > self._limit:
             self._overflow(
                 f"the client read too slowly: {self._size} bytes were waiting for it "
@@ -376,21 +383,48 @@ class _Outbox:
         self.started.set()
         self._wake.set()
 
-    def _add(self, items: Iterable[bytes]) -> None:
+    def _add(self, items: Iterable[bytes], wake: bool = True) -> None:
         for item in items:
             self._items.append(item)
             self._size += len(item)
             self._backlog.size += len(item)
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
-    async def get(self) -> bytes | None:
+    async def write_through(self) -> None:
+        """Write what waits to the client from the reader's task when the writer waits
+        idle and the client's connection has nothing left to send; else (or when nothing
+        waits) hand it to the writer."""
+        client = self._idle
+        if client is None or not self._items:
+            return
+        if not client.clear():
+            self._wake.set()
+            return
+        try:
+            await client.write(self._take())
+        except ConnectionError:  # the client left: the writer finds it so and ends
+            self._wake.set()
+        if self._items:  # more than a write's worth
+            self._wake.set()
+
+    async def get(self, client: _Client) -> bytes | None:
         """The next SSE events (those waiting, joined, up to about a write's worth), None
-        at the end."""
+        at the end; while none waits, ``client`` may be written to by
+        :meth:`write_through`."""
         while not self._items:
             if self._closed:
                 return None
             self._wake.clear()
-            await self._wake.wait()
+            self._idle = client
+            try:
+                await self._wake.wait()
+            finally:
+                self._idle = None
+        return self._take()
+
+    def _take(self) -> bytes:
+        """What waits, joined, up to about a write's worth."""
         items = self._items
         if self._size <= _WRITE_CHUNK:
             data = b"".join(items)
@@ -439,11 +473,27 @@ class _Client:
     (the connection's buffers are full), :meth:`stalled` says whether the client has taken
     nothing from them for ``write_timeout`` seconds (None: never)."""
 
-    def __init__(self, response: web.StreamResponse, write_timeout: float | None) -> None:
+    def __init__(
+        self,
+        response: web.StreamResponse,
+        write_timeout: float | None,
+        transport: asyncio.BaseTransport | None = None,
+    ) -> None:
         self._response = response
         self._timeout = write_timeout
+        self._transport = transport
         self._since: float | None = None
         self._unsent = 0
+
+    def clear(self) -> bool:
+        """Whether the connection has sent all it was given (a write now goes out at once
+        and waits for nothing)."""
+        transport = self._transport
+        return (
+            isinstance(transport, asyncio.WriteTransport)
+            and not transport.is_closing()
+            and transport.get_write_buffer_size() == 0
+        )
 
     async def write(self, data: bytes) -> None:
         """Write ``data`` (it waits while the client's buffers are full)."""
@@ -1080,7 +1130,7 @@ class Gateway:
             {**_SSE_HEADERS, "Content-Type": encoder.media_type, **headers},
             shown=self._deployments,
         )
-        return await self._stream(request, provider_routes.chained(head, events), wire)
+        return await self._stream(request, events, wire, head)
 
     async def _provider_body(
         self,
@@ -1162,10 +1212,15 @@ class Gateway:
     # Streaming.
 
     async def _stream(
-        self, request: web.Request, events: AsyncIterator[ChatEvent], wire: _Wire
+        self,
+        request: web.Request,
+        events: AsyncIterator[ChatEvent],
+        wire: _Wire,
+        head: Iterable[ChatEvent] = (),
     ) -> web.StreamResponse:
         """Serve a response straight from the model to this one client: the model's
-        events are read on this loop, in a task of their own, while this one writes."""
+        events (after ``head``, those read of them already) are read on this loop, in a
+        task of their own, while this one writes."""
         running: list[asyncio.Task[None]] = []
 
         def stop() -> None:  # cancelling the reading task closes the model's connection
@@ -1173,10 +1228,12 @@ class Gateway:
                 task.cancel()
 
         outbox = _Outbox(wire, self.max_buffer, self._backlog, stop)
+        for event in head:  # read already: the response has started
+            outbox.feed(event)
         running.append(asyncio.ensure_future(_read(events, outbox)))
         rid = None
         try:
-            if not await _until(outbox.started.wait(), request):
+            if not outbox.started.is_set() and not await _until(outbox.started.wait(), request):
                 return web.Response(status=499)
             rid = outbox.response_id
             if rid:
@@ -1268,7 +1325,7 @@ class Gateway:
         if response_id:
             headers["x-response-id"] = response_id
         response = web.StreamResponse(headers=headers)
-        client = _Client(response, self.write_timeout)
+        client = _Client(response, self.write_timeout, request.transport)
 
         async def send() -> None:
             await pump(client)
@@ -1392,8 +1449,10 @@ async def _read(events: AsyncIterator[ChatEvent], outbox: _Outbox) -> None:
     """Feed ``events`` to ``outbox`` until they end; cancelled, stop reading them (which
     closes the model request's connection) and end the stream with the protocol's abort."""
     try:
-        async for event in events:
-            outbox.feed(event)
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event in events:
+                outbox.feed(event)
+                await outbox.write_through()
     except asyncio.CancelledError:
         outbox.feed(ChatEvent(EVENT_TYPES.ABORT, text="stopped", response_id=outbox.response_id))
         outbox.close()
@@ -1405,7 +1464,7 @@ async def _read(events: AsyncIterator[ChatEvent], outbox: _Outbox) -> None:
 
 
 async def _pump(outbox: _Outbox, client: _Client) -> None:
-    while (data := await outbox.get()) is not None:
+    while (data := await outbox.get(client)) is not None:
         await client.write(data)
 
 

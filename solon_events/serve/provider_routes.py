@@ -88,7 +88,6 @@ __all__ = [
     "PROVIDER_ROUTES",
     "WireTranslator",
     "answered_by",
-    "chained",
     "deployment_header",
     "ignored_header",
     "model_not_found",
@@ -326,18 +325,3 @@ async def read_head(events: AsyncIterator[ChatEvent], head: list[ChatEvent]) -> 
         head.append(event)
         if event.type not in _HEAD:
             return
-
-
-async def chained(
-    head: list[ChatEvent], events: AsyncIterator[ChatEvent]
-) -> AsyncIterator[ChatEvent]:
-    """The events of ``head``, then the rest of ``events`` (closed at the end)."""
-    try:
-        for event in head:
-            yield event
-        async for event in events:
-            yield event
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()

@@ -71,8 +71,20 @@ _ALNUM = string.ascii_letters + string.digits
 
 
 def random_id(prefix: str, length: int = 24, alphabet: str = _ALNUM) -> str:
-    """``prefix`` followed by ``length`` random characters of ``alphabet``."""
-    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+    """``prefix`` followed by ``length`` random characters of ``alphabet``.
+
+    The characters are the digits, in base ``len(alphabet)``, of one number of
+    ``8 * length`` random bits: one read of the system's randomness (a system call), not
+    one a character; the digits taken leave so many bits over that no character is more
+    likely than another by more than ``base ** length / 2 ** (8 * length)``.
+    """
+    number = int.from_bytes(secrets.token_bytes(length), "big")
+    base = len(alphabet)
+    characters = []
+    for _ in range(length):
+        number, digit = divmod(number, base)
+        characters.append(alphabet[digit])
+    return prefix + "".join(characters)
 
 
 def now() -> int:
