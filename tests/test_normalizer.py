@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from solon_events import ChatEvent, ChatEventNormalizer, ChatEventType, ToolCall, Usage
 
 T = ChatEventType
@@ -437,3 +439,15 @@ def test_a_new_step_closes_what_the_previous_step_left_open() -> None:
         ("STEP_START", 0), ("THINKING_START", 0), ("THINKING_DELTA", 0), ("THINKING_END", 0),
         ("TOOL_CALL_START", 0), ("TOOL_CALL_END", 0), ("STEP_START", 1),
     ]  # fmt: skip
+
+
+def test_apply_emits_through_the_emit_it_was_made_with() -> None:
+    out: list[ChatEvent] = []
+    normalizer = ChatEventNormalizer(out.append)
+    normalizer.apply(ChatEvent(T.TEXT_DELTA, text="a", index=0))
+    elsewhere: list[ChatEvent] = []
+    normalizer.apply(ChatEvent(T.TEXT_DELTA, text="b", index=0), elsewhere.append)
+    assert [(e.type, e.text) for e in out] == [(T.TEXT_START, None), (T.TEXT_DELTA, "a")]
+    assert [(e.type, e.text) for e in elsewhere] == [(T.TEXT_DELTA, "b")]
+    with pytest.raises(TypeError, match="needs an emit"):
+        ChatEventNormalizer().apply(ChatEvent(T.TEXT_DELTA, text="c", index=0))

@@ -91,11 +91,16 @@ class ChatEventNormalizer:
     close everything first, so no block outlives its step. TOOL_CALL is loose: starts
     are synthesized for orphan deltas, unmatched ENDs are kept, TOOL_CALL_CHUNK expands to
     START, ARGS_DELTA, END. Every other event passes through untouched.
+
+    ``emit``, when given, is where :meth:`apply` passes events when it is called without
+    one of its own (``normalizer.apply`` is then an observer's ``on_next``).
     """
 
-    __slots__ = ("_calls", "_text", "_thinking", "last_event")
+    __slots__ = ("_calls", "_emit", "_text", "_thinking", "last_event")
 
-    def __init__(self) -> None:
+    def __init__(self, emit: Emit | None = None) -> None:
+        self._emit = emit
+        """Where :meth:`apply` passes events when it is given no ``emit`` of its own."""
         self._text = _Blocks(EVENT_TYPES.TEXT_START, EVENT_TYPES.TEXT_END)
         self._thinking = _Blocks(EVENT_TYPES.THINKING_START, EVENT_TYPES.THINKING_END)
         self._calls: dict[Any, ChatEvent] = {}
@@ -123,8 +128,13 @@ class ChatEventNormalizer:
         """True while a text, thinking or tool-call block is open."""
         return bool(self._text.open or self._thinking.open or self._calls)
 
-    def apply(self, event: ChatEvent, emit: Emit) -> None:
-        """Pass ``event`` on through ``emit``, with whatever boundaries it needs around it."""
+    def apply(self, event: ChatEvent, emit: Emit | None = None) -> None:
+        """Pass ``event`` on through ``emit`` (by default the ``emit`` the normalizer was
+        made with), with whatever boundaries it needs around it."""
+        if emit is None:
+            emit = self._emit
+            if emit is None:
+                raise TypeError("apply() needs an emit: the normalizer was made without one")
         t = event.type
         if t is _TEXT_DELTA or t is _THINKING_DELTA:  # the common case: more of an open block
             blocks = self._text.open if t is _TEXT_DELTA else self._thinking.open

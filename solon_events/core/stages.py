@@ -44,13 +44,8 @@ class NormalizeStage:
 
     def __init__(self, down: Sink) -> None:
         self._down = down
-        self.normalizer = normalizer = ChatEventNormalizer()
-        apply, push = normalizer.apply, down.on_next
-
-        def on_next(event: ChatEvent) -> None:
-            apply(event, push)
-
-        self.on_next = on_next
+        self.normalizer = ChatEventNormalizer(down.on_next)
+        self.on_next = self.normalizer.apply
 
     def on_error(self, error: Exception) -> None:
         self.normalizer.complete(self._down.on_next)
