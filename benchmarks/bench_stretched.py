@@ -8,7 +8,11 @@ by the subscriber) is timed against the baseline of :mod:`benchmarks.bench_diale
 
 The fixed cost of a stream (subscribing, the stages, the step and response snapshots, the
 events every response has) is reported on its own, in microseconds per stream, for the
-empty response: the recording's head and tail with no text delta between them.
+empty response: the recording's head and tail with no text delta between them. Beside it,
+a typical short answer: the head, 20 text deltas and the tail, against what it would cost
+at the long-stream rate (:data:`SHORT_FRAMES` frames at the rate of the longest stretched
+row, plus the bare decode of the head and tail; target: at most :data:`SHORT_TARGET`
+times that).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ TARGET = {"anthropic": 4.0}
 """The ratio each dialect must stay under; 3 for those not named."""
 FLAT = 1.25
 """How much the ratio may grow from the shortest to the longest stream and still be flat."""
+SHORT_FRAMES = 20
+"""The text deltas of the short answer."""
+SHORT_TARGET = 1.5
+"""How many times its cost at the long-stream rate a short answer may cost."""
 
 
 def target(dialect: str) -> float:
@@ -100,6 +108,34 @@ def fixed_costs() -> list[dict[str, Any]]:
     return figures
 
 
+def short_answers(scaling: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each dialect's short answer (head, :data:`SHORT_FRAMES` text deltas, tail): us per
+    stream, and what it would cost at the long-stream rate (the longest row of
+    ``scaling``) plus the bare decode of its head and tail."""
+    figures = []
+    for recording in recordings.recordings():
+        rows = [f for f in scaling if f["dialect"] == recording.dialect]
+        if not rows:
+            continue
+        rate = rows[-1]["us_per_frame"]
+        body = recordings.stretched(recording, recording.fixed_frames + SHORT_FRAMES)
+        empty = recordings.empty(recording)
+        best = measure(body, recording.dialect, 15)
+        ends = measure(empty, recording.dialect, 15)["base"]
+        budget = SHORT_FRAMES * rate + ends * 1e6
+        figures.append(
+            {
+                "dialect": recording.dialect,
+                "frames": recording.fixed_frames + SHORT_FRAMES,
+                "us_per_stream": best["ours"] * 1e6,
+                "at_long_stream_rate_us": budget,
+                "ratio": best["ours"] * 1e6 / budget,
+                "target": SHORT_TARGET,
+            }
+        )
+    return figures
+
+
 def verdicts(scaling: list[dict[str, Any]]) -> dict[str, str]:
     """Per dialect: ``ok``, or what misses the target (the ratio, or its growth)."""
     found: dict[str, str] = {}
@@ -139,7 +175,20 @@ def main(quick: bool = False) -> dict[str, Any]:
             f"{c['dialect']:<20}{c['frames']:>11}{c['events']:>8}{c['us_per_stream']:>11.1f}"
             f"{c['baseline_us_per_stream']:>10.1f}"
         )
-    return {"scaling": figures, "verdicts": found, "fixed_cost": costs}
+    print()
+    print(
+        f"a short answer ({SHORT_FRAMES} text deltas with the head and tail) against its cost "
+        f"at the long-stream rate (+ the bare decode of head and tail), target <= "
+        f"{SHORT_TARGET:g}x:"
+    )
+    print(f"{'dialect':<20}{'frames':>11}{'us/stream':>11}{'at rate':>10}{'ratio':>8}")
+    shorts = short_answers(figures)
+    for c in shorts:
+        print(
+            f"{c['dialect']:<20}{c['frames']:>11}{c['us_per_stream']:>11.1f}"
+            f"{c['at_long_stream_rate_us']:>10.1f}{c['ratio']:>8.2f}"
+        )
+    return {"scaling": figures, "verdicts": found, "fixed_cost": costs, "short_answer": shorts}
 
 
 if __name__ == "__main__":

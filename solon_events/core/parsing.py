@@ -55,6 +55,11 @@ def _describe(data: str | bytes | bytearray) -> str:
     return repr(text[:80] + ("..." if len(text) > 80 else ""))
 
 
+def _is_done(text: str | bytes | bytearray) -> bool:
+    """Whether ``text`` is the ``[DONE]`` sentinel (blank space around it allowed)."""
+    return text.strip() == ("[DONE]" if isinstance(text, str) else b"[DONE]")
+
+
 def decode_payload(frame: Any, number: int) -> Any:
     """The payload of frame ``number``: decoded JSON, or :data:`DONE` for the sentinel.
 
@@ -74,7 +79,7 @@ def decode_payload(frame: Any, number: int) -> Any:
         try:
             return _loads(frame)
         except _JSONDecodeError as exc:
-            if frame.strip() == "[DONE]":
+            if _is_done(frame):
                 return DONE
             raise ChatProtocolError(
                 f"frame {number} is not valid JSON ({exc.msg}): {_describe(frame)}"
@@ -247,8 +252,8 @@ class ParseStage:
                 text = frame.data if kind is Frame else frame
                 try:
                     payload = _loads(text)
-                except _JSONDecodeError:
-                    payload = decode_payload(frame, self.frame_count)
+                except _JSONDecodeError:  # the sentinel, or what decode_payload names
+                    payload = DONE if _is_done(text) else decode_payload(frame, self.frame_count)
                 else:  # events sent with this payload as raw hold its text (never stale)
                     ctx = self._ctx
                     ctx.frame = payload
