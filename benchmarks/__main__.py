@@ -3,9 +3,12 @@
 ``--quick`` runs smaller streams and fewer rounds (for a fast look); ``--peers`` adds the
 other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
 extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
-(``benchmarks/bench_gateway.py``), and its router's (the added latency of routing over one
-upstream, and the throughput over two deployments at 1 to 256 concurrent clients:
-``benchmarks/bench_routing.py``); ``--hedging`` adds hedged requests against a
+(``benchmarks/bench_gateway.py``), its throughput on one core and memory per open stream
+(``benchmarks/bench_gateway_load.py``), and its router's (the added latency of routing
+over one upstream, and the throughput over two deployments at 1 to 256 concurrent
+clients: ``benchmarks/bench_routing.py``); ``--litellm PATH`` names the ``litellm``
+command to start LiteLLM's proxy with (installed in a virtual environment of its own);
+``--hedging`` adds hedged requests against a
 heavy-tailed first event (about half a minute: the waits are real;
 ``python -m benchmarks.bench_hedging`` runs it alone); ``--truth`` adds benchmark clients
 (``solon-events bench``, GuideLLM, vLLM's) against a scripted server's ground truth
@@ -22,6 +25,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -32,6 +36,7 @@ from . import (
     bench_dialects,
     bench_e2e,
     bench_gateway,
+    bench_gateway_load,
     bench_hedging,
     bench_memory,
     bench_partial,
@@ -58,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
         "--gateway",
         action="store_true",
         help="only the gateway's overhead, beside LiteLLM's proxy (bench extra)",
+    )
+    parser.add_argument(
+        "--litellm",
+        type=Path,
+        help="the litellm command to start LiteLLM's proxy with (its own virtual environment)",
     )
     parser.add_argument(
         "--hedging",
@@ -122,11 +132,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     print("machine:", machine.summary(figures["machine"]))
     print()
+    if args.litellm is not None:
+        os.environ[bench_gateway.LITELLM] = str(args.litellm)
     if args.gateway:
         section(
             "gateway",
             "the translating gateway over loopback, beside LiteLLM's proxy",
             lambda: bench_gateway.main(quick),
+        )
+        section(
+            "gateway_load",
+            "the gateway under load: streamed requests per second on one core, memory per "
+            "open stream, beside LiteLLM's proxy",
+            lambda: bench_gateway_load.main(quick),
         )
         section(
             "routing",

@@ -12,6 +12,10 @@ Every party is a process of its own, so that each one's CPU time is its alone:
   printed). The ``bench`` extra has ``litellm``; its proxy needs
   ``pip install 'litellm[proxy]'`` besides, which the extra leaves out because it pins
   ``rich<14`` (this package's terminal tests read rich 14's live stack);
+- a bytes-only TCP relay (``python -m benchmarks.bench_gateway relay HOST PORT``: asyncio
+  protocols passing each read on as it comes, no HTTP) in front of the Chat Completions
+  upstream: the floor of any proxy's hop on this machine (a process of its own, one more
+  read and write per frame);
 - the clients, in processes of their own, all speaking Chat Completions: bare aiohttp
   reads (nothing decoded) and the ``openai`` SDK (``AsyncOpenAI``, streaming); each asks
   the upstream directly (Chat Completions rows only: the floor) and through each proxy.
@@ -27,7 +31,9 @@ Figures, per (proxy, upstream dialect):
   100 untimed ones), p50 and p99, minus the direct ones (LiteLLM publishes its own
   per-request overhead so);
 - the proxy's CPU per frame: its process tree's CPU time (``/proc``) over concurrent
-  streams read by bare aiohttp, divided by the frames delivered.
+  streams read by bare aiohttp, divided by the frames delivered, and over the latency
+  run's lone stream (each frame read and written on its own, as a frame 1 ms after the
+  last is: the CPU that stands between a frame's arrival and its departure).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -107,6 +114,56 @@ def upstream_main(port: int) -> None:
         async with DevServer(port=port) as server:
             print(server.url, flush=True)
             await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def relay_main(host: str, port: int) -> None:
+    """``python -m benchmarks.bench_gateway relay HOST PORT``: a bytes-only TCP relay to
+    HOST:PORT on a free port of 127.0.0.1 (printed): each client connection gets one to
+    the upstream, and every read on either side is written on the other as it comes."""
+
+    class Pipe(asyncio.Protocol):
+        def __init__(self) -> None:
+            self.transport: asyncio.Transport | None = None
+            self.peer: Pipe | None = None
+            self.waiting: list[bytes] = []
+            self.connecting: asyncio.Future[None] | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            self.transport = transport
+            transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def data_received(self, data: bytes) -> None:
+            peer = self.peer
+            if peer is not None and peer.transport is not None:
+                peer.transport.write(data)
+            else:
+                self.waiting.append(data)
+
+        def connection_lost(self, exc: BaseException | None) -> None:
+            if self.peer is not None and self.peer.transport is not None:
+                self.peer.transport.close()
+
+    class Front(Pipe):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self.connecting = asyncio.ensure_future(self.connect())
+
+        async def connect(self) -> None:
+            loop = asyncio.get_running_loop()
+            _, back = await loop.create_connection(Pipe, host, port)
+            back.peer, self.peer = self, back
+            assert back.transport is not None
+            for data in self.waiting:
+                back.transport.write(data)
+            self.waiting.clear()
+
+    async def run() -> None:
+        server = await asyncio.get_running_loop().create_server(Front, "127.0.0.1", 0)
+        print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+        await asyncio.Event().wait()
 
     asyncio.run(run())
 
@@ -262,19 +319,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _cpu_seconds(pid: int) -> float:
-    """The CPU time (user + system) of process ``pid`` and its descendants, from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
+def _family(pid: int) -> set[int]:
+    """Process ``pid`` and its descendants, from /proc."""
     parents: dict[int, int] = {}
-    times: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            parents[int(entry.name)] = int(fields[1])
-            times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    family, total = {pid}, 0.0
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                parents[int(entry.name)] = int(fields[1])
+    family = {pid}
     changed = True
     while changed:
         changed = False
@@ -282,8 +335,17 @@ def _cpu_seconds(pid: int) -> float:
             if parent in family and child not in family:
                 family.add(child)
                 changed = True
-    for member in family:
-        total += times.get(member, 0.0)
+    return family
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) of process ``pid`` and its descendants, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for member in _family(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
     return total
 
 
@@ -308,12 +370,25 @@ def _litellm_config(upstream: str, scenarios: dict[str, str], path: Path) -> Non
     path.write_text("\n".join(lines) + "\n")
 
 
+LITELLM = "SOLON_BENCH_LITELLM"
+"""The environment variable naming the ``litellm`` command to start the proxy with (set by
+``python -m benchmarks --litellm PATH``), for a proxy installed in a virtual environment of
+its own (``litellm[proxy]`` pins ``rich<14``); else the one beside this Python, else on
+``PATH``."""
+
+
+def litellm_command() -> str | None:
+    """The ``litellm`` command the benchmarks start LiteLLM's proxy with (see
+    :data:`LITELLM`), or None."""
+    return os.environ.get(LITELLM) or (
+        shutil.which("litellm", path=str(Path(sys.executable).parent)) or shutil.which("litellm")
+    )
+
+
 @contextlib.contextmanager
 def _litellm(upstream: str, scenarios: dict[str, str]) -> Iterator[tuple[int, str] | str]:
     """LiteLLM's proxy on the same upstreams: its pid and URL, or why it cannot start."""
-    command = shutil.which("litellm", path=str(Path(sys.executable).parent)) or shutil.which(
-        "litellm"
-    )
+    command = litellm_command()
     if command is None:
         yield "its command is not installed: pip install 'litellm[proxy]'"
         return
@@ -363,6 +438,9 @@ def _frame_latencies(
     return [at - writes[n] for n, at in arrivals if n >= warmup and n in writes]
 
 
+RELAY = "bytes-only TCP relay"
+"""The path through :func:`relay_main`: the floor of a proxy's hop."""
+
 Target = tuple[str, str, Optional[int]]  # noqa: UP045 (a runtime alias on 3.10)
 """Where a run's client asks: the URL, the model name, the pid of the proxy (None: none)."""
 
@@ -372,10 +450,13 @@ def _path_figures(targets: dict[str, Target], probe: str, quick: bool) -> dict[s
     runs = _runs(quick)
     frames = int(_scenarios(quick)["latency"].split(":")[1])
     figures: dict[str, Any] = {}
-    url, model, _pid = targets["latency"]
+    url, model, pid = targets["latency"]
     for client in ("aiohttp", "openai"):
         _writes(probe)  # forget the writes before this run
+        before = _cpu_seconds(pid) if pid is not None else 0.0
         arrivals = _client(f"{client}-latency", url, model, frames)
+        if pid is not None and client == "aiohttp":  # two streams: the first untimed
+            figures["cpu_us_per_frame_alone"] = (_cpu_seconds(pid) - before) * 1e6 / (2 * frames)
         latencies = _frame_latencies([(n, at) for n, at in arrivals], _writes(probe), frames)
         figures[client] = {
             "frames": len(latencies),
@@ -413,6 +494,13 @@ def measure(quick: bool = False) -> dict[str, Any]:
             run: (upstream + route, scenario, None) for run, scenario in scenarios.items()
         }
         paths["direct (Chat Completions)"] = _path_figures(direct, probe, quick)
+        relay_argv = [sys.executable, "-m", "benchmarks.bench_gateway", "relay", "127.0.0.1"]
+        relay_argv.append(str(port))
+        with _process(relay_argv, r"(http://127\.0\.0\.1:\d+)") as (relay, relay_url):
+            relayed: dict[str, Target] = {
+                run: (relay_url + route, scenario, relay.pid) for run, scenario in scenarios.items()
+            }
+            paths[RELAY] = _path_figures(relayed, probe, quick)
         with _gateways(upstream, scenarios) as gateways:
             for dialect in UPSTREAMS:
                 ours: dict[str, Target] = {
@@ -446,10 +534,10 @@ def main(quick: bool = False) -> dict[str, Any]:
     )
     if "litellm" in figures:
         print(f"LiteLLM's proxy not measured: {figures['litellm']}")
-    head = f"{'path':<30}{'added latency per frame, us':>30}{'added TTFT, ms':>17}{'proxy CPU':>11}"
-    print(head)
+    head = f"{'path':<30}{'added latency per frame, us':>30}{'added TTFT, ms':>17}"
+    print(head + f"{'proxy CPU, us/frame':>22}")
     print(f"{'':<30}{'aiohttp p50':>12}{'p99':>7}{'SDK p50':>9}{'p99':>7}{'p50':>9}{'p99':>8}"
-          f"{'us/frame':>11}")  # fmt: skip
+          f"{'20 streams':>11}{'alone':>8}")  # fmt: skip
     for name, run in paths.items():
         if run is floor:
             continue
@@ -468,6 +556,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         print(
             f"{name:<30}{added['a50']:>12.0f}{added['a99']:>7.0f}{added['o50']:>9.0f}"
             f"{added['o99']:>7.0f}{t50:>9.2f}{t99:>8.2f}{run.get('cpu_us_per_frame', 0):>11.1f}"
+            f"{run.get('cpu_us_per_frame_alone', 0):>8.1f}"
         )
     print(
         f"{'direct: the floor':<30}{floor['aiohttp']['p50_us']:>12.0f}"
@@ -481,6 +570,8 @@ def main(quick: bool = False) -> dict[str, Any]:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["upstream"]:
         upstream_main(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["relay"]:
+        relay_main(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1:2] == ["client"]:
         client_main(sys.argv[2:])
     else:

@@ -159,3 +159,49 @@ def test_string_argument_table_rows_each_rebuild_the_argument(monkeypatch):
     printed = bench_partial.string_table(rows, (1_000, 4_000))
     assert "cost per KB, largest / smallest, 1 KB to 4 KB:" in printed
     assert printed.count("x\n") + printed.endswith("x") == len(bench_partial.STRING_ROWS)
+
+
+async def test_the_relay_passes_a_stream_through_unchanged():
+    """The bytes-only relay of ``--gateway`` (the floor of a proxy's hop): an SSE stream
+    read through it is the stream read directly."""
+    import asyncio
+    import sys
+
+    import aiohttp
+
+    from solon_events.devserver import DevServer
+
+    async def read(url: str) -> bytes:
+        body = {"model": "slow:20:0", "messages": [{"role": "user", "content": "hi"}]}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json={**body, "stream": True}) as response,
+        ):
+            return await response.read()
+
+    async with DevServer(port=0) as provider:
+        port = int(provider.url.rsplit(":", 1)[1])
+        relay = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "benchmarks.bench_gateway", "relay", "127.0.0.1", str(port),
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert relay.stdout is not None
+            relayed = (await asyncio.wait_for(relay.stdout.readline(), 60)).decode().strip()
+            through, direct = await asyncio.gather(
+                read(relayed + "/v1/chat/completions"), read(provider.url + "/v1/chat/completions")
+            )
+        finally:
+            relay.terminate()
+            await relay.wait()
+
+    def deltas(body: bytes) -> list[str]:
+        """The text of each chunk (the rest of a chunk is each response's own: its id)."""
+        return [
+            json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+            for line in body.splitlines()
+            if line.startswith(b"data: {") and b'"choices":[{' in line
+        ]
+
+    assert deltas(through) == deltas(direct)
+    assert "".join(deltas(direct)) == "".join(f"{n} " for n in range(20))
