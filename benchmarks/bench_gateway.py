@@ -11,7 +11,9 @@ Every party is a process of its own, so that each one's CPU time is its alone:
   with the same upstreams in its model list, when it can be started (else the reason is
   printed). The ``bench`` extra has ``litellm``; its proxy needs
   ``pip install 'litellm[proxy]'`` besides, which the extra leaves out because it pins
-  ``rich<14`` (this package's terminal tests read rich 14's live stack);
+  ``rich<14`` (this package's terminal tests read rich 14's live stack): without it here
+  (nor ``--litellm PATH``), the proxy runs from a virtual environment of its own,
+  ``.venv-litellm`` at the repository's root, made when missing (:func:`litellm_command`);
 - a bytes-only TCP relay (``python -m benchmarks.bench_gateway relay HOST PORT``: asyncio
   protocols passing each read on as it comes, no HTTP) in front of the Chat Completions
   upstream: the floor of any proxy's hop on this machine (a process of its own, one more
@@ -374,15 +376,29 @@ LITELLM = "SOLON_BENCH_LITELLM"
 """The environment variable naming the ``litellm`` command to start the proxy with (set by
 ``python -m benchmarks --litellm PATH``), for a proxy installed in a virtual environment of
 its own (``litellm[proxy]`` pins ``rich<14``); else the one beside this Python, else on
-``PATH``."""
+``PATH``, else :data:`LITELLM_VENV`'s."""
+
+LITELLM_VENV = Path(__file__).resolve().parents[1] / ".venv-litellm"
+"""Where LiteLLM's proxy is installed when no other is given or found: a virtual
+environment of its own at the repository's root, made when missing (``python3 -m venv
+.venv-litellm && .venv-litellm/bin/pip install 'litellm[proxy]'``)."""
 
 
 def litellm_command() -> str | None:
     """The ``litellm`` command the benchmarks start LiteLLM's proxy with (see
-    :data:`LITELLM`), or None."""
-    return os.environ.get(LITELLM) or (
+    :data:`LITELLM`), or None when there is none and :data:`LITELLM_VENV` cannot be made."""
+    found = os.environ.get(LITELLM) or (
         shutil.which("litellm", path=str(Path(sys.executable).parent)) or shutil.which("litellm")
     )
+    if found:
+        return found
+    command = LITELLM_VENV / "bin" / "litellm"
+    if not command.exists():
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["python3", "-m", "venv", str(LITELLM_VENV)], check=True, timeout=300)
+            pip = [str(LITELLM_VENV / "bin" / "pip"), "install", "-q", "litellm[proxy]"]
+            subprocess.run(pip, check=True, timeout=1800)
+    return str(command) if command.exists() else None
 
 
 @contextlib.contextmanager
@@ -390,7 +406,7 @@ def _litellm(upstream: str, scenarios: dict[str, str]) -> Iterator[tuple[int, st
     """LiteLLM's proxy on the same upstreams: its pid and URL, or why it cannot start."""
     command = litellm_command()
     if command is None:
-        yield "its command is not installed: pip install 'litellm[proxy]'"
+        yield f"its command is not installed, nor could {LITELLM_VENV.name} be made"
         return
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "config.yaml"

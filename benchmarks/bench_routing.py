@@ -41,14 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from .bench_e2e import _percentile
-from .bench_gateway import MASTER_KEY, _free_port, _process
+from .bench_gateway import LITELLM_VENV, MASTER_KEY, _free_port, _process, litellm_command
 
 SCENARIO = "slow:5:0"
 CONCURRENCY = (1, 16, 64, 256)
 BUDGET_MS = 5.0
 """The p99 added latency under which a path's throughput counts."""
-ROOT = Path(__file__).resolve().parents[1]
-LITELLM_VENV = ROOT / ".venv-litellm"
 _ROUTE = "/v1/chat/completions"
 
 
@@ -175,19 +173,6 @@ def _litellm_config(upstreams: list[str]) -> str:
             ]
     lines += ["router_settings:", "  routing_strategy: simple-shuffle"]
     return "\n".join(lines) + "\n"
-
-
-def litellm_command() -> str | None:
-    """The ``litellm`` command of :data:`LITELLM_VENV`, made when missing (None when it
-    cannot be)."""
-    command = LITELLM_VENV / "bin" / "litellm"
-    if command.exists():
-        return str(command)
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["python3", "-m", "venv", str(LITELLM_VENV)], check=True, timeout=300)
-        pip = [str(LITELLM_VENV / "bin" / "pip"), "install", "-q", "litellm[proxy]"]
-        subprocess.run(pip, check=True, timeout=1800)
-    return str(command) if command.exists() else None
 
 
 @contextlib.contextmanager
