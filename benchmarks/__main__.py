@@ -12,7 +12,10 @@ command to start LiteLLM's proxy with (installed in a virtual environment of its
 heavy-tailed first event (about half a minute: the waits are real;
 ``python -m benchmarks.bench_hedging`` runs it alone); ``--truth`` adds benchmark clients
 (``solon-events bench``, GuideLLM, vLLM's) against a scripted server's ground truth
-(``python -m benchmarks.bench_truth``, with ``--install-peers`` first); ``--json PATH``
+(``python -m benchmarks.bench_truth``, with ``--install-peers`` first); ``--soak N`` runs
+the chaos soak alone: N streamed responses against faulty providers, ``--concurrency`` at
+a time (:mod:`benchmarks.soak`; with ``--gateways``, through two gateway replicas sharing
+a Redis restarted mid-run: :mod:`benchmarks.soak_gateways`); ``--json PATH``
 writes the figures as JSON; ``--readme`` writes them, with their picture, to
 ``benchmarks/results/`` and puts the tables and the picture in README.rst.
 The partial-arguments table always runs the partial JSON parsers of the ``bench`` extra that
@@ -48,6 +51,8 @@ from . import (
     bench_truth,
     machine,
     readme,
+    soak,
+    soak_gateways,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,6 +83,21 @@ def _parser() -> argparse.ArgumentParser:
         "--truth",
         action="store_true",
         help="benchmark clients (ours, GuideLLM, vLLM's) against a scripted server's truth",
+    )
+    parser.add_argument(
+        "--soak",
+        type=int,
+        metavar="N",
+        help="only the chaos soak: N streamed responses against faulty providers",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=50, help="the soak's responses at a time (50)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="the soak's plans' seed (1)")
+    parser.add_argument(
+        "--gateways",
+        action="store_true",
+        help="the soak through two gateway replicas sharing a Redis restarted mid-run",
     )
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     parser.add_argument(
@@ -134,6 +154,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print()
     if args.litellm is not None:
         os.environ[bench_gateway.LITELLM] = str(args.litellm)
+    if args.soak is not None:
+        through = soak_gateways if args.gateways else soak
+        name = "soak_gateways" if args.gateways else "soak"
+        section(
+            name, "the chaos soak", lambda: through.main(args.soak, args.concurrency, args.seed)
+        )
+        return _saved(figures, args.json)
     if args.gateway:
         section(
             "gateway",

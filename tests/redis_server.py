@@ -7,14 +7,12 @@ skip when redis-server is not installed, except in CI, where they fail.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 
 import pytest
 from executables import executable_or_skip
+
+from benchmarks import local_servers
 
 
 def redis_server_binary() -> str:
@@ -22,63 +20,12 @@ def redis_server_binary() -> str:
     return executable_or_skip("redis-server", package="redis-server")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+class RedisServer(local_servers.RedisServer):
+    """One redis-server process on 127.0.0.1:``port`` (a free one by default), with no
+    persistence unless asked (:class:`benchmarks.local_servers.RedisServer`)."""
 
-
-class RedisServer:
-    """One redis-server process on 127.0.0.1:``port`` (a free one by default)."""
-
-    def __init__(self, port: int | None = None) -> None:
-        self.port = port or free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._folder = tempfile.TemporaryDirectory(prefix="solon-redis-")
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> RedisServer:
-        """Start it and wait until it answers."""
-        self._process = subprocess.Popen(
-            [
-                redis_server_binary(),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                self._folder.name,
-                "--maxclients",
-                "4000",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
-
-    def stop(self) -> None:
-        """Kill it at once (as a crash would) and wait for it to be gone."""
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait(10)
-        self._process = None
-
-    def close(self) -> None:
-        self.stop()
-        self._folder.cleanup()
+    def __init__(self, port: int | None = None, *, persistent: bool = False) -> None:
+        super().__init__(port, persistent=persistent, binary=redis_server_binary())
 
 
 @pytest.fixture(scope="session")

@@ -1108,3 +1108,22 @@ async def test_close_ends_streams_still_open_without_counting_them() -> None:
         with pytest.raises(aiohttp.ClientPayloadError):
             await response.read()
     assert server.disconnect_count == 0
+
+
+async def test_told_plays_the_scenario_the_prompt_names_for_the_model(
+    srv: DevServer, session: aiohttp.ClientSession
+) -> None:
+    """``told:<name>``: each model of a group is told its fault in the same prompt."""
+    prompt = "soak 7 a=slow:2:0 b=status:503 c=reset"
+    said = {
+        name: await fetch(srv, session, request_for("openai", f"told:{name}", user=prompt))
+        for name in ("a", "b")
+    }
+    assert final(said["a"][2], "openai").text == "0 1 "
+    assert said["b"][0] == 503
+    _, _, echoed = await fetch(srv, session, request_for("anthropic", "told:d", user=prompt))
+    assert final(echoed, "anthropic").text == prompt  # not told: the echo
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        await fetch(srv, session, request_for("openai", "told:c", user=prompt))
+    status, _, body = await fetch(srv, session, request_for("openai", "told:a", user="a=nope"))
+    assert status == 400 and b"no scenario 'nope'" in body

@@ -18,7 +18,9 @@ last message names, Paris when none; a joke when it asks for one), ``echo``,
 ``think``, ``slow:<n>:<interval>``, ``gate``, ``first-delay:<s>``, ``stall:<s>``,
 ``status:<code>``, ``html``, ``truncate``, ``error-frame`` and ``replay``, and the faults
 (``trickle``, ``comments``, ``endless-line``, ``pings``, ``cut``, ``flaky``, ``drop``,
-``deep-error``, ``echo-key``: see ``SCENARIOS``). Run it from a shell with
+``deep-error``, ``echo-key``: see ``SCENARIOS``), or ``told:<name>``: the scenario the
+prompt names for ``name`` (a word ``<name>=<scenario>``), so that each model of a group
+is told its fault per request. Run it from a shell with
 ``python -m solon_events.devserver --port 8000``.
 """
 

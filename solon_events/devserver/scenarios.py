@@ -682,6 +682,25 @@ def _cut_early(view: RequestView, args: Sequence[str]) -> Plan:
     return _echo(view, ())
 
 
+def _told(view: RequestView, args: Sequence[str]) -> Plan:
+    """``told:<name>``: the scenario the last user message names for ``name`` (a word
+    ``<name>=<scenario>[:<args>]``, or ``<name>=reset``: the connection dropped before any
+    answer), else the echo answer; so that a client picks each model's fault per request
+    (a soak, a gateway's fallback chain of ``told:a``, ``told:b``...)."""
+    name = args[0] if args else ""
+    for word in view.user_text.split():
+        key, said, spec = word.partition("=")
+        if not said or key != name:
+            continue
+        scenario, *spec_args = spec.split(":")
+        if scenario == "reset":
+            return DropReply()
+        if scenario in ("told", "replay") or scenario not in SCENARIOS:
+            raise ScenarioError(f"told:{name}: no scenario {scenario!r} to play")
+        return SCENARIOS[scenario][0](view, spec_args)
+    return _echo(view, ())
+
+
 def _deep_error(view: RequestView, args: Sequence[str]) -> StatusReply:
     depth = _int(args, 1, 500)
     body = b'{"error": ' * depth + b'"too deep"' + b"}" * depth
@@ -780,6 +799,11 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
         "the next fit",
     ),
     "refuse": (_refuse, "a refusal (a refusal delta, finish content_filter)"),
+    "told": (
+        _told,
+        "told:<name> - the scenario the last user message names in a word "
+        "<name>=<scenario>[:<args>] (<name>=reset: the connection dropped), else echo",
+    ),
     "long-args": (
         _long_args,
         "long-args:<n> - a write_report call whose long, nested argument (n sections) streams "
