@@ -197,3 +197,31 @@ def test_flush_raises_nothing_when_every_write_succeeded(log: RedisStreamLog) ->
     log.flush()
     back, ending = collect(read_from_redis(log, "ok-2"))
     assert ending is None and len(back) == len(events)
+
+
+async def test_an_entry_written_twice_is_read_once(redis_url: str) -> None:  # noqa: F811
+    """A write tried again after Redis came back may have been done already: the reader
+    skips the second copy (same sequence number), and a real gap is still an error."""
+    log = RedisStreamLog(redis_url, prefix=f"test-{uuid.uuid4().hex[:8]}")
+    try:
+        key = log.key("events", "twice")
+        await log.keep_alive(key)
+        for data, seq in ((b"a", 0), (b"b", 1), (b"b", 1), (b"c", 2)):
+            await log.append(key, data, seq)
+        await log.finish(key, 3, "completed")
+        read = [entry async for entry in log.read(key)]
+        assert [(e.data, e.outcome) for e in read] == [
+            (b"a", None),
+            (b"b", None),
+            (b"c", None),
+            (b"", "completed"),
+        ]
+        gap = log.key("events", "gap")
+        await log.keep_alive(gap)
+        await log.append(gap, b"a", 0)
+        await log.append(gap, b"c", 2)
+        with pytest.raises(StreamLogError, match="no longer holds entries 1 to 1"):
+            async for _entry in log.read(gap):
+                pass
+    finally:
+        await log.aclose()

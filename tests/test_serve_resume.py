@@ -21,6 +21,7 @@ from solon_events import ChatModel
 from solon_events.cli import get_weather
 from solon_events.devserver import DevServer
 from solon_events.serve import create_app, serving
+from solon_events.serve.redis_log import RedisStreamLog
 
 QUESTION = "What is the weather in Paris?"
 EVENTS_BODY = {"messages": [{"role": "user", "content": QUESTION}]}
@@ -75,7 +76,9 @@ async def provider() -> AsyncIterator[DevServer]:
 
 
 @contextlib.asynccontextmanager
-async def gateway(provider: DevServer, redis: str, scenario: str, **options: Any) -> Any:
+async def gateway(
+    provider: DevServer, redis: str | RedisStreamLog, scenario: str, **options: Any
+) -> Any:
     model = ChatModel(provider.url + "/v1/chat/completions", scenario)
     try:
         app = create_app(model, tools=[get_weather], redis=redis, **options)
@@ -169,11 +172,14 @@ def _agui_body() -> dict[str, Any]:
     }
 
 
-async def test_redis_restarted_mid_stream_is_a_clear_error_not_a_hang(
+async def test_redis_gone_mid_stream_is_a_clear_error_not_a_hang(
     provider: DevServer,
     redis_server: RedisServer,  # noqa: F811
 ) -> None:
-    async with gateway(provider, redis_server.url, "slow:400:0.02") as url:
+    """Redis killed, and not back within ``reconnect_for`` (0.5 s here): the stream ends
+    with the protocol's error event, the model request is stopped."""
+    log = RedisStreamLog(redis_server.url, reconnect_for=0.5)
+    async with gateway(provider, log, "slow:400:0.02") as url:
         session = aiohttp.ClientSession()
         try:
             response = await session.post(url + "/api/chat", json=VERCEL_BODY)
@@ -199,6 +205,38 @@ async def test_redis_restarted_mid_stream_is_a_clear_error_not_a_hang(
             assert len(fresh) == 5 and fresh_id != rid  # the gateway works again
         finally:
             restarted.close()
+
+
+async def test_redis_restarted_mid_stream_loses_nothing(provider: DevServer) -> None:
+    """A Redis that keeps its writes (append-only, every write) killed mid-stream and
+    started again 0.5 s later, within ``reconnect_for``: the writer and the reader wait
+    for it, and the client reads the whole answer, every event once, with no error; the
+    stream resumes whole from its start afterwards."""
+    redis = RedisServer(persistent=True).start()
+    try:
+        async with gateway(provider, redis.url, "slow:60:0.02") as url:
+            session = aiohttp.ClientSession()
+            try:
+                response = await session.post(url + "/events", json=EVENTS_BODY)
+                rid = response.headers["x-response-id"]
+                body = await response.content.readany()
+                redis.stop()
+                await asyncio.sleep(0.5)
+                await asyncio.to_thread(redis.start)
+                body += await asyncio.wait_for(response.read(), 30)
+            finally:
+                await session.close()
+            _status, _h, again = await read_events(url + f"/events?resume={rid}", method="GET")
+    finally:
+        redis.close()
+    events = sse_events(body)
+    ids = [event_id for event_id, _data in events]
+    assert len(ids) == len(set(ids)), "an event twice"
+    last = orjson.loads(events[-1][1])
+    assert last["type"] == "RESPONSE_END", last
+    assert last["response"]["text"] == "".join(f"{i} " for i in range(60))
+    assert again == events
+    assert provider.disconnect_count == 0  # the model request ran to its end
 
 
 async def test_redis_down_is_a_503_never_an_empty_success(

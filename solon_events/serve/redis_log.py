@@ -20,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
 import attrs
 from reactivex import Observable, abc
@@ -40,7 +41,9 @@ try:
     from redis.asyncio import Redis
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import RedisError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
 except ModuleNotFoundError as exc:  # tests/test_extras.py runs it without the extra
     raise MissingExtraError("resumable streams (Redis)", "redis", "redis") from exc
 
@@ -57,6 +60,7 @@ Outcome = Literal["completed", "failed", "stopped"]
 """How a stream ended: normally, with a failure, or stopped on request."""
 
 _BLOCK_MS = 1000
+_T = TypeVar("_T")
 
 
 class StreamLogError(ChatError):
@@ -83,6 +87,14 @@ class RedisStreamLog:
     Redis connection (``max_connections`` per process and loop). Stop requests travel on
     pub/sub channels.
 
+    ``reconnect_for`` (5 s, at most half the lease): seconds Redis may be unreachable (a
+    restart) while a stream is written or read: its writes, renewals and reads are tried
+    again meanwhile, and a reader skips an entry written twice by a write tried again;
+    past that time they fail with :class:`StreamLogError`. A stream's first entry is not waited for: a response
+    that cannot start is refused at once (its client may ask again elsewhere). With a
+    Redis that keeps its writes (``appendfsync always``), a restart within
+    ``reconnect_for`` loses no stream.
+
     Usable from any event loop (one client per loop) and, through :meth:`run`, from
     threads without one (a private loop thread).
     """
@@ -96,15 +108,21 @@ class RedisStreamLog:
         ttl: float = 3600.0,
         lease: float = 10.0,
         max_connections: int = 2000,
+        reconnect_for: float | None = None,
     ) -> None:
         if maxlen < 1 or ttl <= 0 or lease <= 0 or max_connections < 2:
             raise ValueError("maxlen, ttl, lease and max_connections must be positive")
+        if reconnect_for is None:
+            reconnect_for = min(5.0, lease / 2)
+        if not 0 <= reconnect_for < lease:
+            raise ValueError("reconnect_for must be 0 or more, and less than the lease")
         self.url = url
         self.prefix = prefix
         self.maxlen = maxlen
         self.ttl = ttl
         self.lease = lease
         self.max_connections = max_connections
+        self.reconnect_for = reconnect_for
         self._clients: dict[asyncio.AbstractEventLoop, Redis] = {}
         self._io: EventLoopThread | None = None
         self._writers: set[StreamWriter] = set()
@@ -138,39 +156,63 @@ class RedisStreamLog:
     def _failed(self, doing: str, exc: BaseException) -> StreamLogError:
         return StreamLogError(f"Redis at {_redact(self.url)} failed {doing}: {exc}")
 
+    async def _again(
+        self, doing: str, call: Callable[[], Awaitable[_T]], *, patient: bool = True
+    ) -> _T:
+        """``call()``; while Redis cannot be reached, tried again for ``reconnect_for``
+        seconds (not ``patient``: not at all) before a :class:`StreamLogError` says so."""
+        deadline: float | None = None
+        pause = 0.05
+        while True:
+            try:
+                return await call()
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + (self.reconnect_for if patient else 0.0)
+                if now >= deadline:
+                    raise self._failed(doing, exc) from None
+                await asyncio.sleep(min(pause, deadline - now))
+                pause = min(2 * pause, 0.5)
+            except RedisError as exc:
+                raise self._failed(doing, exc) from None
+
     # Writing.
 
     async def append(self, key: str, data: bytes, seq: int) -> str:
-        """Add entry number ``seq`` (from 0) holding ``data``; its id."""
-        try:
-            entry_id = await self.client().xadd(
+        """Add entry number ``seq`` (from 0) holding ``data``; its id. Redis out of reach
+        is waited for (``reconnect_for``) once the stream has its first entry."""
+
+        async def add() -> Any:
+            return await self.client().xadd(
                 key, {"d": data, "n": seq}, maxlen=self.maxlen, approximate=True
             )
-        except RedisError as exc:
-            raise self._failed(f"writing to {key}", exc) from None
+
+        entry_id = await self._again(f"writing to {key}", add, patient=seq > 0)
         return _text(entry_id)
 
-    async def keep_alive(self, key: str) -> None:
+    async def keep_alive(self, key: str, *, patient: bool = True) -> None:
         """Renew ``key``'s lease (its writer is alive) and its expiry."""
-        try:
+
+        async def renew() -> None:
             async with self.client().pipeline(transaction=False) as pipe:
                 pipe.set(key + ":live", b"1", px=int(self.lease * 1000))
                 pipe.expire(key, int(self.ttl + self.lease))
                 await pipe.execute()
-        except RedisError as exc:
-            raise self._failed(f"renewing {key}", exc) from None
+
+        await self._again(f"renewing {key}", renew, patient=patient)
 
     async def finish(self, key: str, seq: int, outcome: Outcome) -> str:
         """End ``key`` with entry ``seq`` marking its ``outcome``; it expires after ``ttl``."""
-        try:
+
+        async def end() -> Any:
             async with self.client().pipeline(transaction=False) as pipe:
                 pipe.xadd(key, {"n": seq, "e": outcome}, maxlen=self.maxlen, approximate=True)
                 pipe.expire(key, int(self.ttl))
                 pipe.delete(key + ":live")
-                entry_id = (await pipe.execute())[0]
-        except RedisError as exc:
-            raise self._failed(f"ending {key}", exc) from None
-        return _text(entry_id)
+                return (await pipe.execute())[0]
+
+        return _text(await self._again(f"ending {key}", end, patient=seq > 0))
 
     async def put_value(self, key: str, data: bytes, ttl: float) -> None:
         """Keep ``data`` under ``key`` (a plain value, not a stream) for ``ttl`` seconds."""
@@ -225,41 +267,44 @@ class RedisStreamLog:
     async def read(self, key: str, after: str | None = None) -> AsyncIterator[Entry]:
         """Every entry of ``key`` after id ``after`` (from the first when None), then the
         live tail, up to and including the end entry. Raises :class:`StreamLogError` for
-        an unknown stream or id, a gap, an abandoned stream or a Redis failure."""
+        an unknown stream or id, a gap, an abandoned stream or a Redis failure (Redis out
+        of reach longer than ``reconnect_for``)."""
         client: Any = self.client()
-        try:
-            expected = await self._first_expected(client, key, after)
-            last = after or "0-0"
+        doing = f"reading {key}"
+        expected = await self._again(doing, lambda: self._first_expected(client, key, after))
+        last = after or "0-0"
+        quiet_since = time.monotonic()
+        while True:
+            found = await self._again(
+                doing, functools.partial(client.xread, {key: last}, count=512, block=_BLOCK_MS)
+            )
+            if not found:
+                if time.monotonic() - quiet_since >= _BLOCK_MS / 1000 and not (
+                    await self._again(doing, lambda: client.exists(key + ":live"))
+                ):
+                    if await self._again(doing, functools.partial(self._unread, client, key, last)):
+                        continue
+                    raise StreamLogError(
+                        f"the stream {key} stopped without an end: its writer went away"
+                    )
+                continue
             quiet_since = time.monotonic()
-            while True:
-                found = await client.xread({key: last}, count=512, block=_BLOCK_MS)
-                if not found:
-                    if time.monotonic() - quiet_since >= _BLOCK_MS / 1000 and not (
-                        await client.exists(key + ":live")
-                    ):
-                        if await self._unread(client, key, last):
-                            continue
-                        raise StreamLogError(
-                            f"the stream {key} stopped without an end: its writer went away"
-                        )
+            for raw_id, fields in found[0][1]:
+                entry_id = _text(raw_id)
+                seq = int(fields[b"n"])
+                if seq < expected:  # written twice: a write tried again after Redis came back
                     continue
-                quiet_since = time.monotonic()
-                for raw_id, fields in found[0][1]:
-                    entry_id = _text(raw_id)
-                    seq = int(fields[b"n"])
-                    if seq != expected:
-                        raise StreamLogError(
-                            f"the stream {key} no longer holds entries {expected} to {seq - 1} "
-                            f"(trimmed by maxlen={self.maxlen})"
-                        )
-                    expected, last = seq + 1, entry_id
-                    outcome = fields.get(b"e")
-                    if outcome is not None:
-                        yield Entry(entry_id, b"", _text(outcome))  # type: ignore[arg-type]
-                        return
-                    yield Entry(entry_id, fields[b"d"])
-        except RedisError as exc:
-            raise self._failed(f"reading {key}", exc) from None
+                if seq != expected:
+                    raise StreamLogError(
+                        f"the stream {key} no longer holds entries {expected} to {seq - 1} "
+                        f"(trimmed by maxlen={self.maxlen})"
+                    )
+                expected, last = seq + 1, entry_id
+                outcome = fields.get(b"e")
+                if outcome is not None:
+                    yield Entry(entry_id, b"", _text(outcome))  # type: ignore[arg-type]
+                    return
+                yield Entry(entry_id, fields[b"d"])
 
     async def _first_expected(self, client: Any, key: str, after: str | None) -> int:
         if not await client.exists(key):
@@ -413,12 +458,12 @@ class StreamWriter:
     async def _run(self) -> None:
         seq = 0
         try:
-            await self.log.keep_alive(self.key)
+            await self.log.keep_alive(self.key, patient=False)
             while True:
                 try:
                     data, outcome = await asyncio.wait_for(self._queue.get(), self.log.lease / 3)
                 except asyncio.TimeoutError:
-                    await self.log.keep_alive(self.key)
+                    await self.log.keep_alive(self.key, patient=seq > 0)
                     continue
                 if outcome is not None:
                     await self.log.finish(self.key, seq, outcome)
