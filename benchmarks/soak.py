@@ -6,7 +6,7 @@ N responses run ``--concurrency`` at a time in this process, against the embedde
 
 - **faults**: three models, ``told:a``, ``told:b`` and ``told:c`` (the provider's ``told``
   scenario), each told in the prompt what to do: answer whole (the echo of the prompt,
-  slow frames, a short stall, bytes one at a time) or fail before answering (HTTP 429,
+  slow frames, a short stall) or fail before answering (HTTP 429,
   500, 503, an HTML page, a reset connection) or after (a frame cut in half, a truncated
   body, an error frame, a stall past the idle timeout);
 - **groups**: one model, a fallback chain, a hedge (after 0 to 50 ms), or one nested in
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import threading
 import time
@@ -62,7 +63,6 @@ FAULTS: Mapping[str, tuple[Kind, int]] = {  # the told scenario's words, their k
     "ok": ("whole", 40),
     "slow:6:0.01": ("whole", 6),
     "stall:0.3": ("whole", 4),
-    "trickle:0.0005": ("whole", 3),
     "status:429": ("before", 5),
     "status:500": ("before", 5),
     "status:503": ("before", 5),
@@ -334,18 +334,28 @@ def connections(port: int) -> tuple[int, int]:
 
 
 HEADER = (
-    f"{'responses':>9} {'s/1000':>7} {'hangs':>5} {'untyped':>7} {'broken':>6} {'lost':>5} "
-    f"{'wrong':>5} {'sockets':>7} {'tasks':>5} {'threads':>7} {'RSS MiB':>8}"
+    f"{'responses':>9} {'s/1000':>7} {'CPU s':>6} {'hangs':>5} {'untyped':>7} {'broken':>6} "
+    f"{'lost':>5} {'wrong':>5} {'sockets':>7} {'tasks':>5} {'threads':>7} {'RSS MiB':>8}"
 )
 
 
-def progress_line(tally: Tally, seconds: float, sockets: int, tasks: int, threads: int) -> str:
-    """One line of the running figures (the sockets, tasks and threads held now)."""
+def progress_line(
+    tally: Tally, seconds: float, cpu: float, sockets: int, tasks: int, threads: int
+) -> str:
+    """One line of the running figures: seconds and this process's CPU seconds per
+    1,000 responses since the last line, the counts, the sockets, tasks and threads held
+    now and the RSS."""
     return (
-        f"{tally.responses:>9} {seconds:>7.2f} {tally.hangs:>5} {tally.untyped:>7} "
+        f"{tally.responses:>9} {seconds:>7.2f} {cpu:>6.2f} {tally.hangs:>5} {tally.untyped:>7} "
         f"{tally.broken:>6} {tally.lost:>5} {tally.wrong:>5} {sockets:>7} {tasks:>5} "
         f"{threads:>7} {rss_mib():>8.1f}"
     )
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far (user and system)."""
+    times = os.times()
+    return times.user + times.system
 
 
 async def drive(
@@ -353,19 +363,21 @@ async def drive(
     run: Callable[[Plan], Any],
     tally: Tally,
     concurrency: int,
-    report: Callable[[float], None],
+    report: Callable[[float, float], None],
     judged: Callable[[Plan, Outcome, Tally], None] = judge,
 ) -> None:
     """Run every plan, ``concurrency`` at a time, each ``judged`` as it ends (a hang when
-    it has not ended after :data:`HANG_AFTER` seconds); ``report(seconds per 1,000)``
-    every :data:`REPORT_EVERY` responses and at the end."""
+    it has not ended after :data:`HANG_AFTER` seconds); ``report(seconds, CPU seconds)``
+    (per 1,000 responses since the last report) every :data:`REPORT_EVERY` responses and
+    at the end."""
     gate = asyncio.Semaphore(concurrency)
-    since = [time.perf_counter(), 0]  # the last report: when, and how many had ended
+    since = [time.perf_counter(), cpu_seconds(), 0]  # the last report: when, CPU, how many
 
     def reported() -> None:
-        now, count = time.perf_counter(), tally.responses
-        report((now - since[0]) * 1000 / max(1, count - since[1]))
-        since[:] = [now, count]
+        now, cpu, count = time.perf_counter(), cpu_seconds(), tally.responses
+        per = 1000 / max(1, count - since[2])
+        report((now - since[0]) * per, (cpu - since[1]) * per)
+        since[:] = [now, cpu, count]
 
     async def one(plan: Plan) -> None:
         try:
@@ -404,11 +416,11 @@ def main(responses: int, concurrency: int = 50, seed: int = 1) -> dict[str, Any]
     print(HEADER)
 
     async def soaked() -> None:
-        def report(per_thousand: float) -> None:
+        def report(seconds: float, cpu: float) -> None:
             sockets = connections(port)[0]
             tasks = len(asyncio.all_tasks()) - 1
             threads = threading.active_count()
-            print(progress_line(tally, per_thousand, sockets, tasks, threads), flush=True)
+            print(progress_line(tally, seconds, cpu, sockets, tasks, threads), flush=True)
 
         plans = (draw(number, seed) for number in range(responses))
         await drive(plans, soak.run, tally, concurrency, report)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -53,7 +54,7 @@ RETRY_PAUSE = 0.25
 
 
 def _subclasses(cls: type) -> set[type]:
-    found = set(cls.__subclasses__())
+    found: set[type] = set(cls.__subclasses__())
     for sub in list(found):
         found |= _subclasses(sub)
     return found
@@ -244,8 +245,9 @@ async def _soak(
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         client.session = session
 
-        def report(per_thousand: float) -> None:
-            line = soak.progress_line(tally, per_thousand, 0, len(asyncio.all_tasks()) - 1, 0)
+        def report(seconds: float, cpu: float) -> None:
+            tasks = len(asyncio.all_tasks()) - 1
+            line = soak.progress_line(tally, seconds, cpu, 0, tasks, threading.active_count())
             gateways = "; ".join(
                 f"{figures.get('rss_mib', 0):.0f} {figures.get('threads', 0):.0f} "
                 f"{figures.get('fds', 0):.0f}"
