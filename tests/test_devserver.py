@@ -1127,3 +1127,29 @@ async def test_told_plays_the_scenario_the_prompt_names_for_the_model(
         await fetch(srv, session, request_for("openai", "told:c", user=prompt))
     status, _, body = await fetch(srv, session, request_for("openai", "told:a", user="a=nope"))
     assert status == 400 and b"no scenario 'nope'" in body
+
+
+async def test_a_long_lived_server_keeps_its_last_requests_only(
+    session: aiohttp.ClientSession,
+) -> None:
+    """A server that answered many requests keeps the last ``keep_requests`` of them, not
+    every one (each kept request costs every garbage collection of the process its time);
+    they are still numbered as they came."""
+    async with DevServer(keep_requests=3) as server:
+        for i in range(5):
+            await fetch(server, session, request_for("openai", "echo", user=f"number {i}"))
+        requests = server.requests
+        assert len(requests) == 5 and len(list(requests)) == 3
+        assert [r.body["messages"][-1]["content"] for r in requests[3:]] == [
+            "number 3",
+            "number 4",
+        ]
+        assert requests[-1] is requests[4] and requests[2].body["messages"][-1]["content"] == (
+            "number 2"
+        )
+        assert len(requests[:]) == 3  # those of the numbers still kept
+        with pytest.raises(IndexError, match=r"request 1 is not kept: 5 came, the last 3"):
+            requests[1]
+    assert len(DevServer().requests) == 0
+    with pytest.raises(ValueError, match="keep_requests"):
+        DevServer(keep_requests=0)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import orjson
 from aiohttp import web
@@ -20,9 +21,18 @@ from ..sources import tell_source
 from .app import StreamTiming, create_app
 from .encoders import Frame
 
-__all__ = ["DevServer", "RecordedRequest", "RunningServer", "load_recording"]
+__all__ = [
+    "KEEP_REQUESTS",
+    "DevServer",
+    "RecordedRequest",
+    "RecordedRequests",
+    "RunningServer",
+    "load_recording",
+]
 
 _SHUTDOWN_TIMEOUT = 0.5
+KEEP_REQUESTS = 1000
+"""How many of the requests it received a server keeps by default (the last ones)."""
 
 
 class RecordedRequest(NamedTuple):
@@ -32,6 +42,66 @@ class RecordedRequest(NamedTuple):
     path: str
     headers: Mapping[str, str]
     body: Any
+
+
+class RecordedRequests(Sequence[RecordedRequest]):
+    """The requests a server received, numbered from 0 in the order they came: ``len()``
+    counts every one, an index or a slice is those numbers (a negative one counts from the
+    last; a slice gives those of its numbers still kept), iterating gives those kept.
+    Only the last ``keep`` are kept (None: all), so that a long-lived server holds no
+    more and its garbage collections take no longer (a full collection walks every object
+    kept: with 100,000 requests kept it took about 160 ms, every time); asking for an
+    older one is an IndexError saying so."""
+
+    def __init__(self, keep: int | None = KEEP_REQUESTS) -> None:
+        if keep is not None and keep < 1:
+            raise ValueError("keep_requests must be 1 or more, or None to keep all")
+        self._kept: deque[RecordedRequest] = deque(maxlen=keep)
+        self._count = 0
+
+    def append(self, request: RecordedRequest) -> None:
+        """Count and keep ``request`` (the oldest kept one is dropped past ``keep``)."""
+        self._kept.append(request)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> RecordedRequest: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[RecordedRequest]: ...
+
+    def __getitem__(self, index: int | slice) -> RecordedRequest | list[RecordedRequest]:
+        first = self._count - len(self._kept)  # the number of the oldest kept
+        if isinstance(index, slice):  # those kept of the numbers it names
+            numbers = range(*index.indices(self._count))
+            return [self._kept[number - first] for number in numbers if number >= first]
+        number = index + self._count if index < 0 else index
+        if not first <= number < self._count:
+            raise IndexError(
+                f"request {index} is not kept: {self._count} came, the last "
+                f"{len(self._kept)} are kept (DevServer(keep_requests=...))"
+            )
+        return self._kept[number - first]
+
+    def __iter__(self) -> Iterator[RecordedRequest]:
+        return iter(self._kept)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a list (or tuple) of every request received, in order, or to requests
+        of another server that received and kept the same."""
+        if isinstance(other, RecordedRequests):
+            return self._count == other._count and list(self._kept) == list(other._kept)
+        if not isinstance(other, (list, tuple)):
+            return NotImplemented
+        return len(other) == self._count == len(self._kept) and list(self._kept) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<RecordedRequests: {self._count} received, {len(self._kept)} kept>"
 
 
 def load_recording(path: str | Path) -> list[Frame]:
@@ -63,7 +133,9 @@ class DevServer:
     each of its content parts was written (:class:`~.app.StreamTiming`: the server's own
     account of a latency script, for benchmarks).
 
-    Observability: :attr:`requests` lists every request received; :attr:`disconnect_count`
+    Observability: :attr:`requests` holds the requests received (:class:`RecordedRequests`:
+    ``len()`` counts them all, the last ``keep_requests`` are kept, None: all, so that a
+    long-lived server neither grows nor slows down); :attr:`disconnect_count`
     counts streams whose client went away before the server finished writing (at the
     ``time.monotonic()`` instants in :attr:`disconnect_times`), and :meth:`wait_disconnect`
     waits for them.
@@ -77,6 +149,7 @@ class DevServer:
         pace: float = 0.0,
         recording: str | Path | None = None,
         timings: bool = False,
+        keep_requests: int | None = KEEP_REQUESTS,
     ) -> None:
         self.host = host
         self.port = port
@@ -85,7 +158,8 @@ class DevServer:
         self.recording_frames: list[Frame] = (
             load_recording(self.recording) if self.recording is not None else []
         )
-        self.requests: list[RecordedRequest] = []
+        self.requests = RecordedRequests(keep_requests)
+        """The requests received (the last ``keep_requests`` of them kept)."""
         self.stream_timings: list[StreamTiming] | None = [] if timings else None
         """With ``timings``, when each stream was received and its parts written."""
         self._attempts: dict[tuple[str, str], int] = {}
@@ -237,10 +311,18 @@ class DevServer:
         pace: float = 0.0,
         recording: str | Path | None = None,
         timings: bool = False,
+        keep_requests: int | None = KEEP_REQUESTS,
     ) -> RunningServer:
         """Start a server on its own event-loop thread; close it with ``.close()``."""
         loop_thread = EventLoopThread(name="solon-events-devserver")
-        server = cls(host, port, pace=pace, recording=recording, timings=timings)
+        server = cls(
+            host,
+            port,
+            pace=pace,
+            recording=recording,
+            timings=timings,
+            keep_requests=keep_requests,
+        )
         try:
             loop_thread.run(server.start())
         except BaseException:
@@ -277,8 +359,8 @@ class RunningServer:
         return self.server.port
 
     @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received."""
+    def requests(self) -> RecordedRequests:
+        """The requests received (see :attr:`DevServer.requests`)."""
         return self.server.requests
 
     @property

@@ -90,10 +90,10 @@ class RedisStreamLog:
     ``reconnect_for`` (5 s, at most half the lease): seconds Redis may be unreachable (a
     restart) while a stream is written or read: its writes, renewals and reads are tried
     again meanwhile, and a reader skips an entry written twice by a write tried again;
-    past that time they fail with :class:`StreamLogError`. A stream's first entry is not waited for: a response
-    that cannot start is refused at once (its client may ask again elsewhere). With a
-    Redis that keeps its writes (``appendfsync always``), a restart within
-    ``reconnect_for`` loses no stream.
+    past that time they fail with :class:`StreamLogError`. A stream's first entry is not
+    waited for: a response that cannot start is refused at once (its client may ask again
+    elsewhere). With a Redis that keeps its writes (``appendfsync always``), a restart
+    within ``reconnect_for`` loses no stream.
 
     Usable from any event loop (one client per loop) and, through :meth:`run`, from
     threads without one (a private loop thread).
