@@ -118,7 +118,14 @@ class GatewaySoak:
             await self._read(f"{where}/events?resume={read.response_id}", read)
             if not read.ended:
                 await asyncio.sleep(RETRY_PAUSE)
-        return self._outcome(read, started)
+        outcome = self._outcome(read)
+        if outcome.error is not None and plan.kind() == "whole" and self._in_outage(started):
+            outcome = attrs.evolve(outcome, error=_RestartCut(str(outcome.error)))
+        return outcome
+
+    def _in_outage(self, started: float) -> bool:
+        """Whether a response that started at ``started`` ran while Redis was away."""
+        return self.outage is not None and started <= self.outage[1]
 
     async def _read(
         self, url: str, read: _Read, body: bytes | None = None, leave: int | None = None
@@ -144,7 +151,7 @@ class GatewaySoak:
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError):
             return 0
 
-    def _outcome(self, read: _Read, started: float) -> soak.Outcome:
+    def _outcome(self, read: _Read) -> soak.Outcome:
         if not read.events:
             return soak.Outcome(error=errors.ChatError("no stream could be read"))
         events = tuple(event_from_json(event) for event in read.events)
@@ -154,8 +161,6 @@ class GatewaySoak:
             named = (last.get("error") or {}).get("type", "ChatError")
             cause = errors.ChatError if named in self.chat_errors else RuntimeError
             error = cause(f"{last.get('type')}: {last.get('text')}")
-            if self.outage is not None and started <= self.outage[1]:
-                error = _RestartCut(str(error))  # in flight while Redis was away
         text = events[-1].response.text if error is None and events[-1].response else None
         return soak.Outcome(events, text, error)
 
@@ -187,6 +192,8 @@ def _judged_apart(cut: list[int]) -> Any:
         if isinstance(outcome.error, _RestartCut):
             tally.responses += 1
             cut[0] += 1
+            if len(tally.examples) < 20:
+                tally.examples.append(f"cut: #{plan.number} {plan.prompt!r}: {outcome.error}")
             return
         soak.judge(plan, outcome, tally)
 
