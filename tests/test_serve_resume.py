@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -172,6 +172,25 @@ def _agui_body() -> dict[str, Any]:
     }
 
 
+async def interrupted(
+    url: str, body: Any, meanwhile: Callable[[], Awaitable[None]]
+) -> tuple[str, bytes, float]:
+    """POST ``body`` to ``url``, read the stream's first bytes, run ``meanwhile()`` (Redis
+    stopped, restarted), read the rest: the response id, the whole body, and how long the
+    rest took."""
+    session = aiohttp.ClientSession()
+    try:
+        response = await session.post(url, json=body)
+        rid = response.headers["x-response-id"]
+        read = await response.content.readany()
+        await meanwhile()
+        after = time.monotonic()
+        read += await asyncio.wait_for(response.read(), 30)
+        return rid, read, time.monotonic() - after
+    finally:
+        await session.close()
+
+
 async def test_redis_gone_mid_stream_is_a_clear_error_not_a_hang(
     provider: DevServer,
     redis_server: RedisServer,  # noqa: F811
@@ -180,17 +199,11 @@ async def test_redis_gone_mid_stream_is_a_clear_error_not_a_hang(
     with the protocol's error event, the model request is stopped."""
     log = RedisStreamLog(redis_server.url, reconnect_for=0.5)
     async with gateway(provider, log, "slow:400:0.02") as url:
-        session = aiohttp.ClientSession()
-        try:
-            response = await session.post(url + "/api/chat", json=VERCEL_BODY)
-            rid = response.headers["x-response-id"]
-            body = await response.content.readany()
+
+        async def kill() -> None:
             redis_server.stop()
-            killed = time.monotonic()
-            body += await asyncio.wait_for(response.read(), 20)
-            ended_after = time.monotonic() - killed
-        finally:
-            await session.close()
+
+        rid, body, ended_after = await interrupted(url + "/api/chat", VERCEL_BODY, kill)
         events = sse_events(body)
         error = orjson.loads(events[-2][1])
         assert error["type"] == "error" and "Redis" in error["errorText"], error
@@ -215,17 +228,13 @@ async def test_redis_restarted_mid_stream_loses_nothing(provider: DevServer) -> 
     redis = RedisServer(persistent=True).start()
     try:
         async with gateway(provider, redis.url, "slow:60:0.02") as url:
-            session = aiohttp.ClientSession()
-            try:
-                response = await session.post(url + "/events", json=EVENTS_BODY)
-                rid = response.headers["x-response-id"]
-                body = await response.content.readany()
+
+            async def restart() -> None:
                 redis.stop()
                 await asyncio.sleep(0.5)
                 await asyncio.to_thread(redis.start)
-                body += await asyncio.wait_for(response.read(), 30)
-            finally:
-                await session.close()
+
+            rid, body, _seconds = await interrupted(url + "/events", EVENTS_BODY, restart)
             _status, _h, again = await read_events(url + f"/events?resume={rid}", method="GET")
     finally:
         redis.close()
