@@ -586,6 +586,70 @@ def test_a_bad_body_is_told_what_is_wrong(format: str, body: Any, message: str) 
         read_client_request(format, body)
 
 
+def tool_with(format: str, schema: Any) -> dict[str, Any]:
+    """A body of ``format`` declaring one client tool whose schema is ``schema``."""
+    flat = {"type": "function", "name": "a", "parameters": schema}
+    nested = {"type": "function", "function": {"name": "a", "parameters": schema}}
+    say = [{"role": "user", "content": "hi"}]
+    return {
+        "openai": {"messages": say, "tools": [nested]},
+        "ollama": {"messages": say, "tools": [nested]},
+        "cohere": {"messages": say, "tools": [nested]},
+        "openai-responses": {"input": "hi", "tools": [flat]},
+        "google-interactions": {"input": "hi", "tools": [flat]},
+        "anthropic": {"messages": say, "tools": [{"name": "a", "input_schema": schema}]},
+        "gemini": {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": [{"name": "a", "parametersJsonSchema": schema}]}],
+        },
+    }[format]
+
+
+READERS = ("openai", "ollama", "cohere", "openai-responses", "google-interactions")
+READERS += ("anthropic", "gemini")
+OBJECT = {"type": "object"}
+
+
+@pytest.mark.parametrize("format", READERS)
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({**OBJECT, "properties": 1}, r"parameters\.properties must be an object, not an integer"),
+        ({**OBJECT, "properties": {"b": "x"}}, r"properties\.b must be a schema \(an object"),
+        ({**OBJECT, "required": "b"}, r"parameters\.required must be an array of property names"),
+        ({"type": 3}, r"parameters\.type must be a type name or names, not an integer"),
+        ({"anyOf": {"type": "string"}}, r"parameters\.anyOf must be an array, not an object"),
+        ({"type": "array", "items": [1]}, r"parameters\.items\[0\] must be a schema"),
+        ({"enum": "ab"}, r"parameters\.enum must be an array, not a string"),
+        (
+            {"$defs": {"n": {**OBJECT, "properties": {"c": {"items": None}}}}},
+            r"parameters\.\$defs\.n\.properties\.c\.items must be a schema .*not null",
+        ),
+    ],
+)
+def test_a_tool_schema_of_the_wrong_shape_is_refused_naming_where(
+    format: str, schema: Any, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        read_client_request(format, tool_with(format, schema))
+
+
+@pytest.mark.parametrize("format", READERS)
+def test_a_tool_schema_of_any_depth_and_every_keyword_is_read_as_sent(format: str) -> None:
+    leaf: Any = {"type": ["string", "null"], "enum": ["x", None]}
+    for _ in range(3000):  # deeper than Python's recursion limit: walked without recursion
+        leaf = {"type": "array", "items": leaf}
+    schema = {
+        **OBJECT,
+        "properties": {"deep": leaf, "any": True, "pair": {"items": [{}, {"type": "integer"}]}},
+        "required": ["deep"],
+        "additionalProperties": False,
+        "$defs": {"x": {"oneOf": [{"type": "string"}, {"not": {"const": 1}}]}},
+    }
+    (spec,) = read_client_request(format, tool_with(format, schema)).tools
+    assert spec.parameters == schema
+
+
 def test_cohere_as_its_sdk_writes_it() -> None:
     """Tool results as document items (by their data), thinking in content items and in
     tool_plan, an image by URL, Cohere's option names."""

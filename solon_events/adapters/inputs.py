@@ -39,7 +39,15 @@ def _object(body: Any) -> Mapping[str, Any]:
 
 
 def _kind(value: Any) -> str:
-    kinds: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    kinds: dict[type, str] = {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }
     return kinds.get(type(value), "a value")
 
 

@@ -19,6 +19,7 @@ from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
 from .fields import each, field_of, optional, texts, unknown_fields
 from .options import GenerationOptions
 from .output import OUTPUT_FIELDS, output_ignored, read_output
+from .schema_shape import check_schema_shape
 
 __all__ = ["ClientRequest"]
 
@@ -197,17 +198,18 @@ def flat_function_tool(value: Any, where: str) -> ToolSpec:
 
 def tool_spec(name: Any, description: Any, parameters: Any, where: str) -> ToolSpec:
     """A client tool: its name, description and JSON schema (an empty object schema when
-    the client gave none)."""
+    the client gave none; a schema whose keywords have not their shapes refused:
+    :func:`~.schema_shape.check_schema_shape`)."""
     field_of(name, str, f"{where}.name")
     if not name:
         raise ValueError(f"{where}.name must not be empty")
     if description is not None:
         field_of(description, str, f"{where}.description")
-    schema = (
-        {"type": "object", "properties": {}}
-        if parameters is None
-        else dict(field_of(parameters, Mapping, f"{where}.parameters"))
-    )
+    if parameters is None:
+        schema = {"type": "object", "properties": {}}
+    else:
+        schema = dict(field_of(parameters, Mapping, f"{where}.parameters"))
+        check_schema_shape(schema, f"{where}.parameters")
     return ToolSpec(name=name, description=description or "", parameters=schema)
 
 
