@@ -389,6 +389,54 @@ def test_tools_that_wait_for_approval_in_redis_need_a_key(
         create_app(model, tools=[get_weather], redis=redis_url, token="a-token")  # from it
 
 
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({}, "give every replica the same key with --approval-key-env NAME"),
+        ({"GATEWAY_APPROVAL_KEY": ""}, "the environment variable GATEWAY_APPROVAL_KEY is empty"),
+        ({"GATEWAY_APPROVAL_KEY": "short"}, "GATEWAY_APPROVAL_KEY is shorter than 16 bytes"),
+    ],
+)
+def test_serve_with_redis_and_approval_without_a_key_says_which_flag_gives_it(
+    environment: dict[str, str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from solon_events.cli import main
+
+    monkeypatch.delenv("SOLON_APPROVAL_KEY", raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    named = ["--approval-key-env", "GATEWAY_APPROVAL_KEY"] if environment else []
+    redis = ["--redis", "redis://127.0.0.1:1/0"]  # refused before it is reached
+    assert main(["serve", *redis, "--require-approval", *named]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_signs_what_it_keeps_in_redis_with_the_key_its_flag_names(
+    redis_url: str,  # noqa: F811
+    redis_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from solon_events.approvals import verified
+
+    monkeypatch.delenv("SOLON_APPROVAL_KEY", raising=False)
+    monkeypatch.setenv("GATEWAY_APPROVAL_KEY", KEY)
+    options = ("--redis", redis_url, "--require-approval")
+    with serve_command(*options, "--approval-key-env", "GATEWAY_APPROVAL_KEY") as process:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        response_id, approval_id = paused_by(url)
+        kept = orjson.loads(redis_client.get(f"solon-events:approval:{response_id}"))
+        verified(kept, KEY)  # raises when signed with another key
+        with pytest.raises(ValueError, match="signature"):
+            verified(kept, "another-key-0123456789")
+        status, body = approve(url, approval_id)
+    assert status == 200, body
+    assert "18°C and sunny" in sse_json(body)[-1]["response"]["text"]
+
+
 @pytest.mark.parametrize("forgery", ["edited", "unsigned", "another key"])
 def test_a_state_written_to_redis_by_someone_else_runs_no_tool(
     provider: RunningServer,

@@ -23,6 +23,8 @@ from rich.text import Text
 
 from ..client.model import ChatModel
 from ..client.routing import ModelGroup
+from ..serve.approval_store import APPROVAL_KEY_ENV
+from ..serve.approval_store import approval_key as approval_key_of
 from ..serve.gateway import (
     BODY_TIMEOUT,
     HEADER_TIMEOUT,
@@ -195,6 +197,13 @@ def add_serve_parser(commands: Any) -> None:
         "page shows Approve / Deny; without --url only)",
     )
     parser.add_argument(
+        "--approval-key-env",
+        metavar="NAME",
+        help="environment variable holding the key (16 bytes or more, the same on every "
+        f"replica) that signs the paused responses kept in Redis (default: {APPROVAL_KEY_ENV}, "
+        "else one derived from the token); needed with --redis and --require-approval",
+    )
+    parser.add_argument(
         "--on-disconnect",
         choices=("continue", "cancel"),
         help="when a client leaves: go on or cancel the response (default: continue with "
@@ -225,6 +234,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
                 "localhost, [::1] or an --allow-host name are answered",
             )
         )
+    approval_key = _approval_key(args, token)
     server = None
     tools: list[Any] = []
     if configured is not None:
@@ -278,6 +288,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
                 max_connections=args.max_connections or MAX_CONNECTIONS,
                 redis=configured.redis if configured is not None else args.redis,
                 on_disconnect=args.on_disconnect,
+                approval_key=approval_key,
             )
             asyncio.run(run(app))
     except OSError as exc:
@@ -286,6 +297,30 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         if server is not None:
             server.close()
     return 0
+
+
+def _approval_key(args: argparse.Namespace, token: str | None) -> str | None:
+    """The key ``--approval-key-env`` names (None without it: the gateway's default); a
+    CommandError when the variable is empty, or when the demo's tool waits for approval in
+    Redis with no key to sign it (neither the variable, nor ``SOLON_APPROVAL_KEY``, nor a
+    token)."""
+    from .common import CommandError
+
+    name = args.approval_key_env
+    key = (os.environ.get(name) or None) if name else None
+    if name and key is None:
+        raise CommandError(f"the environment variable {name} is empty", 2)
+    if key is not None and len(key.encode()) < 16:
+        raise CommandError(f"the approval key in {name} is shorter than 16 bytes", 2)
+    waits = args.require_approval and args.redis and not args.config
+    if waits and approval_key_of(key, token) is None:
+        raise CommandError(
+            "--require-approval with --redis keeps the paused responses in Redis, signed: "
+            "give every replica the same key with --approval-key-env NAME (or "
+            f"{APPROVAL_KEY_ENV} in the environment), or a --token",
+            2,
+        )
+    return key
 
 
 def _stderr() -> Console:
