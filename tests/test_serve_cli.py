@@ -257,3 +257,18 @@ def test_serve_takes_a_fallback_chain_and_a_hedge_delay(
 def test_a_hedge_delay_needs_a_fallback(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--hedge-after", "1"]) == 2
     assert "--hedge-after needs a model to hedge with" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fallback", [[], ["--fallback", "echo", "--fallback", "think"]])
+def test_upstream_connections_sizes_every_served_models_pool(fallback: list[str]) -> None:
+    from solon_events.cli import build_parser
+    from solon_events.cli.serve import _model
+    from solon_events.client.routing import ModelGroup
+
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    for given, pool in (([], 100), (["--upstream-connections", "7"], 7)):
+        args = build_parser().parse_args(["serve", "--model", "a", *fallback, *given])
+        served = _model(args, url, [args.model, *args.fallback], None, "openai")
+        with served:
+            leaves = served.leaves() if isinstance(served, ModelGroup) else (served,)
+            assert [leaf.transport.connection_limit for leaf in leaves] == [pool] * len(leaves)
