@@ -12,11 +12,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
-__all__ = ["RedisServer", "free_port", "gateway_process", "process_figures"]
+__all__ = ["Gateway", "RedisServer", "free_port", "gateway_process", "process_figures"]
 
 
 def free_port() -> int:
@@ -79,32 +81,54 @@ class RedisServer:
         self._folder.cleanup()
 
 
+class Gateway:
+    """A ``solon-events serve`` process (:func:`gateway_process`): its address, the process,
+    and its log (standard error, kept in a file: a pipe nobody reads would fill, and
+    the gateway would stop at its next log line)."""
+
+    def __init__(self, url: str, process: subprocess.Popen[str], log: IO[bytes]) -> None:
+        self.url = url
+        self.process = process
+        self._log = log
+
+    def log(self) -> str:
+        """What the gateway has logged so far."""
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+
 @contextlib.contextmanager
-def gateway_process(*options: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``solon-events serve --port 0 OPTIONS`` in a process of its own: its address and
-    the process (its standard error to a pipe, read at the end); terminated at the end."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        assert process.stdout is not None
-        found = re.search(r"http://\S+", process.stdout.readline())
-        if not found:
-            process.kill()
-            raise RuntimeError(f"the gateway did not start: {process.communicate()[1][-2000:]}")
-        yield found.group(0), process
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.communicate(timeout=15)
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+def gateway_process(*options: str) -> Iterator[Gateway]:
+    """``solon-events serve --port 0 OPTIONS`` in a process of its own (its standard
+    output read for its address, then drained; its standard error in a temporary file);
+    terminated at the end."""
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        gateway = Gateway("", process, log)
+        try:
+            assert process.stdout is not None
+            found = re.search(r"http://\S+", process.stdout.readline())
+            if not found:
+                process.kill()
+                process.wait()
+                raise RuntimeError(f"the gateway did not start: {gateway.log()[-2000:]}")
+            threading.Thread(target=process.stdout.read, daemon=True).start()
+            gateway.url = found.group(0)
+            yield gateway
+        finally:
+            if process.poll() is None:
+                process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=15)
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def process_figures(pid: int) -> dict[str, float]:

@@ -216,8 +216,8 @@ def main(responses: int, concurrency: int = 50, seed: int = 1) -> dict[str, Any]
                 )
                 for kind, options in REPLICAS.items()
             }
-            client = GatewaySoak({kind: url for kind, (url, _p) in replicas.items()})
-            pids = {kind: process.pid for kind, (_url, process) in replicas.items()}
+            client = GatewaySoak({kind: gateway.url for kind, gateway in replicas.items()})
+            pids = {kind: gateway.process.pid for kind, gateway in replicas.items()}
             print(
                 f"{responses} responses through two gateways (a fallback chain and a hedge) "
                 f"sharing Redis, {concurrency} at a time, seed {seed}; Redis restarted at "
@@ -225,6 +225,7 @@ def main(responses: int, concurrency: int = 50, seed: int = 1) -> dict[str, Any]
             )
             print(soak.HEADER + "  gateways: RSS MiB, threads, fds")
             asyncio.run(_soak(client, responses, concurrency, seed, redis, tally, cut, pids))
+            logs = {kind: gateway.log() for kind, gateway in replicas.items()}
     finally:
         provider.close()
         redis.close()
@@ -232,9 +233,15 @@ def main(responses: int, concurrency: int = 50, seed: int = 1) -> dict[str, Any]
         f"{tally.succeeded} answered, {tally.failed} failed, {tally.cancelled} left; "
         f"{cut[0]} cut by the Redis restart"
     )
+    tracebacks = sum(log.count("Traceback (most recent call last)") for log in logs.values())
+    print(
+        "the gateways logged "
+        + ", ".join(f"{len(log.splitlines())} lines ({kind})" for kind, log in logs.items())
+        + f"; {tracebacks} tracebacks"
+    )
     for example in tally.examples:
         print("  " + example)
-    return {**tally.figures(), "cut_by_restart": cut[0]}
+    return {**tally.figures(), "cut_by_restart": cut[0], "gateway_tracebacks": tracebacks}
 
 
 async def _soak(
