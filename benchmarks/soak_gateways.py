@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import textwrap
 import threading
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -226,22 +228,46 @@ def main(responses: int, concurrency: int = 50, seed: int = 1) -> dict[str, Any]
             print(soak.HEADER + "  gateways: RSS MiB, threads, fds")
             asyncio.run(_soak(client, responses, concurrency, seed, redis, tally, cut, pids))
             logs = {kind: gateway.log() for kind, gateway in replicas.items()}
+            away = client.outage[1] - client.outage[0] if client.outage else 0.0
     finally:
         provider.close()
         redis.close()
     print(
         f"{tally.succeeded} answered, {tally.failed} failed, {tally.cancelled} left; "
-        f"{cut[0]} cut by the Redis restart"
+        f"{cut[0]} cut by the Redis restart (Redis answered again {away:.1f} s after it was "
+        "killed)"
     )
-    tracebacks = sum(log.count("Traceback (most recent call last)") for log in logs.values())
+    found = [traceback for log in logs.values() for traceback in _tracebacks(log)]
+    raised = Counter(error for error, _whole in found)
+    tracebacks = sum(raised.values())
     print(
         "the gateways logged "
         + ", ".join(f"{len(log.splitlines())} lines ({kind})" for kind, log in logs.items())
         + f"; {tracebacks} tracebacks"
     )
+    for error, times in raised.most_common():
+        print(f"  {times} x {error}; the first:")
+        whole = next(whole for raised, whole in found if raised == error)
+        print(textwrap.indent(whole, "    "))
     for example in tally.examples:
         print("  " + example)
-    return {**tally.figures(), "cut_by_restart": cut[0], "gateway_tracebacks": tracebacks}
+    figures = {**tally.figures(), "cut_by_restart": cut[0], "redis_away_s": away}
+    return {**figures, "gateway_tracebacks": tracebacks}
+
+
+def _tracebacks(log: str) -> list[tuple[str, str]]:
+    """Each traceback in a gateway's ``log``: the exception line that ends it, and the
+    whole of it with the log line before it."""
+    found: list[tuple[str, str]] = []
+    lines = log.splitlines()
+    start = None
+    for number, line in enumerate(lines):
+        if line.startswith("Traceback (most recent call last)"):
+            start = number if start is None else start
+        elif start is not None and line and not line.startswith((" ", "During", "The above")):
+            found.append((line[:200], "\n".join(lines[max(start - 1, 0) : number + 1])))
+            start = None
+    return found
 
 
 async def _soak(

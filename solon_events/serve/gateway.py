@@ -1443,6 +1443,19 @@ async def _until(
     finally:
         task.cancel()
         watch.cancel()
+        task.add_done_callback(_left_behind)
+
+
+def _left_behind(task: asyncio.Future[Any]) -> None:
+    """What a client's work that was left behind (the client went away) raised: a write
+    to the closed connection (the cancellation does not always stop the work before its
+    next write: the chaos soak saw it about once in 170 responses) is expected, not a
+    traceback for the log; anything else is logged."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not isinstance(error, ConnectionError):
+        logger.error("a client's response failed after it left", exc_info=error)
 
 
 async def _read(events: AsyncIterator[ChatEvent], outbox: _Outbox) -> None:
