@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -374,3 +375,26 @@ async def test_200_concurrent_resumptions(redis_url: str) -> None:  # noqa: F811
         f"{latencies[100] * 1000:.1f} ms, p95 {latencies[190] * 1000:.1f} ms, "
         f"max {latencies[-1] * 1000:.1f} ms; 0 duplicates, 0 gaps"
     )
+
+
+async def test_responses_that_ended_are_let_go(
+    provider: DevServer,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """A response that ends before its handler registers it for stop requests (one that
+    fails at once) is not registered after its end either: the gateway holds none of the responses
+    it served once they ended (the chaos soak's gateways grew by ~5 KB a response)."""
+    from solon_events.serve.resume import StoredResponse
+
+    model = ChatModel(provider.url + "/v1/chat/completions", "status:503", max_retries=0)
+    try:
+        async with serving(create_app(model, redis=redis_url)) as url:
+            for _ in range(30):
+                status, _h, events = await read_events(url + "/events", body=EVENTS_BODY)
+                assert status == 200 and orjson.loads(events[-1][1])["type"] == "ERROR"
+            await asyncio.sleep(0.2)  # the last writes to Redis end
+            gc.collect()
+            held = [o for o in gc.get_objects() if isinstance(o, StoredResponse)]
+    finally:
+        await asyncio.to_thread(model.close)
+    assert held == []

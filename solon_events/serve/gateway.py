@@ -1277,7 +1277,8 @@ class Gateway:
                 failure = [*wire.fail(stored.failure), *closing]
                 response, gone = await self._send(request, wire, rid, _writing(failure))
                 return response
-            self._running[rid or ""] = stored.stop
+            if not stored.ended:  # one that ended already was forgotten: not kept again
+                self._running[rid or ""] = stored.stop
             log = self.log
             response, gone = await self._send(
                 request, wire, rid, lambda c: send_entries(log, key, None, c, _WIRES[wire.kind]())

@@ -58,6 +58,11 @@ class StoredResponse:
         self._starting: asyncio.Future[None] | None = None
         self._ended = False
 
+    @property
+    def ended(self) -> bool:
+        """Whether the response has ended (``on_end`` was called)."""
+        return self._ended
+
     def run(self, events: AsyncIterator[ChatEvent]) -> None:
         """Read ``events`` (a model's ``astream()``) in a task of their own on this loop."""
         self._reading = asyncio.ensure_future(self._read(events))
