@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 import attrs
@@ -20,8 +21,11 @@ import attrs
 from . import errors, results
 
 __all__ = [
+    "attempt_from_plain",
     "block_from_plain",
+    "cached_from_plain",
     "citation_from_plain",
+    "cost_from_plain",
     "error_from_plain",
     "message_from_plain",
     "response_from_plain",
@@ -97,6 +101,39 @@ def usage_from_plain(value: Any) -> results.Usage | None:
     return None if value is None else results.Usage(**value)
 
 
+def cost_from_plain(value: Any) -> results.Cost | None:
+    """The :class:`~solon_events.Cost` :func:`to_plain` wrote (its amounts as decimal
+    strings; None for None)."""
+    if value is None:
+        return None
+    fields = dict(value)
+    for name in _AMOUNTS:
+        if fields.get(name) is not None:
+            fields[name] = Decimal(str(fields[name]))
+    return results.Cost(**fields)
+
+
+_AMOUNTS = ("total", "input", "output", "cache_read", "cache_write", "reasoning")
+
+
+def cached_from_plain(value: Any) -> results.CachedAnswer | None:
+    """The :class:`~solon_events.CachedAnswer` :func:`to_plain` wrote (None for None)."""
+    if value is None:
+        return None
+    fields = dict(value)
+    fields["usage"] = usage_from_plain(fields.get("usage"))
+    fields["cost"] = cost_from_plain(fields.get("cost"))
+    return results.CachedAnswer(**fields)
+
+
+def attempt_from_plain(value: Any) -> results.Attempt:
+    """The :class:`~solon_events.Attempt` :func:`to_plain` wrote."""
+    fields = dict(value)
+    fields["usage"] = usage_from_plain(fields.get("usage"))
+    fields["error"] = error_from_plain(fields.get("error"))
+    return results.Attempt(**fields)
+
+
 def tool_call_from_plain(value: Any) -> results.ToolCall | None:
     """The :class:`~solon_events.ToolCall` :func:`to_plain` wrote (None for None)."""
     return None if value is None else results.ToolCall(**value)
@@ -146,6 +183,12 @@ def response_from_plain(value: Any, pending_approval: Any = None) -> results.Cha
     text = fields.pop("text", "")
     usage = usage_from_plain(fields.pop("usage", None))
     fields.pop("pending_approval", None)  # read by solon_events.approvals
+    if "cost" in fields:
+        fields["cost"] = cost_from_plain(fields["cost"])
+    if "cached" in fields:
+        fields["cached"] = cached_from_plain(fields["cached"])
+    if "attempts" in fields:
+        fields["attempts"] = tuple(attempt_from_plain(a) for a in fields["attempts"])
     if message is None and text:
         message = results.AssistantMessage(text=text)
     return results.ChatResponse(

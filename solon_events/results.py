@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AssistantMessage",
     "Attempt",
+    "CachedAnswer",
     "ChatResponse",
     "Citation",
     "Cost",
@@ -313,6 +314,30 @@ class Attempt(FrozenValue):
 
 
 @attrs.frozen(kw_only=True)
+class CachedAnswer(FrozenValue):
+    """Where a response that no provider was asked for came from (see
+    :mod:`solon_events.client.cache`): :attr:`ChatResponse.cached` and
+    :attr:`UsageReport.cached`.
+
+    ``usage`` and ``cost`` are what the original answer used and cost when it was asked
+    for (kept apart: the cached response's own ``usage`` is zero and its ``cost`` zero,
+    since nothing was billed again); ``created`` is when the original answer started
+    (Unix time); ``shared`` is True when the answer was shared with an identical request
+    in flight (single flight) rather than read from the cache's store; ``key`` is the
+    cache key (a SHA-256 hex digest of the request, never of a secret).
+    """
+
+    usage: Usage | None = None
+    cost: Cost | None = None
+    created: float = 0.0
+    shared: bool = False
+    key: str = ""
+
+    _repr_html_ = repr_html
+    _repr_pretty_ = repr_pretty
+
+
+@attrs.frozen(kw_only=True)
 @writable_base
 class ChatResponse(FrozenValue):
     """The aggregated result of a step or of a whole response.
@@ -352,6 +377,10 @@ class ChatResponse(FrozenValue):
     output: Any = None
     """The structured answer asked for (``prompt(..., output=...)``), validated: an
     instance of the type given, or the JSON value for a schema; None otherwise."""
+    cached: CachedAnswer | None = None
+    """Set when the response was not asked of a provider: replayed from a cache, or shared
+    with an identical request in flight (:class:`CachedAnswer`: the original usage and
+    cost, kept apart from this response's ``usage`` and ``cost``, which are zero)."""
 
     _repr_html_ = repr_html
     _repr_pretty_ = repr_pretty
@@ -413,6 +442,11 @@ class UsageReport:
     retried: tuple[Usage, ...] = attrs.field(default=(), converter=_tuple)
     cost: Cost | None = None
     error: BaseException | None = None
+    cached: CachedAnswer | None = None
+    """Set when the response was not asked of a provider (a cache hit, or an answer shared
+    with an identical request in flight): then ``usage`` is zero and ``cost`` zero (or
+    None when not priced), and this holds the original usage (:class:`CachedAnswer`). A
+    limit or a budget counts nothing for such a report."""
 
 
 _build_usage = fast_builder(Usage)

@@ -34,6 +34,7 @@ from ..pricing import price
 from ..redaction import Redactor, redact_url
 from ..results import Cost, Usage, UsageReport
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE
+from .cache import CacheMode, ResponseCache, cache_of
 from .prompt import ChatPrompt
 from .retry import RetryPolicy
 from .routing import _Combinable
@@ -114,6 +115,15 @@ class ChatModel(_Combinable):
     read as an empty answer. ``accept_unknown_streams=True`` takes such a stream as an
     empty answer instead.
 
+    ``cache`` answers a request asked before from a cache instead of the provider (see
+    :mod:`solon_events.client.cache`): True keeps complete answers in a SQLite file
+    (:func:`~solon_events.client.cache.default_cache_path`), ``"memory"`` in the process,
+    ``"sqlite:PATH"`` in that file, ``"redis://HOST:PORT/DB"`` in Redis; a
+    :class:`~solon_events.ResponseCache` sets the time to live, the replay pace and single
+    flight. A hit starts with a STATUS event (``sub_type="cache"``), is billed zero and
+    keeps the original usage on ``ChatResponse.cached``; ``prompt(..., cache=False)`` asks
+    the provider.
+
     ``telemetry=True`` records every response as OpenTelemetry spans and metrics per the
     GenAI semantic conventions, through the global tracer and meter providers (see
     :mod:`solon_events.telemetry`; needs the ``otel`` extra). A mapping instead of True
@@ -153,6 +163,7 @@ class ChatModel(_Combinable):
         pricing: bool = False,
         on_usage: Callable[[UsageReport], Any] | None = None,
         accept_unknown_streams: bool = False,
+        cache: Any = None,
     ) -> None:
         new_loop = loop_factory(io_loop)
         if dialect == "auto":
@@ -186,6 +197,9 @@ class ChatModel(_Combinable):
         elif not callable(getattr(transport, "send", None)):
             raise TypeError("transport must have an async send(request) method")
         self._telemetry = _telemetry_options(telemetry)
+        self.cache: ResponseCache | None
+        """The response cache (None: none; see :mod:`solon_events.client.cache`)."""
+        self.cache, self._own_cache = cache_of(cache)
         if pricing:  # the extra is checked now, as telemetry's is
             require("genai_prices", feature="pricing", extra="cost", package="genai-prices")
         if on_usage is not None and not callable(on_usage):
@@ -254,6 +268,7 @@ class ChatModel(_Combinable):
         text_or_messages: str | Message | Iterable[Any] | PendingApproval,
         *,
         output: Any = None,
+        cache: CacheMode | None = None,
     ) -> ChatPrompt:
         """A request for this model; chain options, then ``call``/``stream``.
 
@@ -261,12 +276,15 @@ class ChatModel(_Combinable):
         tool approval), the prompt continues that response: decide its calls with
         :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools.
         ``output`` asks for a structured answer of that type or schema
-        (:meth:`ChatPrompt.output`)."""
+        (:meth:`ChatPrompt.output`); ``cache`` how the model's cache is used
+        (:meth:`ChatPrompt.cache`: ``cache=False`` asks the provider)."""
         if isinstance(text_or_messages, PendingApproval):
             pending = text_or_messages
             prompt = ChatPrompt(self, pending.messages, resume=pending)
         else:
             prompt = ChatPrompt(self, to_messages(text_or_messages))
+        if cache is not None:
+            prompt = prompt.cache(cache)
         return prompt if output is None else prompt.output(output)
 
     fallback = _Combinable.fallback  # documented with the model's own methods
@@ -315,8 +333,11 @@ class ChatModel(_Combinable):
     def close(self) -> None:
         """End the streams still in flight (each with a ChatError saying the model was
         closed, after its ERROR event), close the transport and stop the I/O thread.
-        Idempotent; later streams fail at once."""
+        Idempotent; later streams fail at once. A cache the model made (from a string or
+        True) is closed too."""
         self._close()
+        if self._own_cache and self.cache is not None:
+            self.cache.close()
 
     def __enter__(self) -> ChatModel:
         return self

@@ -33,6 +33,7 @@ from .output import OutputRequest
 from .tool_loop import Emit, ResponseRun, StepPlan
 
 if TYPE_CHECKING:
+    from .cache import CacheMode, Pace, ResponseCache
     from .model import ChatModel, _Lifecycle
 
 __all__ = ["ChatPrompt"]
@@ -267,6 +268,8 @@ class ChatPrompt:
     _on_usage: tuple[Callable[[UsageReport], Any], ...] = ()
     _output: OutputRequest | None = None
     _options_for: Callable[[str], Mapping[str, Any]] | None = None
+    _cache: CacheMode = True
+    _cache_pace: Pace | None = None
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -406,6 +409,28 @@ class ChatPrompt:
         request = OutputRequest.of(output, mode=mode, retries=retries, name=name, strict=strict)
         return attrs.evolve(self, output=request)
 
+    def cache(self, mode: CacheMode = True, *, pace: Pace | None = None) -> ChatPrompt:
+        """How this prompt uses its model's response cache (``ChatModel(cache=...)``; a
+        model without one ignores it): True (the default) answers from the cache when it
+        holds the answer and stores a new one; False neither reads nor stores
+        (``prompt(..., cache=False)``); ``"refresh"`` asks the model and stores its
+        answer. ``pace`` replays a hit ``"fast"`` or at its ``"recorded"`` pace (default:
+        the cache's). See :mod:`solon_events.client.cache`."""
+        if mode is not True and mode is not False and mode != "refresh":
+            raise ValueError(f"cache is True, False or 'refresh', not {mode!r}")
+        if pace is not None and pace not in ("fast", "recorded"):
+            raise ValueError(f"pace must be 'fast' or 'recorded', not {pace!r}")
+        return attrs.evolve(self, cache=mode, cache_pace=pace)
+
+    def _cached(self) -> tuple[ResponseCache, str] | None:
+        """The model's cache and this prompt's key in it, when it goes through one."""
+        model = self._model
+        cache: ResponseCache | None = getattr(model, "cache", None)
+        if cache is None or self._cache is False or getattr(model, "closed", False):
+            return None
+        key = cache.key(self)
+        return None if key is None else (cache, key)
+
     def partial_arguments(self, flag: bool = True) -> ChatPrompt:
         """Whether every tool-call argument delta carries the arguments parsed so far
         (default off; see :func:`~solon_events.operators.partial_arguments`)."""
@@ -472,11 +497,19 @@ class ChatPrompt:
         return reader.read(http, tapped, paced, deadline=deadline)
 
     def stream(self) -> Observable[ChatEvent]:
-        """A cold Observable of the response's events; each subscription is a new request.
+        """A cold Observable of the response's events; each subscription is a new request
+        (or a replay of the model's cache: :meth:`cache`).
 
         Events are delivered on the model's I/O thread. Subscribed after the model was
         closed, it fails at once (RESPONSE_START, ERROR, then ``on_error``).
         """
+        cached = self._cached()
+        if cached is not None:
+            cache, key = cached
+            return cache.observable(self, key, _asked, _io_thread(self._model))
+        return self._stream_uncached()
+
+    def _stream_uncached(self) -> Observable[ChatEvent]:
         plan = self._plan()
         event_filter = self._event_filter
         partial_arguments = self._partial_arguments
@@ -546,7 +579,7 @@ class ChatPrompt:
                 response = event.response
         return _outcome({"response": response})
 
-    async def astream(self) -> AsyncIterator[ChatEvent]:
+    def astream(self) -> AsyncIterator[ChatEvent]:
         """The response's events as an async iterator, run on the caller's loop.
 
         The request is sent from the running loop (the transport's pool for that loop)
@@ -555,8 +588,16 @@ class ChatPrompt:
         switch per event. Tools run between steps on the same loop (sync tools in its
         default executor). Raises the response's ChatError after its ERROR event; leaving
         the loop early (``break``, then ``aclose()``, or a cancellation) closes the
-        request's connection at once.
+        request's connection at once. A model with a cache may answer from it
+        (:meth:`cache`).
         """
+        cached = self._cached()
+        if cached is not None:
+            cache, key = cached
+            return cache.events(self, key, _asked)
+        return self._astream_uncached()
+
+    async def _astream_uncached(self) -> AsyncIterator[ChatEvent]:
         model = self._model
         gathered = _Gathered()
         down: stages.Sink = gathered
@@ -630,6 +671,17 @@ class ChatPrompt:
                 recording.cancel()
             if not run.ended:  # left early: reported cancelled, with the usage so far
                 run.stop()
+
+
+def _asked(prompt: ChatPrompt) -> AsyncIterator[ChatEvent]:
+    """``prompt``'s response asked of its model (never of its cache)."""
+    return prompt._astream_uncached()
+
+
+def _io_thread(model: Any) -> Any:
+    """The I/O thread a model's ``stream()`` delivers on (a group's: its first model's)."""
+    leaves = getattr(model, "leaves", None)
+    return leaves()[0]._io if leaves is not None else model._io
 
 
 def _told_usage(plan: StepPlan, hook: Callable[[UsageReport], Any]) -> StepPlan:

@@ -64,6 +64,7 @@ from ..events import EVENT_TYPES, ChatEvent
 from ..filters import ChatEventFilter
 from ..messages import Message, to_messages
 from ..results import Usage, UsageReport
+from .cache import CacheMode, ResponseCache, cache_of
 from .prompt import ChatPrompt, _Gathered
 
 if TYPE_CHECKING:
@@ -136,6 +137,7 @@ class ModelGroup(_Combinable):
         *,
         kind: str,
         scheduler: abc.SchedulerBase | None = None,
+        cache: Any = None,
     ) -> None:
         if len(members) < self._fewest:
             raise ValueError(
@@ -151,6 +153,10 @@ class ModelGroup(_Combinable):
         self.labels: tuple[str, ...] = _labels(self.members)
         self._kind = kind
         self._scheduler = scheduler
+        self.cache: ResponseCache | None
+        """The group's response cache (None: none; see :mod:`solon_events.client.cache`):
+        a hit answers the group's prompt without asking any member."""
+        self.cache, self._own_cache = cache_of(cache)
 
     @property
     def name(self) -> str:
@@ -176,16 +182,20 @@ class ModelGroup(_Combinable):
         text_or_messages: str | Message | Iterable[Any] | PendingApproval,
         *,
         output: Any = None,
+        cache: CacheMode | None = None,
     ) -> ChatPrompt:
         """A request for this group: chain options as on a ChatModel's prompt, then
         ``call``/``stream``/``astream``/``acall``; ``output`` as a ChatModel's prompt
-        takes it (each attempt asks for it, and checks its own answer)."""
+        takes it (each attempt asks for it, and checks its own answer); ``cache`` as
+        :meth:`ChatPrompt.cache` takes it."""
         prompt: ChatPrompt
         if isinstance(text_or_messages, PendingApproval):
             pending = text_or_messages
             prompt = _GroupPrompt(self, pending.messages, resume=pending)  # type: ignore[arg-type]
         else:
             prompt = _GroupPrompt(self, to_messages(text_or_messages))  # type: ignore[arg-type]
+        if cache is not None:
+            prompt = prompt.cache(cache)
         return prompt if output is None else prompt.output(output)
 
     @property
@@ -205,9 +215,12 @@ class ModelGroup(_Combinable):
         return tuple(found)
 
     def close(self) -> None:
-        """Close every member model (see :meth:`ChatModel.close`)."""
+        """Close every member model (see :meth:`ChatModel.close`), and the cache the group
+        made."""
         for model in self.leaves():
             model.close()
+        if self._own_cache and self.cache is not None:
+            self.cache.close()
 
     def __enter__(self) -> ModelGroup:
         return self
@@ -393,12 +406,10 @@ class _GroupPrompt(ChatPrompt):
 
     _on_stopped: Callable[[Usage | None], None] | None = None
 
-    def stream(self) -> Observable[ChatEvent]:
-        """See :meth:`ChatPrompt.stream`: a cold Observable of the group's response."""
+    def _stream_uncached(self) -> Observable[ChatEvent]:
         return self._group._stream(self)
 
-    def astream(self) -> AsyncIterator[ChatEvent]:
-        """See :meth:`ChatPrompt.astream`: the group's response on the caller's loop."""
+    def _astream_uncached(self) -> AsyncIterator[ChatEvent]:
         return self._group._astream(self)
 
     @property
