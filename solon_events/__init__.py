@@ -10,6 +10,7 @@ from ._moved import MOVED as _MOVED
 from ._moved import install as _install_moved
 from ._version import __version__ as __version__
 from .approvals import PendingApproval
+from .client.cache import MemoryCache, RedisCache, ResponseCache, SQLiteCache
 from .client.fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
 from .client.model import ChatModel, ChatPrompt
 from .client.router import NoHealthyDeploymentError, Router
@@ -63,6 +64,7 @@ from .replay import replay
 from .results import (
     AssistantMessage,
     Attempt,
+    CachedAnswer,
     ChatResponse,
     Citation,
     Cost,
@@ -87,6 +89,7 @@ __all__ = [
     "ArgumentDelta",
     "AssistantMessage",
     "Attempt",
+    "CachedAnswer",
     "ChatAccumulator",
     "ChatConnectionError",
     "ChatDialect",
@@ -119,11 +122,15 @@ __all__ = [
     "JsonDelta",
     "JsonDeltaBuilder",
     "McpTools",
+    "MemoryCache",
     "ModelGroup",
     "NoHealthyDeploymentError",
     "PartialJsonParser",
     "PendingApproval",
     "ProviderError",
+    "RedisCache",
+    "ResponseCache",
+    "SQLiteCache",
     "Router",
     "SearchResult",
     "StepContext",

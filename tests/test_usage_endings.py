@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 import pytest
+from aborting import aborting
 from outcomes import Watch, observed
 from reactivex import operators as ops
 from usage_reports import Reports
@@ -29,10 +29,8 @@ from solon_events import (
     ChatEvent,
     ChatEventType,
     ChatModel,
-    ChatStreamContext,
     Usage,
     UsageReport,
-    get_dialect,
 )
 from solon_events.cli import ROUTES
 from solon_events.client.tool_loop import ResponseRun
@@ -117,34 +115,13 @@ def test_complete_without_usage_from_a_compatible_server_is_estimated(
     assert reports.one().usage == end.usage
 
 
-def _aborting(dialect: str, after: int) -> Any:
-    """``dialect`` as a dialect of one's own that reads an ABORT (the provider stopping the
-    response) after ``after`` text deltas: what the core does with a provider's abort."""
-    base = type(get_dialect(dialect))
-
-    def parse_frame(self: Any, ctx: ChatStreamContext, frame: Any) -> None:
-        base.parse_frame(self, ctx, frame)
-        recorded = ctx.take()
-        for outcome in recorded:  # recorded again, as they were
-            ctx.emit(outcome)  # type: ignore[arg-type]
-        seen = ctx.state.get("deltas", 0) + sum(
-            1 for o in recorded if isinstance(o, ChatEvent) and o.type is T.TEXT_DELTA
-        )
-        ctx.state["deltas"] = seen
-        if seen >= after and not ctx.state.get("aborted"):
-            ctx.state["aborted"] = True
-            ctx.send(T.ABORT, text="stopped by the provider")
-
-    return type(f"Aborting{base.__name__}", (base,), {"parse_frame": parse_frame})()
-
-
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_abort_frame(
     server: RunningServer, make_model: Callable[..., ChatModel], reports: Reports, dialect: str
 ) -> None:
-    aborting = _aborting(dialect, after=3)
+    aborted = aborting(dialect, after=3)
     model = make_model(server, "slow:20:0.01", dialect, on_usage=reports)
-    model = ChatModel(model.api_url, "slow:20:0.01", dialect=aborting, on_usage=reports)
+    model = ChatModel(model.api_url, "slow:20:0.01", dialect=aborted, on_usage=reports)
     try:
         events, failure = _collect(model)
     finally:

@@ -16,8 +16,16 @@ from typing import Any
 import orjson
 
 from ..events import ChatEvent, ChatEventGroup, ChatEventType
-from ..results import ChatResponse, Cost, ToolCall, Usage
-from .values import ESTIMATED, event_time, key_text, money, step_count, usage_fields
+from ..results import CachedAnswer, ChatResponse, Cost, ToolCall, Usage
+from .values import (
+    ESTIMATED,
+    cached_text,
+    event_time,
+    key_text,
+    money,
+    step_count,
+    usage_fields,
+)
 
 __all__ = ["GROUP_COLOURS", "events_html", "markdown_html", "side_by_side_html", "to_html", "wrap"]
 
@@ -32,6 +40,7 @@ _STYLE = (
     ".solon-events .se-badge{display:inline-block;padding:0 6px;border-radius:8px;"
     "font-family:monospace;font-size:12px;color:#fff}"
     ".solon-events .se-meta{opacity:.7;font-size:12px}"
+    ".solon-events .se-cached{padding:0 6px;border-radius:8px;background:rgba(47,158,110,.15)}"
     ".solon-events pre{white-space:pre-wrap;margin:2px 0}"
     ".solon-events .se-answer p{margin:4px 0}"
     "</style>"
@@ -167,6 +176,8 @@ def _response_body(response: ChatResponse) -> str:
         rows.append(("usage", _usage_body(response.usage)))
     if response.cost is not None and response.cost.total is not None:
         rows.append(("cost", _cost_body(response.cost)))
+    if response.cached is not None:
+        rows.append(("cached", f"<span class='se-cached'>{escape(cached_text(response.cached))}</span>"))
     parts.append(_table(rows))
     return "".join(parts)
 
@@ -215,8 +226,8 @@ def _event_body(event: ChatEvent, at: float | None = None) -> str:
 
 def to_html(value: Any) -> str:
     """The HTML of a :class:`~solon_events.ChatResponse`, :class:`~solon_events.Usage`,
-    :class:`~solon_events.Cost`, :class:`~solon_events.ToolCall` or
-    :class:`~solon_events.ChatEvent`."""
+    :class:`~solon_events.Cost`, :class:`~solon_events.ToolCall`,
+    :class:`~solon_events.ChatEvent` or :class:`~solon_events.CachedAnswer`."""
     if isinstance(value, ChatResponse):
         return wrap(_response_body(value))
     if isinstance(value, Usage):
@@ -227,6 +238,8 @@ def to_html(value: Any) -> str:
         return wrap(_tool_calls_body((value,)))
     if isinstance(value, ChatEvent):
         return wrap(_event_body(value, event_time(value)))
+    if isinstance(value, CachedAnswer):
+        return wrap(f"<span class='se-cached'>{escape(cached_text(value))}</span>")
     raise TypeError(f"no HTML for a {type(value).__name__}")
 
 

@@ -36,7 +36,7 @@ from .render import (
     tool_progress_line,
     tool_result_line,
 )
-from .values import cost_text, usage_text
+from .values import cached_text, cost_text, usage_text
 
 if TYPE_CHECKING:
     from reactivex import Observable
@@ -170,6 +170,9 @@ class LiveState:
             self._awaiting(event)
             if event.usage is not None:
                 self.total = _u(event)
+            cached = event.response.cached if event.response is not None else None
+            if cached is not None:
+                self.segments.append(_Segment("note", event.step, [cached_text(cached)]))
         elif t is EVENT_TYPES.ERROR:
             self.done = True
             message = f"{type(event.error).__name__}: {event.error}" if event.error else "error"

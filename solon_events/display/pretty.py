@@ -9,8 +9,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..events import ChatEvent, ChatEventType
-from ..results import ChatResponse, Cost, ToolCall, Usage
-from .values import ESTIMATED, cost_text, key_text, money, step_count, timed_events, usage_text
+from ..results import CachedAnswer, ChatResponse, Cost, ToolCall, Usage
+from .values import (
+    ESTIMATED,
+    cached_text,
+    cost_text,
+    key_text,
+    money,
+    step_count,
+    timed_events,
+    usage_text,
+)
 
 __all__ = ["events_text", "to_text"]
 
@@ -54,6 +63,8 @@ def _response(response: ChatResponse) -> list[str]:
     steps = step_count(response.usage)
     if steps > 1:
         head.append(f"{steps} steps")
+    if response.cached is not None:
+        head.append("cached")
     lines = ["  ".join(head)]
     if response.thinking:
         lines.append(
@@ -72,6 +83,8 @@ def _response(response: ChatResponse) -> list[str]:
     if cost_text(response.cost) is not None:
         assert response.cost is not None
         lines.append(f"{_INDENT}cost: {_cost(response.cost)}")
+    if response.cached is not None:
+        lines.append(f"{_INDENT}{cached_text(response.cached)}")
     return lines
 
 
@@ -87,6 +100,8 @@ def to_text(value: Any) -> str:
         return f"Cost({_cost(value)})"
     if isinstance(value, ToolCall):
         return f"ToolCall {_call(value)}"
+    if isinstance(value, CachedAnswer):
+        return f"CachedAnswer: {cached_text(value)}"
     if isinstance(value, ChatEvent):
         if value.response is None or not value.is_type(*_WITH_RESPONSE):
             return repr(value)

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
 from ..events import EVENT_TYPES, ChatEvent
 from ..results import ChatResponse, Cost, ToolCall, Usage
-from .values import ESTIMATED, cost_text
+from .values import ESTIMATED, cached_text, cost_text
 
 __all__ = [
     "LiveRenderer",
@@ -180,7 +180,9 @@ def event_summary(event: ChatEvent) -> str:
         waiting = approval_lines(response)
         pending = f"; awaiting approval: {', '.join(waiting)}" if waiting else ""
         cost = response.cost if response is not None else None
-        return finish + usage_line(event.usage, cost) + pending
+        cached = response.cached if response is not None else None
+        where = f"; {cached_text(cached)}" if cached is not None else ""
+        return finish + usage_line(event.usage, cost) + pending + where
     if t is EVENT_TYPES.USAGE:
         return usage_line(event.usage)
     if t is EVENT_TYPES.ERROR:
@@ -359,6 +361,9 @@ class LiveRenderer:
         elif t is EVENT_TYPES.STATUS and event.sub_type == "tool_progress":
             self._switch(None)
             out.print(Text(f"… {tool_progress_line(event)}", style="cyan dim"))
+        elif t is EVENT_TYPES.STATUS and event.sub_type == "cache":
+            self._switch(None)
+            out.print(Text(f"↺ {event.text}", style="green dim"))
         elif t is EVENT_TYPES.SERVER_TOOL_START:
             self._switch(None)
             out.print(Text(f"⚙ server tool {event.sub_type or ''} started", style="cyan"))
@@ -380,6 +385,9 @@ class LiveRenderer:
             out.print(
                 Text(f"total usage: {usage_line(event.usage, _cost_of(event))}", style="bold")
             )
+            cached = event.response.cached if event.response is not None else None
+            if cached is not None:
+                out.print(Text(cached_text(cached), style="green"))
         elif t is EVENT_TYPES.ERROR:
             self._switch(None)
             out.print(Text(f"error: {event.text}", style="bold red"))

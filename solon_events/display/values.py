@@ -1,19 +1,22 @@
 """What the displays show of a value, independent of how it is drawn: an event's key
 text, its arrival time, the fields of a usage (each count after "≈" when the usage is
-estimated), a cost when it is known and the number of steps behind it."""
+estimated), a cost when it is known, the number of steps behind it, and where a cached
+answer came from."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from ..events import EVENT_TYPES, ChatEvent
-from ..results import Cost, Usage
+from ..results import CachedAnswer, Cost, Usage
 
 __all__ = [
     "ESTIMATED",
+    "cached_text",
     "cost_text",
     "event_time",
     "key_text",
@@ -142,6 +145,31 @@ def cost_text(cost: Cost | None) -> str | None:
     if cost is None or cost.total is None:
         return None
     return (ESTIMATED if cost.estimated else "") + money(cost.total)
+
+
+def cached_text(cached: CachedAnswer) -> str:
+    """Where a response that no provider was asked for came from, in one line: ``cached
+    (stored 12 s ago; the original used prompt 9, completion 5, total 14)`` or ``shared
+    with an identical request in flight (...)``."""
+    if cached.shared:
+        where = "shared with an identical request in flight"
+    else:
+        where = f"cached (stored {_age(time.time() - cached.created)} ago"
+    used = f"the original used {usage_text(cached.usage)}" if cached.usage is not None else ""
+    if cached.shared:
+        return f"{where} ({used})" if used else where
+    return f"{where}; {used})" if used else f"{where})"
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
 
 
 def step_count(usage: Usage | None) -> int:

@@ -212,7 +212,10 @@ class ServedAnswer:
         if t is _T.USAGE:
             event = event.evolve(usage=_ZERO)
         elif t is _T.RESPONSE_END and event.response is not None:
-            event = event.evolve(response=self._served(event.response))
+            event = event.evolve(
+                response=self._served(event.response),
+                usage=_ZERO if event.usage is not None else None,
+            )
         elif event.response is not None and (t is _T.STEP_END or t.is_terminal):
             event = event.evolve(
                 response=_billed_zero(event.response),
