@@ -180,7 +180,9 @@ class _no_raise:
 
 def test_nothing_is_stored_for_an_abort(fresh_server: RunningServer) -> None:
     url = fresh_server.url + "/v1/chat/completions"
-    with ChatModel(url, "slow:8:0.001", dialect=aborting("openai", after=2), cache="memory") as model:
+    with ChatModel(
+        url, "slow:8:0.001", dialect=aborting("openai", after=2), cache="memory"
+    ) as model:
         for _ in range(2):
             events = _events(model)
             assert events[-1].type is T.ABORT
@@ -292,7 +294,9 @@ def test_a_stored_answer_holds_no_secret(
     model = make_model(fresh_server, "echo", api_key=secret, cache=f"sqlite:{path}")
     model.prompt("one two").call()
     assert model.cache is not None and model.cache.stored == 1
-    assert secret.encode() not in path.read_bytes() + (tmp_path / "answers.sqlite3-wal").read_bytes()
+    assert (
+        secret.encode() not in path.read_bytes() + (tmp_path / "answers.sqlite3-wal").read_bytes()
+    )
 
 
 def test_time_to_live(
@@ -311,7 +315,9 @@ def test_size_caps_push_out_the_least_recently_read(
     kind: str, tmp_path: Any, fresh_server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
     store: CacheStore = (
-        MemoryCache(max_entries=2) if kind == "memory" else SQLiteCache(tmp_path / "a", max_entries=2)
+        MemoryCache(max_entries=2)
+        if kind == "memory"
+        else SQLiteCache(tmp_path / "a", max_entries=2)
     )
     model = make_model(fresh_server, "echo", cache=store)
     for text in ("one", "two", "one", "three"):  # "one" read again: "two" is the oldest
@@ -326,7 +332,9 @@ def test_size_caps_push_out_the_least_recently_read(
     store.close()
 
 
-def test_a_prompt_s_own_mode(fresh_server: RunningServer, make_model: Callable[..., ChatModel]) -> None:
+def test_a_prompt_s_own_mode(
+    fresh_server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
     model = make_model(fresh_server, "echo", cache="memory")
     assert model.prompt("one", cache=False).call().cached is None
     assert model.prompt("one").call().cached is None  # cache=False stored nothing
@@ -341,7 +349,9 @@ def test_a_prompt_s_own_mode(fresh_server: RunningServer, make_model: Callable[.
 def test_a_hit_at_its_recorded_pace(
     fresh_server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
-    model = make_model(fresh_server, "slow:4:0.1", cache=ResponseCache(MemoryCache(), pace="recorded"))
+    model = make_model(
+        fresh_server, "slow:4:0.1", cache=ResponseCache(MemoryCache(), pace="recorded")
+    )
     model.prompt("hi").call()
     loop_times: list[float] = []
 

@@ -177,7 +177,9 @@ def _response_body(response: ChatResponse) -> str:
     if response.cost is not None and response.cost.total is not None:
         rows.append(("cost", _cost_body(response.cost)))
     if response.cached is not None:
-        rows.append(("cached", f"<span class='se-cached'>{escape(cached_text(response.cached))}</span>"))
+        rows.append(
+            ("cached", f"<span class='se-cached'>{escape(cached_text(response.cached))}</span>")
+        )
     parts.append(_table(rows))
     return "".join(parts)
 

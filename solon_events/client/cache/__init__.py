@@ -71,8 +71,7 @@ def store_of(spec: str) -> CacheStore:
     if spec.startswith(("redis://", "rediss://", "unix://")):
         return RedisCache(spec)
     raise ValueError(
-        "a cache is 'memory', 'sqlite', 'sqlite:PATH' or a redis://HOST:PORT/DB URL, "
-        f"not {spec!r}"
+        f"a cache is 'memory', 'sqlite', 'sqlite:PATH' or a redis://HOST:PORT/DB URL, not {spec!r}"
     )
 
 

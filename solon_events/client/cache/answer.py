@@ -235,7 +235,11 @@ class ServedAnswer:
             text,
             sub_type="cache",
             response_id=self.response_id,
-            attrs={"cache": "shared" if self.shared else "hit", "age": round(age, 3), "key": self.key},
+            attrs={
+                "cache": "shared" if self.shared else "hit",
+                "age": round(age, 3),
+                "key": self.key,
+            },
         )
         return [served, status]
 

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -133,18 +133,18 @@ class ResponseCache:
         if read:
             served = await self._hit(prompt, key)
             if served is not None:
-                async with contextlib.aclosing(self._replay(prompt, served, deliver)) as hit:
+                async with _closing(self._replay(prompt, served, deliver)) as hit:
                     async for event in hit:
                         yield event
                 return
         if read and self.single_flight:
-            async with contextlib.aclosing(self._shared(prompt, key, run, deliver)) as shared:
+            async with _closing(self._shared(prompt, key, run, deliver)) as shared:
                 async for event in shared:
                     yield event
             return
         self.misses += 1
         recorder = AnswerRecorder()
-        async with contextlib.aclosing(run(_recording(prompt))) as asked:
+        async with _closing(run(_recording(prompt))) as asked:
             async for event in asked:
                 recorder.add(event)
                 if deliver(event):
@@ -166,7 +166,7 @@ class ResponseCache:
 
             async def pump() -> None:
                 try:
-                    async with contextlib.aclosing(self.events(prompt, key, run)) as events:
+                    async with _closing(self.events(prompt, key, run)) as events:
                         async for event in events:
                             observer.on_next(event)
                 except asyncio.CancelledError:
@@ -207,7 +207,9 @@ class ResponseCache:
             settle=prompt._output,
         )
         try:
-            timed = [(t, out) for t, e in zip(answer.times, answer.events) for out in served.convert(e)]
+            timed = [
+                (t, out) for t, e in zip(answer.times, answer.events) for out in served.convert(e)
+            ]
         except StructuredOutputError:  # a stored answer that no longer fits: ask again
             return None
         self.hits += 1
@@ -277,7 +279,7 @@ class ResponseCache:
         outcome: UsageOutcome = "cancelled"
         cached: CachedAnswer | None = None
         try:
-            async with contextlib.aclosing(flight.follow()) as events:
+            async with _closing(flight.follow()) as events:
                 async for event in events:
                     for out in (event,) if served is None else served.convert(event):
                         if out.response is not None and out.response.cached is not None:
@@ -321,7 +323,7 @@ class ResponseCache:
             work = self._relay(flight, key)
         task = asyncio.get_running_loop().create_task(work)
         loop = asyncio.get_running_loop()
-        flight.on_stop(lambda: loop.call_soon_threadsafe(task.cancel))
+        flight.on_stop(lambda: _cancel_soon(loop, task))
         return flight, flight.owned
 
     def _forget(self, key: str, flight: Flight) -> None:
@@ -336,7 +338,7 @@ class ResponseCache:
         board's other processes too); store the answer once it completed."""
         recorder = AnswerRecorder()
         try:
-            async with contextlib.aclosing(run(_recording(prompt))) as asked:
+            async with _closing(run(_recording(prompt))) as asked:
                 async for event in asked:
                     recorder.add(event)
                     flight.push(event)
@@ -367,7 +369,7 @@ class ResponseCache:
         assert self.board is not None
         try:
             try:
-                async with contextlib.aclosing(self.board.follow(key)) as events:
+                async with _closing(self.board.follow(key)) as events:
                     async for event in events:
                         flight.push(event)
             except FlightGone:
@@ -390,11 +392,21 @@ class ResponseCache:
             self._forget(key, flight)
 
 
+def _closing(events: AsyncIterator[ChatEvent]) -> contextlib.aclosing[Any]:
+    """``aclosing()`` of an async generator of events (typed as its iterator)."""
+    return contextlib.aclosing(cast(AsyncGenerator[ChatEvent, None], events))
+
+
 async def _ended(lead: FlightLead, error: BaseException | None, *, stopped: bool = False) -> None:
     try:
         await lead.end(error, stopped=stopped)
     except Exception as failure:
         _log.warning("the shared flight's end could not be published: %s", failure)
+
+
+def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+    with contextlib.suppress(RuntimeError):  # its loop is closed: it is over
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def _recording(prompt: ChatPrompt) -> ChatPrompt:

@@ -270,7 +270,9 @@ class SQLiteCache:
                 "VALUES (?, ?, ?, ?, ?)",
                 (key, data, len(data), expires, now),
             )
-            connection.execute("DELETE FROM answers WHERE expires IS NOT NULL AND expires <= ?", (now,))
+            connection.execute(
+                "DELETE FROM answers WHERE expires IS NOT NULL AND expires <= ?", (now,)
+            )
             count, total = connection.execute(
                 "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM answers"
             ).fetchone()
