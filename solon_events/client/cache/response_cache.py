@@ -356,11 +356,11 @@ class ResponseCache:
             if lead is not None:
                 await _ended(lead, error)
             return
-        flight.end()
-        if lead is not None:
-            await _ended(lead, None)
+        flight.end()  # this process's clients have the whole answer
         if recorder.refusal() is None:
             await self._store(key, recorder.answer())
+        if lead is not None:  # then the others'; a request that comes after hits
+            await _ended(lead, None)
         self._forget(key, flight)
 
     async def _relay(self, flight: Flight, key: str) -> None:

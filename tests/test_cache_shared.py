@@ -1,0 +1,137 @@
+"""Single flight across processes (solon_events.serve.shared_flights.RedisFlights) with a
+real redis-server: two caches that share nothing but Redis (two replicas) answer 50
+identical requests with one upstream request; a failure, and a leader that goes away,
+reach the followers."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+
+import pytest
+from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
+
+from solon_events import ChatError, ChatEvent, ChatModel, MemoryCache, RedisCache, ResponseCache
+from solon_events.devserver import RunningServer
+from solon_events.events import EVENT_TYPES as T
+from solon_events.serve.shared_flights import RedisFlights
+
+
+def _replica(url: str, prefix: str) -> ResponseCache:
+    """One replica's cache: the shared store and board, its own flights in process."""
+    return ResponseCache(
+        RedisCache(url, prefix=prefix), single_flight=RedisFlights(url, prefix=prefix)
+    )
+
+
+async def _ask(model: ChatModel, told: asyncio.Queue[int] | None = None) -> list[ChatEvent]:
+    events: list[ChatEvent] = []
+    async for event in model.prompt("hi").astream():
+        events.append(event)
+        if told is not None and event.type is T.TEXT_DELTA and len(events) < 10:
+            told.put_nowait(1)
+    return events
+
+
+def test_two_replicas_share_one_upstream_request(
+    redis_url: str,  # noqa: F811
+    fresh_server: RunningServer,
+    make_model: Callable[..., ChatModel],
+) -> None:
+    prefix = f"t-{uuid.uuid4().hex}"
+    replicas = [make_model(fresh_server, "gate", cache=_replica(redis_url, prefix)) for _ in "ab"]
+
+    async def main() -> list[list[ChatEvent]]:
+        told: asyncio.Queue[int] = asyncio.Queue()
+        tasks = [asyncio.ensure_future(_ask(replicas[i % 2], told)) for i in range(50)]
+        for _ in range(50):  # every one has the first delta before the upstream goes on
+            await asyncio.wait_for(told.get(), 15)
+        fresh_server.open_gate()
+        return await asyncio.gather(*tasks)
+
+    answers = asyncio.run(main())
+    assert len(fresh_server.requests) == 1
+    ends = [events[-1].response for events in answers]
+    assert all(e is not None and e.text == "Before the gate. After the gate." for e in ends)
+    shared = [e.cached for e in ends if e is not None and e.cached is not None]
+    assert len(shared) == 49 and all(c.shared for c in shared)
+    later = make_model(fresh_server, "gate", cache=_replica(redis_url, prefix))
+    hit = later.prompt("hi").call()  # stored in Redis by the leader, read by a third
+    assert hit.cached is not None and not hit.cached.shared
+    assert len(fresh_server.requests) == 1
+
+
+def test_a_shared_failure_reaches_the_other_replica(
+    redis_url: str,  # noqa: F811
+    fresh_server: RunningServer,
+    make_model: Callable[..., ChatModel],
+) -> None:
+    prefix = f"t-{uuid.uuid4().hex}"
+    options = {"idle_timeout": 0.2, "max_retries": 0}
+    first, second = (
+        make_model(fresh_server, "stall:0.6", cache=_replica(redis_url, prefix), **options)
+        for _ in "ab"
+    )
+
+    async def failure(model: ChatModel) -> BaseException | None:
+        try:
+            await _ask(model)
+        except ChatError as error:
+            return error
+        return None
+
+    async def main() -> list[BaseException | None]:
+        leading = asyncio.ensure_future(failure(first))
+        await asyncio.sleep(0.05)
+        return [await failure(second), await leading]
+
+    failures = asyncio.run(main())
+    assert len(fresh_server.requests) == 1
+    assert all(f is not None and "idle" in str(f) for f in failures), failures
+
+
+def test_a_leader_that_goes_away_fails_its_followers(
+    redis_server: RedisServer,  # noqa: F811
+    fresh_server: RunningServer,
+    make_model: Callable[..., ChatModel],
+) -> None:
+    """Redis itself going away mid-flight: the follower fails (StreamLogError, a
+    ChatError) rather than wait forever; the leader's own client still gets its answer."""
+    prefix = f"t-{uuid.uuid4().hex}"
+    board = RedisFlights(redis_server.url, prefix=prefix, lease=0.5)
+    leader = make_model(
+        fresh_server, "gate", cache=ResponseCache(MemoryCache(), single_flight=board)
+    )
+    follower = make_model(
+        fresh_server,
+        "gate",
+        cache=ResponseCache(
+            MemoryCache(), single_flight=RedisFlights(redis_server.url, prefix=prefix, lease=0.5)
+        ),
+    )
+
+    async def main() -> tuple[list[ChatEvent], BaseException | None]:
+        told: asyncio.Queue[int] = asyncio.Queue()
+        leading = asyncio.ensure_future(_ask(leader, told))
+        await asyncio.wait_for(told.get(), 10)
+        following = asyncio.ensure_future(_ask(follower, told))
+        await asyncio.wait_for(told.get(), 10)
+        redis_server.stop()
+        fresh_server.open_gate()
+        try:
+            await following
+        except ChatError as error:
+            return await leading, error
+        return await leading, None
+
+    led, failure = asyncio.run(main())
+    assert led[-1].type is T.RESPONSE_END
+    assert isinstance(failure, ChatError)
+    assert len(fresh_server.requests) == 1
+
+
+@pytest.mark.parametrize("lease", [0.0, -1.0])
+def test_a_lease_must_be_positive(lease: float) -> None:
+    with pytest.raises(ValueError, match="lease"):
+        RedisFlights("redis://127.0.0.1:1/0", lease=lease)
