@@ -160,7 +160,9 @@ class Router(ModelGroup):
     in Redis (a ``redis://`` URL, or a
     :class:`~solon_events.client.router_state.RedisRouterState`). ``name``: how errors and
     other groups name the router (default: ``strategy(label, ...)``). ``rng``: the random
-    numbers of ``weighted`` and of ties.
+    numbers of ``weighted`` and of ties. ``cache``: the router's response cache, as
+    ``ChatModel(cache=...)`` takes it (see :mod:`solon_events.client.cache`): a hit answers
+    without asking any deployment.
     """
 
     _fewest = 1
@@ -178,6 +180,7 @@ class Router(ModelGroup):
         state: RouterState | str | None = None,
         name: str | None = None,
         rng: random.Random | None = None,
+        cache: Any = None,
     ) -> None:
         from .model import ChatModel
 
@@ -218,7 +221,7 @@ class Router(ModelGroup):
             announce=True,
             exhausted=self._exhausted,
         )
-        super().__init__(deployments, policy, kind=strategy)
+        super().__init__(deployments, policy, kind=strategy, cache=cache)
         if len(set(self.labels)) != len(self.labels):  # pragma: no cover - labels are unique
             raise ValueError("two deployments have the same label")
         ids = [deployment_id(model) for model in self.leaves()]

@@ -34,6 +34,7 @@ from ..client.router import COOLDOWN, STRATEGIES, Strategy
 from ..extras import require
 
 __all__ = [
+    "CACHE_STORES",
     "ConfigError",
     "DeploymentConfig",
     "GatewayConfig",
@@ -214,6 +215,27 @@ def redis_url(value: Any, where: Where) -> str:
     return value
 
 
+def flag(value: Any, where: Where) -> bool:
+    """``true`` or ``false``."""
+    if not isinstance(value, bool):
+        raise where.error(f"must be true or false, not {_shown(value)}")
+    return value
+
+
+CACHE_STORES = ("memory", "sqlite:PATH", "redis")
+"""What a model's ``cache`` names: the process's memory, a SQLite file, the top-level
+``redis``."""
+
+
+def cache_store(value: Any, where: Where) -> str:
+    """``"memory"``, ``"sqlite:PATH"`` or ``"redis"``."""
+    if value in ("memory", "redis") or (
+        isinstance(value, str) and value.startswith("sqlite:") and len(value) > len("sqlite:")
+    ):
+        return str(value)
+    raise where.error(f"must be one of {', '.join(CACHE_STORES)}, not {_shown(value)}")
+
+
 def parse_upstream(value: str) -> tuple[str, str]:
     """``DIALECT:URL`` as its dialect and URL; ``ValueError`` saying what is expected."""
     from ..dialects.base import dialect_names
@@ -315,7 +337,11 @@ class ModelConfig:
     """One ``[models.NAME]``: the ``name`` clients ask for, the ``strategy`` of its
     deployments (default ``weighted``), the ``deployments``, how long a failed one is
     skipped when it gave no ``Retry-After`` (``cooldown``, seconds; default 5) and the
-    ``hedge`` strategy's delay (``hedge_after``, seconds; default 1)."""
+    ``hedge`` strategy's delay (``hedge_after``, seconds; default 1). ``cache`` keeps its
+    complete answers (:data:`CACHE_STORES`; none by default) for ``cache_ttl`` seconds (by
+    default until the store's size caps push them out), identical requests in flight
+    sharing one upstream response unless ``single_flight = false`` (see
+    :doc:`/guides/caching`)."""
 
     name: str
     strategy: Strategy = attrs.field(default="weighted", metadata=setting(one_of(*STRATEGIES)))
@@ -324,6 +350,9 @@ class ModelConfig:
     )
     cooldown: float = attrs.field(default=COOLDOWN, metadata=setting(seconds))
     hedge_after: float = attrs.field(default=1.0, metadata=setting(seconds))
+    cache: str | None = attrs.field(default=None, metadata=setting(cache_store))
+    cache_ttl: float | None = attrs.field(default=None, metadata=setting(positive))
+    single_flight: bool = attrs.field(default=True, metadata=setting(flag))
 
 
 @attrs.frozen(kw_only=True)
@@ -354,6 +383,12 @@ def parse_config(text: str, path: str | None = None) -> GatewayConfig:
     config = section(GatewayConfig, document, where, path=path)
     if not config.models:
         raise (where / "models").error("must name at least one model: [models.NAME]")
+    for name, model in config.models.items():
+        at = where / "models" / name
+        if model.cache == "redis" and config.redis is None:
+            raise (at / "cache").error('"redis" needs the top-level redis = "redis://..." URL')
+        if model.cache is None and model.cache_ttl is not None:
+            raise (at / "cache_ttl").error("has no cache to apply to: set cache too")
     return config
 
 

@@ -162,7 +162,8 @@ _CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id, x-api-key, 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """The host names a gateway without a token answers (besides ``allowed_hosts``)."""
 _CORS_EXPOSED_HEADERS = (
-    "x-response-id, x-vercel-ai-ui-message-stream, x-solon-ignored, x-solon-deployment"
+    "x-response-id, x-vercel-ai-ui-message-stream, x-solon-ignored, x-solon-deployment, "
+    "x-solon-cache"
 )
 
 
@@ -1084,6 +1085,10 @@ class Gateway:
             if model is None:
                 raise _HttpError(404, provider_routes.model_not_found(format, client.model))
             prompt = provider_routes.route_prompt(model, client)
+            cached = getattr(model, "cache", None) is not None
+            if cached:
+                mode = provider_routes.cache_mode(request.headers.get("Cache-Control"))
+                prompt = prompt.cache(mode)
         except _HttpError as exc:
             return self._provider_error(request, format, exc)
         except ValueError as exc:
@@ -1096,7 +1101,7 @@ class Gateway:
             return self._provider_error(request, format, failed)
         table.enter()
         try:
-            return await self._provider(request, format, client, prompt, table)
+            return await self._provider(request, format, client, prompt, table, cached)
         finally:
             table.leave()
 
@@ -1107,6 +1112,7 @@ class Gateway:
         client: ClientRequest,
         prompt: ChatPrompt,
         table: ModelTable,
+        cached: bool,
     ) -> web.StreamResponse:
         name = table.answer_name(client.model)
         headers = {"x-solon-ignored": ignored_header(client.ignored)} if client.ignored else {}
@@ -1114,7 +1120,7 @@ class Gateway:
         if self.metrics is not None:
             events = self.metrics.observed(events, format, name)
         if not client.stream:
-            return await self._provider_body(request, format, events, headers, name)
+            return await self._provider_body(request, format, events, headers, name, cached)
         head: list[ChatEvent] = []
         try:
             if not await _until(provider_routes.read_head(events, head), request):
@@ -1123,6 +1129,8 @@ class Gateway:
             return self._upstream_error(request, format, exc)
         encoder = provider_routes.route_encoder(client, name)
         headers.update(self._shown_headers(provider_routes.deployment_header(head)))
+        if cached:
+            headers.update(provider_routes.cache_header(head))
         wire = _Wire(
             format,
             provider_routes.WireTranslator(encoder),
@@ -1139,6 +1147,7 @@ class Gateway:
         events: AsyncIterator[ChatEvent],
         headers: Mapping[str, str],
         name: str,
+        cached: bool = False,
     ) -> web.StreamResponse:
         done: list[Any] = []
 
@@ -1159,6 +1168,8 @@ class Gateway:
             **self._cors_headers(request),
             "Content-Type": "application/json",
         }
+        if cached:
+            headers[provider_routes.CACHE_HEADER] = "hit" if done[0].cached else "miss"
         return await self._send_whole(request, body, headers)
 
     def _shown_headers(self, headers: Mapping[str, str]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from ..client.model import ChatModel
 from ..client.router import Router
 from ..client.router_state import MemoryRouterState, RedisRouterState, RouterState
 from .config import ConfigError, DeploymentConfig, GatewayConfig
+from .model_caches import TableCaches
 
 if TYPE_CHECKING:
     from ..client.routing import ModelGroup
@@ -53,6 +54,7 @@ class ModelTable:
         self._in_flight = 0
         self._on_idle: Callable[[], None] | None = None
         self._deployments: Mapping[tuple[str, ...], ChatModel] = {}  # build_table's
+        self._caches: TableCaches | None = None  # build_table's
         self.created = time.time()
         """When the table was made (Unix time): the models' creation time in the lists."""
 
@@ -125,12 +127,15 @@ class ModelTable:
         kept = {id(model) for model in keep.leaves()} if keep is not None else set()
         state = self.state if keep is None or keep.state is not self.state else None
         closing = [model for model in self.leaves() if id(model) not in kept]
+        caches = self._caches
 
         def close() -> None:
             for model in closing:
                 model.close()
             if state is not None:
                 state.close()
+            if caches is not None:
+                caches.retire(keep._caches if keep is not None else None)
 
         with self._lock:
             if self._in_flight:
@@ -160,10 +165,13 @@ def build_table(
     its ``api_key_env`` names in ``environ`` (a :class:`ConfigError` when it is not set);
     ``connection_limit`` sizes each deployment's connection pool (ChatModel's default when
     None).
-    The deployments and the state of ``previous`` (the table being replaced) that
-    ``config`` still has are kept: their connections, cooldowns and counts go on."""
+    The deployments, the state and the cache stores of ``previous`` (the table being
+    replaced) that ``config`` still has are kept: their connections, cooldowns, counts and
+    stored answers go on. A model with a ``cache`` gets its
+    :class:`~solon_events.ResponseCache` (:class:`~.model_caches.TableCaches`)."""
     reusable = previous._deployments if previous is not None else {}
     state = _state(config, previous)
+    caches = TableCaches(config, previous._caches if previous is not None else None)
     built: dict[tuple[str, ...], ChatModel] = {}
     models: dict[str, ChatModel | ModelGroup] = {}
     for name, section in config.models.items():
@@ -191,9 +199,11 @@ def build_table(
             hedge_after=section.hedge_after,
             state=state,
             name=name,
+            cache=caches.for_model(section),
         )
     table = ModelTable(models, config=config, state=state)
     table._deployments = built
+    table._caches = caches
     return table
 
 

@@ -31,7 +31,11 @@ model of a gateway served from a configuration (:class:`~solon_events.serve.mode
 and responses name it; a name the gateway does not serve gets the protocol's own "model
 not found" (HTTP 404, :func:`model_not_found`). A gateway of one model answers every name
 with it, and responses name the upstream's. The deployment that answered is named in the
-``x-solon-deployment`` header (its label: see :class:`~solon_events.Router`).
+``x-solon-deployment`` header (its label: see :class:`~solon_events.Router`). A model with
+a cache (``cache`` in its ``[models.NAME]``, see :doc:`/guides/caching`) answers with
+``x-solon-cache: hit`` or ``miss`` (:func:`cache_header`); a hit is encoded into the
+client's own wire format whatever protocol stored it, and a client's ``Cache-Control:
+no-store`` or ``no-cache`` is respected (:func:`cache_mode`).
 
 Ollama's route sits under ``/ollama`` because ``POST /api/chat`` is the Vercel UI message
 stream's (the chat page and ``useChat`` post there): point an Ollama client at
@@ -65,6 +69,7 @@ from urllib.parse import quote
 from ..adapters.client_requests import ClientRequest, read_client_request
 from ..adapters.provider_formats import WireEncoder, wire_encoder
 from ..adapters.provider_formats.base import error_message
+from ..client.cache import CacheMode
 from ..client.model import ChatModel, ChatPrompt
 from ..client.router import NoHealthyDeploymentError
 from ..client.routing import ModelGroup
@@ -82,12 +87,15 @@ from ..messages import ChatRequest, OutputFormat
 from ..results import ChatResponse
 
 __all__ = [
+    "CACHE_HEADER",
     "DEPLOYMENT_HEADER",
     "IGNORED_NAMES",
     "IGNORED_NAME_LENGTH",
     "PROVIDER_ROUTES",
     "WireTranslator",
     "answered_by",
+    "cache_header",
+    "cache_mode",
     "deployment_header",
     "ignored_header",
     "model_not_found",
@@ -110,6 +118,10 @@ PROVIDER_ROUTES: Mapping[str, str] = {
     "/v1beta/interactions": "google-interactions",
 }
 """Each provider route's path (as aiohttp writes it) and the wire format it speaks."""
+
+CACHE_HEADER = "x-solon-cache"
+"""The response header of a model with a cache: ``hit`` (answered from the cache, or shared
+with an identical request in flight) or ``miss``."""
 
 DEPLOYMENT_HEADER = "x-solon-deployment"
 """The response header naming the deployment that answered (a router's or a group's
@@ -243,6 +255,28 @@ def route_encoder(client: ClientRequest, model: str) -> WireEncoder:
 def model_not_found(format: str, name: str) -> str:
     """What ``format``'s API says of a model it does not serve, ``name``."""
     return _NOT_FOUND.get(format, "model '{}' not found").format(name)
+
+
+def cache_mode(cache_control: str | None) -> CacheMode:
+    """How a request whose ``Cache-Control`` header is ``cache_control`` uses the model's
+    cache: ``no-store`` neither reads nor stores (False); ``no-cache`` (or ``max-age=0``)
+    asks the upstream and stores its answer (``"refresh"``); else True."""
+    directives = {d.strip().lower() for d in (cache_control or "").split(",")}
+    if "no-store" in directives:
+        return False
+    if "no-cache" in directives or "max-age=0" in directives:
+        return "refresh"
+    return True
+
+
+def cache_header(head: Sequence[ChatEvent]) -> dict[str, str]:
+    """The :data:`CACHE_HEADER` of a stream of a model with a cache whose first events are
+    ``head``: ``hit`` when the cache's STATUS event says so (read from the cache, or
+    shared with an identical request in flight), else ``miss``."""
+    for event in head:
+        if event.type is EVENT_TYPES.STATUS and event.sub_type == "cache":
+            return {CACHE_HEADER: "hit"}
+    return {CACHE_HEADER: "miss"}
 
 
 def deployment_header(head: list[ChatEvent]) -> dict[str, str]:
