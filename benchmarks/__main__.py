@@ -1,8 +1,9 @@
 """``python -m benchmarks``: every benchmark, printed as tables of ratios to same-run baselines.
 
 ``--quick`` runs smaller streams and fewer rounds (for a fast look); ``--peers`` adds the
-other libraries on the same bytes and the end-to-end runs over loopback (the ``bench``
-extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
+other libraries on the same bytes, the end-to-end runs over loopback and the response
+cache's hits and misses beside LangChain's cache (``benchmarks/bench_cache.py``; the
+``bench`` extra); ``--gateway`` runs the gateway's overhead alone, beside LiteLLM's proxy
 (``benchmarks/bench_gateway.py``), its throughput on one core and memory per open stream
 (``benchmarks/bench_gateway_load.py``), and its router's (the added latency of routing
 over one upstream, and the throughput over two deployments at 1 to 256 concurrent
@@ -36,6 +37,7 @@ from typing import Any
 
 from . import (
     bench_breakdown,
+    bench_cache,
     bench_dialects,
     bench_e2e,
     bench_gateway,
@@ -220,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "e2e",
             "end to end over loopback (the embedded provider in its own process)",
             lambda: bench_e2e.main(quick),
+        )
+        section(
+            "cache",
+            "the response cache: a hit against a miss over loopback, beside LangChain's cache",
+            lambda: bench_cache.main(quick),
         )
     if args.hedging:
         section(

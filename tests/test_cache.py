@@ -106,6 +106,7 @@ def test_a_miss_then_hits_in_every_store(
         assert status.attrs["cache"] == "hit" and status.attrs["key"]
         assert _answer(hit) == _answer(first)
         assert len({e.response_id for e in hit}) == 1
+        assert not any(e.raw for e in hit)  # the provider's payloads are not kept
         assert hit[0].response_id != first[0].response_id
     original = first[-1].response
     assert isinstance(original, ChatResponse) and original.cached is None

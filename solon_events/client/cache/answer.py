@@ -23,6 +23,7 @@ import orjson
 from ...adapters.native import event_from_json, event_to_json
 from ...events import EVENT_TYPES, ChatEvent, with_response_id
 from ...results import CachedAnswer, ChatResponse, Cost, Usage, with_usage
+from ...values import EMPTY_MAPPING, fast_replacer
 
 __all__ = [
     "FORMAT_VERSION",
@@ -118,8 +119,10 @@ class AnswerRecorder:
         return incomplete_finish(response)
 
     def answer(self) -> StoredAnswer:
-        """What a store keeps of the response."""
-        return StoredAnswer(tuple(self.events), tuple(self.times), self._created)
+        """What a store keeps of the response (its events without the provider's
+        payloads, which a parsed event holds as its frame's text)."""
+        events = tuple(_without_raw(e) if e.raw else e for e in self.events)
+        return StoredAnswer(events, tuple(self.times), self._created)
 
 
 @attrs.frozen
@@ -138,6 +141,19 @@ class StoredAnswer:
         response = self.events[-1].response
         assert response is not None
         return response
+
+    def size(self) -> int:
+        """About the size of :meth:`encode`'s bytes (its texts and a fixed share per event),
+        for a store that keeps the answer as it is (no encoding on the way in)."""
+        texts = 0
+        for event in self.events:
+            text = event.text
+            if text:
+                texts += len(text)
+            call = event.tool_call
+            if call is not None:
+                texts += len(call.arguments_str)
+        return texts + _PER_EVENT * len(self.events) + 2 * len(self.response.text)
 
     def encode(self) -> bytes:
         """The answer as bytes (JSON: the format version, ``created`` and each event with
@@ -173,6 +189,14 @@ class StoredAnswer:
 
 
 _ZERO = Usage()
+_without_raw_of = fast_replacer(ChatEvent, "raw")
+
+
+def _without_raw(event: ChatEvent) -> ChatEvent:
+    return _without_raw_of(event, EMPTY_MAPPING)
+
+
+_PER_EVENT = 120  # bytes: an event's JSON besides its text (type, step, ids, index)
 
 
 class ServedAnswer:

@@ -71,8 +71,9 @@ class _Entry:
 
 class MemoryCache:
     """Answers kept in this process, least recently used first out: at most
-    ``max_entries`` answers and ``max_bytes`` of them (their encoded size), none larger
-    than ``max_entry_bytes``. Shared by every model and loop of the process that is given
+    ``max_entries`` answers and ``max_bytes`` of them (about their encoded size:
+    :meth:`~.answer.StoredAnswer.size`; they are kept as they are, never encoded), none
+    larger than ``max_entry_bytes``. Shared by every model and loop of the process that is given
     it; thread-safe."""
 
     def __init__(
@@ -116,7 +117,7 @@ class MemoryCache:
 
     async def put(self, key: str, answer: StoredAnswer, ttl: float | None) -> bool:
         """See :meth:`CacheStore.put`."""
-        size = len(answer.encode())
+        size = answer.size()
         if size > self.max_entry_bytes or size > self.max_bytes:
             return False
         expires = None if ttl is None else time.monotonic() + ttl
