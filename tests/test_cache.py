@@ -15,8 +15,10 @@ import attrs
 import orjson
 import pytest
 from aborting import aborting
+from cache_runs import GATED_ANSWER, at_the_gate
 from reactivex import operators as ops
 from redis_server import redis_url  # noqa: F401  (fixture)
+from routing_runs import weather_tool
 from usage_reports import Reports
 
 from solon_events import (
@@ -29,8 +31,8 @@ from solon_events import (
     RedisCache,
     ResponseCache,
     SQLiteCache,
+    ToolSpec,
     Usage,
-    tool,
 )
 from solon_events.client.cache import CacheStore, StoredAnswer, request_key
 from solon_events.client.cache.key import request_document
@@ -38,6 +40,7 @@ from solon_events.devserver import RunningServer
 from solon_events.events import EVENT_TYPES as T
 
 STORES = ["memory", "sqlite", "redis"]
+get_weather = weather_tool([])
 
 
 @pytest.fixture(params=STORES)
@@ -54,24 +57,11 @@ def store(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[CacheStore]
     made.close()
 
 
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city.
-
-    Args:
-        city: The city's name.
-    """
-    return f"sunny in {city}"
-
-
-@tool
-def get_time(city: str) -> str:
-    """The time in a city.
-
-    Args:
-        city: The city's name.
-    """
-    return f"noon in {city}"
+GET_TIME = ToolSpec(
+    name="get_time",
+    description="The time in a city",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
 
 
 def _events(model: ChatModel, text: str = "one two three", **options: Any) -> list[ChatEvent]:
@@ -236,7 +226,7 @@ def test_what_the_request_changes_misses(
         model.prompt("one two").options(temperature=0.2),  # a setting
         model.prompt("one two").options(temperature=0.7),
         model.prompt("one two").tools(get_weather).auto_tool_call(False),  # a tool
-        model.prompt("one two").tools(get_time).auto_tool_call(False),
+        model.prompt("one two").client_tools(GET_TIME),
         make_model(fresh_server, "echo", cache=model.cache).prompt("one two").options(seed=1),
     ]
     keys = [request_key(prompt) for prompt in asked]
@@ -410,28 +400,11 @@ def test_single_flight(fresh_server: RunningServer, make_model: Callable[..., Ch
     that asked is billed, the others are told the answer was shared."""
     cache = ResponseCache(MemoryCache(), single_flight=True)
     model = make_model(fresh_server, "gate", cache=cache)
-
-    async def ask(first_deltas: asyncio.Queue[int]) -> list[ChatEvent]:
-        events = []
-        async for event in model.prompt("hi").astream():
-            events.append(event)
-            if event.type is T.TEXT_DELTA and len(events) < 10:
-                first_deltas.put_nowait(1)
-        return events
-
-    async def main() -> list[list[ChatEvent]]:
-        first_deltas: asyncio.Queue[int] = asyncio.Queue()
-        tasks = [asyncio.ensure_future(ask(first_deltas)) for _ in range(50)]
-        for _ in range(50):  # each has the answer so far before the upstream goes on
-            await asyncio.wait_for(first_deltas.get(), 10)
-        fresh_server.open_gate()
-        return await asyncio.gather(*tasks)
-
-    answers = asyncio.run(main())
+    answers = at_the_gate([model], fresh_server)
     assert len(fresh_server.requests) == 1
     ends = [events[-1] for events in answers]
     assert all(e.type is T.RESPONSE_END for e in ends)
-    assert {e.response.text for e in ends if e.response} == {"Before the gate. After the gate."}
+    assert {e.response.text for e in ends if e.response} == {GATED_ANSWER}
     shared = [e.response.cached for e in ends if e.response and e.response.cached]
     assert len(shared) == 49 and all(c.shared for c in shared)
     owner = [e.response for e in ends if e.response and e.response.cached is None]

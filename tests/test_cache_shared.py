@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+from cache_runs import GATED_ANSWER, ask, at_the_gate
 from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
 
 from solon_events import ChatError, ChatEvent, ChatModel, MemoryCache, RedisCache, ResponseCache
@@ -25,15 +26,6 @@ def _replica(url: str, prefix: str) -> ResponseCache:
     )
 
 
-async def _ask(model: ChatModel, told: asyncio.Queue[int] | None = None) -> list[ChatEvent]:
-    events: list[ChatEvent] = []
-    async for event in model.prompt("hi").astream():
-        events.append(event)
-        if told is not None and event.type is T.TEXT_DELTA and len(events) < 10:
-            told.put_nowait(1)
-    return events
-
-
 def test_two_replicas_share_one_upstream_request(
     redis_url: str,  # noqa: F811
     fresh_server: RunningServer,
@@ -42,18 +34,10 @@ def test_two_replicas_share_one_upstream_request(
     prefix = f"t-{uuid.uuid4().hex}"
     replicas = [make_model(fresh_server, "gate", cache=_replica(redis_url, prefix)) for _ in "ab"]
 
-    async def main() -> list[list[ChatEvent]]:
-        told: asyncio.Queue[int] = asyncio.Queue()
-        tasks = [asyncio.ensure_future(_ask(replicas[i % 2], told)) for i in range(50)]
-        for _ in range(50):  # every one has the first delta before the upstream goes on
-            await asyncio.wait_for(told.get(), 15)
-        fresh_server.open_gate()
-        return await asyncio.gather(*tasks)
-
-    answers = asyncio.run(main())
+    answers = at_the_gate(replicas, fresh_server)
     assert len(fresh_server.requests) == 1
     ends = [events[-1].response for events in answers]
-    assert all(e is not None and e.text == "Before the gate. After the gate." for e in ends)
+    assert all(e is not None and e.text == GATED_ANSWER for e in ends)
     shared = [e.cached for e in ends if e is not None and e.cached is not None]
     assert len(shared) == 49 and all(c.shared for c in shared)
     later = make_model(fresh_server, "gate", cache=_replica(redis_url, prefix))
@@ -76,7 +60,7 @@ def test_a_shared_failure_reaches_the_other_replica(
 
     async def failure(model: ChatModel) -> BaseException | None:
         try:
-            await _ask(model)
+            await ask(model)
         except ChatError as error:
             return error
         return None
@@ -113,9 +97,9 @@ def test_a_leader_that_goes_away_fails_its_followers(
 
     async def main() -> tuple[list[ChatEvent], BaseException | None]:
         told: asyncio.Queue[int] = asyncio.Queue()
-        leading = asyncio.ensure_future(_ask(leader, told))
+        leading = asyncio.ensure_future(ask(leader, told))
         await asyncio.wait_for(told.get(), 10)
-        following = asyncio.ensure_future(_ask(follower, told))
+        following = asyncio.ensure_future(ask(follower, told))
         await asyncio.wait_for(told.get(), 10)
         redis_server.stop()
         fresh_server.open_gate()
