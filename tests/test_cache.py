@@ -293,12 +293,16 @@ def test_a_stored_answer_holds_no_secret(
 def test_time_to_live(
     store: CacheStore, fresh_server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
-    model = make_model(fresh_server, "echo", cache=ResponseCache(store, ttl=0.3))
-    assert model.prompt("one").call().cached is None
-    assert model.prompt("one").call().cached is not None
-    asyncio.run(asyncio.sleep(0.5))  # past its time to live
-    assert model.prompt("one").call().cached is None
-    assert len(fresh_server.requests) == 2
+    kept = make_model(fresh_server, "echo", cache=ResponseCache(store, ttl=600))
+    assert kept.prompt("one").call().cached is None
+    assert kept.prompt("one").call().cached is not None  # within its time to live
+    brief = ResponseCache(store, ttl=0.05)
+    fleeting = make_model(fresh_server, "echo", cache=brief)
+    assert fleeting.prompt("two").call().cached is None
+    assert brief.stored == 1
+    asyncio.run(asyncio.sleep(0.2))  # past its time to live
+    assert fleeting.prompt("two").call().cached is None
+    assert len(fresh_server.requests) == 3
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
