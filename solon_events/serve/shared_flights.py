@@ -42,15 +42,13 @@ class RedisFlights:
 
     def __init__(
         self,
-        url: str = "redis://127.0.0.1:6379/0",
+        url: str,
         *,
         prefix: str = "solon-events",
         lease: float = 10.0,
         ttl: float = 60.0,
     ) -> None:
-        if not lease > 0:
-            raise ValueError("lease must be a number of seconds above 0")
-        self.log = RedisStreamLog(url, prefix=prefix, lease=lease, ttl=ttl)
+        self.log = RedisStreamLog(url, prefix=prefix, lease=lease, ttl=ttl)  # checks them
         self.lease = lease
 
     def __repr__(self) -> str:
