@@ -2,13 +2,14 @@
 through one client protocol is replayed into another's, with the official SDKs;
 ``x-solon-cache: hit|miss``; ``Cache-Control: no-store`` and ``no-cache``; nothing stored
 for an upstream error; 50 identical requests in flight answered by one upstream request,
-on one gateway and on two gateway processes sharing a real redis-server."""
+and a failure of that shared request reaching each client, on one gateway and on two
+gateway processes sharing a real redis-server."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -28,9 +29,12 @@ QUESTION = "Which answer is kept"
 
 
 def _config(server: RunningServer, cache: str = '"memory"', scenario: str = "echo") -> str:
+    """``kept`` (with a cache; a failed deployment is tried again at once) asking
+    ``server`` with ``scenario``, and ``fresh`` (without a cache) with ``echo``."""
     url = server.url
     return (
-        f'[models.kept]\nstrategy = "fallback"\ncache = {cache}\ncache_ttl = 600\n'
+        f'[models.kept]\nstrategy = "fallback"\ncooldown = 0\ncache = {cache}\n'
+        f"cache_ttl = 600\n"
         f'[[models.kept.deployments]]\nupstream = "openai:{url}/v1/chat/completions"\n'
         f'model = "{scenario}"\n'
         f"[models.fresh]\n[[models.fresh.deployments]]\n"
@@ -76,7 +80,7 @@ def test_a_wrong_cache_is_named(upstream: RunningServer, cache: str, key: str, r
     with pytest.raises(ConfigError) as error:
         parse_config(_config(upstream, cache), "gateway.toml")
     assert error.value.key == key and reason in error.value.reason
-    assert error.value.line == 3  # where cache = ... is written
+    assert error.value.line == 4  # where cache = ... is written
 
 
 def test_a_time_to_live_needs_a_cache(upstream: RunningServer) -> None:
@@ -167,7 +171,7 @@ def test_cache_control_from_the_client(gateway: str, upstream: RunningServer) ->
 
 
 def test_an_upstream_error_is_not_stored(upstream: RunningServer) -> None:
-    text = _config(upstream, scenario="status:500").replace("cache_ttl", "cooldown = 0\ncache_ttl")
+    text = _config(upstream, scenario="status:500")
     with serving_table(build_table(parse_config(text, "gateway.toml"))) as gateway:
         gpt = openai.OpenAI(api_key="k", base_url=gateway + "/v1", max_retries=0)
         for _ in range(2):
@@ -178,24 +182,33 @@ def test_an_upstream_error_is_not_stored(upstream: RunningServer) -> None:
     assert len(upstream.requests) == 2
 
 
-async def _first_then_rest(client: openai.AsyncOpenAI, told: asyncio.Queue[str]) -> tuple[str, str]:
-    """One streamed request: tell ``told`` its first text, then read the rest; its text
-    and its ``x-solon-cache``."""
+async def _first_then_rest(
+    client: openai.AsyncOpenAI, told: asyncio.Queue[str]
+) -> tuple[str, str, str | None]:
+    """One streamed request: tell ``told`` its first text, then read the rest; its text,
+    its ``x-solon-cache`` and the error that ended it (None: it ended well)."""
     messages: Any = [{"role": "user", "content": "hi"}]
     async with client.chat.completions.with_streaming_response.create(
         model="kept", messages=messages, stream=True
     ) as response:
-        said = ""
-        async for chunk in await response.parse():
-            piece = chunk.choices[0].delta.content if chunk.choices else None
-            if piece:
-                if not said:
-                    told.put_nowait(piece)
-                said += piece
-        return said, response.headers["x-solon-cache"]
+        said, header = "", response.headers["x-solon-cache"]
+        try:
+            async for chunk in await response.parse():
+                piece = chunk.choices[0].delta.content if chunk.choices else None
+                if piece:
+                    if not said:
+                        told.put_nowait(piece)
+                    said += piece
+        except openai.APIError as error:
+            return said, header, error.message
+        return said, header, None
 
 
-async def _fifty(urls: list[str], upstream: RunningServer) -> list[tuple[str, str]]:
+async def _fifty(
+    urls: list[str], upstream: RunningServer, count: int = 50
+) -> list[tuple[str, str, str | None]]:
+    """``count`` identical streamed requests to the gateways at ``urls`` in turn, the
+    upstream's gate opened once each has the answer so far."""
     clients = [
         openai.AsyncOpenAI(
             api_key="k",
@@ -207,10 +220,11 @@ async def _fifty(urls: list[str], upstream: RunningServer) -> list[tuple[str, st
     ]
     told: asyncio.Queue[str] = asyncio.Queue()
     tasks = [
-        asyncio.ensure_future(_first_then_rest(clients[i % len(clients)], told)) for i in range(50)
+        asyncio.ensure_future(_first_then_rest(clients[i % len(clients)], told))
+        for i in range(count)
     ]
     try:
-        for _ in range(50):  # each has the answer so far while the upstream waits
+        for _ in range(count):  # each has the answer so far while the upstream waits
             assert await asyncio.wait_for(told.get(), 30) == "Before the gate."
         upstream.open_gate()
         return await asyncio.gather(*tasks)
@@ -219,38 +233,72 @@ async def _fifty(urls: list[str], upstream: RunningServer) -> list[tuple[str, st
             await client.close()
 
 
-def test_fifty_identical_requests_one_upstream_request(upstream: RunningServer) -> None:
-    text = _config(upstream, scenario="gate")
-    with serving_table(build_table(parse_config(text, "gateway.toml"))) as gateway:
-        answers = asyncio.run(_fifty([gateway], upstream))
-    assert len(upstream.requests) == 1
-    assert {said for said, _ in answers} == {"Before the gate. After the gate."}
-    assert sorted(header for _, header in answers) == ["hit"] * 49 + ["miss"]
-
-
-def test_fifty_identical_requests_on_two_replicas_one_upstream_request(
-    tmp_path: Path,
-    upstream: RunningServer,
-    redis_server: RedisServer,  # noqa: F811
-) -> None:
-    path = tmp_path / "gateway.toml"
-    path.write_text(f'redis = "{redis_server.url}"\n' + _config(upstream, '"redis"', "gate"))
+@contextlib.contextmanager
+def _gateways(
+    replicas: int, upstream: RunningServer, scenario: str, request: pytest.FixtureRequest
+) -> Iterator[list[str]]:
+    """The addresses of one gateway (in this process, its cache in memory) or of two
+    gateway processes sharing a new real redis-server (their cache in it), each serving
+    ``kept`` with ``scenario`` upstream."""
+    if replicas == 1:
+        text = _config(upstream, scenario=scenario)
+        with serving_table(build_table(parse_config(text, "gateway.toml"))) as url:
+            yield [url]
+        return
+    redis: RedisServer = request.getfixturevalue("redis_server")
+    path = request.getfixturevalue("tmp_path") / "gateway.toml"
+    path.write_text(f'redis = "{redis.url}"\n' + _config(upstream, '"redis"', scenario))
     with serve_command("--config", str(path)) as a, serve_command("--config", str(path)) as b:
         urls = []
         for process in (a, b):
             assert process.stdout is not None
             urls.append(process.stdout.readline().strip())
+        yield urls
+
+
+REPLICAS = pytest.mark.parametrize("replicas", [1, 2], ids=["one gateway", "two sharing redis"])
+
+
+@REPLICAS
+def test_fifty_identical_requests_one_upstream_request(
+    replicas: int, request: pytest.FixtureRequest, upstream: RunningServer
+) -> None:
+    with _gateways(replicas, upstream, "gate", request) as urls:
         answers = asyncio.run(_fifty(urls, upstream))
         assert len(upstream.requests) == 1
-        assert {said for said, _ in answers} == {"Before the gate. After the gate."}
-        assert sorted(header for _, header in answers) == ["hit"] * 49 + ["miss"]
+        assert {said for said, _, _ in answers} == {"Before the gate. After the gate."}
+        assert {failure for _, _, failure in answers} == {None}
+        assert sorted(header for _, header, _ in answers) == ["hit"] * 49 + ["miss"]
         later = httpx.post(
-            urls[1] + "/v1/chat/completions",
+            urls[-1] + "/v1/chat/completions",
             json={"model": "kept", "messages": [{"role": "user", "content": "hi"}]},
             timeout=30,
         )
-        assert later.headers["x-solon-cache"] == "hit"  # from Redis, on either replica
+        assert later.headers["x-solon-cache"] == "hit"  # stored, read on either replica
         assert (
             later.json()["choices"][0]["message"]["content"] == "Before the gate. After the gate."
         )
     assert len(upstream.requests) == 1
+
+
+@REPLICAS
+def test_a_shared_upstream_failure_reaches_every_client(
+    replicas: int, request: pytest.FixtureRequest, upstream: RunningServer
+) -> None:
+    """The one upstream stream that 20 identical requests share is cut after its first
+    delta: each client gets that delta, then the failure in its own protocol (an error
+    event), and nothing is stored: the next request asks the upstream again."""
+    with _gateways(replicas, upstream, "gate:cut", request) as urls:
+        answers = asyncio.run(_fifty(urls, upstream, count=20))
+        assert len(upstream.requests) == 1
+        assert {said for said, _, _ in answers} == {"Before the gate."}
+        failures = {failure for _, _, failure in answers}
+        assert len(failures) == 1 and None not in failures  # the same failure for each
+        assert sorted(header for _, header, _ in answers) == ["hit"] * 19 + ["miss"]
+        again = httpx.post(
+            urls[-1] + "/v1/chat/completions",
+            json={"model": "kept", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30,
+        )
+        assert again.status_code == 502, again.text  # asked again, failed again
+    assert len(upstream.requests) == 2

@@ -449,8 +449,11 @@ def _gate(view: RequestView, args: Sequence[str]) -> Script:
     if args and args[0] == "first":
         parts: list[Part] = [WaitGate(), Text("After"), Text(" the gate.")]
         return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=2))
+    if args and args[0] == "cut":
+        parts = [Text("Before the gate."), WaitGate(), Cut()]
+        return Script(parts, TurnUsage(prompt=10, completion=1))
     if args:
-        raise ScenarioError(f"gate:{args[0]}: expected gate or gate:first")
+        raise ScenarioError(f"gate:{args[0]}: expected gate, gate:first or gate:cut")
     parts = [Text("Before the gate."), WaitGate(), Text(" After"), Text(" the gate.")]
     return Script([*parts, Finish("stop")], TurnUsage(prompt=10, completion=3))
 
@@ -747,8 +750,8 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
     "slow": (_slow, "slow:<n>:<interval> - n text deltas, one every interval seconds"),
     "gate": (
         _gate,
-        "gate[:first] - one delta, then waits for DevServer.open_gate() (first: waits before "
-        "its first delta)",
+        "gate[:first|:cut] - one delta, then waits for DevServer.open_gate() (first: waits "
+        "before its first delta; cut: then drops the connection)",
     ),
     "first-delay": (_first_delay, "first-delay:<s> - waits s seconds before the headers"),
     "latency": (
