@@ -456,6 +456,27 @@ def test_a_group_s_cache(fresh_server: RunningServer, make_model: Callable[..., 
     assert len(fresh_server.requests) == 2
 
 
+def test_a_router_s_cache(
+    fresh_server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    """``Router(cache=...)``: a hit answers without asking any deployment, whichever one
+    answered first."""
+    from solon_events import Router
+
+    router = Router(
+        [make_model(fresh_server, "echo"), make_model(fresh_server, "echo")], cache="memory"
+    )
+    try:
+        asked = router.prompt("one two").call()
+        hits = [router.prompt("one two").call() for _ in range(4)]
+        assert asked.cached is None and asked.text == "one two"
+        assert all(hit.cached is not None and hit.text == "one two" for hit in hits)
+        assert router.cache is not None and (router.cache.hits, router.cache.misses) == (4, 1)
+        assert len(fresh_server.requests) == 1
+    finally:
+        router.close()
+
+
 def test_jupyter_and_the_terminal_say_cached(
     fresh_server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
