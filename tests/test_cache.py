@@ -419,27 +419,56 @@ def test_single_flight(fresh_server: RunningServer, make_model: Callable[..., Ch
     assert len(fresh_server.requests) == 1
 
 
+async def _outcome(model: Any) -> ChatResponse | ChatError:
+    """The response of ``model.prompt("hi")``, or the error that ended it."""
+    try:
+        async for event in model.prompt("hi").astream():
+            if event.type is T.RESPONSE_END:
+                assert event.response is not None
+                return event.response
+    except ChatError as error:
+        return error
+    raise AssertionError("no RESPONSE_END and no error")
+
+
+def _stalling(fresh_server: RunningServer, make_model: Callable[..., ChatModel]) -> ChatModel:
+    """A model with single flight whose upstream stalls past its idle timeout."""
+    cache = ResponseCache(MemoryCache(), single_flight=True)
+    return make_model(fresh_server, "stall:0.3", cache=cache, idle_timeout=0.1, max_retries=0)
+
+
 def test_a_shared_failure_reaches_every_client(
     fresh_server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
-    cache = ResponseCache(MemoryCache(), single_flight=True)
-    model = make_model(fresh_server, "stall:0.3", cache=cache, idle_timeout=0.1, max_retries=0)
+    model = _stalling(fresh_server, make_model)
 
-    async def ask() -> BaseException | None:
-        try:
-            async for _ in model.prompt("hi").astream():
-                pass
-        except ChatError as error:
-            return error
-        return None
-
-    async def main() -> list[BaseException | None]:
-        return await asyncio.gather(*(ask() for _ in range(5)))
+    async def main() -> list[ChatResponse | ChatError]:
+        return await asyncio.gather(*(_outcome(model) for _ in range(5)))
 
     failures = asyncio.run(main())
     assert len(fresh_server.requests) == 1
-    assert all(f is not None and "idle" in str(f) for f in failures)
+    assert all(isinstance(f, ChatError) and "idle" in str(f) for f in failures)
     assert model.cache is not None and model.cache.stored == 0
+
+
+def test_a_shared_failure_and_a_client_s_own_fallback(
+    fresh_server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    """Of two identical requests sharing one failing upstream, the one asked through a
+    fallback group gets its backup's answer; the other sees the failure."""
+    from solon_events import FallbackModel
+
+    model = _stalling(fresh_server, make_model)
+    group = FallbackModel(model, make_model(fresh_server, "echo"), mid_stream="restart")
+
+    async def main() -> list[ChatResponse | ChatError]:
+        return await asyncio.gather(_outcome(model), _outcome(group))
+
+    alone, grouped = asyncio.run(main())
+    assert isinstance(alone, ChatError) and "idle" in str(alone)
+    assert isinstance(grouped, ChatResponse) and grouped.text == "hi"
+    assert len(grouped.attempts) == 2 and grouped.attempts[0].error is not None
+    assert [r.body["model"] for r in fresh_server.requests] == ["stall:0.3", "echo"]
 
 
 def test_a_group_s_cache(fresh_server: RunningServer, make_model: Callable[..., ChatModel]) -> None:
