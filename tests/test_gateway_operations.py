@@ -273,6 +273,13 @@ def test_claude_codes_count_tokens_is_counted_by_an_anthropic_upstream(
     held = {key: asked.body[key] for key in ("system", "messages", "tools") if key in asked.body}
     assert counted.input_tokens == len(orjson.dumps(held)) // 4  # the upstream's own count
     assert counted.model_extra == {}
+    plain = client.messages.count_tokens(  # the SDK's count without the betas: the same
+        model="alpha",
+        system=CLAUDE_CODE_SYSTEM,
+        tools=CLAUDE_CODE_TOOLS,
+        messages=CLAUDE_CODE_MESSAGES,
+    )
+    assert plain.input_tokens == counted.input_tokens
 
 
 def test_count_tokens_is_estimated_and_marked_elsewhere(gateway: str) -> None:

@@ -234,3 +234,41 @@ def test_each_deployment_gets_the_clients_settings_in_its_own_words(
     assert "max_completion_tokens" not in anthropic_body
     generation = gemini_body["generationConfig"]
     assert (generation["maxOutputTokens"], generation["temperature"]) == (77, 0.5)
+
+
+def test_an_unknown_name_is_the_protocols_own_not_found_when_streamed_too(gateway: str) -> None:
+    """Each streaming call of each SDK: the name is told before any stream starts."""
+    messages: Any = [{"role": "user", "content": QUESTION}]
+    client = openai.OpenAI(api_key="k", base_url=gateway + "/v1", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as chat:
+        client.chat.completions.create(model="gamma", messages=messages, stream=True)
+    assert chat.value.code == "model_not_found"
+    with (
+        pytest.raises(openai.NotFoundError) as responses,
+        client.responses.stream(model="gamma", input=QUESTION) as stream,
+    ):
+        stream.get_final_response()
+    assert responses.value.code == "model_not_found"
+    claude = anthropic.Anthropic(api_key="k", base_url=gateway, max_retries=0)
+    with (
+        pytest.raises(anthropic.NotFoundError) as messages_error,
+        claude.messages.stream(model="gamma", max_tokens=10, messages=messages) as events,
+    ):
+        events.get_final_text()
+    assert messages_error.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+    google = genai.Client(
+        api_key="k", http_options=genai_types.HttpOptions(base_url=gateway, api_version="v1beta")
+    )
+    with pytest.raises(genai_errors.ClientError) as gemini:
+        list(google.models.generate_content_stream(model="gamma", contents=QUESTION))
+    assert gemini.value.code == 404 and gemini.value.status == "NOT_FOUND"
+    with pytest.raises(Exception) as interactions:  # the SDK's NotFoundError, a private module's
+        list(google.interactions.create(model="gamma", input=QUESTION, store=False, stream=True))
+    assert type(interactions.value).__name__ == "NotFoundError"
+    assert interactions.value.status_code == 404  # type: ignore[attr-defined]
+    with pytest.raises(ollama.ResponseError) as local:
+        list(ollama.Client(host=gateway + "/ollama").chat("gamma", messages, stream=True))
+    assert local.value.status_code == 404 and local.value.error == "model 'gamma' not found"
+    command = cohere.ClientV2(api_key="k", base_url=gateway)
+    with pytest.raises(cohere.NotFoundError):
+        list(command.chat_stream(model="gamma", messages=messages))

@@ -13,14 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
+import orjson
 import pytest
 from serving import serve_command, sse_json
 
 from solon_events.cli import main
 from solon_events.devserver import DevServer, RunningServer
 
-STREAMED = "slow:25:0.02"  # 25 deltas, 20 ms apart: half a second in flight
-STREAMED_TEXT = "".join(f"{i} " for i in range(25))
+HELD = "gate"  # one delta, then held until the test opens the embedded provider's gate
+HELD_TEXT = "Before the gate. After the gate."
 
 
 def section(name: str, dialect: str, route: str, server: RunningServer, model: str) -> str:
@@ -60,22 +61,29 @@ async def stream_events(session: aiohttp.ClientSession, url: str) -> str:
     return "".join(e["text"] for e in events if e["type"] == "TEXT_DELTA")
 
 
-async def stream_chat(session: aiohttp.ClientSession, url: str, model: str) -> str:
+async def stream_chat(
+    session: aiohttp.ClientSession, url: str, model: str, started: asyncio.Event | None = None
+) -> str:
+    """The text of one streamed Ollama chat with ``model``; ``started`` set at its first
+    delta."""
     body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "go"}]}
     text = ""
     async with session.post(url + "/ollama/api/chat", json=body) as response:
         assert response.status == 200, await response.text()
         async for line in response.content:
             if line.strip():
-                import json
-
-                text += json.loads(line)["message"].get("content", "")
+                text += orjson.loads(line)["message"].get("content", "")
+                if text and started is not None:
+                    started.set()
     return text
 
 
 def test_reload_under_load_loses_no_stream(tmp_path: Path, upstream: RunningServer) -> None:
+    """Eight streams held open at the embedded provider's gate while SIGHUP swaps the
+    deployment for another dialect: a new request is served by the new one meanwhile, and
+    the eight end whole once the gate opens."""
     path = tmp_path / "gateway.toml"
-    path.write_text(section("talk", "openai", "/v1/chat/completions", upstream, STREAMED))
+    path.write_text(section("talk", "openai", "/v1/chat/completions", upstream, HELD))
     with serve_command("--config", str(path)) as process:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
@@ -83,22 +91,25 @@ def test_reload_under_load_loses_no_stream(tmp_path: Path, upstream: RunningServ
 
         async def run() -> None:
             async with aiohttp.ClientSession() as session:
+                started = [asyncio.Event() for _ in range(8)]
                 streams = [
-                    asyncio.ensure_future(stream_chat(session, url, "talk")) for _ in range(8)
+                    asyncio.ensure_future(stream_chat(session, url, "talk", event))
+                    for event in started
                 ]
-                await asyncio.sleep(0.15)  # every stream under way
-                # the deployment changes dialect: the old model is closed once its streams end
-                path.write_text(section("talk", "anthropic", "/v1/messages", upstream, STREAMED))
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 60)
+                path.write_text(section("talk", "anthropic", "/v1/messages", upstream, "echo"))
                 process.send_signal(signal.SIGHUP)
                 assert await asyncio.get_running_loop().run_in_executor(None, stderr.next) == (
                     f"solon-events: reloaded {path}: talk"
                 )
-                assert await asyncio.gather(*streams) == [STREAMED_TEXT] * 8
-                assert await stream_chat(session, url, "talk") == STREAMED_TEXT
+                assert await stream_chat(session, url, "talk") == "go"  # the new deployment
+                assert not any(stream.done() for stream in streams)  # the old ones still open
+                upstream.open_gate()
+                assert await asyncio.gather(*streams) == [HELD_TEXT] * 8
 
         asyncio.run(run())
         routes = [r.path for r in upstream.requests]
-        assert routes.count("/v1/chat/completions") == 8 and routes[-1] == "/v1/messages"
+        assert routes == ["/v1/chat/completions"] * 8 + ["/v1/messages"]
 
 
 def test_a_bad_file_keeps_the_old_configuration_and_says_why(
