@@ -197,6 +197,34 @@ def _litellm(upstreams: list[str]) -> Iterator[str]:
             yield url
 
 
+def _free_pair() -> int:
+    """A port free with the next one too: an upstream serves its probe on PORT+1."""
+    import socket
+
+    while True:
+        port = _free_port()
+        with socket.socket() as sock, contextlib.suppress(OSError):
+            sock.bind(("127.0.0.1", port + 1))
+            return port
+
+
+@contextlib.contextmanager
+def _upstream() -> Iterator[str]:
+    """The embedded provider in a process of its own: its URL (started again on other ports
+    when another program took one of its two between their choice and its start)."""
+    argv = [sys.executable, "-m", "benchmarks.bench_gateway", "upstream"]
+    with contextlib.ExitStack() as stack:
+        for attempt in range(3):
+            try:
+                started = _process([*argv, str(_free_pair())], r"(http://127\.0\.0\.1:\d+)")
+                url = stack.enter_context(started)[1]
+                break
+            except RuntimeError as error:
+                if "address already in use" not in str(error) or attempt == 2:
+                    raise
+        yield url
+
+
 @contextlib.contextmanager
 def _ours(*options: str) -> Iterator[str]:
     argv = [sys.executable, "-m", "solon_events.cli", "serve", "--port", "0", *options]
@@ -222,12 +250,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     """The figures of every path (see the module)."""
     figures: dict[str, Any] = {"load_before": os.getloadavg()[0], "latency": {}, "throughput": {}}
     latency, throughput = figures["latency"], figures["throughput"]
-    upstream_argv = [sys.executable, "-m", "benchmarks.bench_gateway", "upstream"]
-    ready = r"(http://127\.0\.0\.1:\d+)"
-    with (
-        _process([*upstream_argv, str(_free_port())], ready) as (_a, first),
-        _process([*upstream_argv, str(_free_port())], ready) as (_b, second),
-    ):
+    with _upstream() as first, _upstream() as second:
         upstreams = [first, second]
         direct = [upstream + _ROUTE for upstream in upstreams]
         latency["direct"] = _latency(direct[:1], SCENARIO, quick)
