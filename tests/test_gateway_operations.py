@@ -4,6 +4,7 @@ by prometheus_client's own parser, and Anthropic's ``count_tokens`` as Claude Co
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,7 +93,9 @@ def test_google_genai_and_ollama_list_the_models(gateway: str) -> None:
     assert [m.model for m in ollama.Client(host=gateway + "/ollama").list().models] == NAMES
 
 
-def test_health_is_live_and_ready_until_a_model_has_no_healthy_deployment(gateway: str) -> None:
+def test_health_is_live_and_ready_until_a_model_has_no_healthy_deployment(
+    gateway: str, caplog: pytest.LogCaptureFixture
+) -> None:
     with httpx.Client(base_url=gateway) as client:
         live = client.get("/health/live")
         assert (live.status_code, live.json()) == (200, {"status": "live"})
@@ -116,6 +119,8 @@ def test_health_is_live_and_ready_until_a_model_has_no_healthy_deployment(gatewa
         assert not_ready.status_code == 503
         assert not_ready.json()["ready"] is False
         assert not_ready.json()["models"]["delta"] == {"healthy": 0, "deployments": 1}
+    # the refusal was the client's answer: nothing for the log's errors
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

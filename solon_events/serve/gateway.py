@@ -1446,16 +1446,19 @@ async def _until(
     reading ``client``'s writes (False)."""
     task = asyncio.ensure_future(work)
     watch = asyncio.ensure_future(_disconnected(request, client))
+    told = False  # what the work raised, raised to the caller
     try:
         await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
         if task.done():
+            told = True
             task.result()
             return True
         return False
     finally:
-        task.cancel()
         watch.cancel()
-        task.add_done_callback(_left_behind)
+        if not told:
+            task.cancel()
+            task.add_done_callback(_left_behind)
 
 
 def _left_behind(task: asyncio.Future[Any]) -> None:
