@@ -120,8 +120,9 @@ class AnswerRecorder:
 
     def answer(self) -> StoredAnswer:
         """What a store keeps of the response (its events without the provider's
-        payloads, which a parsed event holds as its frame's text)."""
-        events = tuple(_without_raw(e) if e.raw else e for e in self.events)
+        payloads, which a parsed event holds as its frame's text). Every event is copied:
+        reading ``raw`` to see whether it has one would decode its frame again."""
+        events = tuple(_without_raw(e) for e in self.events)
         return StoredAnswer(events, tuple(self.times), self._created)
 
 
