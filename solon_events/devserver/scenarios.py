@@ -652,6 +652,11 @@ def _refuse(view: RequestView, args: Sequence[str]) -> Script:
     return Script(parts, TurnUsage(prompt=20, completion=6))
 
 
+def _length(view: RequestView, args: Sequence[str]) -> Script:
+    parts: list[Part] = [Text("An answer cut"), Text(" at its token"), Finish("length")]
+    return Script(parts, TurnUsage(prompt=10, completion=2))
+
+
 _SHAPED = frozenset({"malformed", "refuse"})  # scenarios that answer a schema their own way
 
 
@@ -802,6 +807,7 @@ SCENARIOS: dict[str, tuple[Callable[[RequestView, Sequence[str]], Plan], str]] =
         "the next fit",
     ),
     "refuse": (_refuse, "a refusal (a refusal delta, finish content_filter)"),
+    "length": (_length, "some text, then the finish of an answer cut at its token limit"),
     "told": (
         _told,
         "told:<name> - the scenario the last user message names in a word "

@@ -47,7 +47,7 @@ __all__ = [
     "usage_of",
 ]
 
-FinishKind = Literal["stop", "tool_calls", "content_filter"]
+FinishKind = Literal["stop", "tool_calls", "content_filter", "length"]
 
 
 @attrs.frozen
@@ -120,8 +120,8 @@ class ImagePart:
 
 @attrs.frozen
 class Finish:
-    """The provider's completion signal: ``"stop"``, ``"tool_calls"`` or ``"content_filter"``,
-    in abstract words."""
+    """The provider's completion signal: ``"stop"``, ``"tool_calls"``, ``"content_filter"``
+    or ``"length"`` (the token limit), in abstract words."""
 
     reason: FinishKind
 

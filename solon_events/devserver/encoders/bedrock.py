@@ -22,7 +22,12 @@ from .base import Frame, RequestView, ToolDecl, Wire, content_text, error_info, 
 
 __all__ = ["BedrockWire"]
 
-_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "content_filter": "content_filtered"}
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "content_filter": "content_filtered",
+    "length": "max_tokens",
+}
 
 
 class BedrockWire(Wire):
