@@ -33,7 +33,7 @@ from .values import FrozenValue
 if TYPE_CHECKING:
     from .results import Usage
 
-__all__ = ["PRICE_PROVIDERS", "Cost", "price"]
+__all__ = ["PRICE_PROVIDERS", "Cost", "ModelPrice", "price"]
 
 
 def _add_amounts(a: Decimal | None, b: Decimal | None) -> Decimal | None:
@@ -98,6 +98,49 @@ class Cost(FrozenValue):
             provider=self.provider if self.provider == other.provider else None,
             estimated=self.estimated or other.estimated,
             reason="; ".join(dict.fromkeys(reasons)) if reasons else None,
+        )
+
+
+def _per_million(_instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None and attribute.name in ("cache_read", "cache_write"):
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)) or value < 0:
+        raise ValueError(f"{attribute.name} must be a price in USD per million tokens, 0 or more")
+
+
+@attrs.frozen(kw_only=True)
+class ModelPrice:
+    """A model's price of your own, in US dollars per million tokens, for a model
+    genai-prices does not price (one you host, the embedded provider's) or to price one
+    your way: ``input``, ``output``, and cache reads and writes (``cache_read``,
+    ``cache_write``; None: at the input price)."""
+
+    input: float = attrs.field(validator=_per_million)
+    output: float = attrs.field(validator=_per_million)
+    cache_read: float | None = attrs.field(default=None, validator=_per_million)
+    cache_write: float | None = attrs.field(default=None, validator=_per_million)
+
+    def cost(self, usage: Usage, model: str | None = None) -> Cost:
+        """What ``usage`` costs at this price (``model``: the name the cost is given)."""
+        per = Decimal(_PER)
+        read = usage.cache_read_input_tokens
+        write = usage.cache_creation_input_tokens
+        uncached = max(0, usage.prompt_tokens - read - write)
+        input_part = Decimal(str(self.input)) * uncached / per
+        cache_read = Decimal(str(self.input if self.cache_read is None else self.cache_read))
+        cache_write = Decimal(str(self.input if self.cache_write is None else self.cache_write))
+        read_part = cache_read * read / per
+        write_part = cache_write * write / per
+        output_part = Decimal(str(self.output)) * usage.completion_tokens / per
+        return Cost(
+            total=input_part + read_part + write_part + output_part,
+            input=input_part,
+            output=output_part,
+            cache_read=read_part,
+            cache_write=write_part,
+            model=model,
+            provider="custom",
+            estimated=usage.estimated,
         )
 
 

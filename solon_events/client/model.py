@@ -35,6 +35,7 @@ from ..redaction import Redactor, redact_url
 from ..results import Cost, Usage, UsageReport
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE
 from .cache import CacheMode, ResponseCache, cache_of
+from .limiter import Limiter
 from .prompt import ChatPrompt
 from .retry import RetryPolicy
 from .routing import _Combinable
@@ -124,6 +125,13 @@ class ChatModel(_Combinable):
     keeps the original usage on ``ChatResponse.cached``; ``prompt(..., cache=False)`` asks
     the provider.
 
+    ``limiter`` holds the model's requests to its limits (a
+    :class:`~solon_events.client.limiter.Limiter`: requests and tokens per minute,
+    requests in flight, budgets; in the process or on Redis): each request reserves its
+    estimate first, waiting for capacity as long as the limiter's ``wait`` allows, else
+    fails at once with a :class:`~solon_events.client.limits.LimitExceededError` (HTTP
+    429: a router's next deployment is asked), and is charged its exact usage when it ends.
+
     ``telemetry=True`` records every response as OpenTelemetry spans and metrics per the
     GenAI semantic conventions, through the global tracer and meter providers (see
     :mod:`solon_events.telemetry`; needs the ``otel`` extra). A mapping instead of True
@@ -164,6 +172,7 @@ class ChatModel(_Combinable):
         on_usage: Callable[[UsageReport], Any] | None = None,
         accept_unknown_streams: bool = False,
         cache: Any = None,
+        limiter: Limiter | None = None,
     ) -> None:
         new_loop = loop_factory(io_loop)
         if dialect == "auto":
@@ -211,6 +220,11 @@ class ChatModel(_Combinable):
         self.accept_unknown_streams = bool(accept_unknown_streams)
         """Whether a stream whose every frame the dialect does not know is an empty answer
         (by default a :class:`~solon_events.ChatProtocolError`)."""
+        if limiter is not None and not isinstance(limiter, Limiter):
+            raise TypeError(f"limiter takes a Limiter, not {type(limiter).__name__}")
+        self.limiter = limiter
+        """The :class:`~solon_events.client.limiter.Limiter` every request reserves from
+        (or None)."""
         self.api_url = api_url
         self.model = model
         self.dialect = chosen

@@ -29,6 +29,7 @@ from ..results import ChatResponse, UsageReport
 from ..steps import PrepareStep, StopCondition
 from ..tools import Tool, ToolSet
 from ..wire.sse import Frame
+from .metering import SpendRecord, metered_astream, metered_stream
 from .output import OutputRequest
 from .tool_loop import Emit, ResponseRun, StepPlan
 
@@ -270,6 +271,7 @@ class ChatPrompt:
     _options_for: Callable[[str], Mapping[str, Any]] | None = None
     _cache: CacheMode = True
     _cache_pace: Pace | None = None
+    _on_attempt: tuple[Callable[[SpendRecord], Any], ...] = ()
 
     def tools(self, *tools: Tool | ToolSet | Callable[..., Any]) -> ChatPrompt:
         """Add tools (``@tool`` functions, plain typed functions, or sets such as McpTools)."""
@@ -378,6 +380,16 @@ class ChatPrompt:
         if not callable(callback):
             raise TypeError(f"on_usage takes a callable, not {type(callback).__name__}")
         return attrs.evolve(self, on_usage=(*self._on_usage, callback))
+
+    def on_attempt(self, callback: Callable[[SpendRecord], Any]) -> ChatPrompt:
+        """Call ``callback`` with a :class:`~solon_events.client.metering.SpendRecord`
+        for each request the response makes of a model (every attempt of a group's
+        response: fallbacks, hedges, the losers cancelled), once it has ended, however it
+        ended: its usage and cost, its outcome, its times, where it was sent. It runs
+        where the attempt ran; what it raises is logged."""
+        if not callable(callback):
+            raise TypeError(f"on_attempt takes a callable, not {type(callback).__name__}")
+        return attrs.evolve(self, on_attempt=(*self._on_attempt, callback))
 
     def output(
         self,
@@ -496,6 +508,11 @@ class ChatPrompt:
 
         return reader.read(http, tapped, paced, deadline=deadline)
 
+    @property
+    def _metered(self) -> bool:
+        """Whether the response is metered (:mod:`solon_events.client.metering`)."""
+        return bool(self._on_attempt) or self._model.limiter is not None
+
     def stream(self) -> Observable[ChatEvent]:
         """A cold Observable of the response's events; each subscription is a new request
         (or a replay of the model's cache: :meth:`cache`).
@@ -510,6 +527,10 @@ class ChatPrompt:
         return self._stream_uncached()
 
     def _stream_uncached(self) -> Observable[ChatEvent]:
+        """:meth:`stream`, asked of the model (metered when the model has a limiter or
+        the prompt ``on_attempt`` callbacks)."""
+        if self._metered and not self._model.closed:
+            return metered_stream(self)
         plan = self._plan()
         event_filter = self._event_filter
         partial_arguments = self._partial_arguments
@@ -597,7 +618,15 @@ class ChatPrompt:
             return cache.events(self, key, _asked)
         return self._astream_uncached()
 
-    async def _astream_uncached(self) -> AsyncIterator[ChatEvent]:
+    def _astream_uncached(self) -> AsyncIterator[ChatEvent]:
+        """:meth:`astream`, asked of the model (metered when the model has a limiter or
+        the prompt ``on_attempt`` callbacks)."""
+        if self._metered:
+            return metered_astream(self, ChatPrompt._plain_astream)
+        return self._plain_astream()
+
+    async def _plain_astream(self) -> AsyncIterator[ChatEvent]:
+        """:meth:`astream`, asked of the model, unmetered."""
         model = self._model
         gathered = _Gathered()
         down: stages.Sink = gathered
