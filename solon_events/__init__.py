@@ -12,6 +12,9 @@ from ._version import __version__ as __version__
 from .approvals import PendingApproval
 from .client.cache import MemoryCache, RedisCache, ResponseCache, SQLiteCache
 from .client.fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
+from .client.limiter import Limiter
+from .client.limits import LimitExceededError, Limits
+from .client.metering import SpendRecord
 from .client.model import ChatModel, ChatPrompt
 from .client.router import NoHealthyDeploymentError, Router
 from .client.routing import FallbackModel, HedgedModel, ModelGroup, race
@@ -121,6 +124,9 @@ __all__ = [
     "ImageBlock",
     "JsonDelta",
     "JsonDeltaBuilder",
+    "LimitExceededError",
+    "Limiter",
+    "Limits",
     "McpTools",
     "MemoryCache",
     "ModelGroup",
@@ -133,6 +139,7 @@ __all__ = [
     "SQLiteCache",
     "Router",
     "SearchResult",
+    "SpendRecord",
     "StepContext",
     "StepResult",
     "StepSettings",

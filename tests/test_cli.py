@@ -443,7 +443,9 @@ def run_cli(*args: str, shell_pipe: str = "", **env: str) -> subprocess.Complete
 def test_every_option_has_help_and_shows_its_default() -> None:
     parser = build_parser()
     (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert set(commands.choices) == {"demo", "replay", "stream", "record", "serve", "bench"}
+    assert set(commands.choices) == {
+        *("demo", "replay", "stream", "record", "serve", "bench", "keys", "spend")
+    }
     assert parser.description
     for name, command in commands.choices.items():
         assert command.description, name

@@ -110,8 +110,15 @@ def run_steps(store: Any, limits: Limits, steps: list[tuple[Any, ...]], check: A
             _, tokens, nanos, counts = step
             id = f"r{number}"
             decision = store.claim(
-                Claim(scope="s", limits=limits, id=id, now=now, tokens=tokens, nanos=nanos,
-                      counts=counts)  # fmt: skip
+                Claim(
+                    scope="s",
+                    limits=limits,
+                    id=id,
+                    now=now,
+                    tokens=tokens,
+                    nanos=nanos,
+                    counts=counts,
+                )
             )
             expected = plain.claim(id, now, tokens, nanos, counts)
             check(decision, expected)

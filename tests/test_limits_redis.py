@@ -124,8 +124,7 @@ def test_processes_racing_for_the_last_places_get_exactly_the_limit(
     scope = f"race-{uuid.uuid4().hex[:8]}"
     start = time.time() + 2.0
     processes = [
-        context.Process(target=_race, args=(redis_url, scope, 20, start, results))
-        for _ in range(3)
+        context.Process(target=_race, args=(redis_url, scope, 20, start, results)) for _ in range(3)
     ]
     for process in processes:
         process.start()
@@ -133,9 +132,7 @@ def test_processes_racing_for_the_last_places_get_exactly_the_limit(
     for process in processes:
         process.join(30)
     assert sum(granted) == 25  # 60 claims for 25 places: never one more
-    counts = asyncio.run(
-        Limiter(rpm=25, tpm=10_000, name=scope, store=redis_url).counts()
-    )
+    counts = asyncio.run(Limiter(rpm=25, tpm=10_000, name=scope, store=redis_url).counts())
     assert (counts.requests, counts.tokens) == (25, 2_500)
 
 

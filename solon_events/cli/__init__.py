@@ -257,10 +257,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     from .bench import add_bench_parser
+    from .keys import add_keys_parser
     from .serve import add_serve_parser
+    from .spend import add_spend_parser
 
     add_serve_parser(commands)
     add_bench_parser(commands)
+    add_keys_parser(commands)
+    add_spend_parser(commands)
     return parser
 
 
@@ -358,6 +362,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from .bench import bench
 
         return bench(args, console)
+    if args.command == "keys":
+        from .keys import keys
+
+        return keys(args, console)
+    if args.command == "spend":
+        from .spend import spend
+
+        return spend(args, console)
     dialect, api_key = provider_key(args, args.url)
     with ChatModel(args.url, args.model, api_key=api_key, dialect=dialect) as model:
         if args.command == "record":

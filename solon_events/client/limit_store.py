@@ -148,7 +148,9 @@ class LimitStore:
         """Request ``id`` is no longer in flight."""
         raise NotImplementedError
 
-    def counts(self, scope: str, limits: Limits, now: float) -> LimitCounts | concurrent.futures.Future[LimitCounts]:
+    def counts(
+        self, scope: str, limits: Limits, now: float
+    ) -> LimitCounts | concurrent.futures.Future[LimitCounts]:
         """The counts of ``scope`` at ``now``."""
         raise NotImplementedError
 
@@ -229,7 +231,9 @@ class MemoryLimitStore(LimitStore):
                 ("budget_tokens", 0, limits.budget_tokens, claim.tokens),
                 ("budget_usd", 1, limits.budget_nanos, claim.nanos),
             ):
-                if budget is not None and (spent[index] >= budget or spent[index] + amount > budget):
+                if budget is not None and (
+                    spent[index] >= budget or spent[index] + amount > budget
+                ):
                     never = ends is None or amount > budget
                     refusals.append((name, None if never else ends - now))  # type: ignore[operator]
             if refusals:

@@ -53,7 +53,9 @@ OUTPUT_ALLOWANCE = 4096
 """The output tokens reserved for a request that names no maximum of its own."""
 
 
-def _optional_count(_instance: object, attribute: attrs.Attribute[int | None], value: object) -> None:
+def _optional_count(
+    _instance: object, attribute: attrs.Attribute[int | None], value: object
+) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -200,8 +202,10 @@ def period_of(window: Window, now: float) -> tuple[str, float | None]:
         name = start.strftime("%Y-%m-%d")
     elif window == "month":
         start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        end = start.replace(year=start.year + 1, month=1) if start.month == 12 else (
-            start.replace(month=start.month + 1)
+        end = (
+            start.replace(year=start.year + 1, month=1)
+            if start.month == 12
+            else (start.replace(month=start.month + 1))
         )
         name = start.strftime("%Y-%m")
     else:

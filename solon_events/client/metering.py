@@ -397,7 +397,9 @@ async def watch_overrun(
                     rate = reservation.reserved_nanos / max(1, reservation.reserved_tokens)
                     if not await reservation.extend(EXTENSION, round(EXTENSION * rate)):
                         limiter = reservation.limiter
-                        error = LimitExceededError(limiter.name, _refusing(limiter), None, stopped=True)
+                        error = LimitExceededError(
+                            limiter.name, _refusing(limiter), None, stopped=True
+                        )
                         yield ChatEvent(
                             EVENT_TYPES.ERROR,
                             str(error),
@@ -441,7 +443,10 @@ def metered_stream(prompt: ChatPrompt) -> Observable[ChatEvent]:
             observer.on_completed()
 
         future = model._io.submit(pump())
-        return Disposable(future.cancel)
+
+        def dispose() -> None:
+            future.cancel()
+
+        return Disposable(dispose)
 
     return rx_create(subscribe)
-

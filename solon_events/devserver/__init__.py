@@ -22,6 +22,10 @@ last message names, Paris when none; a joke when it asks for one), ``echo``,
 prompt names for ``name`` (a word ``<name>=<scenario>``), so that each model of a group
 is told its fault per request. Run it from a shell with
 ``python -m solon_events.devserver --port 8000``.
+
+What it served, as a provider bills it (each stream's scripted usage, the streams written
+to their end and those cut short), is ``DevServer.served_usage()`` and ``GET
+/devserver/usage``: what a gateway's spend log is checked against.
 """
 
 from __future__ import annotations

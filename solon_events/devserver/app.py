@@ -35,7 +35,15 @@ from .scenarios import (
 )
 from .turns import Control, Cut, KeepAlive, Pause, Ping, RawBytes, Script, TurnUsage, WaitGate
 
-__all__ = ["COUNT_TOKENS", "ROUTES", "ServerState", "StreamTiming", "create_app"]
+__all__ = [
+    "COUNT_TOKENS",
+    "ROUTES",
+    "USAGE_ROUTE",
+    "ServedStream",
+    "ServerState",
+    "StreamTiming",
+    "create_app",
+]
 
 ROUTES: tuple[tuple[str, type[Wire], str], ...] = tuple(
     (path, wire, wire.format) for path, wire in WIRES.items()
@@ -61,6 +69,26 @@ class StreamTiming:
     writes: tuple[float, ...]
 
 
+@attrs.frozen
+class ServedStream:
+    """One stream the server served: its ``path`` and ``model``, the usage its script
+    bills (``prompt_tokens``, ``completion_tokens``: what it reports at its end), whether
+    it was written to its end (``finished``; else its client left, or the script cut it)
+    and how many of its content parts were written (``parts_written``)."""
+
+    path: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    finished: bool
+    parts_written: int
+
+
+USAGE_ROUTE = "/devserver/usage"
+"""``GET``: the usage the server served, as JSON (:meth:`DevServer.served_usage
+<solon_events.devserver.server.DevServer.served_usage>`)."""
+
+
 class ServerState(Protocol):
     """What the application asks of the server it serves for
     (:class:`~solon_events.devserver.server.DevServer`)."""
@@ -78,6 +106,10 @@ class ServerState(Protocol):
 
     def _note_disconnect(self) -> None: ...
 
+    def _note_served(self, stream: ServedStream) -> None: ...
+
+    def served_usage(self) -> dict[str, Any]: ...
+
 
 _Step = Control | Sequence[Frame]
 _CONTROLS = (Pause, WaitGate, KeepAlive, Ping, RawBytes, Cut)
@@ -89,6 +121,11 @@ def create_app(server: ServerState) -> web.Application:
     for path, wire, _dialect in ROUTES:
         app.router.add_post(path, functools.partial(_handle, server, wire))
     app.router.add_post(COUNT_TOKENS, functools.partial(_count_tokens, server))
+
+    async def usage(_request: web.Request) -> web.Response:
+        return web.json_response(server.served_usage())
+
+    app.router.add_get(USAGE_ROUTE, usage)
     return app
 
 
@@ -156,9 +193,22 @@ async def _handle(
         steps = _script_steps(wire, chosen)
         byte_interval = chosen.byte_interval
     writes: list[float] | None = None if server.stream_timings is None else []
+    written = _Written()
     try:
-        return await _stream(server, request, wire, steps, byte_interval, writes)
+        return await _stream(server, request, wire, steps, byte_interval, writes, written)
     finally:
+        if not isinstance(chosen, Replay):
+            usage = chosen.usage
+            server._note_served(
+                ServedStream(
+                    request.path,
+                    model,
+                    usage.prompt,
+                    usage.completion,
+                    written.finished,
+                    written.parts,
+                )
+            )
         if server.stream_timings is not None and writes is not None:
             timing = StreamTiming(request.path, model, view.attempt, received, tuple(writes))
             server.stream_timings.append(timing)
@@ -204,6 +254,13 @@ def _error(
     )
 
 
+class _Written:
+    """How far a stream was written: its content parts, and whether to its end."""
+
+    parts = 0
+    finished = False
+
+
 async def _stream(
     server: ServerState,
     request: web.Request,
@@ -211,6 +268,7 @@ async def _stream(
     steps: Iterable[_Step],
     byte_interval: float = 0.0,
     writes: list[float] | None = None,
+    written: _Written | None = None,
 ) -> web.StreamResponse:
     charset = "" if wire.framing in ("ndjson", "eventstream") else "; charset=utf-8"
     response = web.StreamResponse(
@@ -249,10 +307,14 @@ async def _stream(
                     await write(wire.frame_bytes(frame))
                 if writes is not None and not isinstance(step, Ping):
                     writes.append(time.monotonic())
+                if written is not None and not isinstance(step, Ping):
+                    written.parts += 1
         if not cut:
             if not response.prepared:
                 await response.prepare(request)
             await response.write_eof()
+            if written is not None:
+                written.finished = True
     except ConnectionResetError:
         server._note_disconnect()
     except asyncio.CancelledError:

@@ -18,7 +18,7 @@ from multidict import CIMultiDict
 
 from ..loop_thread import EventLoopThread
 from ..sources import tell_source
-from .app import StreamTiming, create_app
+from .app import ServedStream, StreamTiming, create_app
 from .encoders import Frame
 
 __all__ = [
@@ -173,6 +173,8 @@ class DevServer:
         self._changed: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self._closing = False
+        self.served: list[ServedStream] = []
+        """Every stream served, with the usage its script bills (:class:`~.app.ServedStream`)."""
 
     @property
     def url(self) -> str:
@@ -288,6 +290,31 @@ class DevServer:
         self._attempts[key] = self._attempts.get(key, 0) + 1
         return self._attempts[key]
 
+    def _note_served(self, stream: ServedStream) -> None:
+        with self._condition:
+            self.served.append(stream)
+
+    def served_usage(self) -> dict[str, Any]:
+        """The usage the server served, as a provider bills it: the streams written to
+        their end (``finished``) and the ``prompt_tokens`` and ``completion_tokens`` they
+        reported, in all and by model (``models``); and the streams cut short (their
+        client left, or the script cut them: ``cut``), which reported none. Also served
+        as JSON at ``GET /devserver/usage``."""
+        with self._condition:
+            streams = list(self.served)
+        totals: dict[str, Any] = {"streams": 0, "finished": 0, "cut": 0, "prompt_tokens": 0,
+                                  "completion_tokens": 0, "models": {}}  # fmt: skip
+        for stream in streams:
+            for where in (totals, totals["models"].setdefault(stream.model, _no_usage())):
+                where["streams"] += 1
+                if stream.finished:
+                    where["finished"] += 1
+                    where["prompt_tokens"] += stream.prompt_tokens
+                    where["completion_tokens"] += stream.completion_tokens
+                else:
+                    where["cut"] += 1
+        return totals
+
     def _record(self, path: str, headers: Mapping[str, str], body: Any) -> None:
         self.requests.append(RecordedRequest(path, CIMultiDict(headers), body))
 
@@ -335,6 +362,10 @@ class DevServer:
         return f"<DevServer {self.url} {state}>"
 
 
+def _no_usage() -> dict[str, Any]:
+    return {"streams": 0, "finished": 0, "cut": 0, "prompt_tokens": 0, "completion_tokens": 0}
+
+
 class RunningServer:
     """A :class:`DevServer` running on its own event-loop thread (for blocking code).
 
@@ -367,6 +398,10 @@ class RunningServer:
     def disconnect_count(self) -> int:
         """How many streams lost their client before the server finished writing."""
         return self.server.disconnect_count
+
+    def served_usage(self) -> dict[str, Any]:
+        """The usage the server served (see :meth:`DevServer.served_usage`)."""
+        return self.server.served_usage()
 
     @property
     def disconnect_times(self) -> list[float]:
