@@ -36,6 +36,7 @@ from ..serve.gateway import (
 )
 
 if TYPE_CHECKING:
+    from ..serve.access import Access
     from ..serve.gateway import Gateway
 
 __all__ = ["add_serve_parser", "serve"]
@@ -225,7 +226,10 @@ def serve(args: argparse.Namespace, console: Console) -> int:
     token = args.token or (os.environ.get(args.token_env) if args.token_env else None)
     if args.token_env and not token:
         raise CommandError(f"the environment variable {args.token_env} is empty", 2)
-    if token is None and not _is_loopback(args.host):
+    keyed = configured is not None and bool(configured.config.keys)
+    if keyed and token is not None:
+        raise CommandError("the configuration's [keys] replace --token: give one or the other", 2)
+    if token is None and not keyed and not _is_loopback(args.host):
         _stderr().print(
             Text.assemble(
                 ("solon-events: warning: ", "bold yellow"),
@@ -275,6 +279,7 @@ def serve(args: argparse.Namespace, console: Console) -> int:
         with served as model:
             app = create_app(
                 model,
+                access=configured.access() if configured is not None else None,
                 tools=tools,
                 token=token,
                 cors_origins=args.cors_origin,
@@ -361,9 +366,16 @@ class _Configured:
             raise CommandError(str(exc), 2) from None
         self.redis: str | None = self.config.redis or args.redis
 
+    def access(self) -> Access:
+        """The keys, limits, spend log and prices of the configuration."""
+        from ..serve.access import build_access
+
+        return build_access(self.config)
+
     def reload(self, gateway: Gateway) -> None:
         """Read the file again and serve its models; a file that cannot be used changes
         nothing, and standard error says why."""
+        from ..serve.access import build_access
         from ..serve.config import ConfigError, load_config
         from ..serve.models import build_table
 
@@ -376,6 +388,7 @@ class _Configured:
                     key="redis",
                 )
             gateway.use(build_table(new, previous=gateway.models, connection_limit=self._pool))
+            gateway.use_access(build_access(new, previous=gateway.access))
         except ConfigError as exc:
             _stderr().print(
                 Text.assemble(
@@ -384,7 +397,8 @@ class _Configured:
                 )
             )
             return
-        _stderr().print(f"solon-events: reloaded {self._path}: {', '.join(new.models)}")
+        keys = f"; keys: {', '.join(new.keys)}" if new.keys else ""
+        _stderr().print(f"solon-events: reloaded {self._path}: {', '.join(new.models)}{keys}")
 
 
 def _log_to_stderr() -> None:

@@ -72,18 +72,28 @@ class SpendLog:
         """The batches that could not be written (logged, then dropped)."""
 
     def write(self, record: SpendRecord) -> None:
-        """Add ``record`` to the next batch (never blocks)."""
+        """Add ``record`` to the next batch (never blocks; once the log is closed, a late
+        record, an attempt that ended after, is written at once)."""
         with self._lock:
-            if self._closed:
-                raise ValueError(f"{self!r} is closed")
-            self._buffer.append(record)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name=f"solon-events-spend-{type(self).__name__}", daemon=True
-                )
-                self._thread.start()
-            if len(self._buffer) >= self.batch:
-                self._lock.notify()
+            closed = self._closed
+            if not closed:
+                self._buffer.append(record)
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run,
+                        name=f"solon-events-spend-{type(self).__name__}",
+                        daemon=True,
+                    )
+                    self._thread.start()
+                if len(self._buffer) >= self.batch:
+                    self._lock.notify()
+        if closed:
+            try:
+                self._write([record])
+            except Exception:
+                _log.exception("%r could not write a late spend record", self)
+            else:
+                self.written += 1
 
     def __call__(self, record: SpendRecord) -> None:
         """:meth:`write` (so that a log is an ``on_attempt`` callback)."""

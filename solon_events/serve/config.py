@@ -26,12 +26,15 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from ..client.router import COOLDOWN, STRATEGIES, Strategy
 from ..extras import require
+
+if TYPE_CHECKING:
+    from .limits_config import KeyConfig, PriceConfig, SpendLogConfig
 
 __all__ = [
     "CACHE_STORES",
@@ -355,16 +358,39 @@ class ModelConfig:
     single_flight: bool = attrs.field(default=True, metadata=setting(flag))
 
 
+def _keys(value: Any, where: Where) -> Mapping[str, KeyConfig]:
+    from .limits_config import KeyConfig
+
+    return sections_of(KeyConfig)(value, where)  # type: ignore[no-any-return]
+
+
+def _spend_log(value: Any, where: Where) -> SpendLogConfig:
+    from .limits_config import SpendLogConfig
+
+    return section(SpendLogConfig, value, where)
+
+
+def _prices(value: Any, where: Where) -> Mapping[str, PriceConfig]:
+    from .limits_config import PriceConfig
+
+    return sections_of(PriceConfig)(value, where)  # type: ignore[no-any-return]
+
+
 @attrs.frozen(kw_only=True)
 class GatewayConfig:
     """A whole configuration: the ``models`` clients ask for by name (in file order; the
     first also serves the routes that name none), an optional ``redis`` URL (the routers'
-    shared state, resumable streams), and the ``path`` it was read from."""
+    shared state, resumable streams, the keys' limits), the ``keys`` requests must carry
+    (none: every request is answered), the ``spend_log`` and the ``prices`` of models
+    (see :mod:`solon_events.serve.limits_config`), and the ``path`` it was read from."""
 
     models: Mapping[str, ModelConfig] = attrs.field(
         metadata=setting(sections_of(ModelConfig), required=True)
     )
     redis: str | None = attrs.field(default=None, metadata=setting(redis_url))
+    keys: Mapping[str, KeyConfig] = attrs.field(factory=dict, metadata=setting(_keys))
+    spend_log: SpendLogConfig | None = attrs.field(default=None, metadata=setting(_spend_log))
+    prices: Mapping[str, PriceConfig] = attrs.field(factory=dict, metadata=setting(_prices))
     path: str | None = None
 
 
@@ -389,6 +415,9 @@ def parse_config(text: str, path: str | None = None) -> GatewayConfig:
             raise (at / "cache").error('"redis" needs the top-level redis = "redis://..." URL')
         if model.cache is None and model.cache_ttl is not None:
             raise (at / "cache_ttl").error("has no cache to apply to: set cache too")
+    from .limits_config import check_access
+
+    check_access(config, where)
     return config
 
 

@@ -96,6 +96,7 @@ from ..extras import MissingExtraError
 from ..tools import Tool, ToolSet
 from . import provider_routes
 from ._http_error import HttpError as _HttpError
+from .access import Access, Admission, request_of, retire
 from .approval_store import (
     APPROVAL_KEY_ENV,
     ApprovalStore,
@@ -159,6 +160,7 @@ _PAGE_HEADERS = {
 }
 _Options = ParamSpec("_Options")
 _CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id, x-api-key, x-goog-api-key"
+_KEY = "solon_events.key"  # the request's key, as the access found it
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """The host names a gateway without a token answers (besides ``allowed_hosts``)."""
 _CORS_EXPOSED_HEADERS = (
@@ -593,6 +595,13 @@ class Gateway:
 
     ``metrics``: whether the gateway keeps Prometheus metrics (``GET /metrics``; True needs
     the ``metrics`` extra; None, the default: when it is installed).
+
+    ``access``: the keys requests must carry, their limits, the spend log and the prices
+    of models (an :class:`~solon_events.serve.access.Access`, built from a configuration's
+    ``[keys.NAME]``, ``[spend_log]`` and ``[prices.MODEL]``); with keys, every request but
+    the page's needs one (401 in the protocol's shape), may ask only for its models (403),
+    and is held to its limits (429 with ``Retry-After``); keys replace ``token``.
+    :meth:`use_access` swaps it (a reload).
     """
 
     def __init__(
@@ -614,6 +623,7 @@ class Gateway:
         on_disconnect: Literal["continue", "cancel"] | None = None,
         metrics: bool | None = None,
         approval_key: bytes | str | None = None,
+        access: Access | None = None,
     ) -> None:
         if on_disconnect not in (None, "continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -621,6 +631,8 @@ class Gateway:
             raise ValueError("on_disconnect='continue' needs redis: nobody could read the rest")
         if token is not None and not token:
             raise ValueError("token must be a non-empty string, or None for no token")
+        if token is not None and access is not None and access.keys:
+            raise ValueError("give keys or a token, not both: keys replace the token")
         if max_body <= 0 or max_buffer <= 0 or max_total_buffer <= 0:
             raise ValueError(
                 "max_body, max_buffer and max_total_buffer must be positive byte counts"
@@ -639,6 +651,8 @@ class Gateway:
         self._deployments = Deployments(self.models)
         self.tools = ToolSet(tools)
         self._token = token.encode() if token else None
+        self.access = access if access is not None else Access()
+        """Who may ask for what, their limits and the spend log (see :meth:`use_access`)."""
         self.max_body = max_body
         self.max_buffer = max_buffer
         self.max_total_buffer = max_total_buffer
@@ -749,14 +763,14 @@ class Gateway:
             raise _HttpError(503, str(exc)) from None
         return False
 
-    def _vercel(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
-        return self._prompt(messages_from_vercel(body)).astream(), _vercel_wire()
+    def _vercel(self, body: Any) -> tuple[ChatPrompt, _Wire]:
+        return self._prompt(messages_from_vercel(body)), _vercel_wire()
 
-    def _agui(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
+    def _agui(self, body: Any) -> tuple[ChatPrompt, _Wire]:
         from ..adapters.inputs import run_from_agui
 
         run = run_from_agui(body)
-        return self._agui_prompt(run, run.messages).astream(), _agui_wire(run)
+        return self._agui_prompt(run, run.messages), _agui_wire(run)
 
     def _agui_prompt(self, run: AguiRun, messages: Any) -> ChatPrompt:
         """The prompt of an AG-UI run: ``messages`` with the server's tools and the run's
@@ -774,14 +788,30 @@ class Gateway:
                 "rename the client's tools"
             )
 
-    def _events(self, body: Any) -> tuple[AsyncIterator[ChatEvent], _Wire]:
-        return self._prompt(messages_from_events(body)).astream(), _events_wire()
+    def _events(self, body: Any) -> tuple[ChatPrompt, _Wire]:
+        return self._prompt(messages_from_events(body)), _events_wire()
+
+    async def _admit(
+        self,
+        request: web.BaseRequest,
+        table: ModelTable,
+        name: str,
+        prompt: ChatPrompt,
+        max_output: int | None = None,
+    ) -> Admission:
+        """The request for the model served as ``name``, admitted by its key (its
+        estimate reserved): 403 or 429 when not."""
+        model = table.get(name) or table.default
+        key = request.get(_KEY)
+        if key is None:  # no estimate to reserve: the spend log's, if any
+            return Admission(self.access, None, name, None, 0, model)
+        return await self.access.admit(key, name, model, request_of(prompt, name), max_output)
 
     async def _serve(
         self,
         request: web.Request,
         kind: str,
-        start: Callable[[Any], tuple[AsyncIterator[ChatEvent], _Wire]],
+        start: Callable[[Any], tuple[ChatPrompt, _Wire]],
     ) -> web.StreamResponse:
         """Check and read the request, ``start`` the response, stream it (or say why not);
         a GET resumes a stored response of ``kind``."""
@@ -789,14 +819,16 @@ class Gateway:
             if request.method == "GET":
                 return await self._resume(request, kind)
             body = await self._accept(request)
-            events, wire = await self._continued(kind, body) or start(body)
+            table = self.models
+            prompt, wire = await self._continued(kind, body) or start(body)
+            admission = await self._admit(request, table, table.default_name, prompt)
         except _HttpError as exc:
             return self._error(request, exc)
         except ValueError as exc:
             return self._error(request, _HttpError(400, str(exc)))
         except MissingExtraError as exc:  # /agui without the agui extra: say what to install
             return self._error(request, _HttpError(501, str(exc)))
-        table = self.models  # the one start() asked (nothing was awaited since)
+        events = admission.events(admission.prompt(prompt).astream())
         wire.shown = self._deployments
         if self._approving:
             events = self._keeping_approvals(events)
@@ -812,9 +844,7 @@ class Gateway:
 
     # Tool approval.
 
-    async def _continued(
-        self, kind: str, body: Any
-    ) -> tuple[AsyncIterator[ChatEvent], _Wire] | None:
+    async def _continued(self, kind: str, body: Any) -> tuple[ChatPrompt, _Wire] | None:
         """A request that brings decisions on tool calls of a response paused for approval
         (``useChat``'s approval responses, AG-UI ``resume`` entries, ``/events``'
         ``approvals``): that response, continued. None for any other request."""
@@ -849,7 +879,7 @@ class Gateway:
                 prompt = prompt.approve(call_id, arguments=decision.arguments)
             else:
                 prompt = prompt.deny(call_id, decision.reason)
-        return prompt.astream(), wire
+        return prompt, wire
 
     async def _paused(self, decisions: Mapping[str, ApprovalDecision]) -> PendingApproval:
         """The paused response ``decisions`` (by approval id) answer, taken from
@@ -938,13 +968,18 @@ class Gateway:
             "Vary": "Origin",
         }
 
+    @property
+    def _guarded(self) -> bool:
+        """Whether requests need a token or a key."""
+        return self._token is not None or bool(self.access.keys)
+
     def _check_host(self, request: web.BaseRequest) -> None:
         host = request.headers.get("Host")
-        if host is None or (self._token is not None and not self.allowed_hosts):
+        if host is None or (self._guarded and not self.allowed_hosts):
             return  # no Host: not a browser's request
         name = _host_name(host)
         if name not in LOOPBACK_HOSTS and name not in self.allowed_hosts:
-            served = "the listed hosts" if self._token else "loopback names and the listed hosts"
+            served = "the listed hosts" if self._guarded else "loopback names and the listed hosts"
             raise _HttpError(
                 403,
                 f"the host {host!r} is not served here: only {served} are "
@@ -960,6 +995,9 @@ class Gateway:
             raise _HttpError(403, f"requests from {origin} are not allowed (CORS is closed)")
 
     def _check_token(self, request: web.BaseRequest) -> None:
+        if self.access.keys:
+            request[_KEY] = self.access.authenticate(request.headers)
+            return
         if self._token is None:
             return
         given = _credential(request)
@@ -1089,6 +1127,13 @@ class Gateway:
             if cached:
                 mode = provider_routes.cache_mode(request.headers.get("Cache-Control"))
                 prompt = prompt.cache(mode)
+            admission = await self._admit(
+                request,
+                table,
+                table.answer_name(client.model),
+                prompt,
+                client.options.max_tokens,
+            )
         except _HttpError as exc:
             return self._provider_error(request, format, exc)
         except ValueError as exc:
@@ -1101,7 +1146,9 @@ class Gateway:
             return self._provider_error(request, format, failed)
         table.enter()
         try:
-            return await self._provider(request, format, client, prompt, table, cached)
+            return await self._provider(
+                request, format, client, prompt, table, cached, admission
+            )
         finally:
             table.leave()
 
@@ -1113,10 +1160,11 @@ class Gateway:
         prompt: ChatPrompt,
         table: ModelTable,
         cached: bool,
+        admission: Admission,
     ) -> web.StreamResponse:
         name = table.answer_name(client.model)
         headers = {"x-solon-ignored": ignored_header(client.ignored)} if client.ignored else {}
-        events = prompt.astream()
+        events = admission.events(admission.prompt(prompt).astream())
         if self.metrics is not None:
             events = self.metrics.observed(events, format, name)
         if not client.stream:
@@ -1373,8 +1421,17 @@ class Gateway:
         self._listener = asyncio.ensure_future(listen())
         await ready.wait()
 
+    def use_access(self, access: Access) -> None:
+        """Admit requests by ``access`` from now on (a reloaded configuration's keys): the
+        requests in flight keep the one they were admitted by; what ``access`` does not
+        keep of the old one (a spend log replaced) is closed."""
+        old, self.access = self.access, access
+        if old is not access:
+            retire(old, access)
+
     async def aclose(self) -> None:
-        """Stop the responses still running here and let their streams end; close Redis."""
+        """Stop the responses still running here and let their streams end; close Redis,
+        the spend log and the keys' counts."""
         for stored in list(self._stored):
             stored.stop()
         if self.log is not None:
@@ -1388,6 +1445,7 @@ class Gateway:
         if self.log is not None:
             await self.log.aclose()
         await self.operations.aclose()
+        self.access.close()
 
 
 def _metrics(gateway: Gateway, wanted: bool | None) -> GatewayMetrics | None:
