@@ -15,7 +15,7 @@ import pytest
 from solon_events import ChatModel
 from solon_events.client.limiter import Limiter
 from solon_events.client.limits import LimitExceededError, Limits
-from solon_events.client.metering import SpendRecord, deployment_of, price_usage
+from solon_events.client.metering import SpendRecord, deployment_id, price_usage
 from solon_events.devserver import RunningServer
 from solon_events.events import EVENT_TYPES
 from solon_events.pricing import ModelPrice
@@ -102,7 +102,7 @@ async def test_every_attempt_is_charged_and_recorded(server: RunningServer) -> N
     assert refused.usage is None and refused.error == "ChatHttpError 503"  # not billed
     assert answered.usage == response.attempts[-1].usage
     assert len({r.response_id for r in records}) == 1
-    assert records[0].deployment == deployment_of(failing)
+    assert records[0].deployment == deployment_id(failing)
     counts = await limiter.counts()
     assert counts.spent_tokens == sum(r.tokens for r in records)
     assert counts.in_flight == 0

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SpendRecord",
-    "deployment_of",
+    "deployment_id",
     "metered_astream",
     "metered_stream",
     "price_usage",
@@ -81,7 +81,7 @@ class SpendRecord:
     ``time``: when it started (Unix time); ``key``: the gateway key's name (None outside
     a gateway, or without keys); ``model``: the model asked for (the name a gateway
     serves, else the upstream model's); ``deployment``: the upstream that was asked
-    (:func:`deployment_of`: its dialect, endpoint and model); ``dialect``; ``usage``: the
+    (:func:`deployment_id`: its dialect, endpoint and model); ``dialect``; ``usage``: the
     provider's count, else an estimate (``usage.estimated``; None when nothing was billed:
     a request refused with an error status); ``cost``: its price (None when unpriced);
     ``outcome``: ``"completed"``, ``"failed"``, ``"aborted"`` or ``"cancelled"``;
@@ -202,10 +202,11 @@ def _usage_from(fields: Mapping[str, Any]) -> Usage:
     )
 
 
-def deployment_of(model: ChatModel) -> str:
-    """Where ``model`` sends its requests, the same in every process: its dialect, its
-    endpoint (scheme, host, port and path: no user info, no query) and its model, e.g.
-    ``openai:http://127.0.0.1:8000/v1/chat/completions#gpt-4o-mini``."""
+def deployment_id(model: ChatModel) -> str:
+    """Where ``model`` sends its requests, named the same in every process (a router's
+    deployment's state is kept under it; the spend log's records say it): its dialect,
+    its endpoint (scheme, host, port and path: no user info, no query) and its model,
+    e.g. ``openai:http://127.0.0.1:8000/v1/chat/completions#gpt-4o-mini``."""
     url = urlsplit(model.api_url)
     port = f":{url.port}" if url.port else ""
     return f"{model.dialect.name}:{url.scheme}://{url.hostname}{port}{url.path}#{model.model}"
@@ -275,7 +276,7 @@ class _Attempt:
         return SpendRecord(
             time=self.started,
             model=model.model,
-            deployment=deployment_of(model),
+            deployment=deployment_id(model),
             dialect=model.dialect.name,
             usage=usage,
             cost=cost,

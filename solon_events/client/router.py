@@ -48,7 +48,6 @@ import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, get_args
-from urllib.parse import urlsplit
 
 from reactivex import Observable, abc
 from reactivex import create as rx_create
@@ -58,6 +57,7 @@ from .. import errors
 from ..core.attempts import Attempt, AttemptPolicy, MidStream
 from ..errors import ChatError, ChatHttpError
 from ..events import ChatEvent
+from .metering import deployment_id
 from .prompt import ChatPrompt
 from .router_state import DeploymentState, MemoryRouterState, RedisRouterState, RouterState
 from .routing import ErrorCondition, ModelGroup, _condition
@@ -101,15 +101,6 @@ _DEPLOYMENT_FAILURES = (
     errors.ChatProtocolError,
     errors.ProviderError,
 )
-
-
-def deployment_id(model: ChatModel) -> str:
-    """The name a deployment's state is kept under, the same in every process: its
-    dialect, its endpoint (scheme, host, port and path: no user info, no query) and its
-    model, e.g. ``openai:http://127.0.0.1:8000/v1/chat/completions#gpt-4o-mini``."""
-    url = urlsplit(model.api_url)
-    port = f":{url.port}" if url.port else ""
-    return f"{model.dialect.name}:{url.scheme}://{url.hostname}{port}{url.path}#{model.model}"
 
 
 class CoolingDownError(ChatError):

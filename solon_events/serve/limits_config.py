@@ -39,7 +39,7 @@ import attrs
 
 from ..client.limits import OUTPUT_ALLOWANCE, WINDOWS, Limits
 from ..pricing import ModelPrice
-from .config import Where, one_of, setting, text
+from .config_reading import Where, flag, one_of, setting, text
 
 if TYPE_CHECKING:
     from .config import GatewayConfig
@@ -78,13 +78,6 @@ def names(value: Any, where: Where) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise where.error("must be a list of model names")
     return tuple(value)
-
-
-def flag(value: Any, where: Where) -> bool:
-    """true or false."""
-    if not isinstance(value, bool):
-        raise where.error(f"must be true or false, not {value!r}")
-    return value
 
 
 @attrs.frozen(kw_only=True)
