@@ -160,7 +160,10 @@ _PAGE_HEADERS = {
 }
 _Options = ParamSpec("_Options")
 _CORS_REQUEST_HEADERS = "authorization, content-type, last-event-id, x-api-key, x-goog-api-key"
-_KEY = "solon_events.key"  # the request's key, as the access found it
+# The request's key, as the access found it (aiohttp before 3.12 has no RequestKey).
+_KEY: Any = (
+    web.RequestKey("solon_events.key", object) if hasattr(web, "RequestKey") else "solon_events.key"
+)
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """The host names a gateway without a token answers (besides ``allowed_hosts``)."""
 _CORS_EXPOSED_HEADERS = (
