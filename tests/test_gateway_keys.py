@@ -216,10 +216,12 @@ def test_a_stream_stopped_at_its_limit_ends_with_the_protocols_error(
     url, served, _log = gateway
     claude = anthropic.Anthropic(api_key=STOPPED, base_url=url, max_retries=0)
     texts: list[str] = []
-    with pytest.raises(anthropic.APIStatusError) as stopped:  # noqa: PT012
-        with claude.messages.stream(model="long", max_tokens=10, messages=USER) as stream:
-            for text in stream.text_stream:
-                texts.append(text)
+    with (
+        pytest.raises(anthropic.APIStatusError) as stopped,
+        claude.messages.stream(model="long", max_tokens=10, messages=USER) as stream,
+    ):
+        for text in stream.text_stream:
+            texts.append(text)
     assert stopped.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
     assert "stopped at the token budget limit" in str(stopped.value.body)
     assert 0 < len(texts) < 400
