@@ -304,3 +304,51 @@ def test_limits_are_checked_when_made() -> None:
 )
 def test_the_most_output_a_request_allows(options: dict, expected: int | None) -> None:
     assert max_output_tokens(options) == expected
+
+
+class DecidingLater(MemoryLimitStore):
+    """The in-process store answering each claim when told (as Redis answers later)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: list[tuple[Claim, Any]] = []
+
+    def claim(self, claim: Claim) -> Any:
+        import concurrent.futures
+
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self.waiting.append((claim, future))
+        return future
+
+    def decide(self) -> None:
+        for claim, future in self.waiting:
+            future.set_result(MemoryLimitStore.claim(self, claim))
+        self.waiting.clear()
+
+
+async def test_a_claim_granted_after_its_caller_left_is_given_back() -> None:
+    store = DecidingLater()
+    limiter = Limiter(max_parallel=1, budget_tokens=100, name="k", store=store, clock=Clock())
+    leaving = asyncio.ensure_future(limiter.reserve(40))
+    await asyncio.sleep(0)
+    assert store.waiting  # the claim is being decided
+    leaving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await leaving
+    store.decide()  # granted after all: given back at once
+    counts = store.counts("k", limiter.limits, START)
+    assert (counts.in_flight, counts.spent_tokens) == (0, 0)
+    kept = asyncio.ensure_future(limiter.reserve(40))
+    await asyncio.sleep(0)
+    store.decide()
+    reservation = await kept
+    extending = asyncio.ensure_future(reservation.extend(30))
+    await asyncio.sleep(0)
+    extending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await extending
+    store.decide()
+    assert store.counts("k", limiter.limits, START).spent_tokens == 40  # not 70
+    reservation.charge(25)
+    reservation.release()
+    assert store.counts("k", limiter.limits, START).spent_tokens == 25

@@ -43,6 +43,7 @@ before it was stopped (the deltas already on their way).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import math
 import os
@@ -54,7 +55,14 @@ from typing import Any
 from ..estimate import request_tokens, token_counter
 from ..messages import ChatRequest
 from ..pricing import ModelPrice
-from .limit_store import Claim, LimitCounts, LimitStore, MemoryLimitStore, RedisLimitStore
+from .limit_store import (
+    Claim,
+    Decision,
+    LimitCounts,
+    LimitStore,
+    MemoryLimitStore,
+    RedisLimitStore,
+)
 from .limits import LimitExceededError, Limits
 
 __all__ = [
@@ -187,7 +195,13 @@ class Limiter:
             claim = Claim(
                 scope=self.name, limits=self.limits, id=id, now=now, tokens=tokens, nanos=nanos
             )
-            decision = await self.store.aclaim(claim)
+            decision = await _decided(
+                self.store,
+                claim,
+                lambda late: Reservation(
+                    self, id, late.second, late.period, tokens, nanos
+                ).release(),
+            )
             if decision.granted:
                 return Reservation(self, id, decision.second, decision.period, tokens, nanos)
             left = deadline - time.monotonic()
@@ -275,7 +289,11 @@ class Reservation:
             nanos=nanos,
             counts=False,
         )
-        decision = await limiter.store.aclaim(claim)
+        decision = await _decided(
+            limiter.store,
+            claim,
+            lambda late: self._give_back(late, tokens, nanos),
+        )
         if not decision.granted:
             return False
         with self._lock:
@@ -288,15 +306,20 @@ class Reservation:
                 self.reserved_tokens += tokens
                 self.reserved_nanos += nanos
         if give_back:
-            limiter.store.adjust(
-                limiter.name,
-                decision.second,
-                decision.period,
-                -tokens,
-                -nanos,
-                per_minute=limiter.limits.tpm is not None,
-            )
+            self._give_back(decision, tokens, nanos)
         return not give_back
+
+    def _give_back(self, decision: Decision, tokens: int, nanos: int) -> None:
+        """Take back an extension granted when nothing could hold it any more."""
+        limiter = self.limiter
+        limiter.store.adjust(
+            limiter.name,
+            decision.second,
+            decision.period,
+            -tokens,
+            -nanos,
+            per_minute=limiter.limits.tpm is not None,
+        )
 
     def release(self) -> None:
         """The request has ended: give back what it reserved and did not use, and its
@@ -321,6 +344,29 @@ class Reservation:
                 nanos,
                 per_minute=limiter.limits.tpm is not None,
             )
+
+
+async def _decided(
+    store: LimitStore, claim: Claim, granted_late: Callable[[Decision], None]
+) -> Decision:
+    """``store``'s decision on ``claim``; when the caller is cancelled while the store
+    decides, a claim granted after all is handed to ``granted_late`` (to give it back), so
+    that nothing stays counted for a request that is not made."""
+    decided = store.claim(claim)
+    if isinstance(decided, Decision):
+        return decided
+    try:
+        return await asyncio.shield(asyncio.wrap_future(decided))
+    except asyncio.CancelledError:
+
+        def late(future: concurrent.futures.Future[Decision]) -> None:
+            if not future.cancelled() and future.exception() is None:
+                decision = future.result()
+                if decision.granted:
+                    granted_late(decision)
+
+        decided.add_done_callback(late)
+        raise
 
 
 def nanos_of(amount: Any) -> int:

@@ -395,8 +395,7 @@ async def watch_overrun(
                 output += count(event.text or "")
                 used = reservation.charged_tokens + input_tokens + output
                 while used > reservation.reserved_tokens:
-                    rate = reservation.reserved_nanos / max(1, reservation.reserved_tokens)
-                    if not await reservation.extend(EXTENSION, round(EXTENSION * rate)):
+                    if not await _extended(reservation, used - reservation.reserved_tokens):
                         limiter = reservation.limiter
                         error = LimitExceededError(
                             limiter.name, _refusing(limiter), None, stopped=True
@@ -414,6 +413,16 @@ async def watch_overrun(
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+async def _extended(reservation: Reservation, needed: int) -> bool:
+    """Whether ``reservation`` could reserve more: :data:`EXTENSION` tokens, else the
+    ``needed`` ones (close to the limit), with their spend at the reservation's rate."""
+    rate = reservation.reserved_nanos / max(1, reservation.reserved_tokens)
+    for tokens in (EXTENSION, needed) if needed < EXTENSION else (needed,):
+        if await reservation.extend(tokens, round(tokens * rate)):
+            return True
+    return False
 
 
 def _refusing(limiter: Any) -> str:

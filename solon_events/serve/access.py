@@ -290,12 +290,13 @@ def build_access(config: GatewayConfig, previous: Access | None = None) -> Acces
 
     store: LimitStore
     old = previous.store if previous is not None else None
+    kept = config.limits
     if config.redis is None:
         store = old if isinstance(old, MemoryLimitStore) else MemoryLimitStore()
     elif isinstance(old, RedisLimitStore) and old.url == config.redis:
-        store = old
+        store = old  # [limits] changes on a restart: requests in flight hold this store
     else:
-        store = RedisLimitStore(config.redis)
+        store = RedisLimitStore(config.redis, lease=kept.lease, unavailable=kept.unavailable)
     keys = GatewayKeys(
         GatewayKey(
             name=name,

@@ -50,7 +50,7 @@ from .config_reading import (
     tables_of,
     text,
 )
-from .limits_config import KeyConfig, PriceConfig, SpendLogConfig, check_access
+from .limits_config import KeyConfig, LimitsConfig, PriceConfig, SpendLogConfig, check_access
 
 __all__ = [
     "CACHE_STORES",
@@ -156,13 +156,18 @@ def _spend_log(value: Any, where: Where) -> SpendLogConfig:
     return section(SpendLogConfig, value, where)
 
 
+def _limits(value: Any, where: Where) -> LimitsConfig:
+    return section(LimitsConfig, value, where)
+
+
 @attrs.frozen(kw_only=True)
 class GatewayConfig:
     """A whole configuration: the ``models`` clients ask for by name (in file order; the
     first also serves the routes that name none), an optional ``redis`` URL (the routers'
     shared state, resumable streams, the keys' limits), the ``keys`` requests must carry
-    (none: every request is answered), the ``spend_log`` and the ``prices`` of models
-    (see :mod:`solon_events.serve.limits_config`), and the ``path`` it was read from."""
+    (none: every request is answered), the ``spend_log``, the ``prices`` of models and
+    how the ``limits`` are kept (see :mod:`solon_events.serve.limits_config`), and the
+    ``path`` it was read from."""
 
     models: Mapping[str, ModelConfig] = attrs.field(
         metadata=setting(sections_of(ModelConfig), required=True)
@@ -175,6 +180,7 @@ class GatewayConfig:
     prices: Mapping[str, PriceConfig] = attrs.field(
         factory=dict, metadata=setting(sections_of(PriceConfig))
     )
+    limits: LimitsConfig = attrs.field(factory=LimitsConfig, metadata=setting(_limits))
     path: str | None = None
 
 

@@ -24,7 +24,12 @@
     input = 0.15
     output = 0.60
 
-:class:`KeyConfig`, :class:`SpendLogConfig` and :class:`PriceConfig` are the sections;
+    [limits]
+    lease = 60                     # seconds a dead replica's requests still count in flight
+    unavailable = "allow"          # Redis down: allow | refuse
+
+:class:`KeyConfig`, :class:`SpendLogConfig`, :class:`PriceConfig` and
+:class:`LimitsConfig` are the sections;
 :func:`check_access` checks what spans them (a key's models are served, no two keys share
 a digest, a Redis stream needs the top-level ``redis``).
 """
@@ -44,7 +49,7 @@ from .config_reading import Where, flag, one_of, setting, text
 if TYPE_CHECKING:
     from .config import GatewayConfig
 
-__all__ = ["KeyConfig", "PriceConfig", "SpendLogConfig", "check_access"]
+__all__ = ["KeyConfig", "LimitsConfig", "PriceConfig", "SpendLogConfig", "check_access"]
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -148,6 +153,25 @@ class PriceConfig:
             cache_read=self.cache_read,
             cache_write=self.cache_write,
         )
+
+
+def lease(value: Any, where: Where) -> float:
+    """A number of seconds above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+        raise where.error(f"must be a number of seconds above 0, not {value!r}")
+    return float(value)
+
+
+@attrs.frozen(kw_only=True)
+class LimitsConfig:
+    """``[limits]``: how the keys' counts are kept in Redis: the seconds a request of a
+    replica that died still counts in flight (``lease``; a live replica renews its
+    leases), and what a request gets when Redis does not answer (``unavailable``:
+    ``"allow"``, logged, or ``"refuse"``, 429). A reload keeps the old ones: they change
+    on a restart."""
+
+    lease: float = attrs.field(default=60.0, metadata=setting(lease))
+    unavailable: str = attrs.field(default="allow", metadata=setting(one_of("allow", "refuse")))
 
 
 def check_access(config: GatewayConfig, where: Where) -> None:
