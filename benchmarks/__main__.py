@@ -9,7 +9,8 @@ cache's hits and misses beside LangChain's cache (``benchmarks/bench_cache.py``;
 over one upstream, and the throughput over two deployments at 1 to 256 concurrent
 clients: ``benchmarks/bench_routing.py``); ``--litellm PATH`` names the ``litellm``
 command to start LiteLLM's proxy with (installed in a virtual environment of its own);
-``--hedging`` adds hedged requests against a
+``--limits`` adds what a limit check adds to a request, in the process and on Redis
+(``benchmarks/bench_limits.py``); ``--hedging`` adds hedged requests against a
 heavy-tailed first event (about half a minute: the waits are real;
 ``python -m benchmarks.bench_hedging`` runs it alone); ``--truth`` adds benchmark clients
 (``solon-events bench``, GuideLLM, vLLM's) against a scripted server's ground truth
@@ -43,6 +44,7 @@ from . import (
     bench_gateway,
     bench_gateway_load,
     bench_hedging,
+    bench_limits,
     bench_memory,
     bench_partial,
     bench_peers,
@@ -75,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
         "--litellm",
         type=Path,
         help="the litellm command to start LiteLLM's proxy with (its own virtual environment)",
+    )
+    parser.add_argument(
+        "--limits",
+        action="store_true",
+        help="what a limit check adds per request, in the process and on Redis",
     )
     parser.add_argument(
         "--hedging",
@@ -227,6 +234,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "cache",
             "the response cache: a hit against a miss over loopback, beside LangChain's cache",
             lambda: bench_cache.main(quick),
+        )
+    if args.limits:
+        section(
+            "limits",
+            "limits: what a limit check adds to a request, in the process and on Redis",
+            lambda: bench_limits.main(quick),
         )
     if args.hedging:
         section(

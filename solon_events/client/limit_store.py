@@ -324,11 +324,11 @@ local function buckets(key)
       kept[#kept + 1] = {at, value}
     end
   end
-  table.sort(kept, function(a, b) return a[1] < b[1] end)
   return used, kept
 end
 
 local function wait_for(kept, excess)
+  table.sort(kept, function(a, b) return a[1] < b[1] end)
   local freed = 0
   for _, bucket in ipairs(kept) do
     freed = freed + bucket[2]
@@ -507,8 +507,8 @@ class RedisLimitStore(LimitStore):
             str(math.floor(claim.now)),
         ]
         try:
-            self._redis()
-            name, value = await asyncio.wait_for(self._script(keys=keys, args=args), self.timeout)
+            self._redis()  # its socket_timeout bounds the wait
+            name, value = await self._script(keys=keys, args=args)
         except Exception as error:
             self._warn("claim", error)
             if self.unavailable == "refuse":
