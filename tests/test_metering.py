@@ -233,3 +233,27 @@ def test_the_embedded_provider_reports_the_usage_it_served(fresh_server: Running
     assert served["models"]["slow:50:0.05"]["cut"] == 1  # its client left: nothing reported
     assert (served["streams"], served["finished"]) == (3, 2)
     assert "status:503" not in served["models"]  # refused: no stream served
+
+
+async def test_a_routers_limited_deployment_cools_down_when_refused(
+    server: RunningServer,
+) -> None:
+    from solon_events import Router
+
+    spent = Limiter(rpm=1, name="deployment")
+    with (
+        model(server, "echo", limiter=spent) as limited,
+        ChatModel(server.url + "/v1/messages", "echo", max_retries=0) as other,
+    ):
+        router = Router([limited, other], strategy="fallback")
+        first = await router.prompt("first").acall()
+        second = await router.prompt("second").acall()
+        third = await router.prompt("third").acall()
+        states = await router.astates()
+    assert [a.outcome for a in first.attempts] == ["answered"]
+    assert [a.outcome for a in second.attempts] == ["failed", "answered"]
+    assert isinstance(second.attempts[0].error, LimitExceededError)
+    assert [a.outcome for a in third.attempts] == ["skipped", "answered"]  # cooling down
+    cooling = states[router.labels[0]]
+    assert cooling.cooling and "429" in (cooling.reason or "")
+    assert 50 < cooling.cooldown <= 60  # for the limiter's retry_after

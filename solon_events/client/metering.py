@@ -285,13 +285,8 @@ class _Attempt:
             ttfe=self.ttfe,
             duration=time.monotonic() - self._began,
             response_id=report.response_id,
-            cached=_cached(usage),
+            cached=getattr(report, "cached", None) is not None,  # a cache's answer: billed 0
         )
-
-
-def _cached(usage: Usage | None) -> bool:
-    source = usage.source if usage is not None else None
-    return isinstance(source, Mapping) and bool(source.get("cached"))
 
 
 def _error_name(error: BaseException | None) -> str | None:
