@@ -199,14 +199,17 @@ def main(quick: bool = False) -> dict[str, Any]:
     print()
     requests = figures["requests"]
     base = requests["no limiter"]
-    print("a request to the embedded provider, time to its first text delta (ms)")
-    print(f"{'model':<26}{'p50':>8}{'p99':>8}{'added p50':>11}{'added p99':>11}")
-    for name, run in requests.items():
-        added = (run["p50"] - base["p50"], run["p99"] - base["p99"])
+    for run in requests.values():
         if run is not base:
-            run["added_p50"], run["added_p99"] = added
-        shown = ("", "") if run is base else (f"{added[0]:.3f}", f"{added[1]:.3f}")
-        print(f"{name:<26}{run['p50']:>8.3f}{run['p99']:>8.3f}{shown[0]:>11}{shown[1]:>11}")
+            run["added_p50"] = run["p50"] - base["p50"]
+            run["added_p99"] = run["p99"] - base["p99"]
+    print("a request to the embedded provider, time to its first text delta (ms)")
+    print(
+        "model".ljust(26) + "".join(c.rjust(11) for c in ("p50", "p99", "added p50", "added p99"))
+    )
+    for name, run in requests.items():
+        cells = [run.get(c) for c in ("p50", "p99", "added_p50", "added_p99")]
+        print(name.ljust(26) + "".join("".rjust(11) if c is None else f"{c:>11.3f}" for c in cells))
     return figures
 
 

@@ -25,7 +25,7 @@ from google.genai import types as genai_types
 from serving import serving_in_thread
 
 from solon_events.client.spend_log import read_spend
-from solon_events.devserver import DevServer, RunningServer
+from solon_events.devserver import RunningServer
 from solon_events.serve import GATEWAY, create_app
 from solon_events.serve.access import build_access
 from solon_events.serve.config import parse_config
@@ -107,17 +107,27 @@ def gateway_of(text: str) -> Iterator[tuple[str, Any]]:
 
 
 @pytest.fixture
-def provider() -> Iterator[RunningServer]:
-    running = DevServer.run_in_thread()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def gateway(provider: RunningServer, tmp_path: Path) -> Iterator[tuple[str, Any, Path]]:
+def gateway(fresh_server: RunningServer, tmp_path: Path) -> Iterator[tuple[str, Any, Path]]:
     log = tmp_path / "spend.jsonl"
-    with gateway_of(config_text(provider, log)) as (url, served):
+    with gateway_of(config_text(fresh_server, log)) as (url, served):
         yield url, served, log
+
+
+def refused_by_each_sdk(url: str, key: str, status: int) -> dict[str, Any]:
+    """The errors the openai, anthropic and google-genai SDKs raise when the gateway
+    refuses ``key`` with ``status``, by SDK."""
+    errors = {401: (openai.AuthenticationError, anthropic.AuthenticationError),
+              429: (openai.RateLimitError, anthropic.RateLimitError)}[status]  # fmt: skip
+    with pytest.raises(errors[0]) as by_openai:
+        openai_client(url, key).chat.completions.create(model="fast", messages=USER)
+    claude = anthropic.Anthropic(api_key=key, base_url=url, max_retries=0)
+    with pytest.raises(errors[1]) as by_anthropic:
+        claude.messages.create(model="claude", max_tokens=10, messages=USER)
+    gemini = gemini_client(url, key)
+    with pytest.raises(genai_errors.ClientError) as by_gemini:
+        gemini.models.generate_content(model="gemini", contents="a")
+    assert by_gemini.value.code == status
+    return {"openai": by_openai.value, "anthropic": by_anthropic.value}
 
 
 def openai_client(url: str, key: str) -> openai.OpenAI:
@@ -147,22 +157,12 @@ def test_an_unknown_key_gets_each_protocols_401(
     url, _served, _log = gateway
     wrong = "sk-nobody-0000"
     caplog.set_level(logging.DEBUG)
-    with pytest.raises(openai.AuthenticationError) as openai_refused:
-        openai_client(url, wrong).chat.completions.create(model="fast", messages=USER)
-    assert openai_refused.value.body["code"] == "invalid_api_key"  # type: ignore[index]
-    claude = anthropic.Anthropic(api_key=wrong, base_url=url, max_retries=0)
-    with pytest.raises(anthropic.AuthenticationError) as anthropic_refused:
-        claude.messages.create(model="claude", max_tokens=10, messages=USER)
-    assert anthropic_refused.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
-    gemini = gemini_client(url, wrong)
-    with pytest.raises(genai_errors.ClientError) as gemini_refused:
-        gemini.models.generate_content(model="gemini", contents="a")
-    assert gemini_refused.value.code == 401
+    refused = refused_by_each_sdk(url, wrong, 401)
+    assert refused["openai"].body["code"] == "invalid_api_key"
+    assert refused["anthropic"].body["error"]["type"] == "authentication_error"
     unkeyed = httpx.post(url + "/events", json={"messages": [{"role": "user", "content": "x"}]})
     assert unkeyed.status_code == 401 and unkeyed.headers["WWW-Authenticate"] == "Bearer"
-    said = " ".join(
-        [str(openai_refused.value.body), str(anthropic_refused.value.body), unkeyed.text]
-    )
+    said = " ".join([str(refused["openai"].body), str(refused["anthropic"].body), unkeyed.text])
     assert wrong not in said and wrong not in caplog.text
     assert httpx.get(url + "/health/live").status_code == 200  # probes carry no key
 
@@ -187,23 +187,17 @@ def test_a_refused_request_gets_429_with_retry_after(gateway: tuple[str, Any, Pa
     retry_after = int(refused.value.response.headers["Retry-After"])
     assert 1 <= retry_after <= 60
     assert "requests per minute" in refused.value.message
-    claude = anthropic.Anthropic(api_key=TEAM_A, base_url=url, max_retries=0)
-    with pytest.raises(anthropic.RateLimitError) as anthropic_refused:
-        claude.messages.create(model="claude", max_tokens=10, messages=USER)
-    assert anthropic_refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
-    gemini = gemini_client(url, TEAM_A)
-    with pytest.raises(genai_errors.ClientError) as gemini_refused:
-        gemini.models.generate_content(model="gemini", contents="a")
-    assert gemini_refused.value.code == 429
+    refused_again = refused_by_each_sdk(url, TEAM_A, 429)
+    assert refused_again["anthropic"].body["error"]["type"] == "rate_limit_error"
     # another key is not held to team-a's limit
     openai_client(url, TEAM_B).chat.completions.create(model="fast", messages=USER)
 
 
-def test_a_key_removed_by_a_reload_is_refused(provider: RunningServer, tmp_path: Path) -> None:
+def test_a_key_removed_by_a_reload_is_refused(fresh_server: RunningServer, tmp_path: Path) -> None:
     log = tmp_path / "spend.jsonl"
-    with gateway_of(config_text(provider, log)) as (url, served):
+    with gateway_of(config_text(fresh_server, log)) as (url, served):
         openai_client(url, TEAM_B).chat.completions.create(model="fast", messages=USER)
-        new = parse_config(config_text(provider, log, team_b=False), "gateway.toml")
+        new = parse_config(config_text(fresh_server, log, team_b=False), "gateway.toml")
         served.use_access(build_access(new, previous=served.access))
         with pytest.raises(openai.AuthenticationError):
             openai_client(url, TEAM_B).chat.completions.create(model="fast", messages=USER)
@@ -246,7 +240,7 @@ def _counts(served: Any, key: Any) -> Any:
 
 
 def test_every_attempt_is_charged_and_logged(
-    gateway: tuple[str, Any, Path], provider: RunningServer
+    gateway: tuple[str, Any, Path], fresh_server: RunningServer
 ) -> None:
     url, served, log = gateway
     claude = anthropic.Anthropic(api_key=TEAM_B, base_url=url, max_retries=0)
@@ -261,7 +255,7 @@ def test_every_attempt_is_charged_and_logged(
     assert records[0].usage is None and records[0].error == "ChatHttpError 503"
     counts = _counts(served, served.access.keys.get("team-b"))
     assert counts.spent_tokens == sum(r.tokens for r in records)
-    served_usage = provider.served_usage()["models"]["echo"]
+    served_usage = fresh_server.served_usage()["models"]["echo"]
     logged = [r.usage for r in records if r.usage is not None]
     assert sum(u.prompt_tokens for u in logged) == served_usage["prompt_tokens"]
     assert sum(u.completion_tokens for u in logged) == served_usage["completion_tokens"]

@@ -109,17 +109,8 @@ def run_steps(store: Any, limits: Limits, steps: list[tuple[Any, ...]], check: A
         elif kind == "claim":
             _, tokens, nanos, counts = step
             id = f"r{number}"
-            decision = store.claim(
-                Claim(
-                    scope="s",
-                    limits=limits,
-                    id=id,
-                    now=now,
-                    tokens=tokens,
-                    nanos=nanos,
-                    counts=counts,
-                )
-            )
+            asked = {"tokens": tokens, "nanos": nanos, "counts": counts}
+            decision = store.claim(Claim(scope="s", limits=limits, id=id, now=now, **asked))
             expected = plain.claim(id, now, tokens, nanos, counts)
             check(decision, expected)
             if decision.granted:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import math
 import threading
 import time
@@ -31,9 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..extras import require
-from ..loop_thread import EventLoopThread
 from .limits import Limits, period_of
+from .redis_batches import RedisBatches, positive_seconds
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -47,7 +45,6 @@ __all__ = [
     "RedisLimitStore",
 ]
 
-_log = logging.getLogger(__name__)
 
 WINDOW = 60
 """The per-minute limits' window, in whole seconds."""
@@ -142,6 +139,11 @@ class LimitStore:
         """Add ``tokens`` and ``nanos`` (negative: give back) to the counts of a request
         counted at ``second`` (the per-minute window's, unless ``per_minute`` is false:
         no limit counts tokens per minute) and ``period`` (the budget's)."""
+        if tokens or nanos:
+            self._adjust((scope, second, period, tokens, nanos, per_minute))
+
+    def _adjust(self, change: tuple[str, int, str, int, int, bool]) -> None:
+        """:meth:`adjust`'s arguments, in order, as one tuple."""
         raise NotImplementedError
 
     def release(self, scope: str, id: str) -> None:
@@ -251,16 +253,8 @@ class MemoryLimitStore(LimitStore):
                 del scope.spent[old]
         return Decision(granted=True, second=second, period=period)
 
-    def adjust(
-        self,
-        scope: str,
-        second: int,
-        period: str,
-        tokens: int,
-        nanos: int,
-        *,
-        per_minute: bool = True,
-    ) -> None:
+    def _adjust(self, change: tuple[str, int, str, int, int, bool]) -> None:
+        scope, second, period, tokens, nanos, per_minute = change
         with self._lock:
             state = self._scopes.setdefault(scope, _Scope())
             if per_minute:
@@ -405,17 +399,8 @@ _LATE_KEPT = 35 * 86400
 """The expiry of a budget period's counts made again by a charge after they lapsed."""
 
 
-def _positive(_instance: Any, attribute: attrs.Attribute[float], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be a positive number of seconds, not {value!r}")
-
-
-def _store_thread() -> EventLoopThread:
-    return EventLoopThread(name="solon-events-limit-store")
-
-
 @attrs.define(eq=False, repr=False)
-class RedisLimitStore(LimitStore):
+class RedisLimitStore(RedisBatches, LimitStore):
     """A limiter's counts in Redis, shared by every process that uses the same ``url``
     (``redis://HOST:PORT/DB``) and ``prefix``; needs the ``redis`` extra.
 
@@ -428,23 +413,18 @@ class RedisLimitStore(LimitStore):
     several per round trip.
     """
 
-    url: str
     prefix: str = attrs.field(default="solon-events:limits", kw_only=True)
-    lease: float = attrs.field(default=60.0, kw_only=True, validator=_positive)
-    timeout: float = attrs.field(default=1.0, kw_only=True, validator=_positive)
+    lease: float = attrs.field(default=60.0, kw_only=True, validator=positive_seconds)
     unavailable: str = attrs.field(default="allow", kw_only=True)
-    _io: EventLoopThread = attrs.field(init=False, factory=_store_thread)
-    _client: Redis | None = attrs.field(init=False, default=None)
     _script: Any = attrs.field(init=False, default=None)
-    _pending: list[tuple[str, tuple[Any, ...]]] = attrs.field(init=False, factory=list)
-    _flushing: bool = attrs.field(init=False, default=False)
     _held: dict[tuple[str, str], float] = attrs.field(init=False, factory=dict)
     _renewing: asyncio.TimerHandle | None = attrs.field(init=False, default=None)
-    _idle: asyncio.Event | None = attrs.field(init=False, default=None)
-    _warned: dict[str, float] = attrs.field(init=False, factory=dict)
+
+    feature = "limits kept in Redis"
+    kept = "the limits' counts"
 
     def __attrs_post_init__(self) -> None:
-        require("redis.asyncio", feature="limits kept in Redis", extra="redis")
+        super().__attrs_post_init__()
         if self.unavailable not in ("allow", "refuse"):
             raise ValueError(f"unavailable must be 'allow' or 'refuse', not {self.unavailable!r}")
 
@@ -453,15 +433,11 @@ class RedisLimitStore(LimitStore):
 
         return f"RedisLimitStore({redact_url(self.url)!r}, prefix={self.prefix!r})"
 
-    def _redis(self) -> Redis:
-        if self._client is None:
-            from redis.asyncio import Redis
+    def _going_on(self) -> str:
+        return "limits go on " + ("refusing" if self.unavailable == "refuse" else "allowing")
 
-            self._client = Redis.from_url(
-                self.url, socket_connect_timeout=self.timeout, socket_timeout=self.timeout
-            )
-            self._script = self._client.register_script(_CLAIM)
-        return self._client
+    def _connected(self, client: Redis) -> None:
+        self._script = client.register_script(_CLAIM)
 
     def key(self, scope: str, kind: str) -> str:
         """The Redis key of ``scope``'s ``kind`` of count (``in_flight``, ``requests``,
@@ -526,58 +502,16 @@ class RedisLimitStore(LimitStore):
 
     # Writes, in order, batched.
 
-    def adjust(
-        self,
-        scope: str,
-        second: int,
-        period: str,
-        tokens: int,
-        nanos: int,
-        *,
-        per_minute: bool = True,
-    ) -> None:
-        if tokens or nanos:
-            self._send("adjust", (scope, second, period, tokens, nanos, per_minute))
+    def _adjust(self, change: tuple[str, int, str, int, int, bool]) -> None:
+        self._send("adjust", change)
 
     def release(self, scope: str, id: str) -> None:
         self._send("release", (scope, id))
 
-    def _send(self, kind: str, args: tuple[Any, ...]) -> None:
-        if self._io.in_loop_thread():
-            self._queue(kind, args)
-        else:  # the loop thread starts on first use
-            self._io.loop.call_soon_threadsafe(self._queue, kind, args)
-
     def _queue(self, kind: str, args: tuple[Any, ...]) -> None:
         if kind == "release":
             self._held.pop(args, None)  # type: ignore[call-overload]
-        self._pending.append((kind, args))
-        if not self._flushing:
-            self._flushing = True
-            asyncio.get_running_loop().create_task(self._flush())
-
-    async def _flush(self) -> None:
-        if self._idle is None:
-            self._idle = asyncio.Event()
-        self._idle.clear()
-        try:
-            while self._pending:
-                writes, self._pending = self._pending, []
-                try:
-                    await asyncio.wait_for(self._write(writes), self.timeout * 4)
-                except Exception as error:
-                    self._warn("write", error)
-        finally:
-            self._flushing = False
-            self._idle.set()
-
-    def flush(self) -> concurrent.futures.Future[None]:
-        """A future done once the writes sent so far (charges, releases) are written."""
-        return self._io.submit(self._drained())
-
-    async def _drained(self) -> None:
-        while self._flushing and self._idle is not None:
-            await self._idle.wait()
+        super()._queue(kind, args)
 
     async def _write(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         async with self._redis().pipeline(transaction=False) as pipe:
@@ -652,31 +586,3 @@ class RedisLimitStore(LimitStore):
     def live_leases(self) -> Iterable[tuple[str, str]]:
         """The (scope, id) of this process's requests in flight, whose leases it renews."""
         return list(self._held)
-
-    def _warn(self, doing: str, error: BaseException) -> None:
-        """Log that Redis failed (at most every 10 s per kind of use)."""
-        now = time.monotonic()
-        if now - self._warned.get(doing, -10.0) >= 10:
-            self._warned[doing] = now
-            _log.warning(
-                "%r could not %s (limits go on %s): %s",
-                self,
-                doing,
-                "refusing" if self.unavailable == "refuse" else "allowing",
-                error or type(error).__name__,
-            )
-
-    def close(self) -> None:
-        """Write what is pending, then close the connection and the loop thread."""
-        if self._io.started:
-            try:
-                self.flush().result(timeout=self.timeout * 4)
-            except Exception:  # closing is best effort
-                _log.debug("the limit store's last writes were not written", exc_info=True)
-        client, self._client = self._client, None
-        if client is not None and self._io.started:
-            try:
-                self._io.run(client.aclose(), timeout=2)
-            except Exception:  # closing is best effort
-                _log.debug("closing the limit store's Redis client failed", exc_info=True)
-        self._io.close()

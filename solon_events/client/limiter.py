@@ -149,15 +149,9 @@ class Limiter:
         if not name or not isinstance(name, str):
             raise ValueError("name must be a non-empty string")
         self._own_store = not isinstance(store, LimitStore)
-        if store is None:
-            store = MemoryLimitStore()
-        elif isinstance(store, str):
-            store = RedisLimitStore(store)
-        elif not isinstance(store, LimitStore):
-            raise TypeError(f"store is a LimitStore or a redis:// URL, not {type(store).__name__}")
         self.limits = limits
         self.name = name
-        self.store: LimitStore = store
+        self.store: LimitStore = _store_of(store)
         self.wait = float(wait)
         self.prices: Mapping[str, ModelPrice] = dict(prices or {})
         """Model prices of the limiter's own, by model name."""
@@ -228,33 +222,36 @@ class Limiter:
             self.store.close()
 
 
+def _store_of(store: LimitStore | str | None) -> LimitStore:
+    """The store a limiter is given: itself, a new one in the process (None), or in the
+    Redis at a ``redis://`` URL."""
+    if isinstance(store, LimitStore):
+        return store
+    if isinstance(store, str):
+        return RedisLimitStore(store)
+    if store is not None:
+        raise TypeError(f"store is a LimitStore or a redis:// URL, not {type(store).__name__}")
+    return MemoryLimitStore()
+
+
 class Reservation:
-    """One request's hold on a :class:`Limiter`: its place in flight and the ``tokens``
-    and ``nanos`` it reserved and has not used yet (see the module's docs). Safe from
-    any thread."""
+    """One request's hold on a :class:`Limiter` (see the module's docs); safe from any
+    thread. ``tokens`` and ``nanos``: what it reserved and has not used yet (spend in
+    billionths of a dollar); ``reserved_tokens`` and ``reserved_nanos``: all it reserved,
+    the extensions' included; ``charged_tokens`` and ``charged_nanos``: the usage of the
+    attempts charged so far; ``released``: whether :meth:`release` was called."""
 
     def __init__(
         self, limiter: Limiter, id: str, second: int, period: str, tokens: int, nanos: int
     ) -> None:
         self.limiter = limiter
         self.id = id
-        self.tokens = tokens
-        """The tokens reserved and not used yet."""
-        self.nanos = nanos
-        """The spend (billionths of a dollar) reserved and not used yet."""
-        self.reserved_tokens = tokens
-        """Every token reserved, the extensions' included."""
-        self.reserved_nanos = nanos
-        """All the spend reserved, the extensions' included."""
-        self.charged_tokens = 0
-        """The tokens charged so far (the usage of the attempts that ended)."""
-        self.charged_nanos = 0
-        """The spend charged so far."""
-        self._second = second
-        self._period = period
-        self._lock = threading.Lock()
+        self.tokens, self.nanos = tokens, nanos
+        self.reserved_tokens, self.reserved_nanos = tokens, nanos
+        self.charged_tokens = self.charged_nanos = 0
         self.released = False
-        """Whether :meth:`release` was called."""
+        self._where = (second, period)
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         state = "released" if self.released else "held"
@@ -336,10 +333,11 @@ class Reservation:
     def _adjust(self, tokens: int, nanos: int) -> None:
         if tokens or nanos:
             limiter = self.limiter
+            second, period = self._where
             limiter.store.adjust(
                 limiter.name,
-                self._second,
-                self._period,
+                second,
+                period,
                 tokens,
                 nanos,
                 per_minute=limiter.limits.tpm is not None,

@@ -125,19 +125,17 @@ class Limits:
 
     def describe(self) -> str:
         """The limits in words: ``60 requests/min, 100000 tokens/min, 25.0 USD/month``."""
-        parts = []
-        if self.rpm is not None:
-            parts.append(f"{self.rpm} requests/min")
-        if self.tpm is not None:
-            parts.append(f"{self.tpm} tokens/min")
-        if self.max_parallel is not None:
-            parts.append(f"{self.max_parallel} in flight")
-        per = "in total" if self.window == "total" else f"/{self.window}"
-        if self.budget_usd is not None:
-            parts.append(f"{self.budget_usd} USD {per}".replace(" /", "/"))
-        if self.budget_tokens is not None:
-            parts.append(f"{self.budget_tokens} tokens {per}".replace(" /", "/"))
-        return ", ".join(parts) or "no limits"
+        per = " in total" if self.window == "total" else f"/{self.window}"
+        said = (
+            (self.rpm, " requests/min"),
+            (self.tpm, " tokens/min"),
+            (self.max_parallel, " in flight"),
+            (self.budget_usd, " USD" + per),
+            (self.budget_tokens, " tokens" + per),
+        )
+        return ", ".join(f"{value}{unit}" for value, unit in said if value is not None) or (
+            "no limits"
+        )
 
 
 _WHAT = {

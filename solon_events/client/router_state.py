@@ -27,11 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..extras import require
-from ..loop_thread import EventLoopThread
+from .redis_batches import RedisBatches, positive_seconds
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    pass
 
 __all__ = [
     "LATENCY_WEIGHT",
@@ -185,15 +184,6 @@ class MemoryRouterState(RouterState):
                 self._cool_until[id] = (until, reason)
 
 
-def _positive(_instance: Any, attribute: attrs.Attribute[float], value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{attribute.name} must be a positive number of seconds, not {value!r}")
-
-
-def _state_thread() -> EventLoopThread:
-    return EventLoopThread(name="solon-events-router-state")
-
-
 # In Redis: the cooldown is a key with an expiry holding the reason; the requests in flight
 # a sorted set of leases scored by when each lapses (a process that dies leaves leases
 # that lapse, never a count that stays too high); the latency a number, averaged by a
@@ -215,7 +205,7 @@ return 1
 
 
 @attrs.define(eq=False, repr=False)
-class RedisRouterState(RouterState):
+class RedisRouterState(RedisBatches, RouterState):
     """The state of a router's deployments in Redis, shared by every process that uses
     the same ``url`` (``redis://HOST:PORT/DB``) and ``prefix``; needs the ``redis`` extra.
 
@@ -226,21 +216,18 @@ class RedisRouterState(RouterState):
     loop thread of the state's own; writes are sent in order, several per round trip.
     """
 
-    url: str
     prefix: str = attrs.field(default="solon-events:router", kw_only=True)
-    lease: float = attrs.field(default=600.0, kw_only=True, validator=_positive)
-    timeout: float = attrs.field(default=0.5, kw_only=True, validator=_positive)
-    latency_ttl: float = attrs.field(default=86400.0, kw_only=True, validator=_positive)
-    _io: EventLoopThread = attrs.field(init=False, factory=_state_thread)
-    _client: Redis | None = attrs.field(init=False, default=None)
-    _pending: list[tuple[str, tuple[Any, ...]]] = attrs.field(init=False, factory=list)
-    _flushing: bool = attrs.field(init=False, default=False)
+    lease: float = attrs.field(default=600.0, kw_only=True, validator=positive_seconds)
+    timeout: float = attrs.field(default=0.5, kw_only=True, validator=positive_seconds)
+    latency_ttl: float = attrs.field(default=86400.0, kw_only=True, validator=positive_seconds)
     _leases: Iterator[int] = attrs.field(init=False, factory=itertools.count)
     _process: str = attrs.field(init=False, default="")
-    _warned: dict[str, float] = attrs.field(init=False, factory=dict)
+
+    feature = "a router's state in Redis"
+    kept = "the deployments' state"
 
     def __attrs_post_init__(self) -> None:
-        require("redis.asyncio", feature="a router's state in Redis", extra="redis")
+        super().__attrs_post_init__()
         self._process = f"{os.getpid()}-{id(self):x}"
 
     def __repr__(self) -> str:
@@ -248,14 +235,8 @@ class RedisRouterState(RouterState):
 
         return f"RedisRouterState({redact_url(self.url)!r}, prefix={self.prefix!r})"
 
-    def _redis(self) -> Redis:
-        if self._client is None:
-            from redis.asyncio import Redis
-
-            self._client = Redis.from_url(
-                self.url, socket_connect_timeout=self.timeout, socket_timeout=self.timeout
-            )
-        return self._client
+    def _going_on(self) -> str:
+        return "routing goes on without it"
 
     def _key(self, kind: str, id: str) -> str:
         return f"{self.prefix}:{kind}:{id}"
@@ -327,29 +308,6 @@ class RedisRouterState(RouterState):
     def cool(self, id: str, seconds: float, reason: str) -> None:
         self._send("cool", (id, seconds, reason))
 
-    def _send(self, kind: str, args: tuple[Any, ...]) -> None:
-        if self._io.in_loop_thread():
-            self._queue(kind, args)
-        else:  # the loop thread starts on first use
-            self._io.loop.call_soon_threadsafe(self._queue, kind, args)
-
-    def _queue(self, kind: str, args: tuple[Any, ...]) -> None:
-        self._pending.append((kind, args))
-        if not self._flushing:
-            self._flushing = True
-            asyncio.get_running_loop().create_task(self._flush())
-
-    async def _flush(self) -> None:
-        try:
-            while self._pending:
-                writes, self._pending = self._pending, []
-                try:
-                    await asyncio.wait_for(self._write(writes), self.timeout * 4)
-                except Exception as error:
-                    self._warn("write", error)
-        finally:
-            self._flushing = False
-
     async def _write(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         now = time.time()
         client = self._redis()
@@ -368,25 +326,3 @@ class RedisRouterState(RouterState):
                     milliseconds = max(1, round(args[1] * 1000))
                     pipe.eval(_COOL, 1, key, milliseconds, args[2])
             await pipe.execute()
-
-    def _warn(self, doing: str, error: BaseException) -> None:
-        """Log that Redis failed (at most every 10 s for reads, and for writes): the router
-        goes on without it."""
-        now = time.monotonic()
-        if now - self._warned.get(doing, -10.0) >= 10:
-            self._warned[doing] = now
-            _log.warning(
-                "%r could not %s the deployments' state (routing goes on without it): %s",
-                self,
-                doing,
-                error or type(error).__name__,
-            )
-
-    def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._io.started:
-            try:
-                self._io.run(client.aclose(), timeout=2)
-            except Exception:  # closing is best effort
-                _log.debug("closing the router state's Redis client failed", exc_info=True)
-        self._io.close()
