@@ -35,6 +35,7 @@ TEAM_A = "sk-team-a-3f1c9e"
 TEAM_B = "sk-team-b-77d02a"
 STOPPED = "sk-stopped-91ab"
 USER: Any = [{"role": "user", "content": "one two three"}]
+ORIGIN = "http://app.example"
 
 
 def digest(key: str) -> str:
@@ -96,7 +97,7 @@ models = ["fast", "claude", "gemini"]
 def gateway_of(text: str) -> Iterator[tuple[str, Any]]:
     config = parse_config(text, "gateway.toml")
     table = build_table(config)
-    app = create_app(table, access=build_access(config))
+    app = create_app(table, access=build_access(config), cors_origins=[ORIGIN])
 
     async def close(_app: Any) -> None:
         table.close()
@@ -189,6 +190,13 @@ def test_a_refused_request_gets_429_with_retry_after(gateway: tuple[str, Any, Pa
     assert "requests per minute" in refused.value.message
     refused_again = refused_by_each_sdk(url, TEAM_A, 429)
     assert refused_again["anthropic"].body["error"]["type"] == "rate_limit_error"
+    in_a_browser = httpx.post(
+        url + "/events",
+        json={"messages": [{"role": "user", "content": "x"}]},
+        headers={"Authorization": f"Bearer {TEAM_A}", "Origin": ORIGIN},
+    )
+    assert in_a_browser.status_code == 429
+    assert "retry-after" in in_a_browser.headers["Access-Control-Expose-Headers"]
     # another key is not held to team-a's limit
     openai_client(url, TEAM_B).chat.completions.create(model="fast", messages=USER)
 

@@ -168,7 +168,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 """The host names a gateway without a token answers (besides ``allowed_hosts``)."""
 _CORS_EXPOSED_HEADERS = (
     "x-response-id, x-vercel-ai-ui-message-stream, x-solon-ignored, x-solon-deployment, "
-    "x-solon-cache"
+    "x-solon-cache, retry-after"
 )
 
 
