@@ -269,10 +269,11 @@ class _Attempt:
         model = self.prompt._model
         usage = report.usage
         cost = report.cost
-        limiter = model.limiter
-        prices = limiter.prices if limiter is not None else None
-        if usage is not None and (cost is None or (prices and model.model in prices)):
-            cost = price_usage(usage, model.model, model.dialect.name, model.api_url, prices)
+        limiter = model.limiter  # a limiter's spend is priced (its prices first)
+        priced = limiter is not None and (cost is None or model.model in limiter.prices)
+        if usage is not None and limiter is not None and priced:
+            dialect, url = model.dialect.name, model.api_url
+            cost = price_usage(usage, model.model, dialect, url, limiter.prices)
         return SpendRecord(
             time=self.started,
             model=model.model,
