@@ -3,7 +3,9 @@
 The file's shape, which the docs own (:doc:`/guides/routing`): a top-level ``redis`` URL
 (optional), and one ``[models.NAME]`` section per name clients ask for, with its
 ``strategy`` and one ``[[models.NAME.deployments]]`` table per deployment (``upstream``,
-``model``, ``api_key_env``, ``weight``).
+``model``, ``api_key_env``, ``weight``); and the sections of keys, limits and spend
+(``[keys.NAME]``, ``[spend_log]``, ``[prices.MODEL]``, ``[limits]``: see
+:mod:`solon_events.serve.limits_config`).
 
 :func:`load_config` reads a file into a :class:`GatewayConfig` (:func:`parse_config` a
 text), or raises :class:`ConfigError` naming the file, the line and the key that is wrong
