@@ -119,6 +119,7 @@ def _race(url: str, scope: str, tries: int, start: float, results: Any) -> None:
 def test_processes_racing_for_the_last_places_get_exactly_the_limit(
     redis_url: str,  # noqa: F811
 ) -> None:
+    """Three processes of their own (their start-up is most of this test's time)."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     scope = f"race-{uuid.uuid4().hex[:8]}"
