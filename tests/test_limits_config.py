@@ -38,7 +38,7 @@ def toml_blocks(text: str) -> list[str]:
 
 def test_the_issues_key_section_reads_as_written() -> None:
     keys, others = toml_blocks(GUIDE.read_text(encoding="utf-8"))[:2]
-    assert keys.startswith("[keys.team-a]\nkey_sha256 = \"9f86d08...\"")
+    assert keys.startswith('[keys.team-a]\nkey_sha256 = "9f86d08..."')
     text = MODELS + keys.replace("9f86d08...", DIGEST) + others.replace('"my-model"', "echo")
     config = parse_config(text.replace('redis_stream = "solon-events:spend"', ""), "g.toml")
     assert config.keys["team-a"] == KeyConfig(
