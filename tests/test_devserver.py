@@ -637,8 +637,8 @@ async def test_status_replies_with_each_providers_error_body(
     assert bodies["gemini"]["error"]["message"] == message
     assert bodies["ollama"] == {"error": message}
     assert bodies["cohere"]["message"] == message and set(bodies["cohere"]) == {"id", "message"}
-    assert bodies["google-interactions"]["error"]["code"] == status
-    assert bodies["google-interactions"]["error"]["message"] == message
+    words = {401: "UNAUTHENTICATED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL"}
+    assert bodies["google-interactions"] == {"error": {"code": words[status], "message": message}}
 
 
 async def test_status_error_types_use_each_providers_words(

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import cohere
 import httpx
+import ollama
 import openai
 import pytest
+from cohere.core.api_error import ApiError as CohereError
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
@@ -267,3 +270,55 @@ def test_every_attempt_is_charged_and_logged(
     logged = [r.usage for r in records if r.usage is not None]
     assert sum(u.prompt_tokens for u in logged) == served_usage["prompt_tokens"]
     assert sum(u.completion_tokens for u in logged) == served_usage["completion_tokens"]
+
+
+def refused_by(protocol: str, url: str, key: str) -> tuple[int, str | None]:
+    """The status and ``Retry-After`` of the error ``protocol``'s official SDK raises when
+    the gateway refuses ``key`` asking for the model ``fast`` (Ollama's SDK keeps no
+    headers: None)."""
+    if protocol == "openai-responses":
+        with pytest.raises(openai.APIStatusError) as by_openai:
+            openai_client(url, key).responses.create(model="fast", input="a b")
+        return by_openai.value.status_code, by_openai.value.response.headers.get("Retry-After")
+    if protocol == "ollama":
+        client = ollama.Client(host=url + "/ollama", headers={"Authorization": f"Bearer {key}"})
+        with pytest.raises(ollama.ResponseError) as by_ollama:
+            client.chat(model="fast", messages=USER)
+        assert by_ollama.value.error  # Ollama's {"error": message}, read by its SDK
+        return by_ollama.value.status_code, None
+    if protocol == "cohere":
+        client = cohere.ClientV2(api_key=key, base_url=url)
+        with pytest.raises(CohereError) as by_cohere:
+            client.chat(model="fast", messages=USER, request_options={"max_retries": 0})
+        assert by_cohere.value.body["message"]  # Cohere's {"message": ...}
+        headers = by_cohere.value.headers or {}
+        return by_cohere.value.status_code or 0, headers.get("retry-after")
+    options = genai_types.HttpOptions(
+        base_url=url,
+        api_version="v1beta",
+        retry_options=genai_types.HttpRetryOptions(attempts=1),  # a 429 is not asked again
+    )
+    gemini = genai.Client(api_key=key, http_options=options)
+    try:
+        gemini.interactions.create(model="fast", input="a b", store=False)
+    except Exception as error:  # google-genai's Interactions errors live in a private module
+        response = error.response  # type: ignore[attr-defined]
+        return response.status_code, response.headers.get("Retry-After")
+    raise AssertionError("the Interactions API was not refused")
+
+
+@pytest.mark.parametrize(
+    "protocol", ["openai-responses", "ollama", "cohere", "google-interactions"]
+)
+def test_the_other_protocols_refuse_in_their_own_shape(
+    gateway: tuple[str, Any, Path], protocol: str
+) -> None:
+    url, _served, _log = gateway
+    assert refused_by(protocol, url, "sk-nobody-0000") == (401, None)
+    assert refused_by(protocol, url, STOPPED) == (403, None)  # its key may ask for "long"
+    for _ in range(4):  # team-a's requests per minute, used up
+        openai_client(url, TEAM_A).chat.completions.create(model="fast", messages=USER)
+    status, retry_after = refused_by(protocol, url, TEAM_A)
+    assert status == 429
+    if protocol != "ollama":
+        assert 1 <= int(retry_after or 0) <= 60

@@ -35,7 +35,6 @@ from ...dialects.google_interactions_request import assistant_steps
 from ...events import ChatEvent
 from ...results import AssistantMessage, ChatResponse, Usage
 from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
-from .gemini import GeminiEncoder
 
 __all__ = ["GoogleInteractionsEncoder", "interactions_usage_body"]
 
@@ -150,10 +149,14 @@ class GoogleInteractionsEncoder(WireEncoder):
 
     def error(self, status: int, message: str, event: ChatEvent) -> list[Payload]:
         """An ``error`` event."""
-        info = error_info(status, message)
-        return [{"error": {"code": info.gemini_status, "message": message}, "event_type": "error"}]
+        return [{**self.error_body(status, message), "event_type": "error"}]
 
-    error_body = GeminiEncoder.error_body  # Google's: {"error": {"code", "message", "status"}}
+    @classmethod
+    def error_body(cls, status: int, message: str | None = None) -> dict[str, Any]:
+        """``{"error": {"code", "message"}}``, the code a word (the Interactions API's
+        ``Error``: google-genai's SDK refuses Gemini's numeric code here)."""
+        info = error_info(status, message)
+        return {"error": {"code": info.gemini_status, "message": info.message}}
 
     @classmethod
     def response_body(cls, response: ChatResponse, *, model: str) -> dict[str, Any]:
