@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from limit_steps import limits_strategy, run_steps, steps_strategy
 from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fixtures)
-from test_limits import limits_strategy, run_steps, steps_strategy
 
 from solon_events.client.limit_store import MemoryLimitStore, RedisLimitStore
 from solon_events.client.limiter import Limiter

@@ -265,8 +265,10 @@ def test_budgets_hold_while_clients_cancel_and_requests_fall_back_and_hedge(
     # requests in flight when the budget was reached (at most the concurrency) overrun it
     # by at most 22 each.
     assert found["loose"][1].spent_tokens <= 300 + concurrency * (30 - 8)
-    # Stopped at the limit: each stream in flight overruns it by the delta that crossed it.
-    assert found["capped"][1].spent_tokens <= 300 + concurrency
+    # Stopped at the limit: each stream in flight overruns it by the delta that crossed it
+    # and the deltas its upstream sent before the cancellation reached it (one every 10 ms:
+    # two at most allowed, on a machine busy enough to delay the cancellation).
+    assert found["capped"][1].spent_tokens <= 300 + concurrency * 3
     assert "stopped" in found["capped"][0]
     # The counts are the spend log's, exactly: every attempt charged, cancelled or not.
     time.sleep(0.3)

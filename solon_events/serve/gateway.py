@@ -1149,9 +1149,7 @@ class Gateway:
             return self._provider_error(request, format, failed)
         table.enter()
         try:
-            return await self._provider(
-                request, format, client, prompt, table, cached, admission
-            )
+            return await self._provider(request, format, client, prompt, table, cached, admission)
         finally:
             table.leave()
 
