@@ -384,6 +384,38 @@ def test_a_hit_is_billed_zero_and_reported(
     assert report.response_id
 
 
+def test_a_budget_sees_zero_spend_for_hits(
+    fresh_server: RunningServer, make_model: Callable[..., ChatModel]
+) -> None:
+    """A limiter's token and dollar budgets count the answer asked once, never its hits:
+    with the budget all but spent by the miss, its hits are still answered (they ask
+    nobody, reserve nothing) while a new question is refused."""
+    from solon_events.client.limiter import Limiter
+    from solon_events.client.limits import LimitExceededError
+    from solon_events.pricing import ModelPrice
+
+    limiter = Limiter(
+        budget_tokens=20,
+        budget_usd=1.0,
+        window="total",
+        name="team",
+        prices={"echo": ModelPrice(input=1.0, output=2.0)},
+    )
+    model = make_model(fresh_server, "echo", cache="memory", limiter=limiter)
+    question = model.prompt("one two three").options(max_tokens=5)
+    asked = question.call()
+    assert asked.cached is None and asked.usage is not None
+    spent = asyncio.run(limiter.counts())
+    assert spent.spent_tokens == asked.usage.total_tokens > 0 and spent.spent_nanos > 0
+    hits = [question.call() for _ in range(5)]
+    assert all(hit.cached is not None and hit.usage == Usage() for hit in hits)
+    after = asyncio.run(limiter.counts())
+    assert (after.spent_tokens, after.spent_nanos) == (spent.spent_tokens, spent.spent_nanos)
+    with pytest.raises(LimitExceededError, match="budget"):
+        model.prompt("another question").options(max_tokens=50).call()
+    assert len(fresh_server.requests) == 1
+
+
 def test_a_structured_answer_is_checked_again(
     tmp_path: Any, fresh_server: RunningServer, make_model: Callable[..., ChatModel]
 ) -> None:
