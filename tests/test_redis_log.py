@@ -134,6 +134,8 @@ def test_an_unknown_stream_or_entry_is_an_error(log: RedisStreamLog) -> None:
     log.flush()
     _, ending = collect(read_from_redis(log, "r2", after="1-1"))
     assert isinstance(ending, StreamLogError) and "no entry '1-1'" in str(ending)
+    _, ending = collect(read_from_redis(log, "r2", after="not-an-id"))
+    assert isinstance(ending, StreamLogError) and "no entry 'not-an-id'" in str(ending)
 
 
 def test_a_trimmed_stream_is_a_gap_error_not_a_silent_skip(log: RedisStreamLog) -> None:

@@ -42,7 +42,7 @@ try:
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisError, ResponseError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ModuleNotFoundError as exc:  # tests/test_extras.py runs it without the extra
     raise MissingExtraError("resumable streams (Redis)", "redis", "redis") from exc
@@ -313,7 +313,7 @@ class RedisStreamLog:
             return 0
         try:
             found = await client.xrange(key, min=after, max=after, count=1)
-        except RedisError:
+        except ResponseError:  # not an entry id; Redis out of reach is tried again (_again)
             found = None
         if not found:
             raise StreamLogError(f"the stream {key} holds no entry {after!r} to resume after")
