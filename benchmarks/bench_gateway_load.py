@@ -60,8 +60,8 @@ def _seconds(quick: bool, rate: int) -> float:
 
 
 def _open_streams(quick: bool) -> int:
-    """The streams held open: fewer than the connections a proxy keeps to its upstream
-    (``solon-events serve --upstream-connections``, 100 by default)."""
+    """The streams held open: fewer than 100, the size of aiohttp's and httpx's default pool
+    of connections, which a proxy may keep to its upstream."""
     return 50 if quick else 90
 
 

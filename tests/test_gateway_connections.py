@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from flooding import until
@@ -235,3 +236,43 @@ def post_events(url: str) -> list[Any]:
     )
     with urllib.request.urlopen(posted, timeout=30) as answer:
         return sse_json(answer.read())
+
+
+async def test_serve_holds_more_streams_than_a_hundred_open_at_once(provider: DevServer) -> None:
+    """``solon-events serve --upstream`` with its default pool: 120 streams held open at
+    once (each waiting for its next delta, a minute away) all get their first delta; no
+    stream waits for another to end for a connection to the provider (the gateway's own
+    connection cap bounds them, not a pool of 100 below it)."""
+    streams = 120
+    upstream = f"openai:{provider.url}{ROUTES['openai']}"
+    with serve_command("--upstream", upstream, "--model", "slow:3:60") as process:
+        assert process.stdout is not None
+        url = (await asyncio.to_thread(process.stdout.readline)).strip()
+        started = 0
+        body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+        async def hold(session: aiohttp.ClientSession) -> None:
+            nonlocal started
+            async with session.post(url + ROUTES["openai"], json=body) as response:
+                assert response.status == 200
+                async for chunk in response.content.iter_any():
+                    if b'"content":"0 "' in chunk:
+                        started += 1
+                        break
+                await asyncio.sleep(3600)  # held open until cancelled
+
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            held = [asyncio.ensure_future(hold(session)) for _ in range(streams)]
+            try:
+                await until(
+                    lambda: started == streams or any(t.done() for t in held),
+                    lambda: f"{started} of {streams} streams started",
+                    timeout=30,
+                )
+                failed = [t.exception() for t in held if t.done()]
+                assert not failed, failed[:3]
+            finally:
+                for task in held:
+                    task.cancel()
+                await asyncio.gather(*held, return_exceptions=True)
+        assert started == streams

@@ -159,9 +159,11 @@ def add_serve_parser(commands: Any) -> None:
     parser.add_argument(
         "--upstream-connections",
         type=_count,
-        default=100,
+        default=0,
         metavar="N",
-        help="the connections each model keeps to its provider (its pool; 0: no limit)",
+        help="the connections each model may hold to its provider at once (its pool); "
+        "beyond them a request waits for one to be free (0, the default: no limit of its "
+        "own; --max-connections bounds them)",
     )
     parser.add_argument(
         "--max-body",
