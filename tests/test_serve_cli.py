@@ -266,7 +266,7 @@ def test_upstream_connections_sizes_every_served_models_pool(fallback: list[str]
     from solon_events.client.routing import ModelGroup
 
     url = "http://127.0.0.1:9/v1/chat/completions"
-    for given, pool in (([], 100), (["--upstream-connections", "7"], 7)):
+    for given, pool in (([], 0), (["--upstream-connections", "7"], 7)):
         args = build_parser().parse_args(["serve", "--model", "a", *fallback, *given])
         served = _model(args, url, [args.model, *args.fallback], None, "openai")
         with served:
