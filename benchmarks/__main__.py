@@ -19,7 +19,7 @@ the chaos soak alone: N streamed responses against faulty providers, ``--concurr
 a time (:mod:`benchmarks.soak`; with ``--gateways``, through two gateway replicas sharing
 a Redis restarted mid-run: :mod:`benchmarks.soak_gateways`); ``--json PATH``
 writes the figures as JSON; ``--readme`` writes them, with their picture, to
-``benchmarks/results/`` and puts the tables and the picture in README.rst.
+``benchmarks/results/`` and puts the tables and the picture in docs/benchmarks.rst.
 The partial-arguments table always runs the partial JSON parsers of the ``bench`` extra that
 are installed (the others listed as not installed).
 """
@@ -110,7 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
     parser.add_argument(
-        "--readme", action="store_true", help="write benchmarks/results/ and README's tables"
+        "--readme",
+        action="store_true",
+        help="write benchmarks/results/ and the tables of docs/benchmarks.rst",
     )
     return parser
 
@@ -261,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
         picture(figures, RESULTS / "benchmarks.png")
         readme.update(figures, printed)
-        print(f"figures and picture written to {RESULTS}; README.rst updated")
+        print(f"figures and picture written to {RESULTS}; docs/benchmarks.rst updated")
     return figures
 
 

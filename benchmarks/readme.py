@@ -1,4 +1,5 @@
-"""README.rst's benchmark tables: regenerated from a run's printout, between two markers."""
+"""The benchmark tables of docs/benchmarks.rst: regenerated from a run's printout, between two
+markers."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from .machine import summary
 
-README = Path(__file__).resolve().parents[1] / "README.rst"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.rst"
 BEGIN = ".. benchmarks-begin (python -m benchmarks --peers --readme writes what follows)"
 END = ".. benchmarks-end"
 SECTIONS = (
@@ -18,17 +19,17 @@ SECTIONS = (
     ("partial", "Partial tool arguments: one long argument streamed in 20-byte fragments"),
     ("breakdown", "Where a corpus replay's time goes"),
 )
-"""The printed sections README shows, in order, with their headings."""
+"""The printed sections the page shows, in order, with their headings."""
 
 
 def block(figures: dict[str, Any], printed: dict[str, str]) -> str:
-    """The generated part of README: the machine, the picture, each section's printout."""
+    """The generated part of the page: the machine, the picture, each section's printout."""
     lines = [
         BEGIN,
         "",
         f"Measured on: {summary(figures['machine'])}.",
         "",
-        ".. image:: benchmarks/results/benchmarks.png",
+        ".. image:: ../benchmarks/results/benchmarks.png",
         "   :alt: cost per frame against stream length, and per library",
         "",
     ]
@@ -42,7 +43,7 @@ def block(figures: dict[str, Any], printed: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def update(figures: dict[str, Any], printed: dict[str, str], path: Path = README) -> None:
+def update(figures: dict[str, Any], printed: dict[str, str], path: Path = PAGE) -> None:
     """Replace the generated part of ``path`` (appended to its end the first time)."""
     text = path.read_text()
     generated = block(figures, printed)

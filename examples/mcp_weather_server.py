@@ -3,7 +3,7 @@
 ``python examples/mcp_weather_server.py`` serves it over stdio (what ``McpTools.stdio``
 starts); ``python examples/mcp_weather_server.py --http 8001`` over streamable HTTP at
 ``http://127.0.0.1:8001/mcp`` (what ``McpTools.http`` connects to), saying so on its first
-line once it listens; ``--help`` says how to use it. README.rst uses both.
+line once it listens; ``--help`` says how to use it. docs/guides/tools.rst uses both.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""README.rst's examples as the tests run them: its Python blocks, what each prints, what
-each needs, and the environment README.rst tells a reader to set.
+"""README.rst's examples and the documentation's as the tests run them: their Python blocks,
+what each prints, what each needs, and the environment README.rst tells a reader to set.
 
 The convention (README.rst, "The examples"): each ``.. code-block:: python`` is a whole
 script that talks to ``http://127.0.0.1:8000``, where the embedded provider is started; a
@@ -24,6 +24,7 @@ import attrs
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.rst"
+DOCS = ROOT / "docs"
 EXAMPLE_ADDRESS = "http://127.0.0.1:8000"
 EXAMPLE_MCP_ADDRESS = "http://127.0.0.1:8001/mcp"  # examples/mcp_weather_server.py --http 8001
 EXAMPLE_REDIS_ADDRESS = "redis://127.0.0.1:6379/0"  # a redis-server on its default port
@@ -106,6 +107,44 @@ def examples(text: str) -> list[Example]:
             waiting = None
         i = after
     return found
+
+
+def pages() -> list[Path]:
+    """README.rst and every page of docs/ whose Python blocks are examples (the generated
+    API pages and the build aside)."""
+    found = sorted(DOCS.rglob("*.rst"))
+    return [
+        README,
+        *(p for p in found if not {"_build", "_generated", "api"} & set(p.relative_to(DOCS).parts)),
+    ]
+
+
+@attrs.frozen
+class PageExample:
+    """A Python block and the page it is on (``README.rst``, ``docs/guides/tools.rst``)."""
+
+    page: str
+    example: Example
+
+    @property
+    def where(self) -> str:
+        """The page, the block's line and its section, as a failure names it."""
+        return f"{self.page} line {self.example.line} ({self.example.section})"
+
+    @property
+    def test_id(self) -> str:
+        """A short test id: the page's name, the line and the section."""
+        name = Path(self.page).stem
+        return f"{name}-line{self.example.line}-{self.example.section or 'top'}"
+
+
+def all_examples() -> list[PageExample]:
+    """The Python blocks of README.rst and of the documentation, page by page."""
+    return [
+        PageExample(str(page.relative_to(ROOT)), example)
+        for page in pages()
+        for example in examples(page.read_text(encoding="utf-8"))
+    ]
 
 
 def section_text(text: str, title: str) -> str:

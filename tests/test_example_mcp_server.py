@@ -1,4 +1,4 @@
-"""The example MCP server the README's MCP examples use (#49.5): ``--help`` helps without
+"""The example MCP server the tools guide's MCP examples use (#49.5): ``--help`` helps without
 starting it, and over HTTP it prints its address once it listens."""
 
 from __future__ import annotations

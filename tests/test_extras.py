@@ -5,7 +5,7 @@ nothing else (``pip install -e .``: the core dependencies alone), and each featu
 there in a process of its own: it must fail with the message naming its extra
 (``pip install 'solon-events[x]'``), never a bare ModuleNotFoundError, a traceback or a
 hang; the gateway's ``/agui`` answers 501 with that message; the demo's first screen has
-no warning. Every example of README.rst runs there too, unless its first line says what it
+no warning. Every example of README.rst and docs/ runs there too, unless its first line says what it
 needs (``# needs: ...``), and then it does not.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from readme_examples import EXAMPLE_ADDRESS, README, Example, examples, prints_exactly, run_example
+from readme_examples import EXAMPLE_ADDRESS, PageExample, all_examples, prints_exactly, run_example
 
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.extras import install_hint
@@ -315,7 +315,7 @@ def test_the_demo_says_no_warning_without_extras(bare_python: Path) -> None:
     assert "It is 18°C and sunny in Paris right now." in done.stdout
 
 
-README_EXAMPLES = [e for e in examples(README.read_text(encoding="utf-8")) if not e.skip_reason]
+EXAMPLES = [found for found in all_examples() if not found.example.skip_reason]
 
 
 @pytest.fixture(scope="module")
@@ -324,14 +324,12 @@ def server() -> Iterator[RunningServer]:
         yield running
 
 
-@pytest.mark.parametrize(
-    "example", README_EXAMPLES, ids=[f"line{e.line}-{e.section}" for e in README_EXAMPLES]
-)
-def test_a_readme_example_runs_without_extras_unless_it_says_what_it_needs(
-    bare_python: Path, server: RunningServer, example: Example, tmp_path: Path
+@pytest.mark.parametrize("found", EXAMPLES, ids=[found.test_id for found in EXAMPLES])
+def test_an_example_runs_without_extras_unless_it_says_what_it_needs(
+    bare_python: Path, server: RunningServer, found: PageExample, tmp_path: Path
 ) -> None:
+    example, where = found.example, found.where
     result = run_example(bare_python, example, tmp_path, {EXAMPLE_ADDRESS: server.url})
-    where = f"README.rst line {example.line} ({example.section})"
     if example.needs is None:
         assert result.returncode == 0 and result.stderr == "", (
             f"{where} needs what the demo's install lacks; say it on its first line "

@@ -4,7 +4,7 @@ of replay() itself. For each: the error the subscriber gets (type and message), 
 partial response kept (on the error and on its one ERROR event, the one terminal event),
 the connection closed, and no task or thread left behind.
 
-README's Errors section has the matrix as a table; a change here changes it there.
+The errors guide (docs/guides/errors.rst) has the matrix as a table; a change here changes it there.
 """
 
 from __future__ import annotations

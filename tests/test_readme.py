@@ -1,4 +1,5 @@
-"""Every Python example of README.rst runs as a plain script against the embedded provider.
+"""Every Python example of README.rst and of the documentation (docs/) runs as a plain script
+against the embedded provider.
 
 The convention (README.rst, "The examples"; read by ``readme_examples.py``): each
 ``.. code-block:: python`` is a whole script that talks to ``http://127.0.0.1:8000``,
@@ -9,7 +10,8 @@ provider's on a free port, in a scratch directory where ``examples/`` is the rep
 environment variables README.rst tells the reader to set. It must exit 0, write nothing to
 stderr (no traceback, no warning such as "Unclosed client session") and print something;
 a ``.. code-block:: text`` that comes next is exactly what it prints. A block preceded by
-``.. not-tested: <reason>`` is skipped with that reason.
+``.. not-tested: <reason>`` is skipped with that reason. The documentation's pages follow
+the same convention: an example that leaves README.rst for a guide is run there.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from readme_examples import (
     EXAMPLE_MCP_ADDRESS,
     EXAMPLE_REDIS_ADDRESS,
     README,
-    Example,
+    PageExample,
+    all_examples,
     examples,
     exported_variables,
     prints_exactly,
@@ -40,6 +43,7 @@ from solon_events.devserver import DevServer, RunningServer
 
 TEXT = README.read_text(encoding="utf-8")
 EXAMPLES = examples(TEXT)
+ALL_EXAMPLES = all_examples()
 
 
 @pytest.fixture(scope="module")
@@ -56,21 +60,19 @@ def mcp_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     process.stop()
 
 
-@pytest.mark.parametrize(
-    "example", EXAMPLES, ids=[f"line{e.line}-{e.section or 'top'}" for e in EXAMPLES]
-)
-def test_readme_example_runs_as_a_script(
-    example: Example, server: RunningServer, tmp_path: Path, request: pytest.FixtureRequest
+@pytest.mark.parametrize("found", ALL_EXAMPLES, ids=[found.test_id for found in ALL_EXAMPLES])
+def test_example_runs_as_a_script(
+    found: PageExample, server: RunningServer, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    example, where = found.example, found.where
     if example.skip_reason is not None:
-        pytest.skip(f"README line {example.line}: {example.skip_reason}")
+        pytest.skip(f"{where}: {example.skip_reason}")
     addresses = {EXAMPLE_ADDRESS: server.url}
     if EXAMPLE_MCP_ADDRESS in example.code:
         addresses[EXAMPLE_MCP_ADDRESS] = request.getfixturevalue("mcp_address")
     if EXAMPLE_REDIS_ADDRESS in example.code:
         addresses[EXAMPLE_REDIS_ADDRESS] = request.getfixturevalue("redis_url")
     result = run_example(sys.executable, example, tmp_path, addresses)
-    where = f"README.rst line {example.line} ({example.section})"
     assert result.returncode == 0, f"{where} failed:\n{result.stderr}"
     assert result.stderr == "", f"{where} wrote to stderr:\n{result.stderr}"
     assert result.stdout.strip(), f"{where} printed nothing"
@@ -81,20 +83,28 @@ def test_readme_example_runs_as_a_script(
 
 
 def test_the_readme_has_examples_and_most_run() -> None:
-    assert len(EXAMPLES) >= 5
-    skipped = [e for e in EXAMPLES if e.skip_reason is not None]
-    assert len(skipped) <= len(EXAMPLES) // 4, "not-tested blocks are to stay rare"
+    assert len(EXAMPLES) >= 2  # the event stream and the gateway; the others are in docs/
+    everywhere = [found.example for found in ALL_EXAMPLES]
+    assert len(everywhere) >= 50
+    skipped = [e for e in everywhere if e.skip_reason is not None]
+    assert len(skipped) <= len(everywhere) // 4, "not-tested blocks are to stay rare"
+
+
+def test_the_documentations_pages_are_read_for_examples() -> None:
+    pages = {found.page for found in ALL_EXAMPLES}
+    assert {"README.rst", "docs/guides/tools.rst", "docs/guides/errors.rst"} <= pages
+    assert not any("/api/" in page or "_build" in page for page in pages)
 
 
 def test_every_variable_an_example_reads_is_named_where_the_examples_start() -> None:
     named = exported_variables(TEXT)
     assert "OPENAI_API_KEY" in named
-    read = {name for example in EXAMPLES for name in read_variables(example.code)}
+    read = {name for found in ALL_EXAMPLES for name in read_variables(found.example.code)}
     assert read <= set(named), f"not named in 'The examples': {sorted(read - set(named))}"
 
 
 def test_an_example_needing_an_extra_says_how_to_install_it() -> None:
-    for example in EXAMPLES:
+    for example in (found.example for found in ALL_EXAMPLES):
         if example.needs is not None:
             assert example.needs.startswith(".venv/bin/pip install -e '.["), example.needs
 
@@ -115,10 +125,10 @@ def test_the_install_line_for_all_examples_covers_every_needs_line() -> None:
     command = re.search(r"``(\.venv/bin/pip install[^`]*)`` installs what they all use", section)
     assert command is not None
     everything = _installed_by(command.group(1))
-    for example in EXAMPLES:
-        if example.needs is not None:
-            missing = _installed_by(example.needs) - everything
-            assert not missing, f"README.rst line {example.line} needs {missing}"
+    for found in ALL_EXAMPLES:
+        if found.example.needs is not None:
+            missing = _installed_by(found.example.needs) - everything
+            assert not missing, f"{found.where} needs {missing}"
 
 
 SAMPLE = """\

@@ -1,4 +1,5 @@
-"""README's "Writing a dialect" example, run as it is written, and what it promises."""
+"""The dialects guide's "Writing a dialect: the whole contract" example (once README's), run
+as it is written, and what it promises."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import pytest
 from solon_events import ChatError, ChatProtocolError, ProviderError, UserMessage, replay
 from solon_events.messages import ChatRequest
 
-README = Path(__file__).resolve().parent.parent / "README.rst"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "dialects.rst"
+TITLE = "Writing a dialect: the whole contract"
 
 
 def _example() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("Writing a dialect\n-----------------") :]
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text[text.index(f"{TITLE}\n{'-' * len(TITLE)}") :]
     block = section[section.index(".. code-block:: python") :].split("\n\n", 1)[1]
     lines = []
     for line in block.splitlines():
@@ -31,7 +33,7 @@ def _example() -> str:
 def _run_example() -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "readme_dialect"}
     with contextlib.redirect_stdout(io.StringIO()) as out:
-        exec(compile(_example(), str(README), "exec"), namespace)
+        exec(compile(_example(), str(GUIDE), "exec"), namespace)
     namespace["printed"] = out.getvalue()
     return namespace
 

@@ -3,8 +3,8 @@
 A dialect is a sans-I/O translator of one provider's wire format: it builds the provider's
 HTTP request for a conversation and says what each decoded frame of the streamed answer
 means, recording it on a :class:`~solon_events.dialects.context.ChatStreamContext`. The
-parse stage owns the stream and acts on what the dialect records. README's "Writing a
-dialect" shows a whole one.
+parse stage owns the stream and acts on what the dialect records. The dialects guide's
+"Writing a dialect" (docs/guides/dialects.rst) shows a whole one.
 """
 
 from __future__ import annotations
