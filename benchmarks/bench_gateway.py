@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .bench_e2e import _ArrivalProbe, _percentile
+from .machine import print_run_heading
 
 UPSTREAMS = ("openai", "anthropic")
 ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
@@ -544,12 +545,9 @@ def main(quick: bool = False) -> dict[str, Any]:
     figures = measure(quick)
     paths = figures["paths"]
     floor = paths["direct (Chat Completions)"]
-    print(
-        f"load average {figures['load_before']:.2f} before, {figures['load_after']:.2f} after; "
-        "clients speak Chat Completions; latency: one stream, deltas 1 ms apart"
+    print_run_heading(
+        figures, "clients speak Chat Completions; latency: one stream, deltas 1 ms apart"
     )
-    if "litellm" in figures:
-        print(f"LiteLLM's proxy not measured: {figures['litellm']}")
     head = f"{'path':<30}{'added latency per frame, us':>30}{'added TTFT, ms':>17}"
     print(head + f"{'proxy CPU, us/frame':>22}")
     print(f"{'':<30}{'aiohttp p50':>12}{'p99':>7}{'SDK p50':>9}{'p99':>7}{'p50':>9}{'p99':>8}"

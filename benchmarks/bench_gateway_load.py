@@ -38,6 +38,7 @@ from typing import Any
 
 from .bench_e2e import _percentile
 from .bench_gateway import MASTER_KEY, _body, _family, _free_port, _litellm, _process
+from .machine import print_run_heading
 
 LOAD = "slow:20:0.005"
 """The short streamed answer of the throughput runs."""
@@ -285,13 +286,11 @@ def measure(quick: bool = False) -> dict[str, Any]:
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the throughput and memory figures; return them."""
     figures = measure(quick)
-    print(
-        f"load average {figures['load_before']:.2f} before, {figures['load_after']:.2f} after; "
+    print_run_heading(
+        figures,
         f"each proxy pinned to CPU {figures['cpu']}; answers {LOAD} (20 deltas 5 ms apart), "
-        f"sent open-loop, {100 if quick else 200} or more per rate"
+        f"sent open-loop, {100 if quick else 200} or more per rate",
     )
-    if "litellm" in figures:
-        print(f"LiteLLM's proxy not measured: {figures['litellm']}")
     print("p99 time to the first delta, ms (failed requests in brackets):")
     names = list(figures["proxies"])
     print(f"{'requests/s':>12}{'direct':>10}" + "".join(f"{name:>22}" for name in names))

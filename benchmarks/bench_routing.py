@@ -42,6 +42,7 @@ from typing import Any
 
 from .bench_e2e import _percentile
 from .bench_gateway import LITELLM_VENV, MASTER_KEY, _free_port, _process, litellm_command
+from .machine import print_run_heading
 
 SCENARIO = "slow:5:0"
 CONCURRENCY = (1, 16, 64, 256)
@@ -276,12 +277,9 @@ def measure(quick: bool = False) -> dict[str, Any]:
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the router's figures beside LiteLLM's; return them."""
     figures = measure(quick)
-    print(
-        f"load average {figures['load_before']:.2f} before, {figures['load_after']:.2f} after; "
-        f"upstreams: the embedded provider ({SCENARIO}), Chat Completions, aiohttp clients"
+    print_run_heading(
+        figures, f"upstreams: the embedded provider ({SCENARIO}), Chat Completions, aiohttp clients"
     )
-    if "litellm" in figures:
-        print(f"LiteLLM's proxy not measured: {figures['litellm']}")
     latency = figures["latency"]
     floor = latency["direct"]
     print("added time to the first delta over a single upstream, requests one at a time (ms)")

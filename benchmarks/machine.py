@@ -54,3 +54,15 @@ def summary(machine: dict[str, Any]) -> str:
         f"{machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
         f"{machine['os']}; {machine['python']}; {packages}"
     )
+
+
+def print_run_heading(figures: dict[str, Any], setting: str) -> None:
+    """The first lines of a gateway benchmark's printout: the machine's load before and
+    after the run, what the run set up (``setting``), and why LiteLLM's proxy was not
+    measured, if it was not."""
+    print(
+        f"load average {figures['load_before']:.2f} before, {figures['load_after']:.2f} after; "
+        + setting
+    )
+    if "litellm" in figures:
+        print(f"LiteLLM's proxy not measured: {figures['litellm']}")

@@ -10,6 +10,7 @@ options written for each upstream dialect, and what bad bodies are told.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -274,6 +275,21 @@ def test_responses_items_gather_into_turns() -> None:
     assert not read.stream
 
 
+def _snake_case(value: Any, keep: tuple[str, ...]) -> Any:
+    """``value`` with every key written snake_case (``mimeType``: ``mime_type``), except
+    inside the keys ``keep`` names (the client's own names: arguments, schemas)."""
+    if isinstance(value, list):
+        return [_snake_case(item, keep) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {
+        re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower(): inner
+        if key in keep
+        else _snake_case(inner, keep)
+        for key, inner in value.items()
+    }
+
+
 def test_gemini_fields_are_read_in_either_spelling_and_values_kept_as_sent() -> None:
     """The API takes proto3 JSON, whose field names may be written lowerCamelCase or
     snake_case; google-genai sends ``thinkingConfig``'s as the second. The client's own
@@ -312,42 +328,7 @@ def test_gemini_fields_are_read_in_either_spelling_and_values_kept_as_sent() -> 
             "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 2048},
         },
     }
-    snake = {
-        "system_instruction": {"parts": [{"text": "Be brief."}]},
-        "contents": [
-            {"role": "user", "parts": [{"inline_data": {"mime_type": "image/png", "data": PNG}}]},
-            {
-                "role": "model",
-                "parts": [{"function_call": {"name": "f", "args": {"city_name": "P"}}}],
-            },
-            {
-                "role": "user",
-                "parts": [{"function_response": {"name": "f", "response": {"max_temp": 18}}}],
-            },
-        ],
-        "tools": [
-            {
-                "function_declarations": [
-                    {
-                        "name": "f",
-                        "parameters_json_schema": {
-                            "type": "object",
-                            "properties": {"city_name": {"type": "string"}},
-                        },
-                    }
-                ]
-            }
-        ],
-        "tool_config": {
-            "function_calling_config": {"mode": "ANY", "allowed_function_names": ["f"]}
-        },
-        "generation_config": {
-            "max_output_tokens": 300,
-            "top_p": 0.5,
-            "stop_sequences": ["X"],
-            "thinking_config": {"include_thoughts": True, "thinking_budget": 2048},
-        },
-    }
+    snake = _snake_case(camel, keep=("args", "response", "properties"))
     read = read_client_request("gemini", snake, model="m")
     assert read == read_client_request("gemini", camel, model="m")
     assert read.ignored == ()
