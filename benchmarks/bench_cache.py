@@ -48,7 +48,7 @@ def _ours(url: str, frames: int, cache: Any) -> Any:
 
 async def _ask_ours(model: Any, mode: Any) -> float:
     """One response through ``astream()``; the seconds to its first text delta."""
-    from solon_events.events import EVENT_TYPES
+    from solon_events.event_model.events import EVENT_TYPES
 
     start = time.perf_counter()
     first = None

@@ -126,7 +126,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     from solon_events.client.limit_store import RedisLimitStore
     from solon_events.client.limiter import Limiter
     from solon_events.devserver import DevServer
-    from solon_events.events import EVENT_TYPES
+    from solon_events.event_model.events import EVENT_TYPES
 
     runs = _runs(quick)
     figures: dict[str, Any] = {"checks": {}, "requests": {}}

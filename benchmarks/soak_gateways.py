@@ -32,9 +32,9 @@ import aiohttp
 import attrs
 import orjson
 
-from solon_events import errors
 from solon_events.adapters.native import event_from_json
 from solon_events.devserver import DevServer
+from solon_events.event_model import errors
 
 from . import soak
 from .local_servers import RedisServer, gateway_process, process_figures

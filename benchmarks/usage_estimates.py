@@ -3,7 +3,7 @@
 Every recording of the shared corpus (``../shared/corpus``) and of the public recordings
 kept in ``tests/recordings`` (Cohere, Google's Interactions API) whose provider reported
 usage is replayed; the output its step streamed (text, refusal, tool arguments, thinking) is
-counted as :class:`~solon_events.estimate.StepAccounting` counts it when the provider sends
+counted as :class:`~solon_events.client.estimate.StepAccounting` counts it when the provider sends
 no usage, and compared with the provider's ``completion_tokens``. Per dialect: how many
 recordings, the median and 95th percentile (nearest rank: with fewer than 20 recordings,
 the largest) of the relative error ``|estimate - reported| / reported``, and the median of
@@ -35,7 +35,7 @@ from typing import Any
 import attrs
 
 from solon_events import replay
-from solon_events.estimate import heuristic_tokens
+from solon_events.client.estimate import heuristic_tokens
 
 from .recordings import CORPUS, PUBLIC
 

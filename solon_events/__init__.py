@@ -9,7 +9,6 @@ a delivery filter. The documentation (``docs/``) explains the event model.
 from ._moved import MOVED as _MOVED
 from ._moved import install as _install_moved
 from ._version import __version__ as __version__
-from .approvals import PendingApproval
 from .client.cache import MemoryCache, RedisCache, ResponseCache, SQLiteCache
 from .client.fan_out import FanOut, FanOutPrompt, FanOutResponses, fan_out
 from .client.limiter import Limiter
@@ -28,7 +27,8 @@ from .core import (
     PartialJsonParser,
 )
 from .dialects.base import ChatDialect, ChatStreamContext, get_dialect
-from .errors import (
+from .event_model.approvals import PendingApproval
+from .event_model.errors import (
     ChatConnectionError,
     ChatError,
     ChatHttpError,
@@ -38,16 +38,38 @@ from .errors import (
     StructuredOutputError,
     ToolCallError,
 )
-from .events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
-from .filters import ChatEventFilter
-from .finish import FinishReason
-from .messages import (
+from .event_model.events import ChatEvent, ChatEventGroup, ChatEventPhase, ChatEventType
+from .event_model.filters import ChatEventFilter
+from .event_model.finish import FinishReason
+from .event_model.messages import (
     ChatRequest,
     OutputFormat,
     SystemMessage,
     ToolMessage,
     ToolSpec,
     UserMessage,
+)
+from .event_model.results import (
+    AssistantMessage,
+    Attempt,
+    CachedAnswer,
+    ChatResponse,
+    Citation,
+    Cost,
+    FileBlock,
+    ImageBlock,
+    SearchResult,
+    TextBlock,
+    ToolCall,
+    Usage,
+    UsageReport,
+)
+from .event_model.steps import (
+    StepContext,
+    StepResult,
+    StepSettings,
+    has_tool_call,
+    step_count_is,
 )
 from .operators import (
     aggregate,
@@ -64,28 +86,6 @@ from .operators import (
     text_deltas,
 )
 from .replay import replay
-from .results import (
-    AssistantMessage,
-    Attempt,
-    CachedAnswer,
-    ChatResponse,
-    Citation,
-    Cost,
-    FileBlock,
-    ImageBlock,
-    SearchResult,
-    TextBlock,
-    ToolCall,
-    Usage,
-    UsageReport,
-)
-from .steps import (
-    StepContext,
-    StepResult,
-    StepSettings,
-    has_tool_call,
-    step_count_is,
-)
 from .tools import McpTools, Tool, ToolContext, ToolSet, tool
 
 __all__ = [

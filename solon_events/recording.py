@@ -42,7 +42,7 @@ import attrs
 import orjson
 
 from ._version import __version__
-from .events import EVENT_TYPES, ChatEvent
+from .event_model.events import EVENT_TYPES, ChatEvent
 from .sources import Source, is_recording, read_recorded, recording_dialect
 from .wire.recordings import (
     FORMAT_KEY,
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 
     from .client.model import ChatPrompt
     from .dialects.base import ChatDialect
-    from .redaction import Redactor
-    from .results import ChatResponse
+    from .event_model.results import ChatResponse
+    from .support.redaction import Redactor
     from .wire.sse import Frame
 
 __all__ = [
@@ -179,7 +179,7 @@ def _tool_results_before_step_end(
     """Emit the step's TOOL_RESULT events just before its STEP_END, as the tool loop does."""
     import reactivex
 
-    from ._safe_callbacks import safe_callbacks
+    from .support.safe_callbacks import safe_callbacks
 
     def tool_results(step_end: ChatEvent) -> Iterator[ChatEvent]:
         response = step_end.response
@@ -239,7 +239,7 @@ def replay_recording(
 
 def read_recording(source: str | os.PathLike[str] | bytes | Source) -> Recording:
     """Read a recording from a path, its bytes or its text; a line that is wrong raises
-    :class:`~solon_events.errors.ChatProtocolError` naming it."""
+    :class:`~solon_events.event_model.errors.ChatProtocolError` naming it."""
     header, steps = source.recorded() if isinstance(source, Source) else read_recorded(source)
     return Recording(header, steps)
 
@@ -305,8 +305,8 @@ def record(
     secrets of its URL) is masked in what is written.
     """
     from .client.prompt import _outcome
-    from .filters import ChatEventFilter
-    from .redaction import redact_url
+    from .event_model.filters import ChatEventFilter
+    from .support.redaction import redact_url
 
     log = _Log()
     done = threading.Event()

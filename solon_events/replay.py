@@ -15,8 +15,8 @@ from .core import stages
 from .core.parsing import ParseStage
 from .core.stages import Sink
 from .dialects.base import ChatDialect, get_dialect
-from .events import ChatEvent
-from .filters import ChatEventFilter
+from .event_model.events import ChatEvent
+from .event_model.filters import ChatEventFilter
 from .recording import replay_recording
 from .sources import ReplaySource, tell_source
 

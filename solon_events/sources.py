@@ -80,7 +80,7 @@ class Source:
 
     def recorded(self) -> tuple[dict[str, Any], tuple[RecordedStep, ...]]:
         """A recording's header and steps; a body that is no recording raises
-        :class:`~solon_events.errors.ChatProtocolError`."""
+        :class:`~solon_events.event_model.errors.ChatProtocolError`."""
         body = self.body()
         return read_lines(body.encode() if isinstance(body, str) else body)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from solon_events import ChatEvent, ChatStreamContext, get_dialect
-from solon_events.events import EVENT_TYPES as T
+from solon_events.event_model.events import EVENT_TYPES as T
 
 
 def aborting(dialect: str, after: int) -> Any:

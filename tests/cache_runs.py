@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from solon_events import ChatEvent, ChatModel
 from solon_events.devserver import RunningServer
-from solon_events.events import EVENT_TYPES as T
+from solon_events.event_model.events import EVENT_TYPES as T
 
 GATED_ANSWER = "Before the gate. After the gate."
 """What the ``gate`` scenario answers, once its gate is open."""

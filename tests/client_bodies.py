@@ -11,8 +11,14 @@ from hypothesis import strategies as st
 
 from solon_events.adapters.client_requests import GenerationOptions
 from solon_events.dialects import get_dialect
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, ImageBlock, ToolCall
+from solon_events.event_model.messages import (
+    ChatRequest,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from solon_events.event_model.results import AssistantMessage, ImageBlock, ToolCall
 
 PNG = base64.b64encode(
     base64.b64decode(

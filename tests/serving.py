@@ -20,9 +20,9 @@ from aiohttp import web
 from executables import executable_or_skip
 
 from solon_events.client.transport import pools_closed
-from solon_events.loop_thread import EventLoopThread
 from solon_events.serve import create_app, run_app
 from solon_events.serve.models import ModelTable
+from solon_events.support.loop_thread import EventLoopThread
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
 SHOW_MAP = {

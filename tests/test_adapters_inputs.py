@@ -9,7 +9,7 @@ import pytest
 
 from solon_events import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from solon_events.adapters.inputs import messages_from_events, messages_from_vercel, run_from_agui
-from solon_events.results import ImageBlock
+from solon_events.event_model.results import ImageBlock
 
 
 def test_a_vercel_conversation_with_a_tool_loop() -> None:

@@ -41,14 +41,14 @@ from solon_events import (
     step_count_is,
     tool,
 )
-from solon_events.approvals import (
+from solon_events.devserver import RunningServer
+from solon_events.event_model.approvals import (
     approval_id,
     denied_text,
     message_from_json,
     message_to_json,
     parse_approval_id,
 )
-from solon_events.devserver import RunningServer
 
 T = ChatEventType
 TAG = itertools.count().__next__

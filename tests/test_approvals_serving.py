@@ -26,11 +26,11 @@ from rich.console import Console
 from serving import chromium_or_skip, run_node, serve_command, serving_in_thread, sse_json
 
 from solon_events import ChatEventFilter, ChatModel, tool
-from solon_events.approvals import denied_text
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.display.live import LiveState
 from solon_events.display.pretty import to_text
 from solon_events.display.render import LiveRenderer
+from solon_events.event_model.approvals import denied_text
 from solon_events.serve import create_app
 
 QUESTION = "What is the weather in Paris?"
@@ -419,7 +419,7 @@ def test_serve_signs_what_it_keeps_in_redis_with_the_key_its_flag_names(
     redis_client: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from solon_events.approvals import verified
+    from solon_events.event_model.approvals import verified
 
     monkeypatch.delenv("SOLON_APPROVAL_KEY", raising=False)
     monkeypatch.setenv("GATEWAY_APPROVAL_KEY", KEY)
@@ -444,7 +444,7 @@ def test_a_state_written_to_redis_by_someone_else_runs_no_tool(
     redis_client: Any,
     forgery: str,
 ) -> None:
-    from solon_events.approvals import signed, verified
+    from solon_events.event_model.approvals import signed, verified
 
     with gateways(provider, redis=redis_url, approval_key=KEY) as (url,):
         response_id, approval_id = paused_by(url)

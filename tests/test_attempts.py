@@ -21,8 +21,8 @@ from solon_events.core.attempts import (
     AttemptPolicy,
     Continuation,
 )
-from solon_events.messages import ToolMessage, UserMessage
-from solon_events.results import ChatResponse, Usage
+from solon_events.event_model.messages import ToolMessage, UserMessage
+from solon_events.event_model.results import ChatResponse, Usage
 
 T = ChatEventType
 

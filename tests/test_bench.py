@@ -26,7 +26,7 @@ from solon_events.bench import (
     synthetic_prompts,
 )
 from solon_events.bench.runner import share
-from solon_events.estimate import heuristic_tokens
+from solon_events.client.estimate import heuristic_tokens
 
 
 def ks_exponential(gaps: list[float], rate: float) -> float:

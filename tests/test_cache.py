@@ -37,7 +37,7 @@ from solon_events import (
 from solon_events.client.cache import CacheStore, StoredAnswer, request_key
 from solon_events.client.cache.key import request_document
 from solon_events.devserver import RunningServer
-from solon_events.events import EVENT_TYPES as T
+from solon_events.event_model.events import EVENT_TYPES as T
 
 STORES = ["memory", "sqlite", "redis"]
 get_weather = weather_tool([])
@@ -392,7 +392,7 @@ def test_a_budget_sees_zero_spend_for_hits(
     nobody, reserve nothing) while a new question is refused."""
     from solon_events.client.limiter import Limiter
     from solon_events.client.limits import LimitExceededError
-    from solon_events.pricing import ModelPrice
+    from solon_events.event_model.pricing import ModelPrice
 
     limiter = Limiter(
         budget_tokens=20,

@@ -15,7 +15,7 @@ from redis_server import RedisServer, redis_server, redis_url  # noqa: F401  (fi
 
 from solon_events import ChatError, ChatEvent, ChatModel, MemoryCache, RedisCache, ResponseCache
 from solon_events.devserver import RunningServer
-from solon_events.events import EVENT_TYPES as T
+from solon_events.event_model.events import EVENT_TYPES as T
 from solon_events.serve.shared_flights import RedisFlights
 
 

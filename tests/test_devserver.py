@@ -41,10 +41,10 @@ from solon_events.devserver.scenarios import (
     example_arguments,
 )
 from solon_events.dialects.base import get_dialect
-from solon_events.errors import ChatProtocolError, ProviderError
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import ChatResponse, Usage
+from solon_events.event_model.errors import ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.messages import ChatRequest, ToolMessage, ToolSpec, UserMessage
+from solon_events.event_model.results import ChatResponse, Usage
 
 T = ChatEventType
 DIALECTS = TEXT_DIALECTS

@@ -23,9 +23,9 @@ from recorded import corpus_paths
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import anthropic, get_dialect
 from solon_events.dialects.anthropic import AnthropicDialect
-from solon_events.errors import ChatError, ChatProtocolError, ProviderError
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.results import Citation, SearchResult, ToolCall, Usage
+from solon_events.event_model.errors import ChatError, ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import Citation, SearchResult, ToolCall, Usage
 
 T = ChatEventType
 DIALECT = AnthropicDialect()

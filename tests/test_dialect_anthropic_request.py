@@ -9,9 +9,15 @@ import orjson
 import pytest
 from chat_requests import CITY_SCHEMA, WEATHER, hi
 
+from solon_events import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.dialects.anthropic import AnthropicDialect
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, FileBlock, ImageBlock, TextBlock, ToolCall
+from solon_events.event_model.results import (
+    AssistantMessage,
+    FileBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCall,
+)
 
 DIALECT = AnthropicDialect()
 

@@ -21,13 +21,22 @@ from botocore_stream import botocore_events
 from dialect_runs import feed
 from reactivex import operators as ops
 
-from solon_events import ChatModel, final_response, replay, tool
+from solon_events import (
+    ChatModel,
+    ChatRequest,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+    final_response,
+    replay,
+    tool,
+)
 from solon_events.dialects import aws_auth, get_dialect
 from solon_events.dialects.bedrock import BedrockDialect, converse_stream_url
-from solon_events.errors import ChatError, ChatProtocolError, ProviderError
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, ImageBlock, ToolCall
+from solon_events.event_model.errors import ChatError, ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import AssistantMessage, ImageBlock, ToolCall
 from solon_events.wire.eventstream import event_message, exception_message
 
 T = ChatEventType

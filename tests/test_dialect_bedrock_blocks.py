@@ -35,8 +35,8 @@ from solon_events.devserver.turns import (
     TurnUsage,
 )
 from solon_events.dialects.bedrock import BedrockDialect
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.results import ImageBlock
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import ImageBlock
 
 T = ChatEventType
 DIALECT = BedrockDialect()

@@ -26,9 +26,15 @@ from solon_events.dialects import cohere, dialect_names, get_dialect
 from solon_events.dialects.cohere import CohereDialect, cohere_usage
 from solon_events.dialects.request import Endpoint
 from solon_events.dialects.sniff import claims_frame
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.messages import (
+    ChatRequest,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from solon_events.event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 
 T = ChatEventType
 DIALECT = CohereDialect()

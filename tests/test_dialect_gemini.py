@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from recorded import corpus_paths, corpus_presence_test, corpus_recording
 
+from solon_events import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatStreamContext, gemini, get_dialect
 from solon_events.dialects.gemini import SKIP_SIGNATURE, GeminiDialect, stream_url
-from solon_events.errors import ChatProtocolError, ProviderError
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from solon_events.event_model.errors import ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 
 T = ChatEventType
 DIALECT = GeminiDialect()

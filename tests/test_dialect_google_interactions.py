@@ -21,7 +21,15 @@ from extra_modules import needed
 from hypothesis import given, settings
 from sdk_oracles import recording_paths, sdk_http_client
 
-from solon_events import ChatProtocolError, ProviderError
+from solon_events import (
+    ChatProtocolError,
+    ChatRequest,
+    ProviderError,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import dialect_names, get_dialect, google_interactions
 from solon_events.dialects.google_interactions import (
@@ -31,9 +39,8 @@ from solon_events.dialects.google_interactions import (
 )
 from solon_events.dialects.request import Endpoint
 from solon_events.dialects.sniff import claims_frame
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 
 T = ChatEventType
 DIALECT = GoogleInteractionsDialect()

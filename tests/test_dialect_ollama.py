@@ -12,13 +12,19 @@ import pytest
 from chat_requests import CITY_SCHEMA, hi
 from dialect_runs import feed
 
+from solon_events import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import get_dialect
 from solon_events.dialects.ollama import OllamaDialect
-from solon_events.errors import ChatProtocolError, ProviderError
-from solon_events.events import ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import AssistantMessage, FileBlock, ImageBlock, TextBlock, ToolCall
+from solon_events.event_model.errors import ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEventType
+from solon_events.event_model.results import (
+    AssistantMessage,
+    FileBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCall,
+)
 
 T = ChatEventType
 DIALECT = OllamaDialect()

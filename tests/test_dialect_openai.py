@@ -18,14 +18,14 @@ from chat_requests import hi
 from dialect_runs import DONE, feed
 from recorded import CORPUS, corpus_paths, needs_corpus
 
+from solon_events import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.core.accumulator import ChatAccumulator
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import get_dialect
 from solon_events.dialects.openai import OpenAIDialect
-from solon_events.errors import ChatError, ChatProtocolError, ProviderError
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from solon_events.results import (
+from solon_events.event_model.errors import ChatError, ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import (
     AssistantMessage,
     ChatResponse,
     Citation,

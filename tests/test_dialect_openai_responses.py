@@ -31,15 +31,15 @@ from responses_frames import (
     rewritten_stream,
 )
 
+from solon_events import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects import ChatStreamContext, get_dialect, openai_responses
 from solon_events.dialects.openai_responses import OpenAIResponsesDialect
-from solon_events.errors import ChatProtocolError, ProviderError
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from solon_events.event_model.errors import ChatProtocolError, ProviderError
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from solon_events.operators import final_response
 from solon_events.replay import replay
-from solon_events.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 
 T = ChatEventType
 DIALECT = OpenAIResponsesDialect()

@@ -21,7 +21,7 @@ from solon_events.dialects.writing import (
     tool_definition,
     verbatim,
 )
-from solon_events.messages import SystemMessage, ToolMessage, ToolSpec, UserMessage
+from solon_events.event_model.messages import SystemMessage, ToolMessage, ToolSpec, UserMessage
 
 _MIME = st.from_regex(r"[a-z]{1,8}/[a-z0-9.+-]{1,12}", fullmatch=True)
 _BASE64 = st.from_regex(r"[A-Za-z0-9+/]{0,40}={0,2}", fullmatch=True)

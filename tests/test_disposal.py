@@ -23,7 +23,7 @@ from reactivex import operators as ops
 from sockets import wait_for
 
 from solon_events import ChatEventType, ChatModel, UsageReport, fan_out
-from solon_events.loop_thread import EventLoopThread
+from solon_events.support.loop_thread import EventLoopThread
 
 T = ChatEventType
 FRAMES = 40

@@ -74,11 +74,15 @@ def test_the_package_page_starts_with_the_way_in_then_the_events(tmp_path: Path)
     ]
     names = [name.removeprefix("solon_events.") for name in rendered]
     assert names[:2] == ["ChatModel", "ChatPrompt"]
-    events = set(importlib.import_module("solon_events.events").__all__)
+    events = set(importlib.import_module("solon_events.event_model.events").__all__)
     assert set(names[2 : 2 + len(events)]) == events
     index = (tmp_path / "index.rst").read_text().split(".. toctree::")[1].split()
     modules = [word for word in index if word.startswith("solon_events")]
-    assert modules[:3] == ["solon_events", "solon_events.client.model", "solon_events.events"]
+    assert modules[:3] == [
+        "solon_events",
+        "solon_events.client.model",
+        "solon_events.event_model.events",
+    ]
 
 
 def test_the_front_page_installs_from_a_checkout_or_a_wheel() -> None:

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solon_events import ChatResponse, Usage
-from solon_events.estimate import (
+from solon_events.client.estimate import (
     LETTERS_PER_TOKEN,
     StepAccounting,
     _tiktoken_encoding,
@@ -29,7 +29,7 @@ from solon_events.estimate import (
     request_tokens,
     token_counter,
 )
-from solon_events.messages import ChatRequest, UserMessage
+from solon_events.event_model.messages import ChatRequest, UserMessage
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 
@@ -134,7 +134,7 @@ def test_an_estimated_step_says_which_counter_made_it() -> None:
 def test_an_encoding_that_cannot_be_had_falls_back_to_the_heuristic(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="solon_events.estimate"):
+    with caplog.at_level(logging.INFO, logger="solon_events.client.estimate"):
         counter = token_counter("gpt-4o")
         assert token_counter("gpt-4o-mini") is not None  # o200k_base too: tried once
     assert counter.method == "heuristic"

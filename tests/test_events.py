@@ -22,7 +22,7 @@ from solon_events import (
     ToolCall,
     Usage,
 )
-from solon_events.events import framing_event, with_response_id
+from solon_events.event_model.events import framing_event, with_response_id
 
 T = ChatEventType
 G = ChatEventGroup

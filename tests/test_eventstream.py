@@ -14,7 +14,7 @@ from botocore.eventstream import EventStreamBuffer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solon_events.errors import ChatProtocolError
+from solon_events.event_model.errors import ChatProtocolError
 from solon_events.wire.eventstream import (
     EventStreamDecoder,
     EventStreamFrameDecoder,

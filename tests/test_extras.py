@@ -22,7 +22,7 @@ import pytest
 from readme_examples import EXAMPLE_ADDRESS, PageExample, all_examples, prints_exactly, run_example
 
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.extras import install_hint
+from solon_events.event_model.extras import install_hint
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRA_PACKAGES = (

@@ -31,7 +31,7 @@ from solon_events.adapters.provider_formats import WIRE_FORMATS, response_body, 
 from solon_events.adapters.provider_formats.base import FINISH_WORDS
 from solon_events.cli import ROUTES
 from solon_events.devserver import RunningServer
-from solon_events.finish import FINISH_REASONS, finish_reason_of, unified_finish
+from solon_events.event_model.finish import FINISH_REASONS, finish_reason_of, unified_finish
 
 T = ChatEventType
 F = FinishReason

@@ -241,7 +241,7 @@ def test_a_stream_stopped_at_its_limit_ends_with_the_protocols_error(
 
 
 def _counts(served: Any, key: Any) -> Any:
-    from solon_events.loop_thread import EventLoopThread
+    from solon_events.support.loop_thread import EventLoopThread
 
     io = EventLoopThread(name="counts")
     try:

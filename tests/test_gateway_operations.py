@@ -19,10 +19,10 @@ from google.genai import types as genai_types
 from prometheus_client.parser import text_string_to_metric_families
 from serving import serving_table
 
+from solon_events.client.estimate import request_tokens, token_counter
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.estimate import request_tokens, token_counter
-from solon_events.messages import ChatRequest, SystemMessage, ToolSpec, UserMessage
-from solon_events.results import Usage
+from solon_events.event_model.messages import ChatRequest, SystemMessage, ToolSpec, UserMessage
+from solon_events.event_model.results import Usage
 from solon_events.serve.config import parse_config
 from solon_events.serve.models import build_table
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from solon_events.events import EVENT_TYPES, ChatEvent
+from solon_events.event_model.events import EVENT_TYPES, ChatEvent
 from solon_events.serve.gateway import _Backlog, _Outbox, _Wire
 
 

@@ -35,7 +35,7 @@ from solon_events.adapters.client_requests import (
 )
 from solon_events.dialects import get_dialect
 from solon_events.dialects.anthropic_request import DEFAULT_MAX_TOKENS
-from solon_events.results import FileBlock, ImageBlock
+from solon_events.event_model.results import FileBlock, ImageBlock
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

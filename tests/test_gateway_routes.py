@@ -174,7 +174,7 @@ async def test_the_upstreams_own_refusal_of_the_gateways_key_is_a_502(gateway: A
 
 
 def test_upstream_statuses() -> None:
-    from solon_events.errors import (
+    from solon_events.event_model.errors import (
         ChatConnectionError,
         ChatError,
         ChatHttpError,

@@ -29,9 +29,9 @@ from solon_events import ChatModel
 from solon_events.cli import ROUTES
 from solon_events.client.transport import pools_closed
 from solon_events.devserver import DevServer
-from solon_events.loop_thread import EventLoopThread
 from solon_events.serve import create_app, serving
 from solon_events.serve.provider_routes import PROVIDER_ROUTES
+from solon_events.support.loop_thread import EventLoopThread
 
 UPSTREAMS = tuple(ROUTES)
 CLIENTS = tuple(dict.fromkeys(PROVIDER_ROUTES.values()))

@@ -39,24 +39,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "solon_events"
 FORBIDDEN = ("reactivex", "aiohttp", "asyncio")
 PATTERNS = (
-    "events.py",
-    "results.py",
-    "finish.py",
-    "values.py",
-    "filters.py",
-    "errors.py",
-    "extras.py",
-    "messages.py",
-    "plain.py",
-    "redaction.py",
+    "event_model/*.py",
+    "support/redaction.py",
     "client/__init__.py",
     "client/retry.py",
-    "estimate.py",
-    "pricing.py",
+    "client/estimate.py",
     "core/*.py",
     "wire/*.py",
     "dialects/*.py",
-    "display_hooks.py",
     "display/html.py",
     "display/pretty.py",
     "display/values.py",
@@ -77,7 +67,7 @@ IDS = [str(path.relative_to(PACKAGE)) for path in FILES]
 
 def test_the_globs_find_the_foundation_modules() -> None:
     for name in ("events", "results", "filters", "errors", "messages"):
-        assert f"solon_events.{name}" in SANS_IO
+        assert f"solon_events.event_model.{name}" in SANS_IO
     for name in ("core", "core.normalizer", "core.session", "core.accumulator", "dialects.base"):
         assert f"solon_events.{name}" in SANS_IO
     for name in ("wire.sse", "wire.eventstream", "client.retry", "dialects.tool_calls"):
@@ -174,8 +164,9 @@ def test_the_static_check_sees_what_it_must() -> None:
     assert "asyncio" in found
     assert "reactivex" not in found
     assert "solon_events.operators" in found
-    assert imports_of("from .. import errors\nfrom . import base\n", "solon_events.dialects") == {
-        "solon_events.errors",
+    source = "from ..event_model import errors\nfrom . import base\n"
+    assert imports_of(source, "solon_events.dialects") == {
+        "solon_events.event_model.errors",
         "solon_events.dialects.base",
     }
     assert "solon_events" in imports_of("from solon_events import ChatEvent\n", "solon_events")
@@ -215,8 +206,8 @@ def test_the_probe_sees_a_forbidden_import() -> None:
 # ---------------------------------------------------------------- layers and circles
 
 DISPLAY_HOOKS = {
-    "solon_events.display_hooks -> solon_events.display.html",
-    "solon_events.display_hooks -> solon_events.display.pretty",
+    "solon_events.event_model.display_hooks -> solon_events.display.html",
+    "solon_events.event_model.display_hooks -> solon_events.display.pretty",
 }
 
 
@@ -247,7 +238,7 @@ def test_the_only_import_set_aside_is_the_display_hooks_lazy_one() -> None:
     contracts = _contracts()
     assert set(contracts["layers"]["ignore_imports"]) == DISPLAY_HOOKS
     assert set(contracts["acyclic"]["ignore_imports"]) == DISPLAY_HOOKS
-    tree = ast.parse((PACKAGE / "display_hooks.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PACKAGE / "event_model" / "display_hooks.py").read_text(encoding="utf-8"))
     top_level = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert all("display" not in (getattr(n, "module", "") or "") for n in top_level)
     lazy = {
@@ -277,7 +268,7 @@ def test_the_layers_contract_sees_an_upward_import() -> None:
     assert contract.check(_graph(), verbose=False).kept  # a check changes its graph
     for importer, imported in (
         ("solon_events.dialects.openai", "solon_events.client.model"),
-        ("solon_events.events", "solon_events.display.table"),
+        ("solon_events.event_model.events", "solon_events.display.table"),
         ("solon_events.adapters.vercel", "solon_events.operators"),  # independent siblings
     ):
         graph = _graph()

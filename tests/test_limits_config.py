@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from solon_events.client.limits import Limits
-from solon_events.pricing import ModelPrice
+from solon_events.event_model.pricing import ModelPrice
 from solon_events.serve.access import build_access
 from solon_events.serve.config import ConfigError, parse_config
 from solon_events.serve.limits_config import KeyConfig, SpendLogConfig

@@ -18,8 +18,8 @@ from outcomes import outcome_of
 
 from solon_events import ChatModel, McpTools
 from solon_events.devserver import RunningServer
-from solon_events.errors import ToolCallError
-from solon_events.events import ChatEvent, ChatEventType
+from solon_events.event_model.errors import ToolCallError
+from solon_events.event_model.events import ChatEvent, ChatEventType
 from solon_events.tools import ToolContext
 
 T = ChatEventType

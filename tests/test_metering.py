@@ -17,9 +17,9 @@ from solon_events.client.limiter import Limiter
 from solon_events.client.limits import LimitExceededError, Limits
 from solon_events.client.metering import SpendRecord, deployment_id, price_usage
 from solon_events.devserver import RunningServer
-from solon_events.events import EVENT_TYPES
-from solon_events.pricing import ModelPrice
-from solon_events.results import Usage
+from solon_events.event_model.events import EVENT_TYPES
+from solon_events.event_model.pricing import ModelPrice
+from solon_events.event_model.results import Usage
 
 CHAT = "/v1/chat/completions"
 

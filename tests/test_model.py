@@ -39,7 +39,7 @@ from solon_events.devserver import ROUTES as WIRE_ROUTES
 from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.encoders.base import error_info
 from solon_events.devserver.scenarios import ERROR_FRAME_MESSAGE
-from solon_events.events import ChatEvent, ChatEventType
+from solon_events.event_model.events import ChatEvent, ChatEventType
 from solon_events.tools import Tool, ToolContext, tool
 
 T = ChatEventType

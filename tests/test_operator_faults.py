@@ -6,7 +6,7 @@ it at the N-th line executed there, N drawn by hypothesis) while a stream runs t
 every operator, or through a ChatModel's tool loop: each stream still ends, exactly once,
 and an error that reaches ``on_error`` is a ChatError (or the documented ValueError of
 ``partial_json()``). Only the code that delivers an operator's failure
-(``solon_events/_safe_callbacks.py``) is left out. Before #29.17 an exception in an
+(``solon_events/support/safe_callbacks.py``) is left out. Before #29.17 an exception in an
 operator's ``on_completed`` was lost on the I/O thread and the subscriber waited forever
 (``partial_json(SomeAttrsClass)`` without the ``structured`` extra), and one in an
 operator's ``on_next`` escaped into the source's caller.
@@ -60,7 +60,7 @@ from solon_events.wire.sse import SSEDecoder
 
 T = ChatEventType
 PACKAGE = Path(se.__file__).resolve().parent
-SAFETY_NET = str(PACKAGE / "_safe_callbacks.py")
+SAFETY_NET = str(PACKAGE / "support" / "safe_callbacks.py")
 TOOL_LOOP = (str(PACKAGE / "tool_loop.py"), str(PACKAGE / "tools"))
 PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink]  # explain would trace too
 
@@ -216,7 +216,7 @@ releases some words."""
 CLOCK_INTERVAL, CLOCK_STEP = 10.0, 12.0
 
 NAMED: dict[Callable[[str], bool], str] = {
-    str(PACKAGE / "smoothing.py").__eq__: "the smooth() operator",
+    str(PACKAGE / "operators" / "smoothing.py").__eq__: "the smooth() operator",
     lambda filename: filename.startswith(str(PACKAGE / "adapters" / "provider_formats")): (
         "the to_wire() operator"
     ),

@@ -22,8 +22,8 @@ from solon_events.dialects.context import ChatStreamContext, Finish
 from solon_events.dialects.gemini_schema import gemini_schema, json_schema_of
 from solon_events.dialects.output import OUTPUT_INSTRUCTION, claude_native, prepared
 from solon_events.dialects.output_tool import OutputToolDialect
-from solon_events.messages import ChatRequest
-from solon_events.results import ToolCall
+from solon_events.event_model.messages import ChatRequest
+from solon_events.event_model.results import ToolCall
 
 T = ChatEventType
 SCHEMA = {

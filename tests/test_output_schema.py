@@ -19,7 +19,7 @@ from solon_events.dialects.output_schema import (
     inline_refs,
     strict_schema,
 )
-from solon_events.messages import OutputFormat
+from solon_events.event_model.messages import OutputFormat
 
 NAMES = st.sampled_from(["a", "b", "city", "count", "tags"])
 LEAVES = st.sampled_from(

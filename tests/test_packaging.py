@@ -73,7 +73,7 @@ def test_the_wheel_the_docs_build_holds_the_package_and_names_its_extras(tmp_pat
         (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
         metadata = archive.read(metadata_name).decode()
     assert {"solon_events/py.typed", "solon_events/serve/static/chat.html"} <= names
-    assert "solon_events/extras.py" in names
+    assert "solon_events/event_model/extras.py" in names
     assert {old.replace(".", "/") + ".pyi" for old in MOVED} <= names  # the old names' stubs
     assert "Requires-Dist: docstring-parser" in metadata  # no warning on the demo's screen
     for extra in ("tools", "mcp", "agui", "redis", "otel", "notebook", "structured", "bedrock"):

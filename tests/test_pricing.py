@@ -21,7 +21,7 @@ from solon_events.devserver import RunningServer
 from solon_events.display.html import to_html
 from solon_events.display.pretty import to_text
 from solon_events.display.render import usage_line
-from solon_events.pricing import PRICE_PROVIDERS, price
+from solon_events.event_model.pricing import PRICE_PROVIDERS, price
 
 T = ChatEventType
 MILLION = Decimal(1_000_000)
@@ -142,7 +142,7 @@ def test_pricing_without_the_extra_says_which_to_install(
 ) -> None:
     import sys
 
-    from solon_events.extras import MissingExtraError
+    from solon_events.event_model.extras import MissingExtraError
 
     monkeypatch.setitem(sys.modules, "genai_prices", None)  # as if it were not installed
     with pytest.raises(MissingExtraError, match=r"solon-events\[cost\]"):
@@ -152,8 +152,8 @@ def test_pricing_without_the_extra_says_which_to_install(
 
 
 def test_a_retried_requests_estimated_input_is_priced() -> None:
-    from solon_events.estimate import StepAccounting, request_tokens
-    from solon_events.messages import ChatRequest, UserMessage
+    from solon_events.client.estimate import StepAccounting, request_tokens
+    from solon_events.event_model.messages import ChatRequest, UserMessage
 
     request = ChatRequest(
         model="gpt-4o-mini", messages=(UserMessage(text="What is the weather in Paris?"),)

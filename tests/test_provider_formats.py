@@ -22,7 +22,7 @@ from solon_events.adapters.provider_formats.base import (
     finish_kind,
     random_id,
 )
-from solon_events.results import AssistantMessage, ChatResponse, ToolCall, Usage
+from solon_events.event_model.results import AssistantMessage, ChatResponse, ToolCall, Usage
 
 T = ChatEventType
 USAGE = Usage(prompt_tokens=12, completion_tokens=7, thinking_tokens=3, cache_read_input_tokens=4)

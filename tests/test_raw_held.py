@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, ChatStreamContext, replay
 from solon_events.dialects.base import ChatDialect
-from solon_events.events import with_response_id
-from solon_events.values import EMPTY_MAPPING
+from solon_events.event_model.events import with_response_id
+from solon_events.event_model.values import EMPTY_MAPPING
 from solon_events.wire.sse import Frame
 
 T = ChatEventType

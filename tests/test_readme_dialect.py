@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from solon_events import ChatError, ChatProtocolError, ProviderError, UserMessage, replay
-from solon_events.messages import ChatRequest
+from solon_events.event_model.messages import ChatRequest
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "dialects.rst"
 TITLE = "Writing a dialect: the whole contract"

@@ -35,8 +35,8 @@ from solon_events.devserver import DevServer, RunningServer
 from solon_events.devserver.turns import Finish, RawBytes, Script, StreamError, Text, TurnUsage
 from solon_events.dialects.base import ChatRequest
 from solon_events.dialects.request import Endpoint
-from solon_events.messages import UserMessage
-from solon_events.redaction import MASK, Redactor, redact_url
+from solon_events.event_model.messages import UserMessage
+from solon_events.support.redaction import MASK, Redactor, redact_url
 
 T = ChatEventType
 SECRET = "sk-live-0123456789abcdefXYZ"
@@ -570,7 +570,7 @@ def test_a_key_in_the_url_path_without_an_api_key_never_shows() -> None:
     ],
 )
 def test_the_shapes_of_the_well_known_keys(key: str) -> None:
-    from solon_events.redaction import mask_key_shaped
+    from solon_events.support.redaction import mask_key_shaped
 
     assert mask_key_shaped(f"/v1/{key}/chat") == "/v1/***/chat"
     assert mask_key_shaped("/v1/task-list/skeleton") == "/v1/task-list/skeleton"

@@ -13,7 +13,7 @@ from recorded import text_body
 
 from solon_events import ChatHttpError, ChatModel
 from solon_events.dialects import aws_auth
-from solon_events.redaction import MASK
+from solon_events.support.redaction import MASK
 
 SECRET = "sk-live-0123456789abcdefXYZ"
 TOKEN = "IQoJb3JpZ2luX2VjEXAMPLETOKEN0123456789"

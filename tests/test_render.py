@@ -22,8 +22,8 @@ from solon_events.display.render import (
     tool_progress_line,
     tool_result_line,
 )
-from solon_events.events import ChatEvent, ChatEventType
-from solon_events.results import ToolCall
+from solon_events.event_model.events import ChatEvent, ChatEventType
+from solon_events.event_model.results import ToolCall
 
 T = ChatEventType
 CALL = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})

@@ -22,7 +22,7 @@ from solon_events import (
     ToolCall,
     Usage,
 )
-from solon_events.results import (
+from solon_events.event_model.results import (
     new_citation,
     new_message,
     new_response,

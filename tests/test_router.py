@@ -20,8 +20,8 @@ from solon_events import ChatModel, NoHealthyDeploymentError, Router
 from solon_events.client.router import CoolingDownError, deployment_failure, deployment_id
 from solon_events.client.router_state import MemoryRouterState
 from solon_events.devserver import RunningServer
-from solon_events.errors import ChatConnectionError, ChatHttpError, ChatTimeoutError
-from solon_events.events import EVENT_TYPES
+from solon_events.event_model.errors import ChatConnectionError, ChatHttpError, ChatTimeoutError
+from solon_events.event_model.events import EVENT_TYPES
 
 Build = Callable[..., ChatModel]
 

@@ -23,7 +23,7 @@ from solon_events import ChatModel, Router
 from solon_events.client.router import deployment_id
 from solon_events.client.router_state import DeploymentState, RedisRouterState
 from solon_events.devserver import DevServer, RunningServer
-from solon_events.events import EVENT_TYPES
+from solon_events.event_model.events import EVENT_TYPES
 
 Build = Callable[..., ChatModel]
 

@@ -26,8 +26,8 @@ from solon_events.client.spend_log import (
     read_spend,
     spend_totals,
 )
-from solon_events.pricing import Cost
-from solon_events.results import Usage
+from solon_events.event_model.pricing import Cost
+from solon_events.event_model.results import Usage
 
 DAY = 1_796_000_000.0  # 2026-11-30 UTC
 

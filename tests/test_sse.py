@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recorded import CORPUS, needs_corpus
 
-from solon_events.errors import ChatProtocolError
+from solon_events.event_model.errors import ChatProtocolError
 from solon_events.wire.sse import (
     DEFAULT_MAX_FRAME_SIZE,
     Frame,

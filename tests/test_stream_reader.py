@@ -22,13 +22,13 @@ from solon_events.client.retry import RetryPolicy
 from solon_events.client.stream_reader import StreamReader, TimeBudgets
 from solon_events.client.transport import AiohttpTransport
 from solon_events.dialects.base import HttpRequest, get_dialect
-from solon_events.errors import (
+from solon_events.event_model.errors import (
     ChatConnectionError,
     ChatHttpError,
     ChatProtocolError,
     ChatTimeoutError,
 )
-from solon_events.loop_thread import EventLoopThread
+from solon_events.support.loop_thread import EventLoopThread
 from solon_events.wire.sse import Frame
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

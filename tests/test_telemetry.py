@@ -28,7 +28,7 @@ from usage_reports import Reports
 from solon_events import ChatEventType, ChatModel, replay, tool
 from solon_events.client.transport import ReplayTransport
 from solon_events.devserver import RunningServer
-from solon_events.errors import (
+from solon_events.event_model.errors import (
     ChatError,
     ChatHttpError,
     ChatProtocolError,
@@ -242,11 +242,14 @@ def test_an_in_stream_error_is_typed_by_the_providers_code(
 
 
 def test_error_types_fall_back_to_the_exception_class() -> None:
-    assert error_type(ChatProtocolError("truncated")) == "solon_events.errors.ChatProtocolError"
+    assert (
+        error_type(ChatProtocolError("truncated"))
+        == "solon_events.event_model.errors.ChatProtocolError"
+    )
     assert error_type(ValueError("x")) == "ValueError"
     assert error_type(ChatTimeoutError("slow", budget="timeout")) == "timeout"
     assert error_type(ChatError("x", provider_error={"error": {"code": True}})) == (
-        "solon_events.errors.ChatError"
+        "solon_events.event_model.errors.ChatError"
     )
 
 

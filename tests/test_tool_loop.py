@@ -20,8 +20,8 @@ from solon_events import ChatEventFilter, ChatModel, ChatPrompt, ToolContext
 from solon_events.cli import ROUTES
 from solon_events.devserver import ROUTES as WIRE_ROUTES
 from solon_events.devserver import RunningServer
-from solon_events.errors import ToolCallError
-from solon_events.events import ChatEvent, ChatEventType
+from solon_events.event_model.errors import ToolCallError
+from solon_events.event_model.events import ChatEvent, ChatEventType
 from solon_events.tools import tool
 
 T = ChatEventType

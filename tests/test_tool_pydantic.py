@@ -12,8 +12,8 @@ from executables import run_python
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from solon_events.errors import ToolCallError
-from solon_events.extras import install_hint
+from solon_events.event_model.errors import ToolCallError
+from solon_events.event_model.extras import install_hint
 from solon_events.tools import Tool, format_result, tool
 
 

@@ -25,8 +25,8 @@ if sys.version_info >= (3, 11):
 else:
     from typing_extensions import NotRequired
 
-from solon_events.errors import ChatError, ToolCallError
-from solon_events.messages import ToolSpec
+from solon_events.event_model.errors import ChatError, ToolCallError
+from solon_events.event_model.messages import ToolSpec
 from solon_events.tools import Tool, ToolSet, format_result, tool
 
 # --------------------------------------------------------------------------- helpers and types

@@ -24,11 +24,11 @@ from solon_events import (
     normalize,
     parse,
 )
+from solon_events.client.estimate import StepAccounting, heuristic_tokens, request_tokens
 from solon_events.core.accumulator import ChatAccumulator
 from solon_events.core.parsing import ParseStage
 from solon_events.dialects.base import ChatDialect
-from solon_events.estimate import StepAccounting, heuristic_tokens, request_tokens
-from solon_events.messages import ChatRequest, ToolSpec, UserMessage
+from solon_events.event_model.messages import ChatRequest, ToolSpec, UserMessage
 
 T = ChatEventType
 

@@ -33,9 +33,9 @@ from solon_events import (
     UsageReport,
 )
 from solon_events.cli import ROUTES
+from solon_events.client.estimate import heuristic_tokens
 from solon_events.client.tool_loop import ResponseRun
 from solon_events.devserver import RunningServer
-from solon_events.estimate import heuristic_tokens
 
 T = ChatEventType
 DIALECTS = list(ROUTES)

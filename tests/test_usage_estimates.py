@@ -7,7 +7,7 @@ import tiktoken
 from recorded import needs_corpus
 
 from benchmarks import usage_estimates
-from solon_events.estimate import heuristic_tokens
+from solon_events.client.estimate import heuristic_tokens
 
 pytestmark = needs_corpus
 

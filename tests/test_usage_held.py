@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from solon_events import ChatEvent, ChatEventFilter, ChatEventType, Usage, replay
 from solon_events.dialects.gemini import gemini_usage
-from solon_events.values import held_member, read_held
+from solon_events.event_model.values import held_member, read_held
 
 T = ChatEventType
 

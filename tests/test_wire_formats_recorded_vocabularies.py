@@ -22,7 +22,7 @@ from wire_messages import Call, Message, Said, Thought, encode_all, events_of
 
 from solon_events.adapters import response_body, wire_encoder
 from solon_events.devserver import RunningServer
-from solon_events.results import Usage
+from solon_events.event_model.results import Usage
 
 MESSAGE = Message(
     (

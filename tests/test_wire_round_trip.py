@@ -32,7 +32,7 @@ from wire_server import BodyServer, serving_bodies
 
 from solon_events.adapters import response_body, wire_encoder
 from solon_events.adapters.provider_formats.base import finish_kind, response_finish_kind
-from solon_events.results import ChatResponse
+from solon_events.event_model.results import ChatResponse
 
 FORMATS = sorted(LOSSES)
 

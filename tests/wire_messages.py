@@ -27,8 +27,8 @@ from solon_events.adapters.provider_formats.base import (
     finish_kind,
     response_finish_kind,
 )
-from solon_events.errors import ProviderError
-from solon_events.results import AssistantMessage, ChatResponse, ToolCall, Usage
+from solon_events.event_model.errors import ProviderError
+from solon_events.event_model.results import AssistantMessage, ChatResponse, ToolCall, Usage
 
 __all__ = [
     "LOSSES",

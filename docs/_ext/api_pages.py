@@ -4,7 +4,8 @@ Every module of ``solon_events`` (private ones aside) declares its public names 
 ``__all__``. Each public object gets one rendered entry, under the first module that
 exports it in import order (the package ``solon_events`` first, then each subpackage before
 its own modules), so ``solon_events.ChatEvent`` is documented once and
-``solon_events.events`` points to it. :func:`write_pages` writes ``docs/api/*.rst`` when the
+``solon_events.event_model.events`` points to it. :func:`write_pages` writes ``docs/api/*.rst``
+when the
 build starts; :func:`check_rendered` warns (an error under ``-W``) about any entry autodoc
 did not render.
 """
@@ -28,7 +29,7 @@ SKIPPED = ("solon_events._version", "solon_events.__main__")
 """Modules with no reference page: the version string and ``python -m``'s entry point."""
 WAY_IN = ("ChatModel", "ChatPrompt")
 """The names a reader starts from: first on the package's page."""
-LEAD_MODULES = (PACKAGE, f"{PACKAGE}.client.model", f"{PACKAGE}.events")
+LEAD_MODULES = (PACKAGE, f"{PACKAGE}.client.model", f"{PACKAGE}.event_model.events")
 """The pages listed first in the index: the package, the model, the events."""
 
 
@@ -133,11 +134,11 @@ def entries(modules: list[ModuleType] | None = None) -> dict[str, list[Entry]]:
 
 def reading_order(module: str, listed: list[Entry]) -> list[Entry]:
     """``listed`` in the order a reader meets them: on the package's page ChatModel and
-    ChatPrompt (the way in), then the event model (``solon_events.events``), then the rest
-    in ``__all__`` order; any other page as its ``__all__`` lists them."""
+    ChatPrompt (the way in), then the event model (``solon_events.event_model.events``), then
+    the rest in ``__all__`` order; any other page as its ``__all__`` lists them."""
     if module != PACKAGE:
         return listed
-    events = importlib.import_module(f"{PACKAGE}.events").__all__
+    events = importlib.import_module(f"{PACKAGE}.event_model.events").__all__
 
     def rank(entry: Entry) -> tuple[int, int]:
         if entry.name in WAY_IN:

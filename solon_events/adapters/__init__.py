@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from reactivex import Observable
 
-from ..events import ChatEvent
+from ..event_model.events import ChatEvent
 from .native import decode_event, encode_event, event_from_json, event_to_json
 from .provider_formats import (
     WIRE_FORMATS,

@@ -55,7 +55,7 @@ it, the run finishes with it pending and the application answers it in its next 
 Tool approval uses AG-UI's interrupts: a response that paused because tool calls wait for
 approval (its response's ``pending_approval``) finishes the run with the ``interrupt``
 outcome, one interrupt per pending call (``id``:
-:func:`~solon_events.approvals.approval_id`, ``reason`` ``"tool_approval"``,
+:func:`~solon_events.event_model.approvals.approval_id`, ``reason`` ``"tool_approval"``,
 ``toolCallId``, a ``message`` naming the call, and a ``responseSchema`` for the answer:
 ``{"approved": bool, "reason": str, "arguments": object}``). The next run answers them in
 its ``resume`` entries (``status`` ``"resolved"`` with that payload, or ``"cancelled"``,
@@ -69,7 +69,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..extras import MissingExtraError
+from ..event_model.extras import MissingExtraError
 
 try:
     from ag_ui.core import (
@@ -104,9 +104,9 @@ except ModuleNotFoundError as exc:  # tests/test_extras.py runs it without the e
     raise MissingExtraError("AG-UI", "ag-ui-protocol", "agui") from exc
 from reactivex import Observable
 
-from ..events import EVENT_TYPES, ChatEvent
-from ..results import Usage
-from ..steps import call_event
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.results import Usage
+from ..event_model.steps import call_event
 from .agui_transcript import AguiTranscript
 from .blocks import BlockIds
 from .native import to_plain

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..extras import require
+from ..event_model.extras import require
 
 if TYPE_CHECKING:
     from ag_ui.core import MessagesSnapshotEvent

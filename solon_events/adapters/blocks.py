@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import ChatEvent
+from ..event_model.events import ChatEvent
 
 __all__ = ["BlockIds"]
 

@@ -1,6 +1,6 @@
 """What front ends send, read into our messages: Vercel UI messages, AG-UI RunAgentInput,
 and the ``/events`` body; and the decisions on tool calls paused for approval that each
-of them brings (:mod:`solon_events.approvals`).
+of them brings (:mod:`solon_events.event_model.approvals`).
 
 Every reader raises ``ValueError`` with a message naming what is wrong (the gateway
 answers it with HTTP 400). Sans-I/O; AG-UI input is validated by the ``ag-ui-protocol``
@@ -15,10 +15,17 @@ from typing import Any
 import attrs
 import orjson
 
-from ..approvals import ApprovalDecision, denied_text
-from ..extras import require
-from ..messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage, to_messages
-from ..results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from ..event_model.approvals import ApprovalDecision, denied_text
+from ..event_model.extras import require
+from ..event_model.messages import (
+    Message,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+    to_messages,
+)
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .vercel import ui_text
 
 __all__ = [
@@ -97,7 +104,7 @@ def messages_from_vercel(body: Any) -> tuple[Message, ...]:
     :func:`~solon_events.adapters.vercel.ui_text`); ``file`` parts of user messages become
     image or file blocks; an assistant message becomes one assistant turn per step
     (``step-start``), each with its tool calls followed by their results (a denied call's
-    result saying so: :func:`~solon_events.approvals.denied_text`); calls without an
+    result saying so: :func:`~solon_events.event_model.approvals.denied_text`); calls without an
     output are left out.
     """
     raw = _message_list(_object(body), "UI messages")

@@ -18,9 +18,9 @@ from typing import Any
 import attrs
 import orjson
 
-from ..approvals import response_from_json
-from ..events import ChatEvent, ChatEventType
-from ..plain import (
+from ..event_model.approvals import response_from_json
+from ..event_model.events import ChatEvent, ChatEventType
+from ..event_model.plain import (
     block_from_plain,
     citation_from_plain,
     error_from_plain,

@@ -8,8 +8,8 @@ from typing import Any, Protocol, TypeVar
 from reactivex import Observable, abc
 from reactivex import create as rx_create
 
-from .._safe_callbacks import Callbacks, subscribe_safely
-from ..events import ChatEvent
+from ..event_model.events import ChatEvent
+from ..support.safe_callbacks import Callbacks, subscribe_safely
 
 __all__ = ["Translator", "translating"]
 

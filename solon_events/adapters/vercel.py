@@ -63,7 +63,7 @@ delta alone.
 
 Tool approval: the STEP_END of a step that paused for approval (its response's
 ``pending_approval``) sends a ``tool-approval-request`` per pending call before its
-``finish-step`` (``approvalId``: :func:`~solon_events.approvals.approval_id`,
+``finish-step`` (``approvalId``: :func:`~solon_events.event_model.approvals.approval_id`,
 ``toolCallId``), which the ``ai`` package turns into the tool part's
 ``approval-requested`` state; ``useChat``'s ``addToolApprovalResponse`` answers it in the
 next request (:func:`~solon_events.adapters.inputs.approvals_from_vercel`). The response
@@ -87,11 +87,11 @@ from reactivex import Observable
 
 from ..core.partial_arguments import ArgumentDeltas
 from ..core.partial_json import JsonDelta
-from ..errors import ToolCallError
-from ..events import EVENT_TYPES, ChatEvent
-from ..finish import FinishReason, unified_finish
-from ..results import FileBlock, ImageBlock, ToolCall, Usage
-from ..steps import call_event
+from ..event_model.errors import ToolCallError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.finish import FinishReason, unified_finish
+from ..event_model.results import FileBlock, ImageBlock, ToolCall, Usage
+from ..event_model.steps import call_event
 from .blocks import BlockIds
 from .native import to_plain
 from .rx import translating
@@ -139,7 +139,7 @@ def ui_text(part: Mapping[str, Any]) -> str:
 def finish_reason(reason: str | FinishReason | None) -> str:
     """A finish reason (a response's unified ``finish``, or a provider's word) as one of the
     UI stream's (``stop``, ``length``, ``content-filter``, ``tool-calls``, ``error``,
-    ``other``): the unified vocabulary (:mod:`solon_events.finish`), hyphenated."""
+    ``other``): the unified vocabulary (:mod:`solon_events.event_model.finish`), hyphenated."""
     unified = reason if isinstance(reason, FinishReason) else unified_finish(reason)
     return unified.value.replace("_", "-")
 

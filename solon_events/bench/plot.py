@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..display.picture import Picture
-from ..extras import MissingExtraError
+from ..event_model.extras import MissingExtraError
 from .metrics import METRICS
 from .report import METRIC_NAMES
 

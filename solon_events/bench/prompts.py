@@ -25,7 +25,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from ..estimate import heuristic_tokens
+from ..client.estimate import heuristic_tokens
 
 __all__ = [
     "BenchPrompt",
@@ -45,7 +45,7 @@ class BenchPrompt:
     """One prompt of a benchmark: its ``messages`` (chat shape: role and content), the
     output tokens it asks for (``max_tokens``; None: the server's own limit) and its input
     length in tokens as the heuristic counts it
-    (:func:`~solon_events.estimate.heuristic_tokens`)."""
+    (:func:`~solon_events.client.estimate.heuristic_tokens`)."""
 
     messages: tuple[Mapping[str, Any], ...]
     output_tokens: int | None = None

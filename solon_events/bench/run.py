@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ..loop_thread import IoLoop, loop_factory
+from ..support.loop_thread import IoLoop, loop_factory
 from .load import Load
 from .metrics import ClientStats, RequestRecord, Slo
 from .prompts import BenchPrompt

@@ -20,10 +20,10 @@ from typing import Any
 import attrs
 
 from ..client.model import ChatModel
-from ..errors import ChatError, ChatHttpError
-from ..events import EVENT_TYPES
-from ..redaction import redact_url
-from ..results import Usage
+from ..event_model.errors import ChatError, ChatHttpError
+from ..event_model.events import EVENT_TYPES
+from ..event_model.results import Usage
+from ..support.redaction import redact_url
 from .load import Load, arrival_times
 from .metrics import ClientStats, RequestRecord
 from .prompts import BenchPrompt
@@ -347,7 +347,7 @@ def _priced(
         import genai_prices  # noqa: F401
     except ImportError:
         return records
-    from ..pricing import price
+    from ..event_model.pricing import price
 
     priced = []
     for record in records:

@@ -24,10 +24,10 @@ from .._version import __version__
 from ..client.model import ChatModel
 from ..dialects.base import dialect_names
 from ..display.render import LiveRenderer, event_line, event_to_json
-from ..errors import ChatError
-from ..events import ChatEvent, ChatEventType
-from ..extras import MissingExtraError
-from ..filters import ChatEventFilter
+from ..event_model.errors import ChatError
+from ..event_model.events import ChatEvent, ChatEventType
+from ..event_model.extras import MissingExtraError
+from ..event_model.filters import ChatEventFilter
 from ..replay import replay
 from ..tools import Tool, tool
 from .common import (  # noqa: F401

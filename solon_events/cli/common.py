@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ..dialects.base import dialect_names
 from ..dialects.endpoints import dialect_for_url
-from ..redaction import redact_url
+from ..support.redaction import redact_url
 from ..tools import ToolContext, tool
 
 __all__ = [

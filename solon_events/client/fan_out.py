@@ -32,13 +32,13 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import CompositeDisposable
 
-from .._safe_callbacks import raised_by
-from ..approvals import PendingApproval
-from ..errors import ChatError
-from ..events import EVENT_TYPES, ChatEvent
-from ..messages import Message, ToolSpec
-from ..results import ChatResponse
-from ..steps import PrepareStep, StopCondition
+from ..event_model.approvals import PendingApproval
+from ..event_model.errors import ChatError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.messages import Message, ToolSpec
+from ..event_model.results import ChatResponse
+from ..event_model.steps import PrepareStep, StopCondition
+from ..support.safe_callbacks import raised_by
 from ..tools import Tool, ToolSet
 from .model import ChatModel, ChatPrompt
 from .routing import ModelGroup, _labels, _member_prompt

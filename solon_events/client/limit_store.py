@@ -429,7 +429,7 @@ class RedisLimitStore(RedisBatches, LimitStore):
             raise ValueError(f"unavailable must be 'allow' or 'refuse', not {self.unavailable!r}")
 
     def __repr__(self) -> str:
-        from ..redaction import redact_url
+        from ..support.redaction import redact_url
 
         return f"RedisLimitStore({redact_url(self.url)!r}, prefix={self.prefix!r})"
 

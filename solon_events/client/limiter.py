@@ -8,7 +8,7 @@ each key. Every request **reserves, then settles**:
 
 1. Before it is sent, :meth:`Limiter.reserve` claims its place (one request in the
    minute, one in flight) and an estimate of its tokens and spend: its input tokens as
-   :mod:`~solon_events.estimate` counts them, plus its maximum output tokens (the
+   :mod:`~solon_events.client.estimate` counts them, plus its maximum output tokens (the
    request's ``max_tokens`` or kin, else :attr:`Limits.output_allowance`), priced. The
    claim is granted against every limit at once, or refused with a
    :class:`~solon_events.client.limits.LimitExceededError` (HTTP 429, with the seconds
@@ -52,9 +52,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..estimate import request_tokens, token_counter
-from ..messages import ChatRequest
-from ..pricing import ModelPrice
+from ..event_model.messages import ChatRequest
+from ..event_model.pricing import ModelPrice
+from .estimate import request_tokens, token_counter
 from .limit_store import (
     Claim,
     Decision,
@@ -122,7 +122,7 @@ class Limiter:
     request may wait for capacity before it is refused (0, the default: refused at once;
     ``math.inf``: as long as it takes); a request that could not pass within ``wait``
     (a budget spent until the end of its window) is refused at once. ``prices``: the
-    price of models by name (:class:`~solon_events.pricing.ModelPrice`), for the spend
+    price of models by name (:class:`~solon_events.event_model.pricing.ModelPrice`), for the spend
     of those genai-prices does not price (or to price them your way). ``clock``: Unix
     time, in seconds.
     """

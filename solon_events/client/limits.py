@@ -19,7 +19,7 @@ from typing import Literal, get_args
 
 import attrs
 
-from ..errors import ChatHttpError
+from ..event_model.errors import ChatHttpError
 
 __all__ = [
     "LIMIT_NAMES",

@@ -41,10 +41,10 @@ from reactivex.disposable import Disposable
 
 from ..core.attempts import NO_ANSWER_YET
 from ..core.session import new_response_id
-from ..estimate import token_counter
-from ..events import EVENT_TYPES, ChatEvent, framing_event
-from ..pricing import Cost, ModelPrice
-from ..results import Usage, UsageReport
+from ..event_model.events import EVENT_TYPES, ChatEvent, framing_event
+from ..event_model.pricing import Cost, ModelPrice
+from ..event_model.results import Usage, UsageReport
+from .estimate import token_counter
 from .limiter import EXTENSION, Reservation, nanos_of
 from .limits import LimitExceededError
 
@@ -215,7 +215,7 @@ def deployment_id(model: ChatModel) -> str:
 @functools.lru_cache(maxsize=512)
 def _genai_priced(model: str, dialect: str, api_url: str) -> bool:
     """Whether genai-prices has a price for ``model`` (asked once per model)."""
-    from ..pricing import price
+    from ..event_model.pricing import price
 
     try:
         return price(Usage(prompt_tokens=1), model, dialect, api_url=api_url).known
@@ -237,7 +237,7 @@ def price_usage(
         return custom.cost(usage, model)
     if not _genai_priced(model, dialect, api_url):
         return None
-    from ..pricing import price
+    from ..event_model.pricing import price
 
     return price(usage, model, dialect, api_url=api_url)
 

@@ -23,18 +23,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..approvals import PendingApproval
 from ..dialects.base import ChatDialect, HttpRequest, get_dialect
 from ..dialects.endpoints import dialect_for_url
-from ..estimate import StepAccounting
-from ..extras import require
-from ..loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
-from ..messages import ChatRequest, Message, to_messages
-from ..pricing import price
-from ..redaction import Redactor, redact_url
-from ..results import Cost, Usage, UsageReport
+from ..event_model.approvals import PendingApproval
+from ..event_model.extras import require
+from ..event_model.messages import ChatRequest, Message, to_messages
+from ..event_model.pricing import price
+from ..event_model.results import Cost, Usage, UsageReport
+from ..support.loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
+from ..support.redaction import Redactor, redact_url
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE
 from .cache import CacheMode, ResponseCache, cache_of
+from .estimate import StepAccounting
 from .limiter import Limiter
 from .prompt import ChatPrompt
 from .retry import RetryPolicy
@@ -96,7 +96,8 @@ class ChatModel(_Combinable):
     and ``acall()`` run on the caller's loop, whichever it is (``uvloop.run(main())`` gives
     them the same).
 
-    Usage and cost (see :mod:`solon_events.estimate` and :mod:`solon_events.pricing`): a
+    Usage and cost (see :mod:`solon_events.client.estimate` and
+    :mod:`solon_events.event_model.pricing`): a
     step the provider sent no usage for, or whose last count came before some of its
     output (a stream cancelled, cut or failed mid-answer), gets an estimate, marked
     ``Usage.estimated``; so does a request retried after the provider had accepted it (its
@@ -286,7 +287,7 @@ class ChatModel(_Combinable):
     ) -> ChatPrompt:
         """A request for this model; chain options, then ``call``/``stream``.
 
-        Given a :class:`~solon_events.approvals.PendingApproval` (a response paused for
+        Given a :class:`~solon_events.event_model.approvals.PendingApproval` (a response paused for
         tool approval), the prompt continues that response: decide its calls with
         :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools.
         ``output`` asks for a structured answer of that type or schema

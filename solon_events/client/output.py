@@ -1,13 +1,14 @@
 """A prompt's structured answer: what is asked for, and how the answer is settled.
 
 :class:`OutputRequest` is what ``prompt(..., output=X)`` (:meth:`ChatPrompt.output
-<solon_events.ChatPrompt.output>`) keeps: the :class:`~solon_events.messages.OutputFormat`
+<solon_events.ChatPrompt.output>`) keeps: the
+:class:`~solon_events.event_model.messages.OutputFormat`
 each request carries to its dialect, the :class:`~solon_events.tools.output.OutputType`
 that checks the answer (None when the caller only asks, as the gateway does for its
 clients), and how many times a wrong answer is asked again. The tool loop settles the
 last step's answer with :meth:`OutputRequest.settle`: the model's refusal, text that is
 not JSON, or a value that does not fit the type raise
-:class:`~solon_events.errors.StructuredOutputError`; :meth:`OutputRequest.feedback` is
+:class:`~solon_events.event_model.errors.StructuredOutputError`; :meth:`OutputRequest.feedback` is
 the message a retry sends back.
 """
 
@@ -19,9 +20,9 @@ import attrs
 
 from ..core.structured import answer_value
 from ..dialects.output import OUTPUT_MODES
-from ..errors import StructuredOutputError
-from ..messages import OutputFormat, OutputMode, UserMessage
-from ..results import ChatResponse
+from ..event_model.errors import StructuredOutputError
+from ..event_model.messages import OutputFormat, OutputMode, UserMessage
+from ..event_model.results import ChatResponse
 from ..tools.output import OutputMismatch, OutputType
 
 __all__ = ["RETRY_FEEDBACK", "OutputRequest"]
@@ -55,7 +56,7 @@ class OutputRequest:
         strict: bool | None = None,
     ) -> OutputRequest:
         """The request of ``output``: a type or a JSON schema (checked at the end), or an
-        :class:`~solon_events.messages.OutputFormat` (asked for only, never checked)."""
+        :class:`~solon_events.event_model.messages.OutputFormat` (asked for only, never checked)."""
         if mode is not None and mode not in OUTPUT_MODES:
             raise ValueError(f"mode must be native, tool, prompted or None, not {mode!r}")
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
@@ -74,7 +75,7 @@ class OutputRequest:
     def settle(self, response: ChatResponse, attempts: int) -> Any:
         """The answer of ``response`` (the last step's), checked: an instance of the type,
         the JSON value (a schema), or None when nothing is checked. Raises
-        :class:`~solon_events.errors.StructuredOutputError` (``attempts`` so far)."""
+        :class:`~solon_events.event_model.errors.StructuredOutputError` (``attempts`` so far)."""
         kind = self.type
         if kind is None:
             return None

@@ -17,16 +17,16 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
-from .._safe_callbacks import failure_of, raised_by
-from ..approvals import ApprovalDecision, PendingApproval
 from ..core import stages
 from ..dialects.base import HttpRequest
-from ..errors import ChatError
-from ..events import EVENT_TYPES, ChatEvent
-from ..messages import ChatRequest, Message, OutputMode, ToolSpec
-from ..redaction import Redactor
-from ..results import ChatResponse, UsageReport
-from ..steps import PrepareStep, StopCondition
+from ..event_model.approvals import ApprovalDecision, PendingApproval
+from ..event_model.errors import ChatError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.messages import ChatRequest, Message, OutputMode, ToolSpec
+from ..event_model.results import ChatResponse, UsageReport
+from ..event_model.steps import PrepareStep, StopCondition
+from ..support.redaction import Redactor
+from ..support.safe_callbacks import failure_of, raised_by
 from ..tools import Tool, ToolSet
 from ..wire.sse import Frame
 from .metering import SpendRecord, metered_astream, metered_stream
@@ -47,7 +47,7 @@ class _ResponsePipeline:
     """One subscription of :meth:`ChatPrompt.stream`: a :class:`ResponseRun` as a task on
     the I/O loop, every event through ``respond()`` into the observer.
 
-    Every failure passes the model's :class:`~solon_events.redaction.Redactor` before the
+    Every failure passes the model's :class:`~solon_events.support.redaction.Redactor` before the
     ERROR event is built from it: the one point where secrets leave the errors. However
     the run ends, the observer gets its end: should the run's own way to end it fail (a
     callback of the subscriber that raised on the ERROR event, a bug), the pipeline fails
@@ -316,7 +316,8 @@ class ChatPrompt:
         """End the tool loop as soon as one of ``conditions`` holds over the steps so far
         (:func:`~solon_events.step_count_is`, :func:`~solon_events.has_tool_call`, or any
         callable of a tuple of :class:`~solon_events.StepResult`); asked after each step
-        whose tools ran. ``max_steps`` stays the backstop. See :mod:`solon_events.steps`."""
+        whose tools ran. ``max_steps`` stays the backstop. See
+        :mod:`solon_events.event_model.steps`."""
         for condition in conditions:
             if not callable(condition):
                 raise TypeError(f"a stop condition is a callable, not {type(condition).__name__}")
@@ -334,7 +335,7 @@ class ChatPrompt:
     def approve(self, call_id: str, *, arguments: Mapping[str, Any] | None = None) -> ChatPrompt:
         """Approve the pending tool call ``call_id`` of the paused response this prompt
         continues (``model.prompt(pending)``): it runs, with ``arguments`` instead of the
-        model's when given. See :mod:`solon_events.approvals`."""
+        model's when given. See :mod:`solon_events.event_model.approvals`."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be a mapping, not {type(arguments).__name__}")
         decision = ApprovalDecision(
@@ -345,7 +346,7 @@ class ChatPrompt:
     def deny(self, call_id: str, reason: str | None = None) -> ChatPrompt:
         """Deny the pending tool call ``call_id`` of the paused response this prompt
         continues: it does not run, and the model reads a tool result saying so (with
-        ``reason``). See :mod:`solon_events.approvals`."""
+        ``reason``). See :mod:`solon_events.event_model.approvals`."""
         if reason is not None and not isinstance(reason, str):
             raise TypeError(f"reason must be a string, not {type(reason).__name__}")
         return self._decide(call_id, ApprovalDecision(approved=False, reason=reason))
@@ -414,7 +415,7 @@ class ChatPrompt:
         refuses. ``name`` names the schema to the provider (the type's name by default);
         ``strict``: hold the answer to the schema where the provider can (None: where
         the schema can be made strict; True: a ValueError when it cannot). An
-        :class:`~solon_events.messages.OutputFormat` is asked for as it is and never
+        :class:`~solon_events.event_model.messages.OutputFormat` is asked for as it is and never
         checked (what the gateway does for its clients).
         ``model.prompt(text, output=X)`` is ``model.prompt(text).output(X)``.
         """

@@ -3,7 +3,7 @@ round trip: what a router's state (:mod:`~solon_events.client.router_state`) and
 limiter's counts (:mod:`~solon_events.client.limit_store`) share.
 
 A :class:`RedisBatches` speaks to Redis (``redis.asyncio``, the ``redis`` extra) only from
-its own :class:`~solon_events.loop_thread.EventLoopThread`, so that any thread and any
+its own :class:`~solon_events.support.loop_thread.EventLoopThread`, so that any thread and any
 event loop may use it. A write (:meth:`RedisBatches._send`) never blocks: it is queued on
 that loop, and the queue is written as one pipeline (:meth:`RedisBatches._write`, a
 subclass's), then the next, in order. Reads are the subclass's, submitted to the same
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ..extras import require
-from ..loop_thread import EventLoopThread
+from ..event_model.extras import require
+from ..support.loop_thread import EventLoopThread
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

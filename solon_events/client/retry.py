@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from ..errors import ChatConnectionError, ChatHttpError
+from ..event_model.errors import ChatConnectionError, ChatHttpError
 
 __all__ = ["RETRYABLE_STATUSES", "RetryPolicy", "retry_after_seconds"]
 

@@ -53,10 +53,10 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import SerialDisposable
 
-from .. import errors
 from ..core.attempts import Attempt, AttemptPolicy, MidStream
-from ..errors import ChatError, ChatHttpError
-from ..events import ChatEvent
+from ..event_model import errors
+from ..event_model.errors import ChatError, ChatHttpError
+from ..event_model.events import ChatEvent
 from .metering import deployment_id
 from .prompt import ChatPrompt
 from .router_state import DeploymentState, MemoryRouterState, RedisRouterState, RouterState

@@ -231,7 +231,7 @@ class RedisRouterState(RedisBatches, RouterState):
         self._process = f"{os.getpid()}-{id(self):x}"
 
     def __repr__(self) -> str:
-        from ..redaction import redact_url
+        from ..support.redaction import redact_url
 
         return f"RedisRouterState({redact_url(self.url)!r}, prefix={self.prefix!r})"
 
@@ -283,7 +283,7 @@ class RedisRouterState(RedisBatches, RouterState):
         return self._io.submit(self._problem())
 
     async def _problem(self) -> str | None:
-        from ..redaction import redact_url
+        from ..support.redaction import redact_url
 
         try:
             await asyncio.wait_for(self._redis().ping(), self.timeout)

@@ -49,8 +49,6 @@ from reactivex import create as rx_create
 from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.scheduler import TimeoutScheduler
 
-from .._safe_callbacks import raised_by
-from ..approvals import PendingApproval
 from ..core.attempts import (
     AttemptArbiter,
     AttemptPolicy,
@@ -60,10 +58,12 @@ from ..core.attempts import (
 )
 from ..core.session import new_response_id
 from ..core.stages import GuardStage, Sink
-from ..events import EVENT_TYPES, ChatEvent
-from ..filters import ChatEventFilter
-from ..messages import Message, to_messages
-from ..results import Usage, UsageReport
+from ..event_model.approvals import PendingApproval
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.filters import ChatEventFilter
+from ..event_model.messages import Message, to_messages
+from ..event_model.results import Usage, UsageReport
+from ..support.safe_callbacks import raised_by
 from .cache import CacheMode, ResponseCache, cache_of
 from .prompt import ChatPrompt, _Gathered
 

@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ..extras import require
+from ..event_model.extras import require
 from .metering import SpendRecord
 
 __all__ = [
@@ -198,7 +198,7 @@ class RedisSpendLog(SpendLog):
         self._client: Any = None
 
     def __repr__(self) -> str:
-        from ..redaction import redact_url
+        from ..support.redaction import redact_url
 
         return f"RedisSpendLog({redact_url(self.url)!r}, {self.stream!r})"
 

@@ -36,16 +36,16 @@ from reactivex.disposable import Disposable
 
 from ..dialects.base import ChatDialect, HttpRequest
 from ..dialects.endpoints import expected_url
-from ..errors import (
+from ..event_model.errors import (
     ChatConnectionError,
     ChatError,
     ChatHttpError,
     ChatProtocolError,
     ChatTimeoutError,
 )
-from ..events import EVENT_TYPES, ChatEvent
-from ..loop_thread import DeadlinePassed, EventLoopThread, within
-from ..redaction import Redactor, mask_key_shaped, redact_url
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..support.loop_thread import DeadlinePassed, EventLoopThread, within
+from ..support.redaction import Redactor, mask_key_shaped, redact_url
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE, Frame
 from .retry import RetryPolicy, retry_after_seconds
 from .transport import ChatTransport, HttpResponse

@@ -8,10 +8,11 @@ A TOOL_RESULT's ``attrs`` say which tool ran (``tool_name``), how long it took
 (``duration``, seconds) and whether it failed (``is_error``: with ``tool_errors="return"``
 its text is the error the model reads). A tool that runs longer than ``tool_timeout`` is
 cancelled (a sync one's thread cannot be stopped: it runs on, its result dropped) and fails
-as a raising tool does, with a :class:`~solon_events.errors.ToolCallError` saying so.
+as a raising tool does, with a :class:`~solon_events.event_model.errors.ToolCallError` saying so.
 ``total_timeout`` covers the whole response: every step's request, its retries and their
 waits, and the tools run between steps; running out while tools run fails the response
-with a :class:`~solon_events.errors.ChatTimeoutError` naming the tool. A tool that asks for a
+with a :class:`~solon_events.event_model.errors.ChatTimeoutError` naming the tool. A tool that asks
+for a
 :class:`~solon_events.tools.ToolContext` reports progress as STATUS events
 (``sub_type="tool_progress"``, ``attrs`` ``tool_name``, ``progress``, ``total``; ``text`` the
 message) delivered while it runs, before its TOOL_RESULT. Each tool runs in the response's
@@ -20,12 +21,13 @@ context (contextvars; a sync tool in the executor too), wrapped by the context's
 
 Before each step, the plan's ``prepare_step`` may change that step's model name, tools,
 messages or options; after each step whose tools ran, the plan's ``stop_when`` conditions
-may end the response there (see :mod:`solon_events.steps`). A hook that raises fails the
-response with a :class:`~solon_events.errors.ChatError` naming it.
+may end the response there (see :mod:`solon_events.event_model.steps`). A hook that raises fails the
+response with a :class:`~solon_events.event_model.errors.ChatError` naming it.
 
 A call whose tool requires approval is not run: the step's other calls run, then the
 response ends with the step's response carrying a
-:class:`~solon_events.approvals.PendingApproval`; a plan whose ``resume`` is one finishes
+:class:`~solon_events.event_model.approvals.PendingApproval`; a plan whose ``resume`` is one
+finishes
 the paused step first (the ``decisions`` made: an approved call runs, a denied one sends
 the model a tool result saying so) and steps on from there.
 """
@@ -45,18 +47,16 @@ from typing import Any, Literal
 
 import attrs
 
-from .._safe_callbacks import failure_of
-from ..approvals import CONTINUED, ApprovalDecision, PendingApproval, denied_text
 from ..core.parsing import ParseStage, StepSettlement
 from ..core.stages import Sink
 from ..dialects.base import ChatDialect, HttpRequest
 from ..dialects.output import output_mode
 from ..dialects.output_tool import OutputToolDialect
-from ..errors import ChatError, ChatTimeoutError, StructuredOutputError, ToolCallError
-from ..events import EVENT_TYPES, ChatEvent
-from ..loop_thread import DeadlinePassed, within
-from ..messages import ChatRequest, Message, ToolMessage, to_messages
-from ..results import (
+from ..event_model.approvals import CONTINUED, ApprovalDecision, PendingApproval, denied_text
+from ..event_model.errors import ChatError, ChatTimeoutError, StructuredOutputError, ToolCallError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.messages import ChatRequest, Message, ToolMessage, to_messages
+from ..event_model.results import (
     AssistantMessage,
     ChatResponse,
     Cost,
@@ -65,7 +65,7 @@ from ..results import (
     UsageOutcome,
     UsageReport,
 )
-from ..steps import (
+from ..event_model.steps import (
     PrepareStep,
     StepContext,
     StepResult,
@@ -73,6 +73,8 @@ from ..steps import (
     StopCondition,
     call_key,
 )
+from ..support.loop_thread import DeadlinePassed, within
+from ..support.safe_callbacks import failure_of
 from ..tools import Tool, ToolContext, ToolSet
 from ..tools.context import ToolProgress
 from ..tools.scope import around_tool
@@ -203,7 +205,7 @@ class ResponseRun:
     An exception raised into a step's read by what ``head`` pushes into ends ``head`` as a
     ChatError naming the response, unless ``theirs`` says the subscriber raised it from its
     own callbacks (then it is passed on as it is); whatever else :meth:`steps` raises, its
-    caller ends ``head`` with (see :func:`~solon_events._safe_callbacks.failure_of`).
+    caller ends ``head`` with (see :func:`~solon_events.support.safe_callbacks.failure_of`).
     ``paced``: :meth:`steps` yields after each batch of events, for a caller that hands
     them on between batches (astream); a run whose ``head`` delivers them itself (a task,
     stream()) passes False and saves the round trip through the generators per chunk.

@@ -38,8 +38,8 @@ import attrs
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from ..dialects.base import HttpRequest
-from ..errors import ChatError, ChatHttpError
-from ..redaction import redact_url
+from ..event_model.errors import ChatError, ChatHttpError
+from ..support.redaction import redact_url
 
 __all__ = [
     "AiohttpTransport",

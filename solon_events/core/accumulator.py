@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..events import EVENT_TYPES, ChatEvent, ChatEventType
-from ..finish import FinishReason
-from ..results import (
+from ..event_model.events import EVENT_TYPES, ChatEvent, ChatEventType
+from ..event_model.finish import FinishReason
+from ..event_model.results import (
     ChatResponse,
     Citation,
     SearchResult,

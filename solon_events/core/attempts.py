@@ -49,10 +49,10 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from ..errors import ChatError, ToolCallError
-from ..events import EVENT_TYPES, ChatEvent, framing_event
-from ..messages import Message, ToolMessage
-from ..results import AssistantMessage, Attempt, ChatResponse, Usage
+from ..event_model.errors import ChatError, ToolCallError
+from ..event_model.events import EVENT_TYPES, ChatEvent, framing_event
+from ..event_model.messages import Message, ToolMessage
+from ..event_model.results import AssistantMessage, Attempt, ChatResponse, Usage
 from .stages import Sink
 
 __all__ = [

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..events import EVENT_TYPES, ChatEvent, ChatEventType, framing_event
-from ..results import ToolCall
+from ..event_model.events import EVENT_TYPES, ChatEvent, ChatEventType, framing_event
+from ..event_model.results import ToolCall
 
 __all__ = ["PASSED_THROUGH", "ChatEventNormalizer"]
 

@@ -4,7 +4,7 @@
 one owner of a stream's state: it decodes each frame's JSON, hands the payload to the
 dialect, acts on what the dialect records, brackets each step with STEP_START and STEP_END
 (carrying the step's folded response) and turns every way a stream can go wrong into one
-:class:`~solon_events.errors.ChatError`, after a STEP_END holding what came before it.
+:class:`~solon_events.event_model.errors.ChatError`, after a STEP_END holding what came before it.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from ..dialects.base import ChatDialect
 from ..dialects.context import ChatStreamContext, Failure, Finish, NextResponse, Outcome
 from ..dialects.reading import plain_json
 from ..dialects.sniff import dialect_hint
-from ..errors import ChatError, ChatProtocolError
-from ..events import EVENT_TYPES, ChatEvent, framing_event
-from ..finish import FinishReason, unified_finish
-from ..results import ChatResponse, Cost, Usage
+from ..event_model.errors import ChatError, ChatProtocolError
+from ..event_model.events import EVENT_TYPES, ChatEvent, framing_event
+from ..event_model.finish import FinishReason, unified_finish
+from ..event_model.results import ChatResponse, Cost, Usage
 from ..wire.sse import Frame
 from .accumulator import ChatAccumulator
 from .stages import Sink
@@ -93,7 +93,7 @@ def decode_payload(frame: Any, number: int) -> Any:
 
 class StepSettlement(Protocol):
     """What settles a step's usage at its end (the model's
-    :class:`~solon_events.estimate.StepAccounting`): see :meth:`ParseStage.settled`."""
+    :class:`~solon_events.client.estimate.StepAccounting`): see :meth:`ParseStage.settled`."""
 
     def settle(
         self,
@@ -416,7 +416,7 @@ class ParseStage:
 
     def _step_response(self, model: str | None, provider_response_id: str | None) -> ChatResponse:
         """The response of a step that ended well: its finish reason mapped to the unified
-        vocabulary here, once (:func:`~solon_events.finish.unified_finish`)."""
+        vocabulary here, once (:func:`~solon_events.event_model.finish.unified_finish`)."""
         accumulator = self._accumulator
         return self.settled(
             accumulator.snapshot(

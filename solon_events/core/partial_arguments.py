@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from ..events import EVENT_TYPES, ChatEvent, ChatEventGroup
-from ..results import ToolCall, new_partial_tool_call
+from ..event_model.events import EVENT_TYPES, ChatEvent, ChatEventGroup
+from ..event_model.results import ToolCall, new_partial_tool_call
 from .json_deltas import JsonDeltaBuilder
 from .partial_json import JsonDelta, JsonPath, PartialJsonParser
 

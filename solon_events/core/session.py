@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..results import Cost, Usage
+from ..event_model.results import Cost, Usage
 
 __all__ = ["ChatStreamSession", "new_response_id"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..events import ChatEvent
+from ..event_model.events import ChatEvent
 
 __all__ = ["Sink"]
 

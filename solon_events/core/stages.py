@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 import attrs
 
-from ..errors import ChatError
-from ..events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
-from ..filters import ChatEventFilter
-from ..finish import FinishReason
-from ..results import ChatResponse, with_usage
+from ..event_model.errors import ChatError
+from ..event_model.events import EVENT_TYPES, ChatEvent, framing_event, with_response_id
+from ..event_model.filters import ChatEventFilter
+from ..event_model.finish import FinishReason
+from ..event_model.results import ChatResponse, with_usage
 from .accumulator import ChatAccumulator
 from .normalizer import ChatEventNormalizer
 from .partial_arguments import PartialArgumentsStage

@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
-from ..events import EVENT_TYPES, ChatEvent
-from ..extras import require
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.extras import require
 from .partial_json import PartialJsonParser
 
 __all__ = ["JsonAnswer", "Schema", "answer_value"]

@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ..approvals import denied_text
+from ..event_model.approvals import denied_text
 from .answers import answered, broken, instance
 from .encoders.base import RequestView, ToolDecl
 from .turns import (

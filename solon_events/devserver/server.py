@@ -16,8 +16,8 @@ import orjson
 from aiohttp import web
 from multidict import CIMultiDict
 
-from ..loop_thread import EventLoopThread
 from ..sources import tell_source
+from ..support.loop_thread import EventLoopThread
 from .app import ServedStream, StreamTiming, create_app
 from .encoders import Frame
 

@@ -19,9 +19,9 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from ..errors import ProviderError
-from ..events import EVENT_TYPES, ChatEvent
-from ..results import ChatResponse, ImageBlock, ToolCall, Usage
+from ..event_model.errors import ProviderError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.results import ChatResponse, ImageBlock, ToolCall, Usage
 
 __all__ = [
     "Content",

@@ -36,9 +36,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import (
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import (
     Citation,
     SearchResult,
     Usage,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from ..event_model.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .output import closed_format, merged_option
 from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, redacted_thinking, thinking_signature, tool_definition

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ChatError
+from ..event_model.errors import ChatError
 
 __all__ = ["SIGNING_NAME", "credential_secrets", "region_of", "sign"]
 

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
 from ..wire.sse import Frame, StreamDecoder
 from .context import ChatStreamContext
 from .frame_shapes import claims_frame

@@ -53,10 +53,10 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ProviderError
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import (
+from ..event_model.errors import ProviderError
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import (
     Citation,
     ImageBlock,
     ToolCall,

@@ -9,15 +9,15 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from ..event_model.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from . import aws_auth
 from .output import closed_format
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import data_url_parts, redacted_thinking, thinking_signature, tool_definition
 
 if TYPE_CHECKING:
-    from ..messages import OutputFormat
+    from ..event_model.messages import OutputFormat
 
 __all__ = ["converse_stream_request", "converse_stream_url", "text_format"]
 

@@ -18,9 +18,9 @@ from typing import Any
 import attrs
 import orjson
 
-from ..events import EVENT_TYPES, ChatEventType
-from ..results import SearchResult, ToolCall, new_tool_call
-from ..values import EMPTY_MAPPING
+from ..event_model.events import EVENT_TYPES, ChatEventType
+from ..event_model.results import SearchResult, ToolCall, new_tool_call
+from ..event_model.values import EMPTY_MAPPING
 from .context import ChatStreamContext
 from .tool_calls import ToolCallAssembler
 

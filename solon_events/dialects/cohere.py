@@ -41,10 +41,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ProviderError
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import Citation, Usage, new_citation
+from ..event_model.errors import ProviderError
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import Citation, Usage, new_citation
 from .base import ChatDialect
 from .cohere_request import chat_request
 from .context import ChatStreamContext, FrameHandler, dispatch

@@ -8,8 +8,8 @@ import binascii
 from collections.abc import Iterable
 from typing import Any
 
-from ..messages import ChatRequest, ToolMessage, UserMessage
-from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from ..event_model.messages import ChatRequest, ToolMessage, UserMessage
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .output_schema import plain_schema
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, function_tool, role_message, verbatim

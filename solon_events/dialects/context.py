@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ..errors import ChatError, ProviderError
-from ..events import EVENT_TYPES, ChatEvent, ChatEventType
-from ..values import EMPTY_MAPPING, fast_recorder
+from ..event_model.errors import ChatError, ProviderError
+from ..event_model.events import EVENT_TYPES, ChatEvent, ChatEventType
+from ..event_model.values import EMPTY_MAPPING, fast_recorder
 from .reading import expect_object, provider_error_message
 
 __all__ = [

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from typing import Any
 
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import (
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import (
     FileBlock,
     ImageBlock,
     SearchResult,
@@ -46,7 +46,7 @@ from ..results import (
     new_citation,
     new_usage,
 )
-from ..values import EMPTY_MAPPING, held_member
+from ..event_model.values import EMPTY_MAPPING, held_member
 from .base import ChatDialect
 from .context import ChatStreamContext, identify
 from .gemini_request import SKIP_SIGNATURE, generate_content_request, stream_url

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from ..messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from ..event_model.messages import ChatRequest, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .gemini_schema import gemini_schema
 from .output_schema import plain_schema
 from .reading import plain_json
@@ -15,7 +15,7 @@ from .request import Endpoint, HttpRequest, request_headers
 from .writing import data_url_parts, thinking_signature, verbatim
 
 if TYPE_CHECKING:
-    from ..messages import OutputFormat
+    from ..event_model.messages import OutputFormat
 
 __all__ = ["SKIP_SIGNATURE", "generate_content_request", "response_schema", "stream_url"]
 

@@ -44,9 +44,9 @@ from typing import Any
 
 import orjson
 
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import (
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import (
     Citation,
     FileBlock,
     ImageBlock,

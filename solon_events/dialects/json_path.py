@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import ChatProtocolError
+from ..event_model.errors import ChatProtocolError
 
 __all__ = ["JsonPathAssembler", "json_path_segments"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .ollama_request import GENERATION_OPTIONS, TOP_LEVEL_OPTIONS, chat_request

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..messages import ChatRequest, ToolMessage, UserMessage
-from ..results import AssistantMessage, ImageBlock, TextBlock, ToolCall
+from ..event_model.messages import ChatRequest, ToolMessage, UserMessage
+from ..event_model.results import AssistantMessage, ImageBlock, TextBlock, ToolCall
 from .output_schema import plain_schema
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import data_url_parts, function_tool, role_message

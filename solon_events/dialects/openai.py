@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
-from ..errors import ChatProtocolError
-from ..events import EVENT_TYPES
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import Citation, SearchResult, new_citation, new_search_result
+from ..event_model.errors import ChatProtocolError
+from ..event_model.events import EVENT_TYPES
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import Citation, SearchResult, new_citation, new_search_result
 from .base import ChatDialect
 from .context import ChatStreamContext
 from .openai_request import PrefillForm, chat_completions_request

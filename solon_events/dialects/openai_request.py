@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..messages import ChatRequest, OutputFormat, ToolMessage, UserMessage
-from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from ..event_model.messages import ChatRequest, OutputFormat, ToolMessage, UserMessage
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .output import schema_for
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, function_tool, role_message, verbatim

@@ -48,9 +48,9 @@ from typing import Any
 
 import attrs
 
-from ..events import EVENT_TYPES, ChatEventType
-from ..messages import ChatRequest, OutputFormat, OutputMode
-from ..results import (
+from ..event_model.events import EVENT_TYPES, ChatEventType
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
+from ..event_model.results import (
     Citation,
     ImageBlock,
     SearchResult,

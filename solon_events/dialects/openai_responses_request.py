@@ -6,8 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..messages import ChatRequest, OutputFormat, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, FileBlock, ImageBlock, TextBlock
+from ..event_model.messages import (
+    ChatRequest,
+    OutputFormat,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .output import merged_option, schema_for
 from .request import Endpoint, HttpRequest, bearer, request_headers
 from .writing import arguments_text, data_url, tool_definition, verbatim

@@ -1,6 +1,6 @@
 """A structured answer asked of a dialect: its mode, and the request in each mode (sans-I/O).
 
-A :class:`~solon_events.messages.ChatRequest` whose ``output`` is set asks for an answer
+A :class:`~solon_events.event_model.messages.ChatRequest` whose ``output`` is set asks for an answer
 of that shape. :func:`output_mode` says how the dialect asks for it (the request's own
 ``mode``, else :meth:`ChatDialect.output_mode <solon_events.dialects.ChatDialect.output_mode>`
 for the model); :func:`prepared` writes the request the dialect's builder then reads:
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from ..messages import ChatRequest, OutputFormat, OutputMode, SystemMessage, ToolSpec
+from ..event_model.messages import ChatRequest, OutputFormat, OutputMode, SystemMessage, ToolSpec
 from .output_schema import StrictSchema, closed_schema, plain_schema, strict_schema
 
 if TYPE_CHECKING:

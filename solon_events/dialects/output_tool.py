@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from ..events import EVENT_TYPES, ChatEvent
+from ..event_model.events import EVENT_TYPES, ChatEvent
 from .base import ChatDialect, FrameDecoder
 from .context import ChatStreamContext, Finish, Outcome
 

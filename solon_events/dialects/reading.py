@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ChatProtocolError
-from ..results import Usage, new_usage
+from ..event_model.errors import ChatProtocolError
+from ..event_model.results import Usage, new_usage
 
 __all__ = [
     "expect_object",

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ..redaction import redact_url
+from ..support.redaction import redact_url
 
 __all__ = ["Endpoint", "HttpRequest", "bearer", "request_headers"]
 
@@ -29,7 +29,7 @@ class HttpRequest:
     """What to POST: ``url``, ``headers`` and a JSON ``body``.
 
     The repr hides header values and masks the URL's user info and query values (see
-    :func:`~solon_events.redaction.redact_url`), so an API key never reaches a log line.
+    :func:`~solon_events.support.redaction.redact_url`), so an API key never reaches a log line.
     """
 
     url: str

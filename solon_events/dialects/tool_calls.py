@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ChatProtocolError
-from ..events import EVENT_TYPES
-from ..results import ToolCall, new_tool_call
+from ..event_model.errors import ChatProtocolError
+from ..event_model.events import EVENT_TYPES
+from ..event_model.results import ToolCall, new_tool_call
 
 if TYPE_CHECKING:
     from .context import ChatStreamContext

@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from ..messages import SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ..results import AssistantMessage, ToolCall
+from ..event_model.messages import SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ..event_model.results import AssistantMessage, ToolCall
 from .reading import plain_json
 
 __all__ = [

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from ..events import ChatEvent, ChatEventGroup, ChatEventType
-from ..results import CachedAnswer, ChatResponse, Cost, ToolCall, Usage
+from ..event_model.events import ChatEvent, ChatEventGroup, ChatEventType
+from ..event_model.results import CachedAnswer, ChatResponse, Cost, ToolCall, Usage
 from .values import (
     ESTIMATED,
     cached_text,

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
-from ..events import EVENT_TYPES, ChatEvent
-from ..steps import call_event
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.steps import call_event
 from .html import markdown_html, wrap
 from .render import (
     LONG_ARGUMENTS,
@@ -480,7 +480,7 @@ def live(
     import reactivex
     from reactivex.disposable import CompositeDisposable, Disposable
 
-    from .._safe_callbacks import safe_callbacks
+    from ..support.safe_callbacks import safe_callbacks
 
     if interval < 0:
         raise ValueError("interval must be >= 0 seconds")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import ChatEvent, ChatEventType
-from ..results import CachedAnswer, ChatResponse, Cost, ToolCall, Usage
+from ..event_model.events import ChatEvent, ChatEventType
+from ..event_model.results import CachedAnswer, ChatResponse, Cost, ToolCall, Usage
 from .values import (
     ESTIMATED,
     cached_text,

@@ -12,8 +12,8 @@ from rich.live import Live
 from rich.text import Text
 
 from ..core.partial_arguments import ArgumentDeltas, StreamingArguments
-from ..events import EVENT_TYPES, ChatEvent
-from ..results import ChatResponse, Cost, ToolCall, Usage
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.results import ChatResponse, Cost, ToolCall, Usage
 from .values import ESTIMATED, cached_text, cost_text
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
-from ..events import ChatEvent
+from ..event_model.events import ChatEvent
 from .html import events_html
 from .pretty import events_text
 from .values import timed_events

@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
-from ..events import EVENT_TYPES, ChatEvent, ChatEventGroup
-from ..extras import MissingExtraError
+from ..event_model.events import EVENT_TYPES, ChatEvent, ChatEventGroup
+from ..event_model.extras import MissingExtraError
 from .html import GROUP_COLOURS
 from .picture import Picture
 from .values import timed_events

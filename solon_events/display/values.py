@@ -11,8 +11,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from ..events import EVENT_TYPES, ChatEvent
-from ..results import CachedAnswer, Cost, Usage
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.results import CachedAnswer, Cost, Usage
 
 __all__ = [
     "ESTIMATED",

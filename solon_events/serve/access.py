@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..client.estimate import token_counter
 from ..client.limit_store import LimitStore, MemoryLimitStore, RedisLimitStore
 from ..client.limiter import Limiter, Reservation, nanos_of
 from ..client.limits import LimitExceededError
 from ..client.metering import SpendRecord, price_usage, watch_overrun
 from ..client.model import ChatModel
 from ..client.spend_log import JsonLinesSpendLog, OtelSpendLog, RedisSpendLog, SpendLog
-from ..estimate import token_counter
-from ..events import ChatEvent
-from ..messages import ChatRequest
-from ..pricing import ModelPrice
-from ..results import Usage
+from ..event_model.events import ChatEvent
+from ..event_model.messages import ChatRequest
+from ..event_model.pricing import ModelPrice
+from ..event_model.results import Usage
 from ._http_error import HttpError
 from .keys import GatewayKey, GatewayKeys, credential
 

@@ -1,10 +1,10 @@
 """Where a server keeps the responses paused for tool approval until a client decides.
 
 The gateway (:mod:`solon_events.serve`) puts every
-:class:`~solon_events.approvals.PendingApproval` its responses end with into a store,
+:class:`~solon_events.event_model.approvals.PendingApproval` its responses end with into a store,
 under the paused response's id, before the client sees the response's end; a later
 request that brings decisions (on calls named by their
-:func:`~solon_events.approvals.approval_id`) looks at it (:meth:`ApprovalStore.peek`: a
+:func:`~solon_events.event_model.approvals.approval_id`) looks at it (:meth:`ApprovalStore.peek`: a
 decision that does not answer its calls leaves it as it was, its time to live included),
 then takes it out and continues the response. :meth:`ApprovalStore.take` hands a pending
 approval out once, so that two requests bringing the same decisions never run a call twice.
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
-from ..approvals import PendingApproval, signed, verified
+from ..event_model.approvals import PendingApproval, signed, verified
 
 if TYPE_CHECKING:
     from .redis_log import RedisStreamLog

@@ -33,7 +33,7 @@ from typing import Any
 import attrs
 
 from ..client.router import COOLDOWN, STRATEGIES, Strategy
-from ..extras import require
+from ..event_model.extras import require
 from .config_reading import (
     ConfigError,
     Source,

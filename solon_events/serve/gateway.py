@@ -29,7 +29,7 @@ response's first entry the client gets a 503 saying why (no stream has started);
 failing later ends the stream with the protocol's error event.
 
 Tool approval: a response that pauses because one of the server's tools requires approval
-(:mod:`solon_events.approvals`) is kept in :attr:`Gateway.approvals` (in Redis with
+(:mod:`solon_events.event_model.approvals`) is kept in :attr:`Gateway.approvals` (in Redis with
 ``redis``, so that any replica continues it) until a request brings the decisions: the
 Vercel UI stream's ``tool-approval-request`` answered by ``useChat``'s
 ``addToolApprovalResponse``, AG-UI's ``interrupt`` outcome answered by ``resume`` entries,
@@ -88,11 +88,11 @@ from ..adapters.inputs import messages_from_events, messages_from_vercel
 from ..adapters.native import encode_event, event_to_json
 from ..adapters.provider_formats import error_body, response_body
 from ..adapters.vercel import VERCEL_DONE, VERCEL_HEADERS, VercelEncoder, vercel_sse
-from ..approvals import ApprovalDecision, PendingApproval, parse_approval_id
 from ..client.model import ChatModel, ChatPrompt
-from ..errors import ChatError
-from ..events import EVENT_TYPES, ChatEvent
-from ..extras import MissingExtraError
+from ..event_model.approvals import ApprovalDecision, PendingApproval, parse_approval_id
+from ..event_model.errors import ChatError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.extras import MissingExtraError
 from ..tools import Tool, ToolSet
 from . import provider_routes
 from ._http_error import HttpError as _HttpError

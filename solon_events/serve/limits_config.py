@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ..client.limits import OUTPUT_ALLOWANCE, WINDOWS, Limits
-from ..pricing import ModelPrice
+from ..event_model.pricing import ModelPrice
 from .config_reading import Where, flag, one_of, setting, text
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class PriceConfig:
 
     @property
     def price(self) -> ModelPrice:
-        """The price as a :class:`~solon_events.pricing.ModelPrice`."""
+        """The price as a :class:`~solon_events.event_model.pricing.ModelPrice`."""
         return ModelPrice(
             input=self.input,
             output=self.output,

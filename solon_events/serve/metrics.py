@@ -39,10 +39,10 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ..errors import ChatHttpError
-from ..events import EVENT_TYPES, ChatEvent
-from ..extras import require
-from ..results import ChatResponse
+from ..event_model.errors import ChatHttpError
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.extras import require
+from ..event_model.results import ChatResponse
 
 __all__ = ["GatewayMetrics", "error_type"]
 

@@ -189,7 +189,7 @@ class Operations:
             return refused
         metrics = self._gateway.metrics
         if metrics is None:
-            from ..extras import install_hint
+            from ..event_model.extras import install_hint
 
             message = f"the gateway's metrics need prometheus-client: {install_hint('metrics')}"
             return self._json(request, {"error": message}, 501)

@@ -75,16 +75,16 @@ from ..client.router import NoHealthyDeploymentError
 from ..client.routing import ModelGroup
 from ..dialects.output import prepared
 from ..dialects.request import Endpoint
-from ..errors import (
+from ..event_model.errors import (
     ChatConnectionError,
     ChatError,
     ChatHttpError,
     ChatProtocolError,
     ChatTimeoutError,
 )
-from ..events import EVENT_TYPES, ChatEvent
-from ..messages import ChatRequest, OutputFormat
-from ..results import ChatResponse
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.messages import ChatRequest, OutputFormat
+from ..event_model.results import ChatResponse
 
 __all__ = [
     "CACHE_HEADER",

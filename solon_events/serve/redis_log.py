@@ -30,12 +30,12 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
-from .._safe_callbacks import run_safely, safe_action, safe_callbacks
 from ..adapters.native import decode_event, encode_event
-from ..errors import ChatError
-from ..events import ChatEvent
-from ..extras import MissingExtraError
-from ..loop_thread import EventLoopThread
+from ..event_model.errors import ChatError
+from ..event_model.events import ChatEvent
+from ..event_model.extras import MissingExtraError
+from ..support.loop_thread import EventLoopThread
+from ..support.safe_callbacks import run_safely, safe_action, safe_callbacks
 
 try:
     from redis.asyncio import Redis

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
-from ..events import EVENT_TYPES, ChatEvent
+from ..event_model.events import EVENT_TYPES, ChatEvent
 from .redis_log import Outcome, RedisStreamLog, StreamLogError, StreamWriter
 
 __all__ = ["StoredResponse", "send_entries"]

@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator
 
 from ..adapters.native import decode_event, encode_event
 from ..client.cache import FlightGone
-from ..errors import ChatError
-from ..events import ChatEvent
+from ..event_model.errors import ChatError
+from ..event_model.events import ChatEvent
 from .redis_log import RedisStreamLog, StreamWriter
 
 __all__ = ["RedisFlights"]

@@ -9,7 +9,7 @@ picks the model by its ``model`` as ``POST /v1/messages`` does, and answers
 - an Anthropic deployment counts it itself: the request, in that deployment's terms
   (its model, its key), is posted to its ``.../v1/messages/count_tokens``;
 - any other, or an Anthropic one whose count fails, gets an estimate
-  (:func:`solon_events.estimate.request_tokens`: tiktoken where it knows the model, else
+  (:func:`solon_events.client.estimate.request_tokens`: tiktoken where it knows the model, else
   the documented heuristic), marked as such: ``"estimated": true`` and ``"method"`` (how it
   was counted) in the body, and the header ``x-solon-estimated: true``.
 """
@@ -24,11 +24,11 @@ import attrs
 import orjson
 
 from ..adapters.client_requests import ClientRequest
+from ..client.estimate import request_tokens, token_counter
 from ..client.model import ChatModel
 from ..client.router import Router
 from ..client.routing import ModelGroup
-from ..estimate import request_tokens, token_counter
-from ..messages import ChatRequest
+from ..event_model.messages import ChatRequest
 
 __all__ = [
     "COUNT_TOKENS_ROUTE",

@@ -43,7 +43,7 @@ An estimated usage (:attr:`Usage.estimated <solon_events.Usage.estimated>`) sets
 ``solon_events.usage.estimated`` true on the span; a priced response (``ChatModel(...,
 pricing=True)``) sets ``solon_events.usage.cost``, its total cost in US dollars.
 
-Given the model's :class:`~solon_events.redaction.Redactor` (``ChatModel(...,
+Given the model's :class:`~solon_events.support.redaction.Redactor` (``ChatModel(...,
 telemetry=True)`` passes its own), every text attribute and the error status pass it: the
 provider controls some of them (``gen_ai.response.model``, ``gen_ai.response.id``, the
 answer, a tool's arguments, its error code), and a key it echoes there is masked.
@@ -66,13 +66,13 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from .._safe_callbacks import safe_callbacks
 from .._version import __version__
 from ..core.stages import Sink
-from ..events import ChatEvent
-from ..extras import MissingExtraError, install_hint
-from ..redaction import Redactor
-from ..results import ToolCall, UsageReport
+from ..event_model.events import ChatEvent
+from ..event_model.extras import MissingExtraError, install_hint
+from ..event_model.results import ToolCall, UsageReport
+from ..support.redaction import Redactor
+from ..support.safe_callbacks import safe_callbacks
 from ..tools.scope import ToolScope
 from .recorder import Instruments, RecorderSettings, ResponseRecorder, error_type
 

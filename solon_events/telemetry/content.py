@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from ..messages import SystemMessage, ToolMessage, UserMessage
-from ..results import AssistantMessage, ChatResponse, ToolCall
+from ..event_model.messages import SystemMessage, ToolMessage, UserMessage
+from ..event_model.results import AssistantMessage, ChatResponse, ToolCall
 
 __all__ = ["input_messages", "output_messages", "to_json"]
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import attrs
 
-from ..events import EVENT_TYPES, ChatEvent
-from ..redaction import Redactor
-from ..results import ChatResponse, ToolCall, Usage
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.results import ChatResponse, ToolCall, Usage
+from ..support.redaction import Redactor
 from ..tools.scope import ToolScope, tool_scope
 from .content import input_messages, output_messages, to_json
 

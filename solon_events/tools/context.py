@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from ..results import ToolCall
+from ..event_model.results import ToolCall
 
 __all__ = ["ToolContext", "ToolProgress", "is_context_annotation"]
 

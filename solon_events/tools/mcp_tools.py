@@ -12,7 +12,7 @@ tool loop runs) awaits a call without blocking; so can any other loop, and a pla
 blocks on it. One ``McpTools`` serves any number of models and concurrent calls.
 
 A tool the server reports as failed, a JSON-RPC error, a timeout and a server that went
-away all raise :class:`~solon_events.errors.ToolCallError` with the server's message.
+away all raise :class:`~solon_events.event_model.errors.ToolCallError` with the server's message.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import IO, Any, TextIO
 import attrs
 import orjson
 
-from ..errors import ToolCallError
-from ..extras import MissingExtraError
-from ..loop_thread import EventLoopThread
+from ..event_model.errors import ToolCallError
+from ..event_model.extras import MissingExtraError
+from ..support.loop_thread import EventLoopThread
 from .context import ToolContext
 from .shape import Unsupported, inline_refs
 from .tool import Tool, ToolSet

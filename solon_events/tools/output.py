@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 
 from ..dialects.output_schema import SchemaError, absent_nulls, inline_refs, plain_schema
-from ..extras import require
+from ..event_model.extras import require
 from .pydantic_schema import wants_pydantic
 from .schema import compile_annotation
 from .shape import Unsupported

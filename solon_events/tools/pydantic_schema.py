@@ -17,7 +17,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from ..extras import install_hint
+from ..event_model.extras import install_hint
 from .shape import BadValue, Shape, Unsupported, inline_refs
 
 __all__ = ["is_field_info", "pydantic_installed", "pydantic_shape", "wants_pydantic"]

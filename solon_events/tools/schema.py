@@ -27,7 +27,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from ..extras import install_hint
+from ..event_model.extras import install_hint
 from .context import is_context_annotation
 from .docstrings import class_doc
 from .pydantic_schema import is_field_info, pydantic_installed, pydantic_shape, wants_pydantic

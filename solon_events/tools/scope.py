@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from contextvars import ContextVar
 
-from ..results import ToolCall
+from ..event_model.results import ToolCall
 
 __all__ = ["ToolScope", "around_tool", "tool_scope"]
 

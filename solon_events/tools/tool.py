@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from ..errors import ToolCallError
-from ..messages import ToolSpec
+from ..event_model.errors import ToolCallError
+from ..event_model.messages import ToolSpec
 from .context import ToolContext
 from .docstrings import parse_docstring
 from .results import format_result
@@ -326,7 +326,7 @@ def tool(
     ``requires_approval=True`` (or a predicate of the call's arguments, say
     ``lambda args: args["amount"] > 100``) makes a call wait for a person's approval: the
     tool loop stops before running it and the response ends with the call pending (see
-    :mod:`solon_events.approvals`).
+    :mod:`solon_events.event_model.approvals`).
     """
 
     def build(target: Callable[..., Any]) -> Tool[..., Any]:

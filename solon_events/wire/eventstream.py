@@ -6,7 +6,7 @@ CRC32), typed headers (``:event-type``, ``:message-type``, ``:content-type``, ..
 payload, and the CRC32 of everything before it. :class:`EventStreamDecoder` takes bytes as
 they arrive, split anywhere, and returns whole :class:`EventStreamMessage` values; a bad
 CRC, inconsistent lengths, a message over the size limit or a stream cut inside a message
-raise :class:`~solon_events.errors.ChatProtocolError` naming the message's number (1 for
+raise :class:`~solon_events.event_model.errors.ChatProtocolError` naming the message's number (1 for
 the first). After such an error the decoder is not to be fed again.
 
 :class:`EventStreamFrameDecoder` is the same decoder as the stream reader and ``replay()``
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..errors import ChatProtocolError
+from ..event_model.errors import ChatProtocolError
 
 __all__ = [
     "CONTENT_TYPE",

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ..errors import ChatProtocolError
+from ..event_model.errors import ChatProtocolError
 from .sse import Frame
 
 __all__ = [
@@ -67,7 +67,7 @@ def starts_a_recording(start: bytes) -> bool:
 
 def read_lines(body: bytes) -> tuple[dict[str, Any], tuple[RecordedStep, ...]]:
     """A recording's header and steps; a line that is wrong raises
-    :class:`~solon_events.errors.ChatProtocolError` naming it."""
+    :class:`~solon_events.event_model.errors.ChatProtocolError` naming it."""
     lines = [line for line in body.splitlines() if line.strip()]
     if not lines or not starts_a_recording(lines[0]):
         raise ChatProtocolError(

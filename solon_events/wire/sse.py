@@ -5,7 +5,7 @@ and LF of one line end); :class:`Frame` values come out. Each chunk is cut into 
 bytes methods running in C (CRLF and CR become LF), never byte by byte in Python; a line
 still waiting for its end is kept as a list of pieces, so a frame arriving in many small
 chunks costs linear time. One line, or one event's data, larger than ``max_frame_size``
-bytes raises :class:`~solon_events.errors.ChatProtocolError` instead of growing without
+bytes raises :class:`~solon_events.event_model.errors.ChatProtocolError` instead of growing without
 bound; after that error the decoder is not to be fed again.
 
 One decoder with one API: :class:`StreamDecoder` (``feed`` bytes as they arrive, ``close``
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
 from typing import Any, Generic, Literal, NamedTuple, TypeVar, overload
 
-from ..errors import ChatProtocolError
+from ..event_model.errors import ChatProtocolError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",

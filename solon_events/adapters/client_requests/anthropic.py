@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolSpec, UserMessage
-from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from ...event_model.messages import Message, SystemMessage, ToolSpec, UserMessage
+from ...event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .fields import each, field_of, integer, json_text, kind_of, optional, texts
 from .options import GenerationOptions, sampling
 from .request import ClientRequest, client_request, tool_result, tool_spec

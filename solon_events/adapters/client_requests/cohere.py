@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolMessage
-from ...results import AssistantMessage, ImageBlock
+from ...event_model.messages import Message, SystemMessage, ToolMessage
+from ...event_model.results import AssistantMessage, ImageBlock
 from .fields import each, field_of, integer, json_text, optional, texts
 from .openai_chat import function_call, function_tool, image_url_block
 from .options import GenerationOptions, sampling

@@ -27,8 +27,8 @@ from typing import Any
 
 from ...dialects.gemini_request import SKIP_SIGNATURE
 from ...dialects.gemini_schema import json_schema_of as json_schema
-from ...messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from ...event_model.messages import Message, SystemMessage, ToolMessage, ToolSpec, UserMessage
+from ...event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .fields import each, field_of, integer, json_text, optional, unknown_fields
 from .options import GenerationOptions, sampling
 from .request import ClientRequest, client_request, tool_spec

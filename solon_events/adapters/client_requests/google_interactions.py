@@ -21,8 +21,8 @@ from typing import Any
 
 import attrs
 
-from ...messages import Message, ToolMessage, UserMessage
-from ...results import AssistantMessage, FileBlock, ImageBlock
+from ...event_model.messages import Message, ToolMessage, UserMessage
+from ...event_model.results import AssistantMessage, FileBlock, ImageBlock
 from .fields import field_of, json_text, kind_of, optional, texts, unknown_fields
 from .options import GenerationOptions, sampling
 from .request import ClientRequest, file_block, image_block, input_request, tool_call

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolMessage, UserMessage
-from ...results import AssistantMessage, ImageBlock
+from ...event_model.messages import Message, SystemMessage, ToolMessage, UserMessage
+from ...event_model.results import AssistantMessage, ImageBlock
 from .fields import each, field_of, optional, unknown_fields
 from .openai_chat import function_call, function_tool
 from .options import GenerationOptions, sampling

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import Message, SystemMessage, ToolMessage, ToolSpec
-from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall
+from ...event_model.messages import Message, SystemMessage, ToolMessage, ToolSpec
+from ...event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
 from .fields import each, field_of, integer, optional, texts
 from .options import GenerationOptions, effort_fields, sampling
 from .request import (

@@ -20,8 +20,8 @@ from typing import Any
 
 import attrs
 
-from ...messages import Message, SystemMessage, UserMessage
-from ...results import AssistantMessage, FileBlock, ImageBlock
+from ...event_model.messages import Message, SystemMessage, UserMessage
+from ...event_model.results import AssistantMessage, FileBlock, ImageBlock
 from .fields import field_of, json_text, optional, texts
 from .openai_chat import tool_choice
 from .options import GenerationOptions, effort_fields, sampling

@@ -1,5 +1,5 @@
 """A client's structured-output request read: the
-:class:`~solon_events.messages.OutputFormat` each protocol asks for in its own fields.
+:class:`~solon_events.event_model.messages.OutputFormat` each protocol asks for in its own fields.
 
 =======================  ====================================================================
 format                   fields read
@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from ...dialects.gemini_schema import json_schema_of
-from ...messages import OutputFormat
+from ...event_model.messages import OutputFormat
 from .fields import field_of, optional
 
 __all__ = ["OUTPUT_FIELDS", "output_ignored", "read_output"]

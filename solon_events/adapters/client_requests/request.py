@@ -14,8 +14,15 @@ from typing import Any
 import attrs
 
 from ...dialects.writing import data_url_parts
-from ...messages import Message, OutputFormat, SystemMessage, ToolMessage, ToolSpec, UserMessage
-from ...results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
+from ...event_model.messages import (
+    Message,
+    OutputFormat,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from ...event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall, _tuple
 from .fields import each, field_of, optional, texts, unknown_fields
 from .options import GenerationOptions
 from .output import OUTPUT_FIELDS, output_ignored, read_output

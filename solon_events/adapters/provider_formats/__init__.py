@@ -34,9 +34,9 @@ from typing import Any
 from reactivex import Observable, abc
 from reactivex import create as rx_create
 
-from ..._safe_callbacks import Callbacks, subscribe_safely
-from ...events import ChatEvent
-from ...results import ChatResponse
+from ...event_model.events import ChatEvent
+from ...event_model.results import ChatResponse
+from ...support.safe_callbacks import Callbacks, subscribe_safely
 from .anthropic import AnthropicEncoder
 from .base import WireEncoder
 from .cohere import CohereEncoder

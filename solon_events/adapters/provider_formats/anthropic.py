@@ -45,8 +45,8 @@ from typing import Any, ClassVar
 
 import orjson
 
-from ...events import ChatEvent
-from ...results import ChatResponse, Usage
+from ...event_model.events import ChatEvent
+from ...event_model.results import ChatResponse, Usage
 from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["AnthropicEncoder", "anthropic_usage"]

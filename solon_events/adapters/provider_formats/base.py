@@ -22,10 +22,10 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from ...errors import ChatError, ChatHttpError
-from ...events import EVENT_TYPES, ChatEvent, ChatEventType
-from ...finish import FinishReason, unified_finish
-from ...results import ChatResponse, ToolCall, Usage
+from ...event_model.errors import ChatError, ChatHttpError
+from ...event_model.events import EVENT_TYPES, ChatEvent, ChatEventType
+from ...event_model.finish import FinishReason, unified_finish
+from ...event_model.results import ChatResponse, ToolCall, Usage
 from ...wire.writing import sse_data, sse_event, sse_frame
 
 __all__ = [
@@ -122,7 +122,7 @@ Where a format has no word for a reason, its plain stop stands in."""
 
 def finish_kind(reason: str | None, has_tool_calls: bool = False) -> FinishReason:
     """Any provider's finish reason in the unified vocabulary:
-    :func:`~solon_events.finish.unified_finish`."""
+    :func:`~solon_events.event_model.finish.unified_finish`."""
     return unified_finish(reason, has_tool_calls)
 
 

@@ -35,8 +35,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, ClassVar
 
-from ...events import ChatEvent
-from ...results import ChatResponse, Usage
+from ...event_model.events import ChatEvent
+from ...event_model.results import ChatResponse, Usage
 from .base import Block, MessageEnd, Payload, WireEncoder, error_info
 
 __all__ = ["CohereEncoder", "cohere_usage_body"]

@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...dialects.google_interactions_request import assistant_steps
-from ...events import ChatEvent
-from ...results import AssistantMessage, ChatResponse, Usage
+from ...event_model.events import ChatEvent
+from ...event_model.results import AssistantMessage, ChatResponse, Usage
 from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
 
 __all__ = ["GoogleInteractionsEncoder", "interactions_usage_body"]

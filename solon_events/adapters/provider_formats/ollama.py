@@ -32,8 +32,8 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from ...events import ChatEvent
-from ...results import ChatResponse, Usage
+from ...event_model.events import ChatEvent
+from ...event_model.results import ChatResponse, Usage
 from ...wire.writing import json_line
 from .base import Block, MessageEnd, Payload, WireEncoder, error_info, random_id
 

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...events import ChatEvent
-from ...results import ChatResponse, Usage
+from ...event_model.events import ChatEvent
+from ...event_model.results import ChatResponse, Usage
 from .base import Block, MessageEnd, Payload, WireEncoder, error_info, now, random_id
 
 __all__ = ["OpenAIChatEncoder", "chat_usage"]

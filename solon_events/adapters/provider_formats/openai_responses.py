@@ -52,9 +52,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...events import ChatEvent
-from ...finish import FinishReason
-from ...results import ChatResponse, ToolCall, Usage
+from ...event_model.events import ChatEvent
+from ...event_model.finish import FinishReason
+from ...event_model.results import ChatResponse, ToolCall, Usage
 from .base import (
     Block,
     MessageEnd,

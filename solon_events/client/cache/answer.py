@@ -21,9 +21,9 @@ import attrs
 import orjson
 
 from ...adapters.native import event_from_json, event_to_json
-from ...events import EVENT_TYPES, ChatEvent, with_response_id
-from ...results import CachedAnswer, ChatResponse, Cost, Usage, with_usage
-from ...values import EMPTY_MAPPING, fast_replacer
+from ...event_model.events import EVENT_TYPES, ChatEvent, with_response_id
+from ...event_model.results import CachedAnswer, ChatResponse, Cost, Usage, with_usage
+from ...event_model.values import EMPTY_MAPPING, fast_replacer
 
 __all__ = [
     "FORMAT_VERSION",

@@ -21,8 +21,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol, runtime_checkable
 
-from ...errors import ChatError
-from ...events import ChatEvent
+from ...event_model.errors import ChatError
+from ...event_model.events import ChatEvent
 
 __all__ = ["Flight", "FlightBoard", "FlightGone", "FlightLead"]
 

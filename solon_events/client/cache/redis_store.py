@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ...extras import require
+from ...event_model.extras import require
 from .answer import StoredAnswer
 from .stores import DEFAULT_MAX_ENTRY_BYTES
 

@@ -30,19 +30,19 @@ from reactivex import Observable, abc
 from reactivex import create as rx_create
 from reactivex.disposable import Disposable
 
-from ..._safe_callbacks import run_safely
 from ...core.session import new_response_id
-from ...errors import ChatError, StructuredOutputError
-from ...events import ChatEvent
-from ...filters import ChatEventFilter
-from ...results import CachedAnswer, Cost, Usage, UsageOutcome, UsageReport
+from ...event_model.errors import ChatError, StructuredOutputError
+from ...event_model.events import ChatEvent
+from ...event_model.filters import ChatEventFilter
+from ...event_model.results import CachedAnswer, Cost, Usage, UsageOutcome, UsageReport
+from ...support.safe_callbacks import run_safely
 from .answer import AnswerRecorder, ServedAnswer, StoredAnswer
 from .flights import Flight, FlightBoard, FlightGone, FlightLead
 from .key import request_key
 from .stores import CacheStore
 
 if TYPE_CHECKING:
-    from ...loop_thread import EventLoopThread
+    from ...support.loop_thread import EventLoopThread
     from ..prompt import ChatPrompt
 
 __all__ = ["CacheMode", "Pace", "ResponseCache"]

@@ -11,7 +11,7 @@ import orjson
 
 from ...adapters.provider_formats import error_body, wire_encoder
 from ...adapters.provider_formats.base import ErrorInfo, error_info, now, random_id
-from ...events import EVENT_TYPES, ChatEvent
+from ...event_model.events import EVENT_TYPES, ChatEvent
 from ..turns import (
     Content,
     Finish,

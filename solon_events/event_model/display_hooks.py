@@ -13,7 +13,7 @@ __all__ = ["repr_html", "repr_pretty"]
 
 def repr_html(self: Any) -> str:
     """``self`` as HTML (:func:`solon_events.display.html.to_html`)."""
-    from .display.html import to_html
+    from ..display.html import to_html
 
     return to_html(self)
 
@@ -21,6 +21,6 @@ def repr_html(self: Any) -> str:
 def repr_pretty(self: Any, printer: Any, cycle: bool) -> None:
     """``self`` as text for IPython's pretty printer
     (:func:`solon_events.display.pretty.to_text`)."""
-    from .display.pretty import to_text
+    from ..display.pretty import to_text
 
     printer.text(to_text(self))

@@ -310,7 +310,7 @@ def message_from_json(data: Any) -> Message:
 
 
 def response_from_json(data: Any) -> ChatResponse | None:
-    """The response :func:`~solon_events.plain.to_plain` wrote, its pending approval
+    """The response :func:`~solon_events.event_model.plain.to_plain` wrote, its pending approval
     included (None for None)."""
     if data is None:
         return None

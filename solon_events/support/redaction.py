@@ -39,7 +39,7 @@ from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit, urluns
 
 import orjson
 
-from .errors import ChatError, ChatHttpError
+from ..event_model.errors import ChatError, ChatHttpError
 
 __all__ = ["KEY_SHAPE", "MASK", "MIN_SECRET_LENGTH", "Redactor", "mask_key_shaped", "redact_url"]
 

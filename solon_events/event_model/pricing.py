@@ -164,7 +164,7 @@ def price(
 ) -> Cost:
     """What ``usage`` costs with ``model``: see the module's docs for ``provider`` and
     ``api_url`` (tried first when given). Raises
-    :class:`~solon_events.extras.MissingExtraError` without the ``cost`` extra."""
+    :class:`~solon_events.event_model.extras.MissingExtraError` without the ``cost`` extra."""
     genai_prices = require("genai_prices", feature="pricing", extra="cost", package="genai-prices")
     thinking = min(usage.thinking_tokens, usage.completion_tokens)
     counts = {

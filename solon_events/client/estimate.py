@@ -53,8 +53,8 @@ from typing import Any
 import attrs
 import orjson
 
-from .messages import ChatRequest, SystemMessage, ToolMessage, UserMessage
-from .results import AssistantMessage, ChatResponse, Usage, new_usage, with_usage
+from ..event_model.messages import ChatRequest, SystemMessage, ToolMessage, UserMessage
+from ..event_model.results import AssistantMessage, ChatResponse, Usage, new_usage, with_usage
 
 __all__ = [
     "LETTERS_PER_TOKEN",

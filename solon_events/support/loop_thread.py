@@ -21,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # aiohttp depends on async-timeout before 3.11
     from async_timeout import timeout as _timeout
 
-from .extras import MissingExtraError
+from ..event_model.extras import MissingExtraError
 
 __all__ = [
     "DeadlinePassed",

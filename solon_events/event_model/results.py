@@ -7,8 +7,10 @@ The pipeline builds a :class:`Usage`, :class:`AssistantMessage` and :class:`Chat
 for every step, with :func:`new_usage`, :func:`new_message` and :func:`new_response`, and
 the dialects build sources and calls with :func:`new_citation`, :func:`new_search_result`
 and :func:`new_tool_call`: builders generated from each class's field list
-(:func:`~solon_events.values.fast_builder`), as :class:`~solon_events.events.ChatEvent`'s
-constructor is. Every value can be copied and pickled (:class:`~solon_events.values.FrozenValue`).
+(:func:`~solon_events.event_model.values.fast_builder`), as
+:class:`~solon_events.event_model.events.ChatEvent`'s
+constructor is. Every value can be copied and pickled
+(:class:`~solon_events.event_model.values.FrozenValue`).
 """
 
 from __future__ import annotations
@@ -95,13 +97,14 @@ class Usage(FrozenValue):
     ``total_tokens`` is the provider's total, or prompt + completion.
     ``server_tool_use`` holds the provider's server-tool counters and ``source`` the
     provider's raw usage payload. A dialect may have it hold the payload as part of its
-    frame's JSON text (:func:`~solon_events.values.held_member`), decoded on each read (a
+    frame's JSON text (:func:`~solon_events.event_model.values.held_member`), decoded on each read
+    (a
     new value, equal every time), so that kept usage gives the garbage collector nothing
     to walk.
 
     ``estimated`` is True when some of the counts are estimates rather than the
     provider's (a step the provider sent no usage for, or output streamed after its last
-    count: see :mod:`solon_events.estimate`); a sum is estimated when any part is. The
+    count: see :mod:`solon_events.client.estimate`); a sum is estimated when any part is. The
     displays show such a usage with "≈". :meth:`cost` prices it.
     """
 
@@ -147,7 +150,7 @@ class Usage(FrozenValue):
         ``"google"``, ``"bedrock"`` is ``"aws"``) or None to let genai-prices find the
         provider from the model. A model it has no price for gives a :class:`Cost` whose
         ``total`` is None and whose ``reason`` says why: never a guess. See
-        :func:`solon_events.pricing.price`.
+        :func:`solon_events.event_model.pricing.price`.
         """
         return price(self, model, provider)
 
@@ -348,7 +351,7 @@ class ChatResponse(FrozenValue):
 
     ``pending_approval`` is set on a response that paused because tool calls wait for a
     person's approval: which calls, and what it takes to continue
-    (:class:`~solon_events.approvals.PendingApproval`).
+    (:class:`~solon_events.event_model.approvals.PendingApproval`).
 
     ``usage`` is the step's (a STEP_END's response) or the whole response's (RESPONSE_END,
     ABORT, ERROR: every step's, so far); ``cost`` its price, per step and in total, when
@@ -365,7 +368,8 @@ class ChatResponse(FrozenValue):
     finish_reason: str | None = None
     finish: FinishReason | None = attrs.field(default=None, converter=finish_reason_of)
     """Why the response ended, in one vocabulary across providers (``stop``, ``length``,
-    ``tool_calls``, ``content_filter``, ``error``, ``other``: :mod:`solon_events.finish`),
+    ``tool_calls``, ``content_filter``, ``error``, ``other``:
+    :mod:`solon_events.event_model.finish`),
     beside the provider's own word in ``finish_reason``."""
     model: str | None = None
     provider_response_id: str | None = None

@@ -24,16 +24,16 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
-from ._safe_callbacks import Callbacks, subscribe_safely
-from .core import stages
-from .core.parsing import ParseStage
-from .core.partial_arguments import ArgumentDelta, ArgumentDeltas, PartialArgumentsStage
-from .core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
-from .core.structured import JsonAnswer, Schema
-from .dialects.base import ChatDialect, get_dialect
-from .events import EVENT_TYPES, ChatEvent
-from .filters import ChatEventFilter
-from .results import ChatResponse
+from ..core import stages
+from ..core.parsing import ParseStage
+from ..core.partial_arguments import ArgumentDelta, ArgumentDeltas, PartialArgumentsStage
+from ..core.stages import AggregateStage, GuardStage, NormalizeStage, Sink
+from ..core.structured import JsonAnswer, Schema
+from ..dialects.base import ChatDialect, get_dialect
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..event_model.filters import ChatEventFilter
+from ..event_model.results import ChatResponse
+from ..support.safe_callbacks import Callbacks, subscribe_safely
 from .smoothing import smooth
 
 __all__ = [
@@ -101,7 +101,7 @@ def _operator(
     observable: Callable[..., Observable[Any]] = reactivex.create,
 ) -> Callable[[Observable[Any]], Observable[Any]]:
     """The operator ``name`` whose callbacks ``start(observer)`` makes, fresh state for
-    each subscription, run safely (see :mod:`solon_events._safe_callbacks`); its
+    each subscription, run safely (see :mod:`solon_events.support.safe_callbacks`); its
     observable made by ``observable(subscribe)``."""
     where = f"the {name} operator"
 

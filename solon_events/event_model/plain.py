@@ -1,11 +1,12 @@
 """Results as plain JSON data, and back: what our own JSON (:mod:`solon_events.adapters.native`)
-and a pending approval's JSON (:meth:`~solon_events.approvals.PendingApproval.to_json`)
+and a pending approval's JSON (:meth:`~solon_events.event_model.approvals.PendingApproval.to_json`)
 write and read.
 
 :func:`to_plain` writes a value as objects of its fields (defaults left out), content blocks
 tagged with ``kind`` and an error as ``{"type": <class name>, "message": ..., <its
 attributes>}``; the ``*_from_plain`` readers read them back. A response's pending approval is
-written by its own ``to_json()`` and read by :mod:`solon_events.approvals`, which builds on
+written by its own ``to_json()`` and read by :mod:`solon_events.event_model.approvals`, which
+builds on
 this module. Sans-I/O.
 """
 
@@ -175,14 +176,14 @@ def message_from_plain(value: Any) -> results.AssistantMessage | None:
 
 def response_from_plain(value: Any, pending_approval: Any = None) -> results.ChatResponse | None:
     """The :class:`~solon_events.ChatResponse` :func:`to_plain` wrote (None for None), with
-    ``pending_approval`` (read by :func:`solon_events.approvals.response_from_json`)."""
+    ``pending_approval`` (read by :func:`solon_events.event_model.approvals.response_from_json`)."""
     if value is None:
         return None
     fields = dict(value)
     message = message_from_plain(fields.pop("message", None))
     text = fields.pop("text", "")
     usage = usage_from_plain(fields.pop("usage", None))
-    fields.pop("pending_approval", None)  # read by solon_events.approvals
+    fields.pop("pending_approval", None)  # read by solon_events.event_model.approvals
     if "cost" in fields:
         fields["cost"] = cost_from_plain(fields["cost"])
     if "cached" in fields:

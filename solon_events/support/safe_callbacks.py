@@ -31,7 +31,7 @@ from typing import Any
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from .errors import ChatError
+from ..event_model.errors import ChatError
 
 __all__ = [
     "failure_of",

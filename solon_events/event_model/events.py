@@ -166,7 +166,8 @@ iterable and has no lookup by value: use ChatEventType for those).
 
 def _hold_raw(value: Mapping[str, Any] | None) -> Any:
     """What a ChatEvent holds for ``raw=value``: a plain dict as it is (made read-only when
-    read) and a :func:`~solon_events.values.held_member` as it is (decoded when read), any
+    read) and a :func:`~solon_events.event_model.values.held_member` as it is (decoded when read),
+    any
     other mutable mapping wrapped read-only (None or empty: the empty mapping)."""
     if not value:
         return EMPTY_MAPPING
@@ -283,7 +284,8 @@ class ChatEvent(FrozenValue):
     def evolve(self, **changes: Any) -> ChatEvent:
         """A copy with ``changes`` applied; this event is unchanged.
 
-        What ``attrs.evolve(self, **changes)`` gives (:func:`~solon_events.values.fast_constructor`
+        What ``attrs.evolve(self, **changes)`` gives
+        (:func:`~solon_events.event_model.values.fast_constructor`
         puts one made from the field list in place of this one), at a fraction of its cost.
         """
         return attrs.evolve(self, **changes)
@@ -313,7 +315,8 @@ class ChatEvent(FrozenValue):
     def finish(self) -> FinishReason | None:
         """The unified finish reason of the response this event carries (RESPONSE_END's,
         a STEP_END's, ERROR's: ``error``), else None: ``event.response.finish``, beside the
-        provider's word in ``event.response.finish_reason`` (see :mod:`solon_events.finish`)."""
+        provider's word in ``event.response.finish_reason`` (see
+        :mod:`solon_events.event_model.finish`)."""
         response = self.response
         return response.finish if response is not None else None
 

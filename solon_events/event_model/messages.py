@@ -1,6 +1,7 @@
 """What is sent to a model: the conversation and the tools it may call.
 
-The assistant's own turns are :class:`~solon_events.results.AssistantMessage` values, so a
+The assistant's own turns are :class:`~solon_events.event_model.results.AssistantMessage` values,
+so a
 step's result goes straight back into the next request. Plain dicts in the common
 ``{"role": ..., "content": ...}`` form are accepted too (see :func:`to_messages`).
 """

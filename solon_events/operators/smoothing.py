@@ -34,9 +34,9 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 from reactivex.scheduler import EventLoopScheduler
 
-from ._safe_callbacks import failure_of, raised_in, safe_action, safe_callbacks
-from .core.chunking import Chunking, chunker
-from .events import EVENT_TYPES, ChatEvent
+from ..core.chunking import Chunking, chunker
+from ..event_model.events import EVENT_TYPES, ChatEvent
+from ..support.safe_callbacks import failure_of, raised_in, safe_action, safe_callbacks
 
 __all__ = ["smooth"]
 
@@ -236,7 +236,7 @@ def smooth(
     returns its first chunk (or None to wait for more). A non-text event first releases
     everything waiting, so a block or the response never ends later than its text (the
     pace only spaces chunks while text keeps coming); the text joined is unchanged. See
-    :mod:`solon_events.smoothing`.
+    :mod:`solon_events.operators.smoothing`.
 
     The pace is kept on ``scheduler`` (its clock and its timers; a reactivex
     ``TestScheduler`` runs it in virtual time), by default on a thread of its own per

@@ -1,0 +1,4 @@
+"""The old name of solon_events.event_model.filters:
+that very module, for type checkers too (see solon_events._moved)."""
+
+from solon_events.event_model.filters import *  # noqa: F403

@@ -1,0 +1,4 @@
+"""The old name of solon_events.event_model.results:
+that very module, for type checkers too (see solon_events._moved)."""
+
+from solon_events.event_model.results import *  # noqa: F403
