@@ -276,7 +276,9 @@ def test_budgets_hold_while_clients_cancel_and_requests_fall_back_and_hedge(
         records = spend_of(redis, key)
         assert settled_counts.spent_tokens == sum(r.tokens for r in records), key
         assert settled_counts.spent_nanos == sum(r.nanos for r in records), key
-        assert {r.outcome for r in records} >= {"failed", "completed"} or key == "capped"
+        kinds = {r.outcome for r in records}
+        # fallbacks' failed first attempts, and answers read whole or left by their client
+        assert "failed" in kinds and kinds & {"completed", "cancelled"}, (key, kinds)
 
 
 def test_the_spend_log_equals_what_the_provider_served(setup: dict[str, Any]) -> None:
