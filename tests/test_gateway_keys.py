@@ -237,7 +237,9 @@ def test_a_stream_stopped_at_its_limit_ends_with_the_protocols_error(
             break
         time.sleep(0.02)
     assert counts.in_flight == 0
-    assert counts.spent_tokens <= 60 + 1  # at most the delta that crossed the budget
+    # The delta that crossed the budget and those the upstream sent before the cancellation
+    # reached it (two at most allowed, on a machine busy enough to delay the cancellation).
+    assert counts.spent_tokens <= 60 + 3
 
 
 def _counts(served: Any, key: Any) -> Any:
