@@ -92,18 +92,16 @@ async def _run(
 @contextlib.contextmanager
 def _redis() -> Iterator[str | None]:
     """A redis-server of its own (its URL), or None when none is installed."""
-    binary = shutil.which("redis-server")
-    if binary is None:
+    if shutil.which("redis-server") is None:
         yield None
         return
-    from .bench_gateway import _free_port, _process
+    from .local_servers import RedisServer
 
-    port = _free_port()
-    with tempfile.TemporaryDirectory() as folder:
-        command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-        command += ["--appendonly", "no", "--dir", folder]
-        with _process(command, "(Ready to accept connections)"):
-            yield f"redis://127.0.0.1:{port}/0"
+    server = RedisServer().start()
+    try:
+        yield server.url
+    finally:
+        server.close()
 
 
 async def _rows(url: str, frames: int, requests: int, redis: str | None) -> list[dict[str, Any]]:

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .bench_e2e import _ArrivalProbe, _percentile
+from .local_servers import free_port, free_port_pair
 from .machine import print_run_heading
 
 UPSTREAMS = ("openai", "anthropic")
@@ -314,14 +315,6 @@ def _process(
                 process.wait(5)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _family(pid: int) -> set[int]:
     """Process ``pid`` and its descendants, from /proc."""
     parents: dict[int, int] = {}
@@ -412,7 +405,7 @@ def _litellm(upstream: str, scenarios: dict[str, str]) -> Iterator[tuple[int, st
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "config.yaml"
         _litellm_config(upstream, scenarios, config)
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             "LITELLM_MASTER_KEY": MASTER_KEY,
@@ -500,7 +493,7 @@ def _path_figures(targets: dict[str, Target], probe: str, quick: bool) -> dict[s
 def measure(quick: bool = False) -> dict[str, Any]:
     """Every path's figures: direct, through our gateway and through LiteLLM's proxy."""
     scenarios = _scenarios(quick)
-    port = _free_port()
+    port = free_port_pair()
     upstream_argv = [sys.executable, "-m", "benchmarks.bench_gateway", "upstream", str(port)]
     figures: dict[str, Any] = {"load_before": os.getloadavg()[0], "paths": {}}
     paths = figures["paths"]

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from .bench_e2e import _percentile
-from .bench_gateway import MASTER_KEY, _body, _family, _free_port, _litellm, _process
+from .bench_gateway import MASTER_KEY, _body, _family, _litellm, _process
+from .local_servers import free_port_pair
 from .machine import print_run_heading
 
 LOAD = "slow:20:0.005"
@@ -226,7 +227,7 @@ def _gateways(upstream: str) -> Iterator[dict[str, tuple[int, str]]]:
 def measure(quick: bool = False) -> dict[str, Any]:
     """The direct path's and each proxy's figures at each rate, and memory per stream."""
     cpu = max(os.sched_getaffinity(0))
-    port = _free_port()
+    port = free_port_pair()
     upstream_argv = [sys.executable, "-m", "benchmarks.bench_gateway", "upstream", str(port)]
     route = "/v1/chat/completions"
     figures: dict[str, Any] = {"load_before": os.getloadavg()[0], "cpu": cpu, "proxies": {}}

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from .bench_e2e import _percentile
-from .bench_gateway import LITELLM_VENV, MASTER_KEY, _free_port, _process, litellm_command
+from .bench_gateway import LITELLM_VENV, MASTER_KEY, _process, litellm_command
+from .local_servers import free_port, free_port_pair
 from .machine import print_run_heading
 
 SCENARIO = "slow:5:0"
@@ -185,7 +186,7 @@ def _litellm(upstreams: list[str]) -> Iterator[str]:
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "config.yaml"
         config.write_text(_litellm_config(upstreams))
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             "LITELLM_MASTER_KEY": MASTER_KEY,
@@ -198,17 +199,6 @@ def _litellm(upstreams: list[str]) -> Iterator[str]:
             yield url
 
 
-def _free_pair() -> int:
-    """A port free with the next one too: an upstream serves its probe on PORT+1."""
-    import socket
-
-    while True:
-        port = _free_port()
-        with socket.socket() as sock, contextlib.suppress(OSError):
-            sock.bind(("127.0.0.1", port + 1))
-            return port
-
-
 @contextlib.contextmanager
 def _upstream() -> Iterator[str]:
     """The embedded provider in a process of its own: its URL (started again on other ports
@@ -217,7 +207,7 @@ def _upstream() -> Iterator[str]:
     with contextlib.ExitStack() as stack:
         for attempt in range(3):
             try:
-                started = _process([*argv, str(_free_pair())], r"(http://127\.0\.0\.1:\d+)")
+                started = _process([*argv, str(free_port_pair())], r"(http://127\.0\.0\.1:\d+)")
                 url = stack.enter_context(started)[1]
                 break
             except RuntimeError as error:

@@ -18,7 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["Gateway", "RedisServer", "free_port", "gateway_process", "process_figures"]
+__all__ = [
+    "Gateway",
+    "RedisServer",
+    "free_port",
+    "free_port_pair",
+    "gateway_process",
+    "process_figures",
+]
 
 
 def free_port() -> int:
@@ -26,6 +33,16 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_port_pair() -> int:
+    """A port nothing listens on now, with the next one free too (the gateway benchmarks'
+    upstream serves its probe on PORT+1)."""
+    while True:
+        port = free_port()
+        with socket.socket() as sock, contextlib.suppress(OSError):
+            sock.bind(("127.0.0.1", port + 1))
+            return port
 
 
 class RedisServer:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,19 +24,13 @@ import pytest
 from gateway_errors import error_message
 from serving import serving_in_thread, sse_json
 
+from benchmarks.local_servers import free_port
 from solon_events import ChatModel
 from solon_events.cli import ROUTES
 from solon_events.devserver import DevServer
 from solon_events.serve import create_app, provider_routes, serving
 
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then let go)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # x-solon-ignored
