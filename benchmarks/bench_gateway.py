@@ -58,7 +58,7 @@ from typing import Any, Optional
 
 from .bench_e2e import _ArrivalProbe, _percentile
 from .local_servers import free_port, free_port_pair
-from .machine import print_run_heading
+from .machine import measured, print_run_heading
 
 UPSTREAMS = ("openai", "anthropic")
 ROUTES = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
@@ -495,7 +495,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     scenarios = _scenarios(quick)
     port = free_port_pair()
     upstream_argv = [sys.executable, "-m", "benchmarks.bench_gateway", "upstream", str(port)]
-    figures: dict[str, Any] = {"load_before": os.getloadavg()[0], "paths": {}}
+    figures: dict[str, Any] = {"paths": {}}
     paths = figures["paths"]
     route = ROUTES["openai"]
     with _process(upstream_argv, r"(http://127\.0\.0\.1:\d+)") as (_upstream, upstream):
@@ -529,13 +529,12 @@ def measure(quick: bool = False) -> dict[str, Any]:
                         run: (url + route, f"{dialect}-{run}", pid) for run in scenarios
                     }
                     paths[f"LiteLLM, {dialect} upstream"] = _path_figures(theirs, probe, quick)
-    figures["load_after"] = os.getloadavg()[0]
     return figures
 
 
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the gateway's overhead beside LiteLLM's; return the figures."""
-    figures = measure(quick)
+    figures = measured(measure, quick)
     paths = figures["paths"]
     floor = paths["direct (Chat Completions)"]
     print_run_heading(

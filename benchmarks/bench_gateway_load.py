@@ -39,7 +39,7 @@ from typing import Any
 from .bench_e2e import _percentile
 from .bench_gateway import MASTER_KEY, _body, _family, _litellm, _process
 from .local_servers import free_port_pair
-from .machine import print_run_heading
+from .machine import measured, print_run_heading
 
 LOAD = "slow:20:0.005"
 """The short streamed answer of the throughput runs."""
@@ -230,7 +230,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     port = free_port_pair()
     upstream_argv = [sys.executable, "-m", "benchmarks.bench_gateway", "upstream", str(port)]
     route = "/v1/chat/completions"
-    figures: dict[str, Any] = {"load_before": os.getloadavg()[0], "cpu": cpu, "proxies": {}}
+    figures: dict[str, Any] = {"cpu": cpu, "proxies": {}}
     with contextlib.ExitStack() as stack:
         _upstream, upstream = stack.enter_context(
             _process(upstream_argv, r"(http://127\.0\.0\.1:\d+)")
@@ -280,13 +280,12 @@ def measure(quick: bool = False) -> dict[str, Any]:
             except RuntimeError as error:
                 proxy["kib_per_open_stream"] = None
                 proxy["memory_failure"] = str(error)
-    figures["load_after"] = os.getloadavg()[0]
     return figures
 
 
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the throughput and memory figures; return them."""
-    figures = measure(quick)
+    figures = measured(measure, quick)
     print_run_heading(
         figures,
         f"each proxy pinned to CPU {figures['cpu']}; answers {LOAD} (20 deltas 5 ms apart), "

@@ -43,7 +43,7 @@ from typing import Any
 from .bench_e2e import _percentile
 from .bench_gateway import LITELLM_VENV, MASTER_KEY, _process, litellm_command
 from .local_servers import free_port, free_port_pair
-from .machine import print_run_heading
+from .machine import measured, print_run_heading
 
 SCENARIO = "slow:5:0"
 CONCURRENCY = (1, 16, 64, 256)
@@ -239,7 +239,7 @@ def _throughput(urls: list[str], model: str, quick: bool) -> dict[int, dict[str,
 
 def measure(quick: bool = False) -> dict[str, Any]:
     """The figures of every path (see the module)."""
-    figures: dict[str, Any] = {"load_before": os.getloadavg()[0], "latency": {}, "throughput": {}}
+    figures: dict[str, Any] = {"latency": {}, "throughput": {}}
     latency, throughput = figures["latency"], figures["throughput"]
     with _upstream() as first, _upstream() as second:
         upstreams = [first, second]
@@ -260,13 +260,12 @@ def measure(quick: bool = False) -> dict[str, Any]:
                 throughput["LiteLLM"] = _throughput([url + _ROUTE], "pair", quick)
         except RuntimeError as error:
             figures["litellm"] = str(error)
-    figures["load_after"] = os.getloadavg()[0]
     return figures
 
 
 def main(quick: bool = False) -> dict[str, Any]:
     """Print the router's figures beside LiteLLM's; return them."""
-    figures = measure(quick)
+    figures = measured(measure, quick)
     print_run_heading(
         figures, f"upstreams: the embedded provider ({SCENARIO}), Chat Completions, aiohttp clients"
     )

@@ -6,6 +6,7 @@ import contextlib
 import os
 import platform
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,14 @@ def summary(machine: dict[str, Any]) -> str:
         f"{machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB; "
         f"{machine['os']}; {machine['python']}; {packages}"
     )
+
+
+def measured(measure: Callable[[bool], dict[str, Any]], quick: bool) -> dict[str, Any]:
+    """The figures of ``measure(quick)``, with the machine's load average before and after
+    the run (``load_before``, ``load_after``: what :func:`print_run_heading` prints)."""
+    load_before = os.getloadavg()[0]
+    figures = measure(quick)
+    return {"load_before": load_before, **figures, "load_after": os.getloadavg()[0]}
 
 
 def print_run_heading(figures: dict[str, Any], setting: str) -> None:

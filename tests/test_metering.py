@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 import pytest
+from routing_runs import acollect
 
 from solon_events import ChatModel
 from solon_events.client.limiter import Limiter
@@ -28,16 +29,6 @@ def model(server: RunningServer, name: str, **options: Any) -> ChatModel:
     return ChatModel(server.url + CHAT, name, max_retries=0, **options)
 
 
-async def events_of(prompt: Any) -> tuple[list[Any], BaseException | None]:
-    events: list[Any] = []
-    try:
-        async for event in prompt.astream():
-            events.append(event)
-    except Exception as error:
-        return events, error
-    return events, None
-
-
 async def test_a_refused_request_is_a_response_that_fails_at_once(
     server: RunningServer,
 ) -> None:
@@ -45,7 +36,7 @@ async def test_a_refused_request_is_a_response_that_fails_at_once(
     with model(server, "echo", limiter=limiter) as echo:
         first = await echo.prompt("hello there").acall()
         assert first.text == "hello there"
-        events, error = await events_of(echo.prompt("again"))
+        events, error = await acollect(echo.prompt("again"))
         assert [e.type for e in events] == [EVENT_TYPES.RESPONSE_START, EVENT_TYPES.ERROR]
         assert isinstance(error, LimitExceededError) and events[1].error is error
         assert (error.status, error.limit, error.scope) == (429, "rpm", "one")
@@ -142,7 +133,7 @@ async def test_a_stream_is_stopped_at_the_limit_when_asked(server: RunningServer
     limits = Limits(budget_tokens=40, output_allowance=5, overrun="stop")
     limiter = Limiter(limits, name="stop")
     with model(server, "slow:200:0.005", limiter=limiter) as slow:
-        events, error = await events_of(slow.prompt("count"))
+        events, error = await acollect(slow.prompt("count"))
     assert isinstance(error, LimitExceededError) and error.stopped
     assert events[-1].type is EVENT_TYPES.ERROR and events[-1].error is error
     deltas = [e for e in events if e.type is EVENT_TYPES.TEXT_DELTA]

@@ -71,14 +71,9 @@ class Load:
         return f"{self.rate:g} req/s ({shape}{cap})"
 
     def to_json(self) -> dict[str, object]:
-        """The load as the results' JSON writes it."""
-        return {
-            "kind": self.kind,
-            "rate": self.rate,
-            "concurrency": self.concurrency,
-            "burstiness": self.burstiness,
-            "max_concurrency": self.max_concurrency,
-        }
+        """The load as the results' JSON writes it: its kind, then its fields (``constant``
+        is one of the kinds)."""
+        return {"kind": self.kind, **attrs.asdict(self, filter=attrs.filters.exclude("constant"))}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Load:

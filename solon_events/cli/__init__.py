@@ -38,6 +38,7 @@ from .common import (  # noqa: F401
     CommandError,
     HelpFormatter,
     _local,
+    add_command,
     add_dialect_and_key_options,
     add_endpoint_options,
     command_line_hint,
@@ -196,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     dialect_help = "the provider's wire format"
 
-    demo_parser = _command(
+    demo_parser = add_command(
         commands,
         "demo",
         "stream a scripted tool-using conversation from the embedded provider",
@@ -208,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dialect", choices=dialect_names(), default="openai", help=dialect_help
     )
 
-    replay_parser = _command(
+    replay_parser = add_command(
         commands,
         "replay",
         "print the events of a recorded stream",
@@ -235,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="show every event, HEARTBEAT and RAW included"
     )
 
-    stream_parser = _command(
+    stream_parser = add_command(
         commands,
         "stream",
         "stream a prompt from a provider, rendered live",
@@ -244,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _provider_options(stream_parser)
 
-    record_parser = _command(
+    record_parser = add_command(
         commands,
         "record",
         "stream a prompt and save its raw frames as a recording",
@@ -266,17 +267,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_keys_parser(commands)
     add_spend_parser(commands)
     return parser
-
-
-def _command(commands: Any, name: str, summary: str, description: str) -> Any:
-    # No abbreviations: "--api-key sk-..." must not be taken for "--api-key-env".
-    return commands.add_parser(
-        name,
-        help=summary,
-        description=description,
-        formatter_class=HelpFormatter,
-        allow_abbrev=False,
-    )
 
 
 def _provider_options(parser: argparse.ArgumentParser) -> None:

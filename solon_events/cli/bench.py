@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..bench import BenchResult, Endpoint, Lengths, Load, Slo, benchmark
 from ..bench.prompts import BenchPrompt, read_dataset, synthetic_prompts
+from .common import add_command, add_dialect_and_key_options, number_type
 
 __all__ = ["add_bench_parser", "bench"]
 
@@ -37,17 +38,8 @@ def _numbers(kind: Callable[[str], float]) -> Callable[[str], list[float]]:
     return parse
 
 
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a number above 0: {text!r}")
-        return value
-
-    return parse
+_POSITIVE_INT = number_type(int, "expected a number above 0")
+_POSITIVE_FLOAT = number_type(float, "expected a number above 0")
 
 
 def _lengths(text: str) -> Lengths:
@@ -76,12 +68,11 @@ def _option(text: str) -> tuple[str, Any]:
 
 def add_bench_parser(commands: Any) -> None:
     """Add the ``bench`` command to ``solon-events``'s subcommands."""
-    from .common import HelpFormatter, add_dialect_and_key_options
-
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "bench",
-        help="benchmark a model endpoint: latency percentiles, throughput, goodput",
-        description="Send requests to a model endpoint at a request rate (Poisson, constant "
+        "benchmark a model endpoint: latency percentiles, throughput, goodput",
+        "Send requests to a model endpoint at a request rate (Poisson, constant "
         "or bursty arrivals) or a fixed concurrency, or a sweep of them, and report each "
         "request's timings summarised: time to the first event, token, reasoning and answer "
         "token, inter-token latency, time per output token, end to end (mean, p50, p90, "
@@ -90,8 +81,6 @@ def add_bench_parser(commands: Any) -> None:
         "lag; a warning when the client, not the server, set the figures). Prompts come "
         "from a dataset (JSON lines: prompt, text or messages, and output_tokens; or "
         "ShareGPT conversations) or are made up to lengths in tokens.",
-        formatter_class=HelpFormatter,
-        allow_abbrev=False,
     )
     parser.add_argument(
         "--url", help="the endpoint to POST to, e.g. http://127.0.0.1:8000/v1/chat/completions"
@@ -111,7 +100,7 @@ def add_bench_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--deployment",
-        type=_positive(int),
+        type=_POSITIVE_INT,
         metavar="N",
         help="with --config: the model's Nth deployment (needed when it has several)",
     )
@@ -128,7 +117,7 @@ def add_bench_parser(commands: Any) -> None:
     )
     load.add_argument(
         "--burstiness",
-        type=_positive(float),
+        type=_POSITIVE_FLOAT,
         default=1.0,
         help="with --rate: gamma-distributed gaps of this shape (1: Poisson; below 1 "
         "burstier, above 1 steadier; as vLLM's --burstiness)",
@@ -136,19 +125,19 @@ def add_bench_parser(commands: Any) -> None:
     load.add_argument("--constant", action="store_true", help="with --rate: evenly spaced arrivals")
     load.add_argument(
         "--max-concurrency",
-        type=_positive(int),
+        type=_POSITIVE_INT,
         metavar="N",
         help="with --rate: at most N requests in flight (arrivals beyond it wait)",
     )
     size = load.add_mutually_exclusive_group()
     size.add_argument(
         "--requests",
-        type=_positive(int),
+        type=_POSITIVE_INT,
         metavar="N",
         help=f"requests per load point (default: {DEFAULT_REQUESTS})",
     )
     size.add_argument(
-        "--duration", type=_positive(float), metavar="SECONDS", help="send for this long per point"
+        "--duration", type=_POSITIVE_FLOAT, metavar="SECONDS", help="send for this long per point"
     )
     load.add_argument(
         "--warmup",
@@ -160,7 +149,7 @@ def add_bench_parser(commands: Any) -> None:
     load.add_argument("--seed", type=int, default=0, help="seed of the arrivals and the prompts")
     load.add_argument(
         "--workers",
-        type=_positive(int),
+        type=_POSITIVE_INT,
         default=1,
         metavar="N",
         help="processes that share the load (their results merged exactly)",
@@ -211,7 +200,7 @@ def add_bench_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_positive(float),
+        type=_POSITIVE_FLOAT,
         default=300.0,
         metavar="SECONDS",
         help="a request's wait for its first frame, and between two frames",

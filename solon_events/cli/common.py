@@ -9,6 +9,8 @@ import os
 import re
 import textwrap
 import time
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from rich.console import Console
@@ -22,10 +24,12 @@ from ..tools import ToolContext, tool
 __all__ = [
     "CommandError",
     "HelpFormatter",
+    "add_command",
     "add_dialect_and_key_options",
     "add_endpoint_options",
     "check_url",
     "command_line_hint",
+    "number_type",
     "provider_dialect",
     "provider_key",
 ]
@@ -115,6 +119,37 @@ class HelpFormatter(argparse.HelpFormatter):
         ):
             text += " (default: %(default)s)"
         return text
+
+
+def add_command(commands: Any, name: str, summary: str, description: str) -> Any:
+    """Add the subcommand ``name`` to ``commands`` (an ``add_subparsers()`` result) and
+    return its parser: ``summary`` in the list of commands, ``description`` atop its help."""
+    # No abbreviations: "--api-key sk-..." must not be taken for "--api-key-env".
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        formatter_class=HelpFormatter,
+        allow_abbrev=False,
+    )
+
+
+def number_type(
+    kind: Callable[[str], Any], message: str, *, zero: bool = False
+) -> Callable[[str], Any]:
+    """An argparse ``type``: the text read by ``kind`` (``int``, ``float``), above 0 (0 too
+    with ``zero``), else an error of ``message`` followed by the text."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not (value >= 0 if zero else value > 0):  # NaN is neither
+            raise argparse.ArgumentTypeError(f"{message}: {text!r}")
+        return value
+
+    return parse
 
 
 @tool

@@ -15,26 +15,25 @@ __all__ = ["add_keys_parser", "keys"]
 
 def add_keys_parser(commands: Any) -> None:
     """Add the ``keys`` command to ``solon-events``'s subcommands."""
-    from .common import HelpFormatter
+    from .common import add_command
 
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "keys",
-        help="the digest of a gateway key, for its [keys.NAME] section",
-        description="Print the SHA-256 digest (hex) of a gateway key read from standard "
+        "the digest of a gateway key, for its [keys.NAME] section",
+        "Print the SHA-256 digest (hex) of a gateway key read from standard "
         "input, for key_sha256 in a [keys.NAME] section of the gateway's configuration: "
         "the key itself is never stored. On a terminal the key is asked for without echo; "
         "a trailing line break is not part of the key.",
-        formatter_class=HelpFormatter,
-        allow_abbrev=False,
     )
     actions = parser.add_subparsers(
         dest="keys_action", required=True, metavar="ACTION", help="hash: print a key's digest"
     )
-    actions.add_parser(
+    add_command(
+        actions,
         "hash",
-        help="print the SHA-256 digest of a key read from standard input",
-        description="Read a key from standard input and print its SHA-256 digest (hex).",
-        formatter_class=HelpFormatter,
+        "print the SHA-256 digest of a key read from standard input",
+        "Read a key from standard input and print its SHA-256 digest (hex).",
     )
 
 

@@ -34,6 +34,7 @@ from ..serve.gateway import (
     MAX_TOTAL_BUFFER,
     WRITE_TIMEOUT,
 )
+from .common import add_command, add_dialect_and_key_options, number_type
 
 if TYPE_CHECKING:
     from ..serve.access import Access
@@ -44,12 +45,11 @@ __all__ = ["add_serve_parser", "serve"]
 
 def add_serve_parser(commands: Any) -> None:
     """Add the ``serve`` command to ``solon-events``'s subcommands."""
-    from .common import HelpFormatter, add_dialect_and_key_options
-
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "serve",
-        help="serve a model to front ends: Vercel UI stream, AG-UI, events, a chat page",
-        description="Serve a model over HTTP: POST /api/chat (the Vercel AI SDK's UI message "
+        "serve a model to front ends: Vercel UI stream, AG-UI, events, a chat page",
+        "Serve a model over HTTP: POST /api/chat (the Vercel AI SDK's UI message "
         "stream), POST /agui (AG-UI), POST /events (our events as SSE), GET / (a chat "
         "page), and the providers' own APIs for their SDKs: /v1/chat/completions, "
         "/v1/responses, /v1/messages, /v1beta/models/{model}:generateContent and "
@@ -57,8 +57,6 @@ def add_serve_parser(commands: Any) -> None:
         "there are the client's: never run here). Without --url or --upstream it serves the "
         "embedded provider and the demo's weather tool. The first line printed is the "
         "address it listens on, http://HOST:PORT.",
-        formatter_class=HelpFormatter,
-        allow_abbrev=False,
     )
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     parser.add_argument(
@@ -458,26 +456,10 @@ def _byte_count(text: str) -> int:
     return size
 
 
-def _count(text: str) -> int:
-    """A number of connections on the command line: a whole number, 0 or more."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = -1
-    if count < 0:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
-    return count
-
-
-def _seconds(text: str) -> float:
-    """A time on the command line: seconds, 0 or more."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
-    return seconds
+_count = number_type(int, "not a whole number", zero=True)
+"""A number of connections on the command line: a whole number, 0 or more."""
+_seconds = number_type(float, "not a number of seconds", zero=True)
+"""A time on the command line: seconds, 0 or more."""
 
 
 def _use_upstream(args: argparse.Namespace) -> None:

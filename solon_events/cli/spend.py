@@ -19,17 +19,16 @@ __all__ = ["add_spend_parser", "spend"]
 
 def add_spend_parser(commands: Any) -> None:
     """Add the ``spend`` command to ``solon-events``'s subcommands."""
-    from .common import HelpFormatter
+    from .common import add_command
 
-    parser = commands.add_parser(
+    parser = add_command(
+        commands,
         "spend",
-        help="sum a gateway's spend log by key, model and day",
-        description="Read a spend log (one record per attempt: a JSON-lines file, or a "
+        "sum a gateway's spend log by key, model and day",
+        "Read a spend log (one record per attempt: a JSON-lines file, or a "
         "redis:// URL and its stream) and sum it by key, model and UTC day: attempts, "
         "input, output and total tokens, cost in USD, and how many were estimated (the "
         "provider sent no count), unpriced or answered from a cache.",
-        formatter_class=HelpFormatter,
-        allow_abbrev=False,
     )
     parser.add_argument(
         "logs",
