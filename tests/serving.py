@@ -1,27 +1,33 @@
-"""Helpers for the gateway tests: a gateway app on a real port, ``solon-events serve`` in
-its own process, SSE reading, node clients."""
+"""Helpers for the gateway tests: a gateway app on a real port, a gateway in front of each
+of the embedded provider's dialects, ``solon-events serve`` in its own process, SSE
+reading, node clients."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 import pytest
 from aiohttp import web
 from executables import executable_or_skip
 
+from solon_events.cli import ROUTES
+from solon_events.client.model import ChatModel
 from solon_events.client.transport import pools_closed
-from solon_events.serve import create_app, run_app
+from solon_events.devserver import DevServer, RunningServer
+from solon_events.serve import create_app, run_app, serving
 from solon_events.serve.models import ModelTable
+from solon_events.serve.provider_routes import PROVIDER_ROUTES
 from solon_events.support.loop_thread import EventLoopThread
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
@@ -35,6 +41,59 @@ SHOW_MAP = {
     },
 }
 """A frontend tool, as an AG-UI client declares it."""
+
+
+UPSTREAMS = tuple(ROUTES)
+"""Every dialect the embedded provider speaks, each the upstream of a gateway."""
+SDK_CLIENTS = tuple(dict.fromkeys(PROVIDER_ROUTES.values()))
+"""The providers' protocols a gateway serves to their SDKs."""
+
+K = TypeVar("K")
+
+
+def for_every_upstream_sdk_and_mode(test: Callable[..., None]) -> Callable[..., None]:
+    """Run ``test`` for every ``upstream`` (:data:`UPSTREAMS`), every ``client``
+    (:data:`SDK_CLIENTS`), answers streamed and whole (``stream``)."""
+    test = pytest.mark.parametrize("upstream", UPSTREAMS)(test)
+    test = pytest.mark.parametrize("client", SDK_CLIENTS)(test)
+    return pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])(test)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gateways(Generic[K]):
+    """The embedded provider, and a gateway in front of each of the models on it."""
+
+    provider: RunningServer
+    gateways: dict[K, str]  # a model's key -> its gateway's URL
+    models: dict[K, ChatModel]  # the gateways' models, asked directly too
+
+
+@contextlib.contextmanager
+def gateway_per_model(
+    models_at: Callable[[str], dict[K, ChatModel]], thread: str
+) -> Iterator[Gateways[K]]:
+    """Start the embedded provider, the models ``models_at(its URL)`` gives and a gateway
+    in front of each (on 127.0.0.1, all on one loop thread named ``thread``)."""
+    provider = DevServer.run_in_thread()
+    io = EventLoopThread(name=thread)
+    models = models_at(provider.url)
+    stack = contextlib.AsyncExitStack()
+
+    async def start() -> dict[K, str]:
+        return {
+            key: await stack.enter_async_context(serving(create_app(model)))
+            for key, model in models.items()
+        }
+
+    try:
+        yield Gateways(provider, io.run(start()), models)
+    finally:
+        io.run(stack.aclose(), timeout=30)
+        for model in models.values():
+            model.close()  # asks each loop's connection pool to close ...
+        io.run(pools_closed(), timeout=30)  # ... which the gateways' loop does here
+        io.close()
+        provider.close()
 
 
 @contextlib.contextmanager

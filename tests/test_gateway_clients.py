@@ -16,7 +16,6 @@ Servers are shared by the whole module: one embedded provider, one gateway per
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import signal
@@ -33,6 +32,13 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 from sdk_oracles import cohere_fold, fold_interaction
+from serving import (
+    SDK_CLIENTS,
+    UPSTREAMS,
+    Gateways,
+    for_every_upstream_sdk_and_mode,
+    gateway_per_model,
+)
 
 from solon_events import (
     AssistantMessage,
@@ -44,14 +50,7 @@ from solon_events import (
 )
 from solon_events.adapters.provider_formats.base import finish_kind
 from solon_events.cli import ROUTES
-from solon_events.client.transport import pools_closed
-from solon_events.devserver import DevServer
-from solon_events.serve import create_app, serving
-from solon_events.serve.provider_routes import PROVIDER_ROUTES
-from solon_events.support.loop_thread import EventLoopThread
 
-UPSTREAMS = tuple(ROUTES)  # every dialect the embedded provider speaks
-CLIENTS = tuple(dict.fromkeys(PROVIDER_ROUTES.values()))  # the protocols served
 SCENARIOS = ("weather", "think")
 QUESTION = "What is the weather in Paris?"
 RESULT = "18°C and sunny"
@@ -612,41 +611,22 @@ def _json(text: str) -> dict[str, Any]:
 # The servers.
 
 
-class Servers(NamedTuple):
-    provider: Any  # the embedded provider (RunningServer)
-    gateways: dict[tuple[str, str], str]  # (upstream dialect, scenario) -> gateway URL
-    models: dict[tuple[str, str], ChatModel]  # the gateways' models, asked directly too
+Servers = Gateways[tuple[str, str]]  # keyed by (upstream dialect, scenario)
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
-    provider = DevServer.run_in_thread()
-    io = EventLoopThread(name="test-gateways")
-    models = {
-        (dialect, scenario): ChatModel(
-            provider.url + ROUTES[dialect], scenario, api_key="test-key", dialect=dialect
-        )
-        for dialect in UPSTREAMS
-        for scenario in SCENARIOS
-    }
-    stack = contextlib.AsyncExitStack()
-
-    async def start() -> dict[tuple[str, str], str]:
+    def models_at(url: str) -> dict[tuple[str, str], ChatModel]:
         return {
-            key: await stack.enter_async_context(serving(create_app(model)))
-            for key, model in models.items()
+            (dialect, scenario): ChatModel(
+                url + ROUTES[dialect], scenario, api_key="test-key", dialect=dialect
+            )
+            for dialect in UPSTREAMS
+            for scenario in SCENARIOS
         }
 
-    try:
-        gateways = io.run(start())
-        yield Servers(provider, gateways, models)
-    finally:
-        io.run(stack.aclose(), timeout=30)
-        for model in models.values():
-            model.close()  # asks each loop's connection pool to close ...
-        io.run(pools_closed(), timeout=30)  # ... which the gateways' loop does here
-        io.close()
-        provider.close()
+    with gateway_per_model(models_at, "test-gateways") as servers:
+        yield servers
 
 
 @functools.cache
@@ -670,9 +650,7 @@ def _pair(servers: Servers, upstream: str, scenario: str) -> tuple[str, ChatMode
     return servers.gateways[upstream, scenario], servers.models[upstream, scenario]
 
 
-@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.parametrize("upstream", UPSTREAMS)
+@for_every_upstream_sdk_and_mode
 def test_a_tool_loop_driven_by_the_sdk(
     servers: Servers, upstream: str, client: str, stream: bool
 ) -> None:
@@ -693,9 +671,7 @@ def test_a_tool_loop_driven_by_the_sdk(
         assert all(call_id in str(sent[0].body) for call_id, _n, _a in first.calls if call_id)
 
 
-@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.parametrize("upstream", UPSTREAMS)
+@for_every_upstream_sdk_and_mode
 def test_reasoning_then_text(servers: Servers, upstream: str, client: str, stream: bool) -> None:
     url, model = _pair(servers, upstream, "think")
     want = expected(_upstream_answer(model, 0))
@@ -729,7 +705,7 @@ def test_solon_events_serve_upstream_behind_every_sdk(servers: Servers) -> None:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:"), url
-        for client in CLIENTS:
+        for client in SDK_CLIENTS:
             with pytest.raises(Exception, match=r"401|bearer token"):
                 CLIENT_CLASSES[client](url, tools=False, reasoning=False, key="wrong").ask(False)
             sdk = CLIENT_CLASSES[client](url, tools=True, reasoning=False, key=token)

@@ -9,10 +9,9 @@ dialect, on one loop thread.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import anthropic
 import cohere
@@ -24,17 +23,16 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 from sdk_oracles import cohere_fold, fold_interaction
+from serving import (
+    UPSTREAMS,
+    Gateways,
+    for_every_upstream_sdk_and_mode,
+    gateway_per_model,
+)
 
 from solon_events import ChatModel
 from solon_events.cli import ROUTES
-from solon_events.client.transport import pools_closed
-from solon_events.devserver import DevServer
-from solon_events.serve import create_app, serving
-from solon_events.serve.provider_routes import PROVIDER_ROUTES
-from solon_events.support.loop_thread import EventLoopThread
 
-UPSTREAMS = tuple(ROUTES)
-CLIENTS = tuple(dict.fromkeys(PROVIDER_ROUTES.values()))
 QUESTION = "Tell me about Paris"
 
 
@@ -63,37 +61,19 @@ UPSTREAM_FORM = {
 }
 
 
-class Servers(NamedTuple):
-    provider: Any
-    gateways: dict[str, str]
-    models: dict[str, ChatModel]
+Servers = Gateways[str]  # keyed by upstream dialect
 
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
-    provider = DevServer.run_in_thread()
-    io = EventLoopThread(name="test-structured-gateways")
-    models = {
-        dialect: ChatModel(provider.url + ROUTES[dialect], "weather", api_key="k", dialect=dialect)
-        for dialect in UPSTREAMS
-    }
-    stack = contextlib.AsyncExitStack()
-
-    async def start() -> dict[str, str]:
+    def models_at(url: str) -> dict[str, ChatModel]:
         return {
-            key: await stack.enter_async_context(serving(create_app(model)))
-            for key, model in models.items()
+            dialect: ChatModel(url + ROUTES[dialect], "weather", api_key="k", dialect=dialect)
+            for dialect in UPSTREAMS
         }
 
-    try:
-        yield Servers(provider, io.run(start()), models)
-    finally:
-        io.run(stack.aclose(), timeout=30)
-        for model in models.values():
-            model.close()
-        io.run(pools_closed(), timeout=30)
-        io.close()
-        provider.close()
+    with gateway_per_model(models_at, "test-structured-gateways") as servers:
+        yield servers
 
 
 @functools.cache
@@ -226,9 +206,7 @@ def at(body: Any, path: str) -> Any:
     return body
 
 
-@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
-@pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.parametrize("upstream", UPSTREAMS)
+@for_every_upstream_sdk_and_mode
 def test_the_sdk_parse_helper_through_the_gateway(
     servers: Servers, upstream: str, client: str, stream: bool
 ) -> None:
