@@ -19,20 +19,27 @@ from solon_events.event_model.events import EVENT_TYPES as T
 from solon_events.serve.shared_flights import RedisFlights
 
 
-def _replica(url: str, prefix: str) -> ResponseCache:
-    """One replica's cache: the shared store and board, its own flights in process."""
-    return ResponseCache(
-        RedisCache(url, prefix=prefix), single_flight=RedisFlights(url, prefix=prefix)
+@pytest.fixture
+def prefix() -> str:
+    """The test's own keys in Redis."""
+    return f"t-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def replica(redis_url: str, prefix: str) -> Callable[[], ResponseCache]:  # noqa: F811
+    """A new replica's cache: the shared store and board (the test's keys in Redis), its
+    own flights in process."""
+    return lambda: ResponseCache(
+        RedisCache(redis_url, prefix=prefix), single_flight=RedisFlights(redis_url, prefix=prefix)
     )
 
 
 def test_two_replicas_share_one_upstream_request(
-    redis_url: str,  # noqa: F811
+    replica: Callable[[], ResponseCache],
     fresh_server: RunningServer,
     make_model: Callable[..., ChatModel],
 ) -> None:
-    prefix = f"t-{uuid.uuid4().hex}"
-    replicas = [make_model(fresh_server, "gate", cache=_replica(redis_url, prefix)) for _ in "ab"]
+    replicas = [make_model(fresh_server, "gate", cache=replica()) for _ in "ab"]
 
     answers = at_the_gate(replicas, fresh_server)
     assert len(fresh_server.requests) == 1
@@ -40,22 +47,20 @@ def test_two_replicas_share_one_upstream_request(
     assert all(e is not None and e.text == GATED_ANSWER for e in ends)
     shared = [e.cached for e in ends if e is not None and e.cached is not None]
     assert len(shared) == 49 and all(c.shared for c in shared)
-    later = make_model(fresh_server, "gate", cache=_replica(redis_url, prefix))
+    later = make_model(fresh_server, "gate", cache=replica())
     hit = later.prompt("hi").call()  # stored in Redis by the leader, read by a third
     assert hit.cached is not None and not hit.cached.shared
     assert len(fresh_server.requests) == 1
 
 
 def test_a_shared_failure_reaches_the_other_replica(
-    redis_url: str,  # noqa: F811
+    replica: Callable[[], ResponseCache],
     fresh_server: RunningServer,
     make_model: Callable[..., ChatModel],
 ) -> None:
-    prefix = f"t-{uuid.uuid4().hex}"
     options = {"idle_timeout": 0.2, "max_retries": 0}
     first, second = (
-        make_model(fresh_server, "stall:0.6", cache=_replica(redis_url, prefix), **options)
-        for _ in "ab"
+        make_model(fresh_server, "stall:0.6", cache=replica(), **options) for _ in "ab"
     )
 
     async def failure(model: ChatModel) -> BaseException | None:
@@ -77,12 +82,12 @@ def test_a_shared_failure_reaches_the_other_replica(
 
 def test_a_leader_that_goes_away_fails_its_followers(
     redis_server: RedisServer,  # noqa: F811
+    prefix: str,
     fresh_server: RunningServer,
     make_model: Callable[..., ChatModel],
 ) -> None:
     """Redis itself going away mid-flight: the follower fails (StreamLogError, a
     ChatError) rather than wait forever; the leader's own client still gets its answer."""
-    prefix = f"t-{uuid.uuid4().hex}"
     board = RedisFlights(redis_server.url, prefix=prefix, lease=0.5)
     leader = make_model(
         fresh_server, "gate", cache=ResponseCache(MemoryCache(), single_flight=board)
