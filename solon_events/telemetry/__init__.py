@@ -151,17 +151,7 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> Instruments:
         )
         for field, (name, unit, description, bounds) in _HISTOGRAMS.items()
     }
-    return Instruments(
-        tracer=tracer,
-        span_kind=trace.SpanKind,
-        status=trace.Status,
-        status_code=trace.StatusCode,
-        set_span_in_context=trace.set_span_in_context,
-        attach=context.attach,
-        detach=context.detach,
-        get_current_span=trace.get_current_span,
-        **histograms,
-    )
+    return Instruments(tracer=tracer, trace=trace, context=context, **histograms)
 
 
 def _capture_from_env() -> bool:

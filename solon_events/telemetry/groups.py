@@ -55,7 +55,7 @@ class GroupSpan:
         self._redact = redact
         self._span = on.tracer.start_span(
             f"chat {kind}({', '.join(labels)})",
-            kind=on.span_kind.INTERNAL,
+            kind=on.trace.SpanKind.INTERNAL,
             attributes={
                 OPERATION: "chat",
                 REQUEST_MODEL: model,
@@ -64,7 +64,7 @@ class GroupSpan:
                 "solon_events.response.id": response_id,
             },
         )
-        self._context = on.set_span_in_context(self._span)
+        self._context = on.trace.set_span_in_context(self._span)
         self._ended = False
 
     def run(self, start: Callable[..., _T], *args: Any) -> _T:
@@ -75,11 +75,11 @@ class GroupSpan:
     @contextlib.contextmanager
     def current(self) -> Iterator[None]:
         """This span current while the block runs."""
-        token = self._on.attach(self._context)
+        token = self._on.context.attach(self._context)
         try:
             yield
         finally:
-            self._on.detach(token)
+            self._on.context.detach(token)
 
     def end(
         self,
@@ -110,5 +110,5 @@ class GroupSpan:
         elif error is not None:
             kind = redact(error_type(error))
             span.set_attribute(ERROR_TYPE, kind)
-            span.set_status(on.status(on.status_code.ERROR, redact(str(error))))
+            span.set_status(on.trace.Status(on.trace.StatusCode.ERROR, redact(str(error))))
         span.end()

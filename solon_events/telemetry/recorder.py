@@ -115,19 +115,15 @@ def error_type(error: BaseException) -> str:
 
 @attrs.frozen
 class Instruments:
-    """The tracer, the three histograms and the OpenTelemetry names that go with them."""
+    """The tracer, the three histograms, and the OpenTelemetry API's ``trace`` and
+    ``context`` modules (imported only when telemetry is used) that go with them."""
 
     tracer: Any
     token_usage: Any
     duration: Any
     time_to_first_chunk: Any
-    span_kind: Any
-    status: Any
-    status_code: Any
-    set_span_in_context: Any
-    attach: Any
-    detach: Any
-    get_current_span: Any
+    trace: Any
+    context: Any
 
 
 @attrs.frozen(kw_only=True)
@@ -213,7 +209,7 @@ class ResponseRecorder:
         self._common = settings.common_attributes()
         name = f"chat {settings.model}" if settings.model else "chat"
         self._span = instruments.tracer.start_span(
-            name, kind=instruments.span_kind.CLIENT, attributes=settings.span_attributes()
+            name, kind=instruments.trace.SpanKind.CLIENT, attributes=settings.span_attributes()
         )
         self._started = time.perf_counter()
         self._first_chunk: float | None = None
@@ -225,24 +221,24 @@ class ResponseRecorder:
         self._response_id: str | None = None
         self._model_event_ns = time.time_ns()  # when the last non-tool event arrived
         self._tool_cursor_ns: int | None = None  # where the next tool span starts
-        self._context = instruments.set_span_in_context(self._span)
+        self._context = instruments.trace.set_span_in_context(self._span)
         self._live_tools: dict[tuple[str | None, int, str], tuple[Any, int]] = {}
         """Tool spans started and not yet ended, by call: (span, start in ns)."""
 
     def is_current(self) -> bool:
         """Whether the chat span is the current span here."""
-        return self._on.get_current_span() is self._span
+        return self._on.trace.get_current_span() is self._span
 
     def attach(self, scope: ToolScope) -> tuple[object, Token[ToolScope | None]]:
         """Make the chat span current in this context, and ``scope`` the tool scope (see
         :mod:`solon_events.tools.scope`); :meth:`detach` the tokens in the same context."""
-        return self._on.attach(self._context), tool_scope.set(scope)
+        return self._on.context.attach(self._context), tool_scope.set(scope)
 
     def detach(self, tokens: tuple[object, Token[ToolScope | None]]) -> None:
         """Undo :meth:`attach`."""
         otel, scope = tokens
         tool_scope.reset(scope)
-        self._on.detach(otel)
+        self._on.context.detach(otel)
 
     def start_tool(self, call: ToolCall) -> object:
         """Start the ``execute_tool`` span of ``call`` and make it current in this context;
@@ -252,12 +248,12 @@ class ResponseRecorder:
         span = self._start_tool_span(call.name or "tool", call.id, call, start)
         with self._lock:
             self._live_tools[_tool_key(call)] = (span, start)
-        return on.attach(on.set_span_in_context(span))
+        return on.context.attach(on.trace.set_span_in_context(span))
 
     def leave_tool(self, call: ToolCall, token: object, failed: bool) -> None:
         """The tool of ``call`` returned (or raised, ``failed``): its span is no longer
         current here; it ends at the call's TOOL_RESULT (or with the response)."""
-        self._on.detach(token)
+        self._on.context.detach(token)
         if failed:
             with self._lock:
                 live = self._live_tools.get(_tool_key(call))
@@ -305,7 +301,7 @@ class ResponseRecorder:
         return on.tracer.start_span(
             f"execute_tool {name}",
             context=self._context,
-            kind=on.span_kind.INTERNAL,
+            kind=on.trace.SpanKind.INTERNAL,
             attributes=self._settings.redacted(attributes),
             start_time=start,
         )
@@ -313,7 +309,7 @@ class ResponseRecorder:
     def _set_tool_failed(self, span: Any) -> None:
         on = self._on
         span.set_attribute(ERROR_TYPE, "_OTHER")
-        span.set_status(on.status(on.status_code.ERROR, "the tool failed"))
+        span.set_status(on.trace.Status(on.trace.StatusCode.ERROR, "the tool failed"))
 
     def _tool_span(self, event: ChatEvent) -> None:
         call = event.tool_call
@@ -372,7 +368,7 @@ class ResponseRecorder:
             kind = redactor.text(error_type(error))
             metric_attributes[ERROR_TYPE] = kind
             span.set_attribute(ERROR_TYPE, kind)
-            span.set_status(on.status(on.status_code.ERROR, redactor.text(str(error))))
+            span.set_status(on.trace.Status(on.trace.StatusCode.ERROR, redactor.text(str(error))))
         on.duration.record(duration, metric_attributes)
         self._end_tools()
         span.end()
