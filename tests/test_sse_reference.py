@@ -13,7 +13,9 @@ reference's frames for any input, split into chunks anywhere.
 from __future__ import annotations
 
 import itertools
+from typing import Literal
 
+import pytest
 from decoding import decode_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -120,32 +122,27 @@ def split_bodies(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return body, [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+DECODERS = {"sse": (SSEDecoder, reference_sse), "jsonl": (JSONLinesDecoder, reference_json_lines)}
+"""Each format's decoder and its reference reading."""
+
+
+@pytest.mark.parametrize("format", DECODERS)
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(split_bodies())
-def test_the_sse_decoder_agrees_with_the_reference_on_any_input_and_any_split(
-    case: tuple[bytes, list[bytes]],
+@given(case=split_bodies())
+def test_each_decoder_agrees_with_the_reference_on_any_input_and_any_split(
+    format: Literal["sse", "jsonl"], case: tuple[bytes, list[bytes]]
 ) -> None:
+    decoder, reference = DECODERS[format]
     body, chunks = case
-    expected = reference_sse(body)
-    assert decode_all(SSEDecoder(), chunks) == expected
-    assert decode_all(StreamDecoder(format="sse"), chunks) == expected
-    assert list(iter_frames(body, format="sse")) == expected
-    assert list(iter_frames(chunks, format="sse")) == expected
+    expected = reference(body)
+    assert decode_all(decoder(), chunks) == expected
+    assert decode_all(StreamDecoder(format=format), chunks) == expected
+    assert list(iter_frames(body, format=format)) == expected
+    assert list(iter_frames(chunks, format=format)) == expected
     data = [frame.data for frame in expected]
-    assert decode_all(SSEDecoder(data_only=True), chunks) == data
-    assert list(iter_frame_data(chunks, format="sse")) == data
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(split_bodies())
-def test_the_json_lines_decoder_agrees_with_the_reference_on_any_input_and_any_split(
-    case: tuple[bytes, list[bytes]],
-) -> None:
-    body, chunks = case
-    expected = reference_json_lines(body)
-    assert decode_all(JSONLinesDecoder(), chunks) == expected
-    assert list(iter_frames(body, format="jsonl")) == expected
-    assert list(iter_frame_data(body, format="jsonl")) == [frame.data for frame in expected]
+    assert decode_all(decoder(data_only=True), chunks) == data
+    assert list(iter_frame_data(body, format=format)) == data
+    assert list(iter_frame_data(chunks, format=format)) == data
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
