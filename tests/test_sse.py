@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from typing import Literal
 
 import orjson
 import pytest
@@ -557,15 +558,22 @@ def jsonl_streams(draw: st.DrawFn) -> tuple[bytes, list[Frame]]:
     return body.encode(), frames
 
 
+STREAMS = {"sse": (sse_streams(), SSEDecoder), "jsonl": (jsonl_streams(), JSONLinesDecoder)}
+"""Each format's streams (with their frames) and its decoder."""
+
+
+@pytest.mark.parametrize("format", STREAMS)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sse_streams(), st.lists(st.integers(0, 400), max_size=12))
-def test_any_split_of_an_sse_stream_decodes_to_its_frames(
-    stream: tuple[bytes, list[Frame]], cuts: list[int]
+@given(data=st.data(), cuts=st.lists(st.integers(0, 400), max_size=12))
+def test_any_split_of_a_stream_decodes_to_its_frames(
+    format: Literal["sse", "jsonl"], data: st.DataObject, cuts: list[int]
 ) -> None:
-    body, frames = stream
-    assert sse(body) == frames
-    assert sse(*split_at(body, cuts)) == frames
-    assert list(iter_frames(split_at(body, cuts), format="sse")) == frames
+    streams, decoder = STREAMS[format]
+    body, frames = data.draw(streams)
+    assert decode_all(decoder(), [body]) == frames
+    assert decode_all(decoder(), split_at(body, cuts)) == frames
+    assert list(iter_frames(split_at(body, cuts), format=format)) == frames
+    assert list(iter_frames(split_at(body, cuts))) == frames  # the format told from the bytes
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -573,17 +581,6 @@ def test_any_split_of_an_sse_stream_decodes_to_its_frames(
 def test_byte_by_byte_sse_decodes_to_its_frames(stream: tuple[bytes, list[Frame]]) -> None:
     body, frames = stream
     assert sse(*one_byte_chunks(body)) == frames
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(jsonl_streams(), st.lists(st.integers(0, 400), max_size=12))
-def test_any_split_of_json_lines_decodes_to_its_frames(
-    stream: tuple[bytes, list[Frame]], cuts: list[int]
-) -> None:
-    body, frames = stream
-    assert decode_all(JSONLinesDecoder(), [body]) == frames
-    assert decode_all(JSONLinesDecoder(), split_at(body, cuts)) == frames
-    assert list(iter_frames(split_at(body, cuts))) == frames
 
 
 def outcome(
