@@ -44,6 +44,7 @@ from ..core.session import new_response_id
 from ..event_model.events import EVENT_TYPES, ChatEvent, framing_event
 from ..event_model.pricing import Cost, ModelPrice
 from ..event_model.results import Usage, UsageReport
+from ..support.async_iterators import aclose
 from .estimate import token_counter
 from .limiter import EXTENSION, Reservation, nanos_of
 from .limits import LimitExceededError
@@ -338,9 +339,7 @@ async def metered_astream(
             attempt.seen(event)
             yield event
     finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose(events)
         _settle(prompt, attempt, reservation)
 
 
@@ -406,9 +405,7 @@ async def watch_overrun(
                         raise error
             yield event
     finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose(events)
 
 
 async def _extended(reservation: Reservation, needed: int) -> bool:

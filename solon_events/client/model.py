@@ -25,15 +25,14 @@ from urllib.parse import urlsplit
 
 from ..dialects.base import ChatDialect, HttpRequest, get_dialect
 from ..dialects.endpoints import dialect_for_url
-from ..event_model.approvals import PendingApproval
 from ..event_model.extras import require
-from ..event_model.messages import ChatRequest, Message, to_messages
+from ..event_model.messages import ChatRequest, Message
 from ..event_model.pricing import price
 from ..event_model.results import Cost, Usage, UsageReport
 from ..support.loop_thread import EventLoopThread, IoLoop, cancel_other_tasks, loop_factory
 from ..support.redaction import Redactor, redact_url
 from ..wire.sse import DEFAULT_MAX_FRAME_SIZE
-from .cache import CacheMode, ResponseCache, cache_of
+from .cache import ResponseCache, cache_of
 from .estimate import StepAccounting
 from .limiter import Limiter
 from .prompt import ChatPrompt
@@ -278,29 +277,7 @@ class ChatModel(_Combinable):
             f"dialect={self.dialect.name!r}, api_key=<{key}>)"
         )
 
-    def prompt(
-        self,
-        text_or_messages: str | Message | Iterable[Any] | PendingApproval,
-        *,
-        output: Any = None,
-        cache: CacheMode | None = None,
-    ) -> ChatPrompt:
-        """A request for this model; chain options, then ``call``/``stream``.
-
-        Given a :class:`~solon_events.event_model.approvals.PendingApproval` (a response paused for
-        tool approval), the prompt continues that response: decide its calls with
-        :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools.
-        ``output`` asks for a structured answer of that type or schema
-        (:meth:`ChatPrompt.output`); ``cache`` how the model's cache is used
-        (:meth:`ChatPrompt.cache`: ``cache=False`` asks the provider)."""
-        if isinstance(text_or_messages, PendingApproval):
-            pending = text_or_messages
-            prompt = ChatPrompt(self, pending.messages, resume=pending)
-        else:
-            prompt = ChatPrompt(self, to_messages(text_or_messages))
-        if cache is not None:
-            prompt = prompt.cache(cache)
-        return prompt if output is None else prompt.output(output)
+    prompt = _Combinable.prompt  # documented with the model's own methods
 
     fallback = _Combinable.fallback  # documented with the model's own methods
     hedge = _Combinable.hedge
@@ -353,12 +330,6 @@ class ChatModel(_Combinable):
         self._close()
         if self._own_cache and self.cache is not None:
             self.cache.close()
-
-    def __enter__(self) -> ChatModel:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     async def __aenter__(self) -> ChatModel:
         return self

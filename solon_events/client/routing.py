@@ -41,7 +41,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 from reactivex import Observable, abc
@@ -63,6 +63,7 @@ from ..event_model.events import EVENT_TYPES, ChatEvent
 from ..event_model.filters import ChatEventFilter
 from ..event_model.messages import Message, to_messages
 from ..event_model.results import Usage, UsageReport
+from ..support.async_iterators import aclose
 from ..support.safe_callbacks import raised_by
 from .cache import CacheMode, ResponseCache, cache_of
 from .prompt import ChatPrompt, _Gathered
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
 __all__ = ["ErrorCondition", "FallbackModel", "HedgedModel", "ModelGroup", "race"]
 
 _TERMINAL = frozenset({EVENT_TYPES.RESPONSE_END, EVENT_TYPES.ERROR, EVENT_TYPES.ABORT})
+_Self = TypeVar("_Self", bound="_Combinable")
 
 ErrorCondition = type[BaseException] | tuple[type[BaseException], ...] | Callable[[Any], bool]
 """Which failures let the next member be asked: exception classes or a predicate."""
@@ -116,6 +118,47 @@ class _Combinable:
         ``amb``). A member that fails first falls back to the next at once. See
         :mod:`solon_events.client.routing`."""
         return HedgedModel(cast("ChatModel | ModelGroup", self), other, *more, after=after, on=on)
+
+    def prompt(
+        self,
+        text_or_messages: str | Message | Iterable[Any] | PendingApproval,
+        *,
+        output: Any = None,
+        cache: CacheMode | None = None,
+    ) -> ChatPrompt:
+        """A request for this model or group; chain options, then ``call``/``stream``/
+        ``astream``/``acall``.
+
+        Given a :class:`~solon_events.event_model.approvals.PendingApproval` (a response paused for
+        tool approval), the prompt continues that response: decide its calls with
+        :meth:`ChatPrompt.approve` and :meth:`ChatPrompt.deny`, offer the same tools.
+        ``output`` asks for a structured answer of that type or schema
+        (:meth:`ChatPrompt.output`; in a group, each attempt asks for it and checks its own
+        answer); ``cache`` how the cache is used (:meth:`ChatPrompt.cache`: ``cache=False``
+        asks the provider)."""
+        if isinstance(text_or_messages, PendingApproval):
+            pending = text_or_messages
+            prompt = self._new_prompt(pending.messages, pending)
+        else:
+            prompt = self._new_prompt(to_messages(text_or_messages), None)
+        if cache is not None:
+            prompt = prompt.cache(cache)
+        return prompt if output is None else prompt.output(output)
+
+    def _new_prompt(
+        self, messages: tuple[Message, ...], resume: PendingApproval | None
+    ) -> ChatPrompt:
+        return ChatPrompt(self, messages, resume=resume)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Let go of what this model or group holds (see each one's own)."""
+        raise NotImplementedError
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 class ModelGroup(_Combinable):
@@ -177,26 +220,12 @@ class ModelGroup(_Combinable):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(map(repr, self.members))})"
 
-    def prompt(
-        self,
-        text_or_messages: str | Message | Iterable[Any] | PendingApproval,
-        *,
-        output: Any = None,
-        cache: CacheMode | None = None,
+    prompt = _Combinable.prompt  # documented with the group's own methods
+
+    def _new_prompt(
+        self, messages: tuple[Message, ...], resume: PendingApproval | None
     ) -> ChatPrompt:
-        """A request for this group: chain options as on a ChatModel's prompt, then
-        ``call``/``stream``/``astream``/``acall``; ``output`` as a ChatModel's prompt
-        takes it (each attempt asks for it, and checks its own answer); ``cache`` as
-        :meth:`ChatPrompt.cache` takes it."""
-        prompt: ChatPrompt
-        if isinstance(text_or_messages, PendingApproval):
-            pending = text_or_messages
-            prompt = _GroupPrompt(self, pending.messages, resume=pending)  # type: ignore[arg-type]
-        else:
-            prompt = _GroupPrompt(self, to_messages(text_or_messages))  # type: ignore[arg-type]
-        if cache is not None:
-            prompt = prompt.cache(cache)
-        return prompt if output is None else prompt.output(output)
+        return _GroupPrompt(self, messages, resume=resume)  # type: ignore[arg-type]
 
     @property
     def assistant_prefill(self) -> bool:
@@ -221,12 +250,6 @@ class ModelGroup(_Combinable):
             model.close()
         if self._own_cache and self.cache is not None:
             self.cache.close()
-
-    def __enter__(self) -> ModelGroup:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def _arbiter_options(self) -> dict[str, Any]:
         """What a response's :class:`~solon_events.core.attempts.AttemptArbiter` is given
@@ -766,7 +789,5 @@ class _AsyncRun:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         for events in self._iterators.values():
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
+            with contextlib.suppress(Exception):
+                await aclose(events)

@@ -33,6 +33,7 @@ from ..event_model.events import ChatEvent
 from ..event_model.messages import ChatRequest
 from ..event_model.pricing import ModelPrice
 from ..event_model.results import Usage
+from ..support.async_iterators import ending_with
 from ._http_error import HttpError
 from .keys import GatewayKey, GatewayKeys, credential
 
@@ -210,25 +211,17 @@ def _leaves(model: ChatModel | ModelGroup) -> tuple[ChatModel, ...]:
     return (model,) if isinstance(model, ChatModel) else model.leaves()
 
 
+@attrs.define(eq=False)
 class Admission:
     """One admitted request (see :class:`Access`): :meth:`prompt` makes its attempts
     charged and logged, :meth:`events` watches and ends its response."""
 
-    def __init__(
-        self,
-        access: Access,
-        key: GatewayKey | None,
-        name: str,
-        reservation: Reservation | None,
-        input_tokens: int,
-        model: ChatModel | ModelGroup,
-    ) -> None:
-        self.access = access
-        self.key = key
-        self.name = name
-        self.reservation = reservation
-        self._input_tokens = input_tokens
-        self._model = model
+    access: Access
+    key: GatewayKey | None
+    name: str
+    reservation: Reservation | None
+    _input_tokens: int
+    _model: ChatModel | ModelGroup
 
     def prompt(self, prompt: ChatPrompt) -> ChatPrompt:
         """``prompt`` whose every attempt is charged to the key and written to the spend
@@ -258,7 +251,7 @@ class Admission:
         if limits.overrun == "stop":
             counter = token_counter(_leaves(self._model)[0].model)
             events = watch_overrun(events, reservation, counter, self._input_tokens)
-        ending = _ending(events, reservation)
+        ending = ending_with(events, reservation.release)
         weakref.finalize(ending, reservation.release)  # dropped before it started
         return ending
 
@@ -266,19 +259,6 @@ class Admission:
         """Release the reservation now (a request that ended before its response)."""
         if self.reservation is not None:
             self.reservation.release()
-
-
-async def _ending(
-    events: AsyncIterator[ChatEvent], reservation: Reservation
-) -> AsyncIterator[ChatEvent]:
-    try:
-        async for event in events:
-            yield event
-    finally:
-        reservation.release()
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def build_access(config: GatewayConfig, previous: Access | None = None) -> Access:

@@ -93,6 +93,7 @@ from ..event_model.approvals import ApprovalDecision, PendingApproval, parse_app
 from ..event_model.errors import ChatError
 from ..event_model.events import EVENT_TYPES, ChatEvent
 from ..event_model.extras import MissingExtraError
+from ..support.async_iterators import ending_with
 from ..tools import Tool, ToolSet
 from . import provider_routes
 from ._http_error import HttpError as _HttpError
@@ -839,7 +840,7 @@ class Gateway:
             events = self.metrics.observed(events, kind, table.default_name)
         table.enter()
         if self.log is not None:  # the response may outlive this request
-            return await self._stream_stored(request, _leaving(events, table), wire)
+            return await self._stream_stored(request, ending_with(events, table.leave), wire)
         try:
             return await self._stream(request, events, wire)
         finally:
@@ -1471,18 +1472,6 @@ def _metrics(gateway: Gateway, wanted: bool | None) -> GatewayMetrics | None:
         if wanted:
             raise
         return None
-
-
-async def _leaving(events: AsyncIterator[ChatEvent], table: ModelTable) -> AsyncIterator[ChatEvent]:
-    """``events``; once they end (or are closed), the request leaves ``table``."""
-    try:
-        async for event in events:
-            yield event
-    finally:
-        table.leave()
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def _credential(request: web.BaseRequest) -> str | None:

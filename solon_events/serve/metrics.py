@@ -43,6 +43,7 @@ from ..event_model.errors import ChatHttpError
 from ..event_model.events import EVENT_TYPES, ChatEvent
 from ..event_model.extras import require
 from ..event_model.results import ChatResponse
+from ..support.async_iterators import aclose
 
 __all__ = ["GatewayMetrics", "error_type"]
 
@@ -149,9 +150,7 @@ class GatewayMetrics:
         else:
             request.end(None)
         finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await aclose(events)
 
 
 class _Request:

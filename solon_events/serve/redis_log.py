@@ -34,7 +34,9 @@ from ..adapters.native import decode_event, encode_event
 from ..event_model.errors import ChatError
 from ..event_model.events import ChatEvent
 from ..event_model.extras import MissingExtraError
+from ..support.loop_clients import LoopClients
 from ..support.loop_thread import EventLoopThread
+from ..support.redaction import redact_url
 from ..support.safe_callbacks import run_safely, safe_action, safe_callbacks
 
 try:
@@ -123,13 +125,13 @@ class RedisStreamLog:
         self.lease = lease
         self.max_connections = max_connections
         self.reconnect_for = reconnect_for
-        self._clients: dict[asyncio.AbstractEventLoop, Redis] = {}
+        self._clients = LoopClients(self._connect)
         self._io: EventLoopThread | None = None
         self._writers: set[StreamWriter] = set()
         self._tee_failures: list[BaseException] = []
 
     def __repr__(self) -> str:
-        return f"RedisStreamLog({_redact(self.url)!r}, prefix={self.prefix!r})"
+        return f"RedisStreamLog({redact_url(self.url)!r}, prefix={self.prefix!r})"
 
     def key(self, kind: str, response_id: str) -> str:
         """The stream key of ``response_id``'s stream of ``kind`` (a protocol name)."""
@@ -140,21 +142,19 @@ class RedisStreamLog:
 
     def client(self) -> Redis:
         """The Redis client of the running event loop (made on first use)."""
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            client = Redis.from_url(
-                self.url,
-                socket_connect_timeout=2,
-                socket_timeout=_BLOCK_MS / 1000 + 4,
-                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
-                max_connections=self.max_connections,
-            )
-            self._clients[loop] = client
-        return client
+        return self._clients.get()
+
+    def _connect(self) -> Redis:
+        return Redis.from_url(
+            self.url,
+            socket_connect_timeout=2,
+            socket_timeout=_BLOCK_MS / 1000 + 4,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+            max_connections=self.max_connections,
+        )
 
     def _failed(self, doing: str, exc: BaseException) -> StreamLogError:
-        return StreamLogError(f"Redis at {_redact(self.url)} failed {doing}: {exc}")
+        return StreamLogError(f"Redis at {redact_url(self.url)} failed {doing}: {exc}")
 
     async def _again(
         self, doing: str, call: Callable[[], Awaitable[_T]], *, patient: bool = True
@@ -371,9 +371,7 @@ class RedisStreamLog:
 
     async def aclose(self) -> None:
         """Close the running loop's client."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
 
     @property
     def io(self) -> EventLoopThread:
@@ -400,14 +398,6 @@ class RedisStreamLog:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _redact(url: str) -> str:
-    """``url`` without a password."""
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return scheme + sep + rest
 
 
 # The library side: ChatEvents to a log and back.

@@ -200,6 +200,7 @@ def _without_raw(event: ChatEvent) -> ChatEvent:
 _PER_EVENT = 120  # bytes: an event's JSON besides its text (type, step, ids, index)
 
 
+@attrs.define(eq=False)
 class ServedAnswer:
     """An answer as a client that did not ask the provider gets it, event by event
     (:meth:`convert`): stamped with its own ``response_id``; a STATUS event after
@@ -212,22 +213,11 @@ class ServedAnswer:
     without the original's attempts, its structured answer checked again by ``settle``
     (the prompt's :class:`~solon_events.client.output.OutputRequest`, if any)."""
 
-    __slots__ = ("created", "key", "response_id", "settle", "shared")
-
-    def __init__(
-        self,
-        response_id: str,
-        *,
-        key: str,
-        created: float,
-        shared: bool = False,
-        settle: Any = None,
-    ) -> None:
-        self.response_id = response_id
-        self.key = key
-        self.created = created
-        self.shared = shared
-        self.settle = settle
+    response_id: str
+    key: str = attrs.field(kw_only=True)
+    created: float = attrs.field(kw_only=True)
+    shared: bool = attrs.field(default=False, kw_only=True)
+    settle: Any = attrs.field(default=None, kw_only=True)
 
     def convert(self, event: ChatEvent) -> list[ChatEvent]:
         """What the client gets for ``event`` of the answer."""

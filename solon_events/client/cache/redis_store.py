@@ -3,10 +3,11 @@ gateway, say). Needs the ``redis`` extra (``pip install 'solon-events[redis]'``)
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ...event_model.extras import require
+from ...support.loop_clients import LoopClients
+from ...support.redaction import redact_url
 from .answer import StoredAnswer
 from .stores import DEFAULT_MAX_ENTRY_BYTES
 
@@ -35,33 +36,23 @@ class RedisCache:
         self.url = url
         self.prefix = prefix
         self.max_entry_bytes = max_entry_bytes
-        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._clients: LoopClients[Any] = LoopClients(self._connect)
 
     def __repr__(self) -> str:
-        scheme, sep, rest = self.url.partition("://")
-        if "@" in rest:  # never the password
-            rest = "***@" + rest.split("@", 1)[1]
-        return f"RedisCache({scheme + sep + rest!r}, prefix={self.prefix!r})"
+        return f"RedisCache({redact_url(self.url)!r}, prefix={self.prefix!r})"
 
     def key(self, key: str) -> str:
         """The Redis key of the answer kept under ``key``."""
         return f"{self.prefix}:cache:{key}"
 
-    def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            from redis.asyncio import Redis
+    def _connect(self) -> Any:
+        from redis.asyncio import Redis
 
-            for old in [other for other in self._clients if other.is_closed()]:
-                del self._clients[old]
-            client = Redis.from_url(self.url, socket_connect_timeout=2, socket_timeout=5)
-            self._clients[loop] = client
-        return client
+        return Redis.from_url(self.url, socket_connect_timeout=2, socket_timeout=5)
 
     async def get(self, key: str) -> StoredAnswer | None:
         """See :meth:`~.stores.CacheStore.get` (an entry that cannot be read is a miss)."""
-        data = await self._client().get(self.key(key))
+        data = await self._clients.get().get(self.key(key))
         if data is None:
             return None
         try:
@@ -75,20 +66,18 @@ class RedisCache:
         if len(data) > self.max_entry_bytes:
             return False
         px = None if ttl is None else max(1, int(ttl * 1000))
-        await self._client().set(self.key(key), data, px=px)
+        await self._clients.get().set(self.key(key), data, px=px)
         return True
 
     async def clear(self) -> None:
         """Forget every answer under this prefix."""
-        client = self._client()
+        client = self._clients.get()
         async for name in client.scan_iter(match=self.key("*"), count=500):
             await client.delete(name)
 
     async def aclose(self) -> None:
         """Close the running loop's client."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
 
     def close(self) -> None:
         """Let go of the clients (their connections close with them)."""

@@ -60,6 +60,22 @@ def default_cache_path() -> Path:
     return Path(base) / "solon-events" / "responses.sqlite3"
 
 
+class _Capped:
+    """A store's caps: at most ``max_entries`` answers and ``max_bytes`` of them, none
+    larger than ``max_entry_bytes``."""
+
+    def __init__(self, max_entries: int, max_bytes: int, max_entry_bytes: int) -> None:
+        if max_entries < 1 or max_bytes < 1 or max_entry_bytes < 1:
+            raise ValueError("max_entries, max_bytes and max_entry_bytes must be positive")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
+
+    def _fits(self, size: int) -> bool:
+        """Whether an answer of ``size`` bytes may be kept."""
+        return size <= self.max_entry_bytes and size <= self.max_bytes
+
+
 class _Entry:
     __slots__ = ("answer", "expires", "size")
 
@@ -69,7 +85,7 @@ class _Entry:
         self.expires = expires
 
 
-class MemoryCache:
+class MemoryCache(_Capped):
     """Answers kept in this process, least recently used first out: at most
     ``max_entries`` answers and ``max_bytes`` of them (about their encoded size:
     :meth:`~.answer.StoredAnswer.size`; they are kept as they are, never encoded), none
@@ -83,11 +99,7 @@ class MemoryCache:
         max_bytes: int = 256 * 1024 * 1024,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
     ) -> None:
-        if max_entries < 1 or max_bytes < 1 or max_entry_bytes < 1:
-            raise ValueError("max_entries, max_bytes and max_entry_bytes must be positive")
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self.max_entry_bytes = max_entry_bytes
+        super().__init__(max_entries, max_bytes, max_entry_bytes)
         self._entries: collections.OrderedDict[str, _Entry] = collections.OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -118,7 +130,7 @@ class MemoryCache:
     async def put(self, key: str, answer: StoredAnswer, ttl: float | None) -> bool:
         """See :meth:`CacheStore.put`."""
         size = answer.size()
-        if size > self.max_entry_bytes or size > self.max_bytes:
+        if not self._fits(size):
             return False
         expires = None if ttl is None else time.monotonic() + ttl
         with self._lock:
@@ -156,7 +168,7 @@ CREATE INDEX IF NOT EXISTS answers_used ON answers (used);
 """
 
 
-class SQLiteCache:
+class SQLiteCache(_Capped):
     """Answers kept in the SQLite file at ``path`` (default :func:`default_cache_path`;
     its folder is made), shared by the processes that open it: at most ``max_entries``
     answers and ``max_bytes`` of them, the least recently read removed first, none larger
@@ -172,12 +184,8 @@ class SQLiteCache:
         max_bytes: int = 1024 * 1024 * 1024,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
     ) -> None:
-        if max_entries < 1 or max_bytes < 1 or max_entry_bytes < 1:
-            raise ValueError("max_entries, max_bytes and max_entry_bytes must be positive")
+        super().__init__(max_entries, max_bytes, max_entry_bytes)
         self.path = Path(path) if path is not None else default_cache_path()
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self.max_entry_bytes = max_entry_bytes
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -231,7 +239,7 @@ class SQLiteCache:
     async def put(self, key: str, answer: StoredAnswer, ttl: float | None) -> bool:
         """See :meth:`CacheStore.put`."""
         data = answer.encode()
-        if len(data) > self.max_entry_bytes or len(data) > self.max_bytes:
+        if not self._fits(len(data)):
             return False
         expires = None if ttl is None else time.time() + ttl
         await self._write(self._insert, key, data, expires)
