@@ -95,14 +95,6 @@ abandoned for it (each comes as soon as its attempt has stopped)."""
 
 _PASSED_AT_ONCE = frozenset({EVENT_TYPES.STATUS, EVENT_TYPES.HEARTBEAT})
 _TERMINAL = frozenset({EVENT_TYPES.RESPONSE_END, EVENT_TYPES.ERROR, EVENT_TYPES.ABORT})
-_STATUS = EVENT_TYPES.STATUS
-_STEP_END = EVENT_TYPES.STEP_END
-_STEP_START = EVENT_TYPES.STEP_START
-_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA
-_TOOL_RESULT = EVENT_TYPES.TOOL_RESULT
-_RESPONSE_START = EVENT_TYPES.RESPONSE_START
-_RESPONSE_END = EVENT_TYPES.RESPONSE_END
-_ERROR = EVENT_TYPES.ERROR
 
 
 def every_chat_error(error: BaseException) -> bool:
@@ -324,7 +316,7 @@ class AttemptArbiter:
         every member skipped, end the response at once (an ERROR event, then
         ``on_error``)."""
         with self._lock:
-            self._push(framing_event(_RESPONSE_START, 0, self.response_id))
+            self._push(framing_event(EVENT_TYPES.RESPONSE_START, 0, self.response_id))
             first = self._next_to_start()
             if first is None:
                 self._end_unasked()
@@ -406,7 +398,7 @@ class AttemptArbiter:
                 self._track(index, event)
             elif t in _PASSED_AT_ONCE:
                 self._push(_tagged(event, state.label))
-            elif t is not _RESPONSE_START:
+            elif t is not EVENT_TYPES.RESPONSE_START:
                 state.held.append(event)
 
     def _win(self, index: int) -> None:
@@ -457,13 +449,13 @@ class AttemptArbiter:
         if t not in _TEXT_ONLY:
             self._text_only = False
             self._overlap = ""
-        elif t is _TEXT_DELTA and self._overlap:
+        elif t is EVENT_TYPES.TEXT_DELTA and self._overlap:
             event = self._without_overlap(event)
             if not event.text:
                 return
-        if t is _STEP_START:
+        if t is EVENT_TYPES.STEP_START:
             self._text_only = True
-        elif t is _TOOL_RESULT:
+        elif t is EVENT_TYPES.TOOL_RESULT:
             call = event.tool_call
             self._tool_results.append(
                 ToolMessage(
@@ -473,7 +465,7 @@ class AttemptArbiter:
                     is_error=bool(event.attr("is_error", False)),
                 )
             )
-        elif t is _STEP_END:
+        elif t is EVENT_TYPES.STEP_END:
             self._step = event.step + 1
             self._last_step = event.step
             if event.step == self._continued_step and event.response is not None:
@@ -491,10 +483,10 @@ class AttemptArbiter:
         """The winner's terminal event: an ERROR is held until its ``on_error`` (another
         member may take over; else it is delivered carrying every attempt), a
         RESPONSE_END delivered carrying every attempt."""
-        if event.type is _ERROR:  # until its on_error: another member may take over
+        if event.type is EVENT_TYPES.ERROR:  # until its on_error: another member may take over
             self._states[index].held.append(event)
             return
-        if event.type is _RESPONSE_END and event.response is not None:
+        if event.type is EVENT_TYPES.RESPONSE_END and event.response is not None:
             response = event.response
             if self._continued_step is not None and self._last_step == self._continued_step:
                 response = self._with_prefix(response)
@@ -600,7 +592,7 @@ class AttemptArbiter:
             state.state = _FAILED
             state.error = error
             held, state.held = state.held, []
-            if held and held[-1].type is _ERROR and held[-1].usage is not None:
+            if held and held[-1].type is EVENT_TYPES.ERROR and held[-1].usage is not None:
                 state.usage = held[-1].usage
             if self._theirs(error):
                 self._told_end(index, None)
@@ -672,7 +664,7 @@ class AttemptArbiter:
     def _status(self, sub_type: str, text: str, **attrs: Any) -> ChatEvent:
         """A STATUS event of this response about its attempts."""
         return ChatEvent(
-            _STATUS,
+            EVENT_TYPES.STATUS,
             text,
             sub_type=sub_type,
             response_id=self.response_id,
@@ -793,7 +785,7 @@ class AttemptArbiter:
         final.__cause__ = error
         with contextlib.suppress(AttributeError, TypeError):
             final.partial_response = getattr(error, "partial_response", None)  # type: ignore[attr-defined]
-        if held and held[-1].type is _ERROR:
+        if held and held[-1].type is EVENT_TYPES.ERROR:
             held = [*held[:-1], held[-1].evolve(error=final, text=str(final))]
         return final, held
 
@@ -803,7 +795,9 @@ class AttemptArbiter:
         last = reasons[-1] if reasons else ChatError("no member to ask")
         exhausted = self._policy.exhausted
         error = exhausted(last, self.attempts) if exhausted is not None else last
-        event = ChatEvent(_ERROR, response_id=self.response_id, error=error, text=str(error))
+        event = ChatEvent(
+            EVENT_TYPES.ERROR, response_id=self.response_id, error=error, text=str(error)
+        )
         self._end_with(None, error, [event])
 
     def _end_with(self, index: int | None, error: BaseException, held: list[ChatEvent]) -> None:
@@ -816,7 +810,7 @@ class AttemptArbiter:
             self._states[other].state = _ABANDONED
             self._driver.stop(other)
             self._told_end(other, None)
-        if held and held[-1].type is _ERROR:
+        if held and held[-1].type is EVENT_TYPES.ERROR:
             held[-1] = self._failed_end(index, error, held[-1])
         for event in held:
             self._push(event)
