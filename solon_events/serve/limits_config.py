@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["KeyConfig", "LimitsConfig", "PriceConfig", "SpendLogConfig", "check_access"]
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_V = TypeVar("_V", bound=attrs.AttrsInstance)
 
 
 def count(value: Any, where: Where) -> int:
@@ -85,6 +86,12 @@ def names(value: Any, where: Where) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _made_of(value_class: type[_V], section: object) -> _V:
+    """A ``value_class`` of ``section``'s settings: one of each of its fields' names."""
+    fields = attrs.fields(value_class)
+    return value_class(**{field.name: getattr(section, field.name) for field in fields})
+
+
 @attrs.frozen(kw_only=True)
 class KeyConfig:
     """One ``[keys.NAME]``: the key's ``name``, its digest (``key_sha256``), the
@@ -106,16 +113,7 @@ class KeyConfig:
     @property
     def limits(self) -> Limits:
         """The key's limits."""
-        return Limits(
-            rpm=self.rpm,
-            tpm=self.tpm,
-            max_parallel=self.max_parallel,
-            budget_usd=self.budget_usd,
-            budget_tokens=self.budget_tokens,
-            window=self.window,  # type: ignore[arg-type]
-            output_allowance=self.output_allowance,
-            overrun=self.overrun,  # type: ignore[arg-type]
-        )
+        return _made_of(Limits, self)
 
 
 @attrs.frozen(kw_only=True)
@@ -147,12 +145,7 @@ class PriceConfig:
     @property
     def price(self) -> ModelPrice:
         """The price as a :class:`~solon_events.event_model.pricing.ModelPrice`."""
-        return ModelPrice(
-            input=self.input,
-            output=self.output,
-            cache_read=self.cache_read,
-            cache_write=self.cache_write,
-        )
+        return _made_of(ModelPrice, self)
 
 
 def lease(value: Any, where: Where) -> float:
