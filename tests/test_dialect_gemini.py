@@ -524,19 +524,43 @@ def test_usage_snapshot_counts_thinking_as_completion() -> None:
     assert event.raw == usage
 
 
-def test_usage_is_sent_when_it_changes_only() -> None:
+def test_usage_first_at_once_then_only_the_latest_as_the_step_ends() -> None:
     first = {"promptTokenCount": 9, "candidatesTokenCount": 5, "totalTokenCount": 14}
+    middle = {"promptTokenCount": 9, "candidatesTokenCount": 12, "totalTokenCount": 21}
     later = {"promptTokenCount": 9, "candidatesTokenCount": 23, "totalTokenCount": 32}
-    events, _ = run(
-        [
-            {**frame({"text": "a"}), "usageMetadata": {"trafficType": "ON_DEMAND"}},
-            {**frame({"text": "b"}), "usageMetadata": first},
-            {**frame({"text": "c"}), "usageMetadata": dict(first)},
-            {**frame(finishReason="STOP"), "usageMetadata": later},
-        ]
-    )
+    frames = [
+        {**frame({"text": "a"}), "usageMetadata": {"trafficType": "ON_DEMAND"}},
+        {**frame({"text": "b"}), "usageMetadata": first},
+        {**frame({"text": "c"}), "usageMetadata": dict(first)},
+        {**frame({"text": "d"}), "usageMetadata": middle},
+        {**frame(finishReason="STOP"), "usageMetadata": later},
+    ]
+    events, _ = run(frames)  # the step has not ended: the latest is still held back
+    totals = [(e.usage.completion_tokens, e.usage.total_tokens) for e in only(events, T.USAGE)]
+    assert totals == [(5, 14)]
+
+    events, stage = run(frames, end=True)
     totals = [(e.usage.completion_tokens, e.usage.total_tokens) for e in only(events, T.USAGE)]
     assert totals == [(5, 14), (23, 32)]
+    assert events[-1].type is T.USAGE  # after every frame's own events, before STEP_END
+    assert stage.settled().usage.total_tokens == 32
+
+
+def test_held_usage_is_not_lost_however_the_step_ends() -> None:
+    first = {"promptTokenCount": 3, "candidatesTokenCount": 1, "totalTokenCount": 4}
+    later = {"promptTokenCount": 3, "candidatesTokenCount": 7, "totalTokenCount": 10}
+    frames = [
+        {**frame({"text": "a"}), "usageMetadata": first},
+        {**frame({"text": "b"}), "usageMetadata": later},
+    ]
+    # cut short (no finishReason): the partial response's STEP_END has the latest snapshot
+    events, stage = run(frames, end=True)
+    assert isinstance(stage.failure, ChatProtocolError)
+    assert [e.usage.total_tokens for e in only(events, T.USAGE)] == [4, 10]
+    # cancelled mid-stream: nothing more is sent, yet what is billed is the latest
+    events, stage = run(frames)
+    assert stage.settled().usage.total_tokens == 10
+    assert [e.usage.total_tokens for e in only(events, T.USAGE)] == [4]
 
 
 def test_usage_total_defaults_to_prompt_plus_completion() -> None:

@@ -304,6 +304,9 @@ class ParseStage:
             where = f"the end of the stream after {self.frame_count} frames"
             self._fail(self._dialect_error(exc, where))
             return
+        held = ctx.take_held()
+        if held is not None:
+            self._record.append(held)
         failure = self._act()
         if failure is not None:
             self._fail(failure)
@@ -372,6 +375,7 @@ class ParseStage:
         the ABORT, complete."""
         self.closed = self.aborted = True
         ctx = self._ctx
+        self._release_held()
         partial = self.settled(self._accumulator.snapshot(model=ctx.model, finish=_OTHER))
         self._push(self._step_end(partial, self.step, ctx.provider_response_id))
         self._push(abort)
@@ -436,6 +440,9 @@ class ParseStage:
         so far: the model reads it when the response is cancelled, as no event may follow.
         """
         if response is None:
+            held = self._ctx.take_held()  # no event may follow: folded, not sent
+            if held is not None:
+                self._accumulator.add(held)
             response = self._accumulator.snapshot(
                 model=self._ctx.model, provider_response_id=self._ctx.provider_response_id
             )
@@ -466,9 +473,18 @@ class ParseStage:
         self.closed = True
         self.failure = error
         ctx = self._ctx
+        self._release_held()
         partial = self.settled(self._accumulator.snapshot(model=ctx.model, finish=_ERROR))
         self._push(self._step_end(partial, self.step, ctx.provider_response_id))
         self._down.on_error(error)
+
+    def _release_held(self) -> None:
+        """The step ends early: the event its dialect held back (its latest usage), if any,
+        folded and sent before the STEP_END."""
+        held = self._ctx.take_held()
+        if held is not None:
+            self._accumulator.add(held)
+            self._push(held)
 
     def _dialect_error(self, error: Exception, where: str) -> ChatError:
         """What the dialect raised, as a ChatProtocolError naming ``where`` it happened."""

@@ -24,6 +24,7 @@ __all__ = [
     "Failure",
     "Finish",
     "FrameHandler",
+    "HeldEvent",
     "NextResponse",
     "Outcome",
     "dispatch",
@@ -77,6 +78,8 @@ class ChatStreamContext:
       the first failure recorded;
     - ``next_response()``: another provider response starts in this stream; the current
       step ends and the next one begins (``step`` goes up by one).
+    - ``hold(make, value)``: an event that a later frame's makes stale (a usage snapshot
+      repeated on every frame), built and sent only as the step ends, the latest one held.
 
     Nothing recorded acts at once: the parse stage, which gives the context its ``record``
     list, reads the record after each call and acts on it (:meth:`take` hands it to
@@ -91,7 +94,7 @@ class ChatStreamContext:
     dialect must therefore not change a payload it sends as ``raw``.
     """
 
-    __slots__ = ("_record", "frame", "frame_text", "model", "provider_response_id",
+    __slots__ = ("_held", "_record", "frame", "frame_text", "model", "provider_response_id",
                  "response_id", "state", "step")  # fmt: skip
 
     def __init__(
@@ -119,6 +122,7 @@ class ChatStreamContext:
         self.frame_text: Any = EMPTY_MAPPING
         """The JSON text :attr:`frame` was decoded from: what an event sent with that
         payload as ``raw`` holds."""
+        self._held: tuple[HeldEvent, Any, Any] | None = None
 
     @property
     def recorded(self) -> list[Outcome]:
@@ -158,6 +162,23 @@ class ChatStreamContext:
     hot path: ChatEvent's fields but the three ids are its parameters, in their order);
     given ``raw=ctx.frame``, the event holds :attr:`frame_text`."""
 
+    def hold(self, make: HeldEvent, value: Any, source: Any = None) -> None:
+        """Hold back an event of the step that a later frame makes stale: a snapshot the
+        provider repeats on every frame (Gemini's usage). The latest one held wins;
+        ``make(ctx, value, source)`` builds its event (or None) only when the step ends,
+        however it ends, just before its STEP_END (:meth:`take_held`)."""
+        self._held = (make, value, source)
+
+    def take_held(self) -> ChatEvent | None:
+        """The event held back by :meth:`hold`, built now (None if nothing is held); nothing
+        is held afterwards. The parse stage calls it as the step ends."""
+        held = self._held
+        if held is None:
+            return None
+        self._held = None
+        make, value, source = held
+        return make(self, value, source)
+
     def finish(self, reason: str | None = None) -> None:
         """Record the provider's completion signal; a later non-None reason wins."""
         self._record.append(Finish(reason))
@@ -179,10 +200,13 @@ class ChatStreamContext:
     def next_response(self) -> None:
         """Record that another provider response starts in the same stream.
 
-        The current step ends (with its response's ``model`` and ``provider_response_id``)
-        and the next begins: ``step`` goes up by one; ``provider_response_id``, ``model``
-        and ``state`` start empty.
+        The current step ends (with the event held back, if any, and its response's
+        ``model`` and ``provider_response_id``) and the next begins: ``step`` goes up by
+        one; ``provider_response_id``, ``model`` and ``state`` start empty.
         """
+        held = self.take_held()
+        if held is not None:
+            self._record.append(held)
         self._record.append(NextResponse(self.step, self.model, self.provider_response_id))
         self.step += 1
         self.provider_response_id = None
@@ -199,6 +223,9 @@ class ChatStreamContext:
     def __repr__(self) -> str:
         return f"<ChatStreamContext step={self.step} recorded={len(self._record)}>"
 
+
+HeldEvent = Callable[[ChatStreamContext, Any, Any], ChatEvent | None]
+"""What :meth:`ChatStreamContext.hold` builds a held event with: ``make(ctx, value, source)``."""
 
 FrameHandler = Callable[[ChatStreamContext, _S, dict[str, Any]], None]
 """What :func:`dispatch` hands a frame to: ``handler(ctx, state, frame)``, with the dialect's

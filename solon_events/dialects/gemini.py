@@ -23,7 +23,8 @@ events it becomes:
   the API repeats the metadata in later frames.
 - ``promptFeedback.blockReason`` and the safety finish reasons (:data:`FILTER_REASONS`) ->
   CONTENT_FILTER with the reason as text.
-- ``usageMetadata`` -> USAGE, a cumulative snapshot (see :func:`gemini_usage`).
+- ``usageMetadata`` -> USAGE, a cumulative snapshot (see :func:`gemini_usage`): the step's
+  first at once, then only the latest, as the step ends (the API repeats it on every frame).
 - ``finishReason`` -> the completion signal, with the API's own reason (``"STOP"``); a
   blocked prompt, which has no candidate, completes with its ``blockReason``.
 - ``responseId`` -> ``ctx.provider_response_id``; ``modelVersion`` -> ``ctx.model``.
@@ -35,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from typing import Any
 
-from ..event_model.events import EVENT_TYPES
+from ..event_model.events import EVENT_TYPES, ChatEvent
 from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
 from ..event_model.results import (
     FileBlock,
@@ -572,18 +573,33 @@ def _usage_of(usage: Mapping[str, Any], source: Any) -> Usage | None:
 
 
 def _usage(ctx: ChatStreamContext, state: _State, usage: Mapping[str, Any], frame: Any) -> None:
-    """USAGE when the payload holds counts and differs from the last one sent.
+    """The step's usage: its first snapshot as a USAGE at once, each later one that differs
+    held back (:meth:`~ChatStreamContext.hold`) until the step ends, the latest winning.
 
-    Of the frame the parse stage decoded, the event's ``raw`` and its usage's ``source``
-    hold the ``usageMetadata`` as part of the frame's text, decoded when read.
+    The API repeats its cumulative snapshot on every frame; one USAGE per frame would cost
+    as much as the text it comes with. Of the frame the parse stage decoded, the event's
+    ``raw`` and its usage's ``source`` hold the ``usageMetadata`` as part of the frame's
+    text, decoded when read.
     """
     if usage == state.usage:
         return
-    held = held_member(ctx.frame_text, "usageMetadata") if frame is ctx.frame else usage
-    built = _usage_of(usage, held)
-    if built is not None:
+    text = ctx.frame_text if frame is ctx.frame else None
+    if state.usage is None:
+        event = _usage_event(ctx, usage, text)
+        if event is not None:
+            state.usage = usage
+            ctx.emit(event)
+    elif not _USAGE_COUNTS.isdisjoint(usage):
         state.usage = usage
-        ctx.send(_USAGE, usage=built, raw=held)
+        ctx.hold(_usage_event, usage, text)
+
+
+def _usage_event(ctx: ChatStreamContext, usage: Mapping[str, Any], text: Any) -> ChatEvent | None:
+    """The USAGE event of ``usage`` (held as part of the frame's ``text`` when given); None
+    when it holds no count."""
+    held = usage if text is None else held_member(text, "usageMetadata")
+    built = _usage_of(usage, held)
+    return None if built is None else ctx.event(_USAGE, usage=built, raw=held)
 
 
 def _count(value: Any) -> int:

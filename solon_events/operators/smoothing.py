@@ -11,7 +11,7 @@ comes after all the text that came before it.
 * A non-text event (TEXT_END, a tool call, STEP_END, RESPONSE_END, ERROR, ...) first
   releases at once every chunk still waiting and the text not yet cut, then itself: a
   block ends, and the response ends, without waiting for the pace.
-* HEARTBEAT, USAGE and RAW events (Gemini sends USAGE with every frame), and a delta with
+* HEARTBEAT, USAGE and RAW events (a USAGE may come between any two deltas), and a delta with
   no text, are not worth a flush: each waits for the chunk that holds the text before it
   and comes right after it.
 * The end of the stream, and an error, release what is waiting first.
