@@ -150,7 +150,8 @@ def test_each_decoder_agrees_with_the_reference_on_any_input_and_any_split(
     st.lists(st.sampled_from([b'data: {"n": 1}', b"event: e\ndata: 2", b": ping"]), max_size=3000)
 )
 def test_long_runs_of_simple_events_agree_with_the_reference(events: list[bytes]) -> None:
-    """Bodies long enough for the decoder's bulk path (windows of many events at once)."""
+    """Bodies long enough for the decoder's bulk path (windows of many events at once), and
+    short ones, decoded whole at once."""
     body = b"\n\n".join(events) + b"\n\n"
     expected = reference_sse(body)
     assert list(iter_frames(body, format="sse")) == expected

@@ -308,43 +308,46 @@ class ParseStage:
         if held is not None:
             self._record.append(held)
         failure = self._act()
+        if failure is None:
+            response = self._step_response(ctx.model, ctx.provider_response_id)
+            failure = self._end_failure(response)
         if failure is not None:
             self._fail(failure)
-        elif self.payload_count == 0:
+            return
+        self.closed = True
+        response = self.settled(response)
+        self._push(self._step_end(response, self.step, ctx.provider_response_id))
+        self._down.on_completed()
+
+    def _end_failure(self, response: ChatResponse) -> ChatProtocolError | None:
+        """What a stream that ended with ``response`` (its last step's, unsettled) fails
+        with: it was cut short, gave no frame, is another dialect's, or holds only frames
+        the dialect does not know; None when it ended well."""
+        if self.payload_count == 0:
             what = "a single frame" if self.frame_count == 0 else "a frame but [DONE]"
-            self._fail(ChatProtocolError(f"the stream ended without {what}"))
-        elif not self.finished:
+            return ChatProtocolError(f"the stream ended without {what}")
+        if not self.finished:
             hint = self._hint()  # frames of another dialect never carry this one's signal
-            self._fail(
-                ChatProtocolError(
-                    f"the {self._dialect.name!r} dialect read {self.frame_count} frames "
-                    f"that are not its own{hint}"
-                    if hint
-                    else f"the stream ended after {self.frame_count} frames without the "
-                    "provider's completion signal (truncated)"
-                )
+            return ChatProtocolError(
+                f"the {self._dialect.name!r} dialect read {self.frame_count} frames "
+                f"that are not its own{hint}"
+                if hint
+                else f"the stream ended after {self.frame_count} frames without the "
+                "provider's completion signal (truncated)"
             )
-        elif self._nothing_understood():
-            self._fail(
-                ChatProtocolError(
-                    f"the {self._dialect.name!r} dialect found nothing in "
-                    f"{self.frame_count} frames{self._hint()}"
-                )
+        if self._nothing_understood(response):
+            return ChatProtocolError(
+                f"the {self._dialect.name!r} dialect found nothing in "
+                f"{self.frame_count} frames{self._hint()}"
             )
-        elif not self.accept_unknown_streams and (unknown := self._only_unknown()):
-            self._fail(
-                ChatProtocolError(
-                    f"the {self._dialect.name!r} dialect knows none of the frames of this "
-                    f"step ({self.frame_count} frames; unknown event types: "
-                    f"{', '.join(unknown)}): not taken for an empty answer (pass "
-                    "accept_unknown_streams=True to take it so)"
-                )
+        if not self.accept_unknown_streams and (unknown := self._only_unknown(response)):
+            return ChatProtocolError(
+                f"the {self._dialect.name!r} dialect knows none of the frames of this "
+                f"step ({self.frame_count} frames; unknown event types: "
+                f"{', '.join(unknown)}): not taken for an empty answer (pass "
+                "accept_unknown_streams=True to take it so)"
             )
-        else:
-            self.closed = True
-            response = self._step_response(ctx.model, ctx.provider_response_id)
-            self._push(self._step_end(response, self.step, ctx.provider_response_id))
-            self._down.on_completed()
+        return None
 
     def _act(self) -> ChatError | None:
         """Act on what the dialect recorded, in order; the first failure it recorded."""
@@ -383,7 +386,7 @@ class ParseStage:
 
     def _next_response(self, boundary: NextResponse) -> None:
         """End the step of the response that ended; start the next step."""
-        response = self._step_response(boundary.model, boundary.provider_response_id)
+        response = self.settled(self._step_response(boundary.model, boundary.provider_response_id))
         self._push(self._step_end(response, boundary.step, boundary.provider_response_id))
         self._accumulator = ChatAccumulator()
         self.finished = False
@@ -419,16 +422,15 @@ class ParseStage:
         self._push(event)
 
     def _step_response(self, model: str | None, provider_response_id: str | None) -> ChatResponse:
-        """The response of a step that ended well: its finish reason mapped to the unified
-        vocabulary here, once (:func:`~solon_events.event_model.finish.unified_finish`)."""
+        """The response of a step that ended well, before :meth:`settled`: its finish reason
+        mapped to the unified vocabulary here, once
+        (:func:`~solon_events.event_model.finish.unified_finish`)."""
         accumulator = self._accumulator
-        return self.settled(
-            accumulator.snapshot(
-                finish_reason=self.finish_reason,
-                model=model,
-                provider_response_id=provider_response_id,
-                finish=unified_finish(self.finish_reason, accumulator.has_tool_calls),
-            )
+        return accumulator.snapshot(
+            finish_reason=self.finish_reason,
+            model=model,
+            provider_response_id=provider_response_id,
+            finish=unified_finish(self.finish_reason, accumulator.has_tool_calls),
         )
 
     def settled(self, response: ChatResponse | None = None) -> ChatResponse:
@@ -499,25 +501,23 @@ class ParseStage:
         failure.__cause__ = error
         return failure
 
-    def _nothing_understood(self) -> bool:
-        """Whether a stream that ended well gave nothing (no content or usage) while
-        its frames plainly belong to another dialect: the ``[DONE]`` of another dialect's
-        stream is all this one understood."""
+    def _nothing_understood(self, response: ChatResponse) -> bool:
+        """Whether a stream that ended well with ``response`` gave nothing (no content or
+        usage) while its frames plainly belong to another dialect: the ``[DONE]`` of
+        another dialect's stream is all this one understood."""
         if self.step:
             return False
-        response = self._accumulator.snapshot()
         if response.text or response.thinking or response.tool_calls or response.usage:
             return False
         return bool(self._hint())
 
-    def _only_unknown(self) -> list[str]:
-        """The unknown event types (RAW events) of a step that gave nothing else: no
-        content, usage or finish reason, only frames its dialect does not know; else
-        ``[]``."""
+    def _only_unknown(self, response: ChatResponse) -> list[str]:
+        """The unknown event types (RAW events) of a step that ended with ``response`` and
+        gave nothing else: no content, usage or finish reason, only frames its dialect does
+        not know; else ``[]``."""
         unknown = self._accumulator.raw_types
         if not unknown or self.finish_reason is not None:
             return []
-        response = self._accumulator.snapshot()
         if not response.is_empty or response.usage or response.citations or response.search_results:
             return []
         return list(unknown)

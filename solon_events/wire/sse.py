@@ -345,7 +345,7 @@ class SSEDecoder(_LineDecoder[_F]):
         view = memoryview(block)  # decoded from without copying
         while start < stop:
             end = _window_end(block, start, stop)
-            if not _simple_events(block, view, start, end, self, frames):
+            if not _simple_events(block, view, start, end, self.last_event_id, self.data_only, frames):
                 self._lines(block[start:end], frames)
             start = end
 
@@ -410,12 +410,18 @@ def _window_end(block: bytes, start: int, stop: int) -> int:
 
 
 def _simple_events(
-    block: bytes, view: memoryview, start: int, end: int, decoder: SSEDecoder, frames: list[Any]
+    block: bytes,
+    view: memoryview,
+    start: int,
+    end: int,
+    last_id: str | None,
+    data_only: bool,
+    frames: list[Any],
 ) -> bool:
-    """Decode ``block[start:end]`` (``view`` shows ``block``) into ``frames`` as ``decoder``
-    makes them (its last event id, its ``data_only``) if each of its events is ``data: X`` or
-    ``event: Y`` then ``data: X`` (one space after each colon, no other line); False,
-    decoding nothing, if not.
+    """Decode ``block[start:end]`` (``view`` shows ``block``) into ``frames`` as a decoder
+    makes them (with its last event id and ``data_only``) if each of its events is
+    ``data: X`` or ``event: Y`` then ``data: X`` (one space after each colon, no other line);
+    False, decoding nothing, if not.
     """
     if block.startswith(b"data: ", start):
         # Decoding from an offset that is a multiple of 8 takes CPython's fastest ASCII path;
@@ -426,7 +432,7 @@ def _simple_events(
         # Each blank line is followed by a data line; a line end elsewhere is another shape.
         if "\n" in "".join(data):
             return False
-        frames.extend(_make_frames(data, _NONES, decoder.last_event_id, decoder.data_only))
+        frames.extend(_make_frames(data, _NONES, last_id, data_only))
         return True
     if not block.startswith(b"event: ", start):
         return False
@@ -454,7 +460,7 @@ def _simple_events(
     ):
         return False
     types: list[str | None] = [name or None for name in events]
-    frames.extend(_make_frames(data, types, decoder.last_event_id, decoder.data_only))
+    frames.extend(_make_frames(data, types, last_id, data_only))
     return True
 
 
@@ -702,6 +708,24 @@ def _pieces(body: bytes) -> Iterator[bytes]:
         yield bytes(view[start : start + _PIECE])
 
 
+def _simple_body(body: bytes, max_frame_size: int, data_only: bool) -> list[Any] | None:
+    """The frames of a whole body of simple events (each ``data: X`` or ``event: Y`` then
+    ``data: X``, every line ended by LF, the last event by its blank line) that fits in a
+    frame: what :class:`StreamDecoder` would decode it into, without building one (a short
+    answer's body is mostly that cost); None for any other body."""
+    if (
+        len(body) > max_frame_size
+        or not body.endswith(b"\n\n")
+        or not (body.startswith(b"data: ") or body.startswith(b"event: "))
+        or body.find(b"\r") >= 0
+    ):
+        return None
+    frames: list[Any] = []
+    if _simple_events(body, memoryview(body), 0, len(body), None, data_only, frames):
+        return frames
+    return None
+
+
 def _frame_lists(
     source: bytes | bytearray | str | Iterable[bytes | str],
     max_frame_size: int,
@@ -714,6 +738,11 @@ def _frame_lists(
             body = source.encode("utf-8", "surrogatepass")
         else:
             body = source if type(source) is bytes else bytes(source)
+        if (format == "auto" or format == "sse") and len(body) <= _PIECE:
+            frames = _simple_body(body, max_frame_size, data_only)
+            if frames is not None:
+                yield frames
+                return
         chunks = _pieces(body)
     else:
         chunks = source
