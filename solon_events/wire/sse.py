@@ -343,10 +343,10 @@ class SSEDecoder(_LineDecoder[_F]):
         any other window line by line.
         """
         view = memoryview(block)  # decoded from without copying
-        last_id, data_only = self.last_event_id, self.data_only
         while start < stop:
             end = _window_end(block, start, stop)
-            if not _simple_events(block, view, start, end, last_id, data_only, frames):
+            last_id = self.last_event_id  # an ``id:`` line of a window read line by line sets it
+            if not _simple_events(block, view, start, end, last_id, self.data_only, frames):
                 self._lines(block[start:end], frames)
             start = end
 
