@@ -33,8 +33,8 @@ Mapping choices worth knowing:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ..event_model.events import EVENT_TYPES
 from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
@@ -47,19 +47,10 @@ from ..event_model.results import (
 )
 from .anthropic_request import ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS, messages_request
 from .base import ChatDialect
-from .blocks import (
-    NO_DELTAS,
-    Block,
-    OpenBlocks,
-    field_delta,
-    open_raw,
-    send_search_results,
-    send_server_result,
-    start_server_call,
-)
+from .blocks import Block, OpenBlocks, Opener, field_delta, signature_delta, text_delta
 from .context import ChatStreamContext, FrameHandler, dispatch
 from .output import claude_output_mode
-from .reading import make_usage
+from .reading import Raw, make_usage
 from .request import Endpoint, HttpRequest
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_MAX_TOKENS", "AnthropicDialect"]
@@ -69,20 +60,6 @@ _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum me
 _STATE_KEY = "anthropic"
 _TOOL_USE_SUFFIX = "_tool_use"
 _TOOL_RESULT_SUFFIX = "_tool_result"
-
-
-class _Stream(OpenBlocks):
-    """The dialect's state for one step: the current message and its open blocks."""
-
-    __slots__ = ("finished", "message_id", "started", "usage")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.started = False
-        self.finished = False
-        """Whether the message gave its completion signal (a stop reason, message_stop)."""
-        self.message_id: Any = None
-        self.usage: dict[str, Any] = {}
 
 
 class AnthropicDialect(ChatDialect):
@@ -134,7 +111,7 @@ class AnthropicDialect(ChatDialect):
                 ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
             return
         if handler is not None:
-            handler(ctx, stream, block, index, delta, frame)
+            handler(stream, ctx, block, index, delta, frame)
             return
         _parse_general(ctx, frame)
 
@@ -216,11 +193,7 @@ def _on_block_start(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
     if not isinstance(content, dict) or not isinstance(block_type, str):
         ctx.send(EVENT_TYPES.RAW, raw_type="content_block_start", raw=frame)
         return
-    stream.close_at(ctx, index)
-    opener = _BLOCK_OPENERS.get(block_type)
-    if opener is None:
-        opener = _generic_opener(block_type)
-    stream.blocks[index] = opener(ctx, stream, index, content, frame)
+    stream.open(ctx, index, block_type, content, frame)
 
 
 def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -234,7 +207,7 @@ def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str,
             EVENT_TYPES.RAW, index=index, raw_type=f"content_block_delta:{delta_type}", raw=frame
         )
         return
-    handler(ctx, stream, block, index, delta, frame)
+    handler(stream, ctx, block, index, delta, frame)
 
 
 def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, frame: Mapping[str, Any]) -> None:
@@ -253,223 +226,129 @@ _EVENT_HANDLERS: dict[str, FrameHandler[_Stream]] = {
 }
 
 
-# ---------------------------------------------------------------- block openers
+# ---------------------------------------------------------------- blocks
 
-# The deltas of one field of text; a block's start may carry the same fields.
-_text_delta = field_delta("text", EVENT_TYPES.TEXT_DELTA)
+# The deltas of one field of text (as text_delta and signature_delta); a block's start may
+# carry the same fields.
 _thinking_delta = field_delta("thinking", EVENT_TYPES.THINKING_DELTA)
-_signature_delta = field_delta("signature", EVENT_TYPES.THINKING_SIGNATURE)
 
 
-def _open_text(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
-    _text_delta(ctx, stream, None, index, content, frame)
-    citations = content.get("citations")
-    if isinstance(citations, list):
-        for citation in citations:
+class _Stream(OpenBlocks):
+    """The dialect's state for one step: the current message and its open blocks; how each
+    type of block opens, and the deltas each kind takes."""
+
+    __slots__ = ("finished", "message_id", "started", "usage")
+
+    start_raw_type = "content_block_start"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = False
+        self.finished = False
+        """Whether the message gave its completion signal (a stop reason, message_stop)."""
+        self.message_id: Any = None
+        self.usage: dict[str, Any] = {}
+
+    # ------------------------------------------------ openers, by block type
+
+    def open_text(self, ctx: ChatStreamContext, index: int, start: Raw, frame: Raw) -> Block:
+        ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
+        text_delta(self, ctx, None, index, start, frame)
+        citations = start.get("citations")
+        for citation in citations if isinstance(citations, list) else ():
             if isinstance(citation, dict):
                 ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(citation), raw=frame)
-    return _TEXT_BLOCK
+        return _TEXT_BLOCK
+
+    def open_thinking(self, ctx: ChatStreamContext, index: int, start: Raw, frame: Raw) -> Block:
+        ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
+        _thinking_delta(self, ctx, None, index, start, frame)
+        signature_delta(self, ctx, None, index, start, frame)
+        return _THINKING_BLOCK
+
+    def open_redacted(self, ctx: ChatStreamContext, index: int, start: Raw, frame: Raw) -> Block:
+        data = start.get("data")
+        text = data if isinstance(data, str) else ""
+        ctx.send(EVENT_TYPES.THINKING_REDACTED, index=index, text=text, raw=frame)
+        return _REDACTED_BLOCK
+
+    def open_tool_use(self, ctx: ChatStreamContext, index: int, start: Raw, frame: Raw) -> Block:
+        call_id, name = _opt_str(start.get("id")), _str(start.get("name"))
+        block = Block("tool", "tool_use", call_id, name, _TOOL_DELTAS, input=start.get("input"))
+        return self.open_call(ctx, index, block, frame)
+
+    def open_server_call(self, ctx: ChatStreamContext, index: int, start: Raw, frame: Raw) -> Block:
+        """A ``server_tool_use`` block (``sub_type`` the tool's name), or any other
+        ``<prefix>_tool_use`` (``sub_type`` the prefix, ``attrs`` its ``server_name``)."""
+        block_type = _str(start.get("type"))
+        call_id, name = _opt_str(start.get("id")), _str(start.get("name"))
+        attrs: dict[str, Any] = {}
+        if block_type == "server_tool_use":
+            sub_type = name
+        else:
+            sub_type = block_type.removesuffix(_TOOL_USE_SUFFIX)
+            server_name = start.get("server_name")
+            if server_name is not None:
+                attrs["server_name"] = server_name
+        block = Block("server", block_type, call_id, name, _SERVER_DELTAS, sub_type=sub_type)
+        block.input = start.get("input")
+        return self.open_call(ctx, index, block, frame, attrs)
+
+    def open_result(self, ctx: ChatStreamContext, index: int, start: Raw, frame: Raw) -> Block:
+        """A ``<prefix>_tool_result`` block: the result, whole, and its search results."""
+        block_type = _str(start.get("type"))
+        call_id = _opt_str(start.get("tool_use_id"))
+        block = self.result_block(block_type, call_id, block_type.removesuffix(_TOOL_RESULT_SUFFIX))
+        items = start.get("content")
+        self.send_result(ctx, index, block, _is_error_result(start), start, items, _search_result)
+        return block
+
+    openers: ClassVar[Mapping[str, Opener]] = {
+        "text": open_text,
+        "thinking": open_thinking,
+        "redacted_thinking": open_redacted,
+        "tool_use": open_tool_use,
+        "server_tool_use": open_server_call,
+    }
+    suffix_openers = ((_TOOL_RESULT_SUFFIX, open_result), (_TOOL_USE_SUFFIX, open_server_call))
+
+    # ------------------------------------------------ deltas (other than a field of text)
+
+    def citations_delta(
+        self, ctx: ChatStreamContext, block: Block, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        citation = delta.get("citation")
+        if isinstance(citation, dict):
+            ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(citation), raw=frame)
+
+    def tool_args_delta(
+        self, ctx: ChatStreamContext, block: Block, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        self.add_arguments(ctx, index, block, delta.get("partial_json"), frame)
+
+    def server_args_delta(
+        self, ctx: ChatStreamContext, block: Block, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        fragment = delta.get("partial_json")
+        if isinstance(fragment, str) and fragment:
+            block.fragments.append(fragment)
+            self.send_server_arguments(ctx, index, block, fragment, frame)
 
 
-def _open_thinking(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
-    _thinking_delta(ctx, stream, None, index, content, frame)
-    _signature_delta(ctx, stream, None, index, content, frame)
-    return _THINKING_BLOCK
-
-
-def _open_redacted_thinking(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    data = content.get("data")
-    ctx.send(
-        EVENT_TYPES.THINKING_REDACTED,
-        index=index,
-        text=data if isinstance(data, str) else "",
-        raw=frame,
-    )
-    return _REDACTED_BLOCK
-
-
-def _open_tool_use(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    block = _block("tool", "tool_use", _opt_str(content.get("id")), _str(content.get("name")))
-    block.input = content.get("input")
-    stream.tools.start(ctx, index, id=block.id, name=block.name, raw=frame)
-    return block
-
-
-def _open_server_tool_use(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    block_type = _str(content.get("type"))
-    block = _block("server", block_type, _opt_str(content.get("id")), _str(content.get("name")))
-    block.input = content.get("input")
-    attrs: dict[str, Any] = {}
-    if block_type == "server_tool_use":
-        block.sub_type = block.name
-    else:
-        block.sub_type = block_type[: -len(_TOOL_USE_SUFFIX)]
-        server_name = content.get("server_name")
-        if server_name is not None:
-            attrs["server_name"] = server_name
-    start_server_call(ctx, index, block, frame, attrs)
-    return block
-
-
-def _open_tool_result(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    block_type = _str(content.get("type"))
-    call_id = _opt_str(content.get("tool_use_id"))
-    sub_type, call = stream.server_calls.get(
-        call_id, (block_type[: -len(_TOOL_RESULT_SUFFIX)], None)
-    )
-    is_error = _is_error_result(content)
-    send_server_result(ctx, index, call_id, sub_type, block_type, call, is_error, content)
-    items = content.get("content")
-    send_search_results(ctx, index, call_id, sub_type, items, _search_result)
-    return _block("result", block_type, call_id)
-
-
-def _open_unknown(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    content: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    block_type = _str(content.get("type"))
-    return open_raw(ctx, index, block_type, f"content_block_start:{block_type}", frame)
-
-
-_Opener = Callable[[ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], Block]
-
-_BLOCK_OPENERS: dict[str, _Opener] = {
-    "text": _open_text,
-    "thinking": _open_thinking,
-    "redacted_thinking": _open_redacted_thinking,
-    "tool_use": _open_tool_use,
-    "server_tool_use": _open_server_tool_use,
-}
-
-
-def _generic_opener(block_type: str) -> _Opener:
-    """The opener for a block type known only by its suffix."""
-    if block_type.endswith(_TOOL_RESULT_SUFFIX) and block_type != "tool_result":
-        return _open_tool_result
-    if block_type.endswith(_TOOL_USE_SUFFIX):
-        return _open_server_tool_use
-    return _open_unknown
-
-
-# ---------------------------------------------------------------- deltas
-
-
-def _citations_delta(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    block: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    citation = delta.get("citation")
-    if isinstance(citation, dict):
-        ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(citation), raw=frame)
-
-
-def _tool_args_delta(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    block: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    stream.add_arguments(ctx, index, block, delta.get("partial_json"), frame)
-
-
-def _server_args_delta(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    block: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    fragment = delta.get("partial_json")
-    if isinstance(fragment, str) and fragment:
-        block.fragments.append(fragment)
-        ctx.send(
-            EVENT_TYPES.SERVER_TOOL_ARGS_DELTA,
-            index=index,
-            tool_call_id=block.id,
-            sub_type=block.sub_type,
-            text=fragment,
-            raw=frame,
-        )
-
-
-_DeltaHandler = Callable[
-    [ChatStreamContext, _Stream, Block, int, Mapping[str, Any], Mapping[str, Any]], None
-]
-
-_DELTA_HANDLERS: dict[str, dict[str, _DeltaHandler]] = {
-    "text": {
-        "text_delta": _text_delta,
-        "citations_delta": _citations_delta,
-    },
-    "thinking": {
-        "thinking_delta": _thinking_delta,
-        "signature_delta": _signature_delta,
-    },
-    "tool": {"input_json_delta": _tool_args_delta},
-    "server": {"input_json_delta": _server_args_delta},
-}
-"""The delta handlers of each block kind, by delta type."""
-
-
-def _block(kind: str, type: str, id: str | None = None, name: str = "") -> Block:
-    """A new block of ``kind``, taking the deltas of its kind."""
-    return Block(kind, type, id, name, _DELTA_HANDLERS.get(kind, NO_DELTAS))
-
-
-# Text and thinking blocks gather nothing (only tool blocks do): one block of each kind serves
-# them all, which spares building one per block.
-_TEXT_BLOCK = _block("text", "text")
-_THINKING_BLOCK = _block("thinking", "thinking")
-_REDACTED_BLOCK = _block("redacted", "redacted_thinking")
+# The delta handlers of each kind of block, by delta type. Text and thinking blocks gather
+# nothing (only tool blocks do): one block of each kind serves them all, which spares building
+# one per block.
+_TEXT_BLOCK = Block(
+    "text", "text", deltas={"text_delta": text_delta, "citations_delta": _Stream.citations_delta}
+)
+_THINKING_BLOCK = Block(
+    "thinking",
+    "thinking",
+    deltas={"thinking_delta": _thinking_delta, "signature_delta": signature_delta},
+)
+_REDACTED_BLOCK = Block("redacted", "redacted_thinking")
+_TOOL_DELTAS = {"input_json_delta": _Stream.tool_args_delta}
+_SERVER_DELTAS = {"input_json_delta": _Stream.server_args_delta}
 
 
 # ---------------------------------------------------------------- value mapping

@@ -70,7 +70,7 @@ from .base import ChatDialect
 from .bedrock_request import converse_stream_request, converse_stream_url
 from .context import ChatStreamContext
 from .output import claude_output_mode
-from .reading import expect_object, image_mime, make_usage
+from .reading import Raw, expect_object, image_mime, make_usage
 from .request import Endpoint, HttpRequest
 from .tool_calls import ToolCallAssembler
 
@@ -194,12 +194,10 @@ class BedrockDialect(ChatDialect):
 
 # ---------------------------------------------------------------- stream events
 
-_Handler = Callable[[ChatStreamContext, _Stream, Mapping[str, Any], Mapping[str, Any]], None]
+_Handler = Callable[[ChatStreamContext, _Stream, Raw, Raw], None]
 
 
-def _on_message_start(
-    ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
+def _on_message_start(ctx: ChatStreamContext, stream: _Stream, payload: Raw, frame: Raw) -> None:
     if stream.stopped:  # another response of a recorded tool loop
         _close_all(ctx, stream)
         ctx.next_response()
@@ -207,9 +205,7 @@ def _on_message_start(
     stream.started = True
 
 
-def _on_block_start(
-    ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
+def _on_block_start(ctx: ChatStreamContext, stream: _Stream, payload: Raw, frame: Raw) -> None:
     index = _index(payload.get("contentBlockIndex"))
     start = _mapping(payload.get("start"))
     for key, value in start.items():
@@ -222,11 +218,7 @@ def _on_block_start(
 
 
 def _start_tool_use(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    tool_use: Mapping[str, Any],
-    frame: Mapping[str, Any],
+    ctx: ChatStreamContext, stream: _Stream, index: int, tool_use: Raw, frame: Raw
 ) -> None:
     tool_id = _opt_str(tool_use.get("toolUseId"))
     name = _opt_str(tool_use.get("name")) or ""
@@ -245,30 +237,20 @@ def _start_tool_use(
 
 
 def _start_tool_result(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    result: Mapping[str, Any],
-    frame: Mapping[str, Any],
+    ctx: ChatStreamContext, stream: _Stream, index: int, result: Raw, frame: Raw
 ) -> None:
     block = stream.others[index] = _Block("result", _opt_str(result.get("toolUseId")))
     block.fields.update(result)
 
 
 def _start_image(
-    ctx: ChatStreamContext,
-    stream: _Stream,
-    index: int,
-    image: Mapping[str, Any],
-    frame: Mapping[str, Any],
+    ctx: ChatStreamContext, stream: _Stream, index: int, image: Raw, frame: Raw
 ) -> None:
     stream.others[index] = block = _Block("image")
     block.fields["format"] = image.get("format")
 
 
-_BlockStart = Callable[
-    [ChatStreamContext, _Stream, int, Mapping[str, Any], Mapping[str, Any]], None
-]
+_BlockStart = Callable[[ChatStreamContext, _Stream, int, Raw, Raw], None]
 
 _BLOCK_STARTS: dict[str, _BlockStart] = {
     "toolUse": _start_tool_use,
@@ -277,9 +259,7 @@ _BLOCK_STARTS: dict[str, _BlockStart] = {
 }
 
 
-def _on_block_delta(
-    ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
+def _on_block_delta(ctx: ChatStreamContext, stream: _Stream, payload: Raw, frame: Raw) -> None:
     index = _index(payload.get("contentBlockIndex"))
     delta = _mapping(payload.get("delta"))
     handled = False
@@ -294,17 +274,13 @@ def _on_block_delta(
         )
 
 
-def _on_block_stop(
-    ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
+def _on_block_stop(ctx: ChatStreamContext, stream: _Stream, payload: Raw, frame: Raw) -> None:
     index = _index(payload.get("contentBlockIndex"))
     if not _close(ctx, stream, index, frame):
         ctx.send(EVENT_TYPES.RAW, index=index, raw_type="contentBlockStop", raw=frame)
 
 
-def _on_message_stop(
-    ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
+def _on_message_stop(ctx: ChatStreamContext, stream: _Stream, payload: Raw, frame: Raw) -> None:
     _close_all(ctx, stream)
     reason = payload.get("stopReason")
     reason = reason if isinstance(reason, str) else None
@@ -314,9 +290,7 @@ def _on_message_stop(
     ctx.finish(reason)
 
 
-def _on_metadata(
-    ctx: ChatStreamContext, stream: _Stream, payload: Mapping[str, Any], frame: Mapping[str, Any]
-) -> None:
+def _on_metadata(ctx: ChatStreamContext, stream: _Stream, payload: Raw, frame: Raw) -> None:
     usage = payload.get("usage")
     if isinstance(usage, dict):
         ctx.send(EVENT_TYPES.USAGE, usage=_usage(usage), raw=frame)
@@ -357,7 +331,7 @@ def _open(ctx: ChatStreamContext, stream: _Stream, index: int, kind: str) -> Non
 
 
 def _text_delta(
-    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Raw
 ) -> None:
     if isinstance(value, str):
         _open(ctx, stream, index, "text")
@@ -366,7 +340,7 @@ def _text_delta(
 
 
 def _tool_delta(
-    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Raw
 ) -> None:
     fragment = _mapping(value).get("input")
     if not isinstance(fragment, str) or not fragment:
@@ -395,7 +369,7 @@ def _open_other(stream: _Stream, index: int, kind: str) -> _Block:
 
 
 def _tool_result_delta(
-    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Raw
 ) -> None:
     if isinstance(value, list):
         block = _open_other(stream, index, "result")
@@ -403,7 +377,7 @@ def _tool_result_delta(
 
 
 def _image_delta(
-    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Raw
 ) -> None:
     image = _mapping(value)
     block = _open_other(stream, index, "image")
@@ -427,7 +401,7 @@ def _image_delta(
 
 
 def _reasoning_delta(
-    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Raw
 ) -> None:
     reasoning = _mapping(value)
     text = reasoning.get("text")
@@ -445,13 +419,13 @@ def _reasoning_delta(
 
 
 def _citation_delta(
-    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Mapping[str, Any]
+    ctx: ChatStreamContext, stream: _Stream, index: int, value: Any, frame: Raw
 ) -> None:
     if isinstance(value, dict):
         ctx.send(EVENT_TYPES.CITATION, index=index, citation=_citation(value), raw=frame)
 
 
-_DeltaHandler = Callable[[ChatStreamContext, _Stream, int, Any, Mapping[str, Any]], None]
+_DeltaHandler = Callable[[ChatStreamContext, _Stream, int, Any, Raw], None]
 
 _DELTA_HANDLERS: dict[str, _DeltaHandler] = {
     "text": _text_delta,
@@ -463,9 +437,7 @@ _DELTA_HANDLERS: dict[str, _DeltaHandler] = {
 }
 
 
-def _close(
-    ctx: ChatStreamContext, stream: _Stream, index: int, frame: Mapping[str, Any] | None = None
-) -> bool:
+def _close(ctx: ChatStreamContext, stream: _Stream, index: int, frame: Raw | None = None) -> bool:
     """Close whatever is open at ``index``; whether something was."""
     kind = stream.blocks.pop(index, None)
     if kind == "text":
@@ -486,7 +458,7 @@ def _finish_other(
     stream: _Stream,
     index: int,
     block: _Block,
-    frame: Mapping[str, Any] | None,
+    frame: Raw | None,
 ) -> None:
     """What a server tool call, a server tool result or an image sends when it stops."""
     if block.kind == "server":

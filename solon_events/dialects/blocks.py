@@ -2,18 +2,22 @@
 API (content blocks) and Google's Interactions API (steps) share.
 
 A :class:`Block` is what one open block is (text, thinking, a client tool call, a server
-tool call, ...) and what a tool call block has gathered; :class:`OpenBlocks` holds a step's
-open blocks by index and sends what ends each: TEXT_END, THINKING_END, the client call's
-TOOL_CALL_END (through its :class:`~solon_events.dialects.ToolCallAssembler`), or, for a
-server tool call, the call remembered for the result that answers it. The events of a
-server tool call and of its result (with the search results it carries), and the handler of
-a delta that is one field of text, are written here for both dialects.
+tool call, a server tool's result, ...) and what a tool call block has gathered.
+:class:`OpenBlocks`, which each of the two dialects subclasses for its stream's state, holds
+a step's open blocks by index and handles them from start to stop: it opens a block by the
+opener of its type (a block of an unknown type is reported raw), opens the calls (a client's
+TOOL_CALL_START through its :class:`~solon_events.dialects.ToolCallAssembler`, a server
+tool's SERVER_TOOL_START), sends a server tool's result with the search results it carries,
+and sends what ends each block: TEXT_END, THINKING_END, the client call's TOOL_CALL_END, or,
+for a server tool call, the call remembered for the result that answers it. The handler of a
+delta that is one field of text (and the two such that both dialects take) is written here
+too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import orjson
@@ -22,61 +26,162 @@ from ..event_model.events import EVENT_TYPES, ChatEventType
 from ..event_model.results import SearchResult, ToolCall, new_tool_call
 from ..event_model.values import EMPTY_MAPPING
 from .context import ChatStreamContext
+from .reading import Raw
 from .tool_calls import ToolCallAssembler
 
 __all__ = [
     "NO_DELTAS",
     "Block",
     "OpenBlocks",
+    "Opener",
     "field_delta",
-    "open_raw",
-    "send_search_results",
-    "send_server_result",
+    "signature_delta",
+    "text_delta",
+    "send_server",
     "server_call",
-    "start_server_call",
     "started_arguments",
 ]
 
 NO_DELTAS: Mapping[str, Callable[..., None]] = {}
 """The delta handlers of a block that takes none."""
 
+Opener = Callable[..., "Block"]
+"""What opens a block of one type: called ``(state, ctx, index, start, frame)`` (a method of
+the dialect's :class:`OpenBlocks`), it sends what the start means and returns the block."""
+
 
 @attrs.define(eq=False)
 class Block:
-    """An open block: its ``kind`` (``"text"``, ``"thinking"``, ``"tool"``, ``"server"``, or
-    one only its dialect knows), the provider's ``type`` for it, and for a tool call its
-    ``id``, ``name``, the ``input`` it started with and the ``fragments`` of input streamed
-    since. ``deltas`` maps the delta types the block takes to their handlers (a dialect's
-    own business)."""
+    """An open block: its ``kind`` (``"text"``, ``"thinking"``, ``"tool"``, ``"server"``,
+    ``"result"``, ``"raw"``, or one only its dialect knows), the provider's ``type`` for it,
+    and for a tool call (or a result) its ``id``, ``name``, ``sub_type``, the ``input`` it
+    started with and the ``fragments`` of input streamed since. ``deltas`` maps the delta
+    types the block takes to their handlers (a dialect's own business)."""
 
     kind: str
     type: str
     id: str | None = None
     name: str = ""
     deltas: Mapping[str, Callable[..., None]] = NO_DELTAS
-    sub_type: str | None = attrs.field(init=False, default=None)
-    input: Any = attrs.field(init=False, default=None)
+    sub_type: str | None = attrs.field(default=None, kw_only=True)
+    input: Any = attrs.field(default=None, kw_only=True)
     fragments: list[str] = attrs.field(init=False, factory=list)
 
 
 class OpenBlocks:
     """A step's open blocks by index, the client tool calls among them (``tools``) and the
     server tool calls that ended (``server_calls``: call id -> its ``sub_type`` and
-    :class:`~solon_events.ToolCall`, for the results that answer them)."""
+    :class:`~solon_events.ToolCall`, for the results that answer them).
+
+    A dialect's subclass says how its blocks open: ``openers`` maps block types to their
+    openers (:data:`Opener`), ``suffix_openers`` pairs type endings (``"_tool_use"``) with the
+    opener of every other type that ends so; ``start_raw_type`` is the provider's name of a
+    block's start, which the RAW event of a block of any other type names."""
 
     __slots__ = ("blocks", "server_calls", "tools")
+
+    openers: ClassVar[Mapping[str, Opener]] = EMPTY_MAPPING
+    suffix_openers: ClassVar[tuple[tuple[str, Opener], ...]] = ()
+    start_raw_type: ClassVar[str] = "start"
 
     def __init__(self) -> None:
         self.blocks: dict[int, Block] = {}
         self.tools = ToolCallAssembler()
         self.server_calls: dict[str | None, tuple[str | None, ToolCall]] = {}
 
+    def open(
+        self, ctx: ChatStreamContext, index: int, block_type: str, start: Raw, frame: Raw
+    ) -> Block:
+        """Open the block ``index`` of ``block_type`` from its ``start`` (closing one open
+        there) by the opener of its type or of its suffix; a block of any other type is a
+        RAW event, and is kept open only to be reported raw at its stop."""
+        self.close_at(ctx, index)
+        opener = self.openers.get(block_type)
+        if opener is None:
+            for suffix, suffix_opener in self.suffix_openers:
+                if block_type.endswith(suffix):
+                    opener = suffix_opener
+                    break
+        if opener is None:
+            raw_type = f"{self.start_raw_type}:{block_type}"
+            ctx.send(EVENT_TYPES.RAW, index=index, raw_type=raw_type, raw=frame)
+            block = Block("raw", block_type)
+        else:
+            block = opener(self, ctx, index, start, frame)
+        self.blocks[index] = block
+        return block
+
+    def open_call(
+        self,
+        ctx: ChatStreamContext,
+        index: int,
+        block: Block,
+        frame: Raw,
+        attrs: Raw = EMPTY_MAPPING,
+    ) -> Block:
+        """Open the call ``block`` at ``index`` and return it: a client's (kind ``"tool"``)
+        with TOOL_CALL_START, a server tool's (``"server"``) with SERVER_TOOL_START (with
+        ``attrs``)."""
+        if block.kind == "tool":
+            self.tools.start(ctx, index, id=block.id, name=block.name, raw=frame)
+        else:
+            call = server_call(block, index)
+            send_server(
+                ctx, EVENT_TYPES.SERVER_TOOL_START, index, block, frame, tool_call=call, attrs=attrs
+            )
+        return block
+
+    def send_server_arguments(
+        self, ctx: ChatStreamContext, index: int, block: Block, text: str, frame: Raw
+    ) -> None:
+        """SERVER_TOOL_ARGS_DELTA: ``text`` of the arguments of the server tool call
+        ``block``."""
+        send_server(ctx, EVENT_TYPES.SERVER_TOOL_ARGS_DELTA, index, block, frame, text=text)
+
+    def result_block(self, block_type: str, call_id: str | None, sub_type: str) -> Block:
+        """A block of a server tool's result (of ``block_type``) answering the call
+        ``call_id``: its ``sub_type`` that of the call, else ``sub_type``."""
+        call = self.server_calls.get(call_id)
+        return Block("result", block_type, call_id, sub_type=sub_type if call is None else call[0])
+
+    def send_result(
+        self,
+        ctx: ChatStreamContext,
+        index: int,
+        block: Block,
+        is_error: bool,
+        raw: Raw,
+        items: Any,
+        search_result: Callable[[str, Raw], SearchResult],
+    ) -> None:
+        """SERVER_TOOL_RESULT for the result ``block`` (with the call it answers, whole, when
+        that ended before), then a SEARCH_RESULT for each of its ``items`` (a list) that has a
+        ``url``, read by ``search_result(url, item)``."""
+        call = self.server_calls.get(block.id)
+        send_server(
+            ctx,
+            EVENT_TYPES.SERVER_TOOL_RESULT,
+            index,
+            block,
+            raw,
+            raw_type=block.type,
+            tool_call=call[1] if call is not None else None,
+            attrs={"is_error": is_error},
+        )
+        for item in items if isinstance(items, list) else ():
+            url = item.get("url") if isinstance(item, dict) else None
+            if isinstance(url, str):
+                result = search_result(url, item)
+                send_server(
+                    ctx, EVENT_TYPES.SEARCH_RESULT, index, block, item, search_result=result
+                )
+
     def close(
         self,
         ctx: ChatStreamContext,
         index: int,
         block: Block,
-        frame: Mapping[str, Any] | None = None,
+        frame: Raw | None = None,
     ) -> None:
         """Send what ends ``block`` (at ``index``), which is no longer open."""
         if block.kind == "text":
@@ -123,6 +228,21 @@ class OpenBlocks:
             self.close(ctx, index, block)
 
 
+def send_server(
+    ctx: ChatStreamContext,
+    event_type: ChatEventType,
+    index: int,
+    block: Block,
+    raw: Any,
+    **fields: Any,
+) -> None:
+    """An event of the server tool call (or result) ``block`` at ``index``, with its id and
+    ``sub_type``."""
+    ctx.send(
+        event_type, index=index, tool_call_id=block.id, sub_type=block.sub_type, raw=raw, **fields
+    )
+
+
 def started_arguments(block: Block) -> str | None:
     """A client call's arguments as JSON text when they came whole with its start; None when
     the streamed fragments (in its assembler) are the call's."""
@@ -141,90 +261,23 @@ def server_call(block: Block, index: int) -> ToolCall:
     return new_tool_call(block.id, block.name, arguments, "", index)
 
 
-def open_raw(
-    ctx: ChatStreamContext, index: int, block_type: str, raw_type: str, frame: Any
-) -> Block:
-    """A block of a type the dialect does not know: a RAW event ``raw_type``, and the block
-    kept open only to be reported raw at its stop."""
-    ctx.send(EVENT_TYPES.RAW, index=index, raw_type=raw_type, raw=frame)
-    return Block("raw", block_type)
-
-
-def start_server_call(
-    ctx: ChatStreamContext,
-    index: int,
-    block: Block,
-    frame: Any,
-    attrs: Mapping[str, Any] = EMPTY_MAPPING,
-) -> None:
-    """SERVER_TOOL_START for the server tool call ``block`` opened at ``index``."""
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_START,
-        index=index,
-        tool_call_id=block.id,
-        sub_type=block.sub_type,
-        tool_call=server_call(block, index),
-        attrs=attrs,
-        raw=frame,
-    )
-
-
-def send_server_result(
-    ctx: ChatStreamContext,
-    index: int,
-    call_id: str | None,
-    sub_type: str | None,
-    result_type: str,
-    call: ToolCall | None,
-    is_error: bool,
-    raw: Any,
-) -> None:
-    """SERVER_TOOL_RESULT for a server tool's result (of type ``result_type``) answering the
-    call ``call_id`` (``call``, whole, when it ended before)."""
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_RESULT,
-        index=index,
-        tool_call_id=call_id,
-        sub_type=sub_type,
-        raw_type=result_type,
-        tool_call=call,
-        attrs={"is_error": is_error},
-        raw=raw,
-    )
-
-
-def send_search_results(
-    ctx: ChatStreamContext,
-    index: int,
-    call_id: str | None,
-    sub_type: str | None,
-    items: Any,
-    search_result: Callable[[str, Mapping[str, Any]], SearchResult],
-) -> None:
-    """A SEARCH_RESULT for each item of a server tool's result (a list) that has a ``url``,
-    read by ``search_result(url, item)``."""
-    for item in items if isinstance(items, list) else ():
-        url = item.get("url") if isinstance(item, dict) else None
-        if isinstance(url, str):
-            ctx.send(
-                EVENT_TYPES.SEARCH_RESULT,
-                index=index,
-                tool_call_id=call_id,
-                sub_type=sub_type,
-                search_result=search_result(url, item),
-                raw=item,
-            )
-
-
 def field_delta(field: str, event_type: ChatEventType) -> Callable[..., None]:
     """The handler of a delta whose ``field`` is a piece of text: sent as ``event_type`` (when
-    a non-empty string). It takes ``(ctx, state, block, index, delta, frame)``."""
+    a non-empty string). It takes ``(state, ctx, block, index, delta, frame)``, as a delta
+    handler that is a method of the dialect's :class:`OpenBlocks` does."""
 
     def send_field(
-        ctx: ChatStreamContext, state: Any, block: Any, index: int, delta: Any, frame: Any
+        state: Any, ctx: ChatStreamContext, block: Any, index: int, delta: Any, frame: Any
     ) -> None:
         text = delta.get(field)
         if isinstance(text, str) and text:
             ctx.send(event_type, text, index=index, raw=frame)
 
     return send_field
+
+
+text_delta = field_delta("text", EVENT_TYPES.TEXT_DELTA)
+"""The handler of a delta (or a start) whose ``text`` is text of the answer."""
+
+signature_delta = field_delta("signature", EVENT_TYPES.THINKING_SIGNATURE)
+"""The handler of a delta (or a start) whose ``signature`` is a thinking signature."""

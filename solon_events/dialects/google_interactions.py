@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -57,18 +57,10 @@ from ..event_model.results import (
     new_usage,
 )
 from .base import ChatDialect
-from .blocks import (
-    Block,
-    OpenBlocks,
-    field_delta,
-    open_raw,
-    send_search_results,
-    send_server_result,
-    start_server_call,
-)
+from .blocks import Block, OpenBlocks, Opener, field_delta, signature_delta, text_delta
 from .context import ChatStreamContext, FrameHandler, dispatch, identify
 from .google_interactions_request import interactions_request, interactions_url
-from .reading import output_by_total, token_count
+from .reading import Raw, output_by_total, token_count
 from .request import Endpoint, HttpRequest
 
 __all__ = ["GoogleInteractionsDialect", "interactions_url", "interactions_usage"]
@@ -78,17 +70,6 @@ _TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum me
 _STATE_KEY = "google-interactions"
 _CALL_SUFFIX = "_call"
 _RESULT_SUFFIX = "_result"
-
-
-class _State(OpenBlocks):
-    """The dialect's state for one interaction: its open steps (as blocks) and tool calls."""
-
-    __slots__ = ("streamed",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.streamed = False
-        """Whether any step was streamed (a completed interaction's ``steps`` then are not)."""
 
 
 class GoogleInteractionsDialect(ChatDialect):
@@ -169,28 +150,7 @@ def _on_step_start(ctx: ChatStreamContext, state: _State, frame: dict[str, Any])
         ctx.send(EVENT_TYPES.RAW, index=index, raw_type="step.start", raw=frame)
         return
     state.streamed = True
-    _open(ctx, state, index, step, step_type, frame)
-
-
-def _open(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    step_type: str,
-    frame: Mapping[str, Any],
-) -> None:
-    """Open the step ``index`` of type ``step_type`` (closing one open at that index)."""
-    state.close_at(ctx, index)
-    opener = _OPENERS.get(step_type)
-    if opener is None:
-        if step_type.endswith(_CALL_SUFFIX):
-            opener = _open_server_call
-        elif step_type.endswith(_RESULT_SUFFIX):
-            opener = _open_result
-        else:
-            opener = _open_unknown
-    state.blocks[index] = opener(ctx, state, index, step, frame)
+    state.open(ctx, index, step_type, step, frame)
 
 
 def _on_step_delta(ctx: ChatStreamContext, state: _State, frame: dict[str, Any]) -> None:
@@ -202,13 +162,13 @@ def _on_step_delta(ctx: ChatStreamContext, state: _State, frame: dict[str, Any])
     if not isinstance(delta, dict):
         pass
     elif handler is not None:
-        handler(ctx, state, step, index, delta, frame)
+        handler(state, ctx, step, index, delta, frame)
         return
     elif step is not None and step.kind == "server":
-        _server_arguments(ctx, step, index, delta, frame)
+        state.server_arguments(ctx, step, index, delta, frame)
         return
     elif step is not None and step.kind == "result":
-        _server_result(ctx, state, step, index, delta, frame)
+        state.server_result(ctx, step, index, delta, frame)
         return
     ctx.send(EVENT_TYPES.RAW, index=index, raw_type=f"step.delta:{delta_type}", raw=frame)
 
@@ -251,10 +211,10 @@ def _whole_steps(
             continue
         if step_type in ("user_input", "function_result"):
             continue
-        _open(ctx, state, index, step, step_type, frame)
+        state.open(ctx, index, step_type, step, frame)
         block = state.blocks.pop(index)
         if block.kind == "result":
-            _server_result(ctx, state, block, index, step, frame)
+            state.server_result(ctx, block, index, step, frame)
         state.close(ctx, index, block, frame)
 
 
@@ -269,239 +229,161 @@ _HANDLERS: dict[str, FrameHandler[_State]] = {
 }
 
 
-# ---------------------------------------------------------------- step openers
+# ---------------------------------------------------------------- steps
 
-# The deltas of one field of text; a step's start may carry the same fields.
-_text = field_delta("text", EVENT_TYPES.TEXT_DELTA)
+# The deltas of one field of text (as text_delta and signature_delta); a step's start may
+# carry the same fields.
 _summary_text = field_delta("text", EVENT_TYPES.THINKING_DELTA)
-_thought_signature = field_delta("signature", EVENT_TYPES.THINKING_SIGNATURE)
 
 
-def _open_output(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
-    content = step.get("content")
-    for item in content if isinstance(content, list) else ():
-        kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "text":
-            _text(ctx, state, None, index, item, frame)
-        elif kind in _MEDIA_TYPES:
-            _media(ctx, state, None, index, item, frame)
-    return _OUTPUT_STEP
+class _State(OpenBlocks):
+    """The dialect's state for one interaction: its open steps (as blocks) and tool calls; how
+    each type of step opens, and the deltas steps take."""
 
+    __slots__ = ("streamed",)
 
-def _open_thought(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
-    summary = step.get("summary")
-    for item in summary if isinstance(summary, list) else ():
-        if isinstance(item, dict):
-            _summary_text(ctx, state, None, index, item, frame)
-    _thought_signature(ctx, state, None, index, step, frame)
-    return _THOUGHT_STEP
+    start_raw_type = "step.start"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.streamed = False
+        """Whether any step was streamed (a completed interaction's ``steps`` then are not)."""
 
-def _open_function_call(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    opened = Block("tool", "function_call", _opt_str(step.get("id")), _str(step.get("name")))
-    opened.input = step.get("arguments")
-    call_id = opened.id
-    state.tools.start(ctx, index, id=call_id, name=opened.name, raw=frame)
-    signature = step.get("signature")
-    if isinstance(signature, str) and signature:
-        ctx.send(
-            EVENT_TYPES.THINKING_SIGNATURE, signature, index=index, tool_call_id=call_id, raw=frame
+    # ------------------------------------------------ openers, by step type
+
+    def open_output(self, ctx: ChatStreamContext, index: int, step: Raw, frame: Raw) -> Block:
+        ctx.send(EVENT_TYPES.TEXT_START, index=index, raw=frame)
+        content = step.get("content")
+        for item in content if isinstance(content, list) else ():
+            kind = item.get("type") if isinstance(item, dict) else None
+            if kind == "text":
+                text_delta(self, ctx, None, index, item, frame)
+            elif kind in _MEDIA_TYPES:
+                self.media(ctx, None, index, item, frame)
+        return _OUTPUT_STEP
+
+    def open_thought(self, ctx: ChatStreamContext, index: int, step: Raw, frame: Raw) -> Block:
+        ctx.send(EVENT_TYPES.THINKING_START, index=index, raw=frame)
+        summary = step.get("summary")
+        for item in summary if isinstance(summary, list) else ():
+            if isinstance(item, dict):
+                _summary_text(self, ctx, None, index, item, frame)
+        signature_delta(self, ctx, None, index, step, frame)
+        return _THOUGHT_STEP
+
+    def open_function_call(
+        self, ctx: ChatStreamContext, index: int, step: Raw, frame: Raw
+    ) -> Block:
+        call_id, name = _opt_str(step.get("id")), _str(step.get("name"))
+        opened = Block("tool", "function_call", call_id, name, input=step.get("arguments"))
+        self.open_call(ctx, index, opened, frame)
+        signature = step.get("signature")
+        if isinstance(signature, str) and signature:
+            ctx.send(
+                EVENT_TYPES.THINKING_SIGNATURE,
+                signature,
+                index=index,
+                tool_call_id=call_id,
+                raw=frame,
+            )
+        return opened
+
+    def open_server_call(self, ctx: ChatStreamContext, index: int, step: Raw, frame: Raw) -> Block:
+        """A built-in tool's call (``<sub_type>_call``)."""
+        step_type = _str(step.get("type"))
+        opened = Block("server", step_type, _opt_str(step.get("id")), step_type)
+        opened.sub_type = step_type.removesuffix(_CALL_SUFFIX)
+        opened.input = step.get("arguments")
+        return self.open_call(ctx, index, opened, frame)
+
+    def open_result(self, ctx: ChatStreamContext, index: int, step: Raw, frame: Raw) -> Block:
+        """A built-in tool's result (``<sub_type>_result``), sent at its delta."""
+        step_type = _str(step.get("type"))
+        call_id = _opt_str(step.get("call_id"))
+        return self.result_block(step_type, call_id, step_type.removesuffix(_RESULT_SUFFIX))
+
+    openers: ClassVar[Mapping[str, Opener]] = {
+        "model_output": open_output,
+        "thought": open_thought,
+        "function_call": open_function_call,
+    }
+    suffix_openers = ((_CALL_SUFFIX, open_server_call), (_RESULT_SUFFIX, open_result))
+
+    # ------------------------------------------------ deltas (other than a field of text)
+
+    def thought_summary(
+        self, ctx: ChatStreamContext, step: Block | None, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        content = delta.get("content")
+        if isinstance(content, dict):
+            _summary_text(self, ctx, step, index, content, frame)
+
+    def arguments_delta(
+        self, ctx: ChatStreamContext, step: Block | None, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        if step is None or step.kind != "tool":
+            ctx.send(EVENT_TYPES.RAW, index=index, raw_type="step.delta:arguments_delta", raw=frame)
+        else:
+            self.add_arguments(ctx, index, step, delta.get("arguments"), frame)
+
+    def annotations(
+        self, ctx: ChatStreamContext, step: Block | None, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        annotations = delta.get("annotations")
+        for annotation in annotations if isinstance(annotations, list) else ():
+            if isinstance(annotation, dict):
+                citation = _citation(annotation)
+                ctx.send(EVENT_TYPES.CITATION, index=index, citation=citation, raw=frame)
+
+    def media(
+        self, ctx: ChatStreamContext, step: Block | None, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        url = _opt_str(delta.get("uri"))
+        data = _opt_str(delta.get("data"))
+        mime_type = _opt_str(delta.get("mime_type"))
+        block: ImageBlock | FileBlock
+        if delta.get("type") == "image":
+            block = ImageBlock(url=url, data=data, mime_type=mime_type)
+        else:
+            block = FileBlock(url=url, data=data, mime_type=mime_type)
+        ctx.send(EVENT_TYPES.MEDIA_DONE, index=index, block=block, raw=frame)
+
+    def server_arguments(
+        self, ctx: ChatStreamContext, step: Block, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        """A delta of a built-in tool's call step: its arguments, whole."""
+        arguments = delta.get("arguments")
+        if arguments is not None:
+            step.input = arguments
+            self.send_server_arguments(ctx, index, step, orjson.dumps(arguments).decode(), frame)
+
+    def server_result(
+        self, ctx: ChatStreamContext, step: Block, index: int, delta: Raw, frame: Raw
+    ) -> None:
+        """A delta of a built-in tool's result step: the result, whole."""
+        items = delta.get("result")
+        search_result = partial(_search_result, step.type)
+        self.send_result(
+            ctx, index, step, delta.get("is_error") is True, delta, items, search_result
         )
-    return opened
 
-
-def _open_server_call(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    step_type = _str(step.get("type"))
-    opened = Block("server", step_type, _opt_str(step.get("id")), step_type)
-    opened.sub_type = step_type[: -len(_CALL_SUFFIX)]
-    opened.input = step.get("arguments")
-    start_server_call(ctx, index, opened, frame)
-    return opened
-
-
-def _open_result(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    step_type = _str(step.get("type"))
-    opened = Block("result", step_type, _opt_str(step.get("call_id")))
-    opened.sub_type = state.server_calls.get(opened.id, (step_type[: -len(_RESULT_SUFFIX)],))[0]
-    return opened
-
-
-def _open_unknown(
-    ctx: ChatStreamContext,
-    state: _State,
-    index: int,
-    step: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> Block:
-    step_type = _str(step.get("type"))
-    return open_raw(ctx, index, step_type, f"step.start:{step_type}", frame)
-
-
-_Opener = Callable[[ChatStreamContext, _State, int, Mapping[str, Any], Mapping[str, Any]], Block]
-
-_OPENERS: dict[str, _Opener] = {
-    "model_output": _open_output,
-    "thought": _open_thought,
-    "function_call": _open_function_call,
-}
 
 # Text and thought steps gather nothing: one step object of each kind serves them all.
 _OUTPUT_STEP = Block("text", "model_output")
 _THOUGHT_STEP = Block("thinking", "thought")
 
-
-# ---------------------------------------------------------------- deltas
-
-
-def _thought_summary(
-    ctx: ChatStreamContext,
-    state: _State,
-    step: Block | None,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    content = delta.get("content")
-    if isinstance(content, dict):
-        _summary_text(ctx, state, step, index, content, frame)
-
-
-def _arguments_delta(
-    ctx: ChatStreamContext,
-    state: _State,
-    step: Block | None,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    if step is None or step.kind != "tool":
-        ctx.send(EVENT_TYPES.RAW, index=index, raw_type="step.delta:arguments_delta", raw=frame)
-    else:
-        state.add_arguments(ctx, index, step, delta.get("arguments"), frame)
-
-
-def _annotations(
-    ctx: ChatStreamContext,
-    state: _State,
-    step: Block | None,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    annotations = delta.get("annotations")
-    for annotation in annotations if isinstance(annotations, list) else ():
-        if isinstance(annotation, dict):
-            citation = _citation(annotation)
-            ctx.send(EVENT_TYPES.CITATION, index=index, citation=citation, raw=frame)
-
-
-def _media(
-    ctx: ChatStreamContext,
-    state: _State,
-    step: Block | None,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    url = _opt_str(delta.get("uri"))
-    data = _opt_str(delta.get("data"))
-    mime_type = _opt_str(delta.get("mime_type"))
-    block: ImageBlock | FileBlock
-    if delta.get("type") == "image":
-        block = ImageBlock(url=url, data=data, mime_type=mime_type)
-    else:
-        block = FileBlock(url=url, data=data, mime_type=mime_type)
-    ctx.send(EVENT_TYPES.MEDIA_DONE, index=index, block=block, raw=frame)
-
-
-def _server_arguments(
-    ctx: ChatStreamContext,
-    step: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    arguments = delta.get("arguments")
-    if arguments is None:
-        return
-    step.input = arguments
-    ctx.send(
-        EVENT_TYPES.SERVER_TOOL_ARGS_DELTA,
-        index=index,
-        tool_call_id=step.id,
-        sub_type=step.sub_type,
-        text=orjson.dumps(arguments).decode(),
-        raw=frame,
-    )
-
-
-def _server_result(
-    ctx: ChatStreamContext,
-    state: _State,
-    step: Block,
-    index: int,
-    delta: Mapping[str, Any],
-    frame: Mapping[str, Any],
-) -> None:
-    call = state.server_calls.get(step.id)
-    is_error = delta.get("is_error") is True
-    tool_call = call[1] if call is not None else None
-    send_server_result(ctx, index, step.id, step.sub_type, step.type, tool_call, is_error, delta)
-    result = delta.get("result")
-    send_search_results(
-        ctx, index, step.id, step.sub_type, result, partial(_search_result, step.type)
-    )
-
-
-_Delta = Callable[
-    [ChatStreamContext, _State, Block | None, int, Mapping[str, Any], Mapping[str, Any]], None
-]
-
 _MEDIA_TYPES = frozenset({"image", "audio", "video", "document"})
 
-
-_DELTAS: dict[str, _Delta] = {
-    "text": _text,
-    "thought_summary": _thought_summary,
-    "thought_signature": _thought_signature,
-    "arguments_delta": _arguments_delta,
-    "text_annotation_delta": _annotations,
-    "image": _media,
-    "audio": _media,
-    "video": _media,
-    "document": _media,
+_DELTAS: dict[str, Callable[..., None]] = {
+    "text": text_delta,
+    "thought_summary": _State.thought_summary,
+    "thought_signature": signature_delta,
+    "arguments_delta": _State.arguments_delta,
+    "text_annotation_delta": _State.annotations,
+    "image": _State.media,
+    "audio": _State.media,
+    "video": _State.media,
+    "document": _State.media,
 }
 """The handlers of the delta types any step may carry (a built-in tool's call and result
 deltas are known by the step they belong to)."""

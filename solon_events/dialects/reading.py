@@ -10,6 +10,7 @@ from ..event_model.errors import ChatProtocolError
 from ..event_model.results import Usage, new_usage
 
 __all__ = [
+    "Raw",
     "expect_object",
     "image_mime",
     "make_usage",
@@ -18,6 +19,10 @@ __all__ = [
     "provider_error_message",
     "token_count",
 ]
+
+Raw = Mapping[str, Any]
+"""A JSON object as the provider sent it: a frame, or an object in one (a payload, a
+block's start, a delta)."""
 
 
 def expect_object(frame: Any) -> dict[str, Any]:
