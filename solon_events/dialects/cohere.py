@@ -47,14 +47,12 @@ from ..event_model.messages import ChatRequest, OutputFormat, OutputMode
 from ..event_model.results import Citation, Usage, new_citation
 from .base import ChatDialect
 from .cohere_request import chat_request
-from .context import ChatStreamContext, FrameHandler, dispatch
+from .context import ChatStreamContext, FrameHandler, dispatch, text_first
 from .reading import make_usage, token_count
 from .request import Endpoint, HttpRequest
 from .tool_calls import ToolCallAssembler
 
 __all__ = ["CohereDialect", "cohere_usage"]
-
-_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
 
 _STATE_KEY = "cohere"
 _TOOL_PLAN = "tool_plan"
@@ -99,22 +97,7 @@ class CohereDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Cohere stream event into events on ``ctx``."""
-        # Most frames are a text delta: plain lookups reach its text (a missing key or a
-        # non-object raises on the way, and the general code decides).
-        text = index = None
-        try:
-            if frame["type"] == "content-delta":
-                content = frame["delta"]["message"]["content"]
-                if len(content) == 1:
-                    text = content["text"]
-                    index = frame["index"]
-        except (KeyError, TypeError):
-            pass
-        if type(text) is str and type(index) is int:
-            if text:
-                ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
-            return
-        _parse_general(ctx, frame)
+        text_first(ctx, frame, _text_of, _parse_general)
 
     def end_of_stream(self, ctx: ChatStreamContext) -> None:
         """Close what the provider left open (the normalizer would too; this keeps ids)."""
@@ -124,6 +107,15 @@ class CohereDialect(ChatDialect):
 
 
 # ---------------------------------------------------------------- stream events
+
+
+def _text_of(frame: Any) -> tuple[Any, Any]:
+    """A text delta's text and index, by plain lookups (see :func:`text_first`)."""
+    if frame["type"] == "content-delta":
+        content = frame["delta"]["message"]["content"]
+        if len(content) == 1:
+            return content["text"], frame["index"]
+    return None, None
 
 
 def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:

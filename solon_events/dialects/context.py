@@ -29,6 +29,7 @@ __all__ = [
     "Outcome",
     "dispatch",
     "identify",
+    "text_first",
 ]
 
 _S = TypeVar("_S")
@@ -260,3 +261,28 @@ def identify(ctx: ChatStreamContext, response_id: Any, model: Any) -> None:
         ctx.provider_response_id = response_id
     if isinstance(model, str) and model:
         ctx.model = model
+
+
+_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
+
+
+def text_first(
+    ctx: ChatStreamContext,
+    frame: Any,
+    text_delta: Callable[[Any], tuple[Any, Any]],
+    general: Callable[[ChatStreamContext, Any], None],
+) -> None:
+    """Parse ``frame`` the way most frames are, a text delta, first: ``text_delta(frame)`` reads
+    its text and index by plain lookups (None, None for another event; a missing key or a
+    non-object raises KeyError or TypeError on the way). A text (a str) at an index (an int) is
+    sent as TEXT_DELTA right here (when not empty); any other frame goes to ``general(ctx,
+    frame)``, which decides."""
+    try:
+        text, index = text_delta(frame)
+    except (KeyError, TypeError):
+        text = index = None
+    if type(text) is str and type(index) is int:
+        if text:
+            ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
+        return
+    general(ctx, frame)

@@ -58,14 +58,12 @@ from ..event_model.results import (
 )
 from .base import ChatDialect
 from .blocks import Block, OpenBlocks, Opener, field_delta, signature_delta, text_delta
-from .context import ChatStreamContext, FrameHandler, dispatch, identify
+from .context import ChatStreamContext, FrameHandler, dispatch, identify, text_first
 from .google_interactions_request import interactions_request, interactions_url
 from .reading import Raw, output_by_total, token_count
 from .request import Endpoint, HttpRequest
 
 __all__ = ["GoogleInteractionsDialect", "interactions_url", "interactions_usage"]
-
-_TEXT_DELTA = EVENT_TYPES.TEXT_DELTA  # a module constant: looking up an enum member costs per frame
 
 _STATE_KEY = "google-interactions"
 _CALL_SUFFIX = "_call"
@@ -97,22 +95,7 @@ class GoogleInteractionsDialect(ChatDialect):
 
     def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:
         """Translate one Interactions stream event into events on ``ctx``."""
-        # Most frames are a text delta: plain lookups reach its text (a missing key or a
-        # non-object raises on the way, and the general code decides).
-        text = index = None
-        try:
-            if frame["event_type"] == "step.delta":
-                delta = frame["delta"]
-                if delta["type"] == "text" and len(delta) == 2:
-                    text = delta["text"]
-                    index = frame["index"]
-        except (KeyError, TypeError):
-            pass
-        if type(text) is str and type(index) is int:
-            if text:
-                ctx.send(_TEXT_DELTA, text, index=index, raw=frame)
-            return
-        _parse_general(ctx, frame)
+        text_first(ctx, frame, _text_of, _parse_general)
 
     def end_of_stream(self, ctx: ChatStreamContext) -> None:
         """Close the steps the provider left open."""
@@ -122,6 +105,15 @@ class GoogleInteractionsDialect(ChatDialect):
 
 
 # ---------------------------------------------------------------- stream events
+
+
+def _text_of(frame: Any) -> tuple[Any, Any]:
+    """A text delta's text and index, by plain lookups (see :func:`text_first`)."""
+    if frame["event_type"] == "step.delta":
+        delta = frame["delta"]
+        if delta["type"] == "text" and len(delta) == 2:
+            return delta["text"], frame["index"]
+    return None, None
 
 
 def _parse_general(ctx: ChatStreamContext, frame: Any) -> None:
