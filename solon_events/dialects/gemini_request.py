@@ -12,7 +12,7 @@ from .gemini_schema import gemini_schema
 from .output_schema import plain_schema
 from .reading import plain_json
 from .request import Endpoint, HttpRequest, request_headers
-from .writing import data_url_parts, thinking_signature, verbatim
+from .writing import data_url_parts, place_option, thinking_signature, user_parts, verbatim
 
 if TYPE_CHECKING:
     from ..event_model.messages import OutputFormat
@@ -128,16 +128,10 @@ def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:
         name = _OPTION_NAMES.get(key) or _camel(key)
         if name == "generationConfig" and isinstance(value, Mapping):
             config.update(value)
-        elif name == "tools":
-            body.setdefault("tools", []).extend(value if isinstance(value, list) else [value])
-        elif name in _TOP_LEVEL_OPTIONS:
-            body[name] = value
         elif name == "thinkingConfig" and isinstance(value, Mapping):
             config[name] = {_camel(k): v for k, v in value.items()}
-        elif name == "stopSequences" and isinstance(value, str):
-            config[name] = [value]
         else:
-            config[name] = value
+            place_option(body, config, name, value, _TOP_LEVEL_OPTIONS, "stopSequences")
     if config:
         body["generationConfig"] = config
 
@@ -180,20 +174,12 @@ def _contents(messages: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[
         if isinstance(message, SystemMessage):
             system.append({"text": message.text})
         elif isinstance(message, UserMessage):
-            contents.append({"role": "user", "parts": _user_parts(message)})
+            contents.append({"role": "user", "parts": user_parts(message, None, _block_part)})
         elif isinstance(message, AssistantMessage):
             contents.append({"role": "model", "parts": _model_parts(message)})
         else:
             contents.append(verbatim(message, "gemini", "message"))
     return system, contents
-
-
-def _user_parts(message: UserMessage) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if message.text or not message.blocks:
-        parts.append({"text": message.text})
-    parts.extend(_block_part(block) for block in message.blocks)
-    return parts
 
 
 def _block_part(block: Any) -> dict[str, Any]:

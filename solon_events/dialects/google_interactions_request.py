@@ -11,7 +11,14 @@ from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextB
 from .output_schema import plain_schema
 from .reading import plain_json
 from .request import Endpoint, HttpRequest, request_headers
-from .writing import data_url_parts, thinking_signature, tool_definition, verbatim
+from .writing import (
+    data_url_parts,
+    place_option,
+    thinking_signature,
+    tool_definition,
+    user_parts,
+    verbatim,
+)
 
 __all__ = ["REQUEST_FIELDS", "assistant_steps", "interactions_request", "interactions_url"]
 
@@ -97,14 +104,8 @@ def _apply_options(body: dict[str, Any], options: Mapping[str, Any]) -> None:
         name = _OPTION_NAMES.get(key, key)
         if name == "generation_config" and isinstance(value, Mapping):
             config = {**value, **config}
-        elif name == "tools":
-            body.setdefault("tools", []).extend(value if isinstance(value, list) else [value])
-        elif name in REQUEST_FIELDS:
-            body[name] = value
-        elif name == "stop_sequences" and isinstance(value, str):
-            config[name] = [value]
         else:
-            config[name] = value
+            place_option(body, config, name, value, REQUEST_FIELDS, "stop_sequences")
     if config:
         body["generation_config"] = config
 
@@ -121,7 +122,7 @@ def _input(messages: Sequence[Any]) -> tuple[list[str], list[dict[str, Any]]]:
         if isinstance(message, SystemMessage):
             system.append(message.text)
         elif isinstance(message, UserMessage):
-            steps.append({"type": "user_input", "content": _user_content(message)})
+            steps.append({"type": "user_input", "content": user_parts(message, "text", _content)})
         elif isinstance(message, AssistantMessage):
             steps.extend(assistant_steps(message))
         elif isinstance(message, ToolMessage):
@@ -129,14 +130,6 @@ def _input(messages: Sequence[Any]) -> tuple[list[str], list[dict[str, Any]]]:
         else:
             steps.append(verbatim(message, "google-interactions", "message"))
     return system, steps
-
-
-def _user_content(message: UserMessage) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    if message.text or not message.blocks:
-        content.append({"type": "text", "text": message.text})
-    content.extend(_content(block) for block in message.blocks)
-    return content
 
 
 def _content(block: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from ..event_model.messages import ChatRequest, OutputFormat, ToolMessage, UserM
 from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .output import schema_for
 from .request import Endpoint, HttpRequest, bearer, request_headers
-from .writing import arguments_text, data_url, function_tool, role_message, verbatim
+from .writing import arguments_text, data_url, function_tool, role_message, user_parts, verbatim
 
 __all__ = ["PrefillForm", "chat_completions_request", "response_format"]
 
@@ -71,8 +71,7 @@ def _tool_result(message: ToolMessage) -> dict[str, Any]:
 def _user_message(message: UserMessage) -> dict[str, Any]:
     if not message.blocks:
         return {"role": "user", "content": message.text}
-    parts: list[Any] = [{"type": "text", "text": message.text}] if message.text else []
-    parts.extend(_content_part(block) for block in message.blocks)
+    parts = user_parts(message, "text", _content_part)
     return {"role": "user", "content": parts}
 
 

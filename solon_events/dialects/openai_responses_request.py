@@ -17,7 +17,7 @@ from ..event_model.messages import (
 from ..event_model.results import AssistantMessage, FileBlock, ImageBlock, TextBlock
 from .output import merged_option, schema_for
 from .request import Endpoint, HttpRequest, bearer, request_headers
-from .writing import arguments_text, data_url, tool_definition, verbatim
+from .writing import arguments_text, data_url, tool_definition, user_parts, verbatim
 
 __all__ = ["responses_request", "text_format"]
 
@@ -85,8 +85,7 @@ def _items(message: Any) -> Iterable[dict[str, Any]]:
 def _user_message(message: UserMessage) -> dict[str, Any]:
     if not message.blocks:
         return {"type": "message", "role": "user", "content": message.text}
-    parts: list[Any] = [{"type": "input_text", "text": message.text}] if message.text else []
-    parts.extend(_input_part(block) for block in message.blocks)
+    parts = user_parts(message, "input_text", _input_part)
     return {"type": "message", "role": "user", "content": parts}
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..event_model.errors import ChatProtocolError
-from ..event_model.events import EVENT_TYPES
+from ..event_model.events import EVENT_TYPES, ChatEventType
 from ..event_model.results import ToolCall, new_tool_call
+from .reading import Raw
 
 if TYPE_CHECKING:
     from .context import ChatStreamContext
@@ -32,6 +32,19 @@ class _OpenCall:
         """The call's ``index`` on its events: its position in the step, or the provider's."""
         self.item_id = item_id
         self.fragments: list[str] = []
+
+    def send(
+        self, ctx: ChatStreamContext, event_type: ChatEventType, raw: Raw | None, **fields: Any
+    ) -> None:
+        """Record an event of this call: ``event_type``, stamped with its index, id and item id."""
+        ctx.send(
+            event_type,
+            index=self.index,
+            tool_call_id=self.id,
+            item_id=self.item_id,
+            raw=raw,
+            **fields,
+        )
 
 
 class ToolCallAssembler:
@@ -60,21 +73,14 @@ class ToolCallAssembler:
         id: str | None,
         name: str,
         index: int | None = None,
-        raw: Mapping[str, Any] | None = None,
+        raw: Raw | None = None,
         item_id: str | None = None,
     ) -> None:
         """Open the call ``key`` and record TOOL_CALL_START."""
         position = self._started if index is None else index
         self._started += 1
-        self._open[key] = _OpenCall(id, name, position, item_id)
-        ctx.send(
-            _TOOL_CALL_START,
-            index=position,
-            tool_call_id=id,
-            item_id=item_id,
-            tool_call=new_tool_call(id, name, {}, "", position),
-            raw=raw,
-        )
+        call = self._open[key] = _OpenCall(id, name, position, item_id)
+        call.send(ctx, _TOOL_CALL_START, raw, tool_call=new_tool_call(id, name, {}, "", position))
 
     def delta(
         self,
@@ -82,7 +88,7 @@ class ToolCallAssembler:
         key: Any,
         fragment: str,
         *,
-        raw: Mapping[str, Any] | None = None,
+        raw: Raw | None = None,
     ) -> None:
         """Record TOOL_CALL_ARGS_DELTA for the open call ``key``; empty fragments are skipped."""
         if not fragment:
@@ -91,14 +97,7 @@ class ToolCallAssembler:
         if call is None:
             raise ChatProtocolError(f"arguments for tool call {key!r} that was never started")
         call.fragments.append(fragment)
-        ctx.send(
-            _TOOL_CALL_ARGS_DELTA,
-            index=call.index,
-            tool_call_id=call.id,
-            item_id=call.item_id,
-            text=fragment,
-            raw=raw,
-        )
+        call.send(ctx, _TOOL_CALL_ARGS_DELTA, raw, text=fragment)
 
     def end(
         self,
@@ -106,7 +105,7 @@ class ToolCallAssembler:
         key: Any,
         *,
         arguments_str: str | None = None,
-        raw: Mapping[str, Any] | None = None,
+        raw: Raw | None = None,
     ) -> ToolCall | None:
         """Close the call ``key`` with TOOL_CALL_END; ``arguments_str`` overrides the fragments."""
         call = self._open.pop(key, None)
@@ -114,14 +113,7 @@ class ToolCallAssembler:
             return None
         text = arguments_str if arguments_str is not None else "".join(call.fragments)
         tool_call = new_tool_call(call.id, call.name, None, text, call.index)
-        ctx.send(
-            _TOOL_CALL_END,
-            index=call.index,
-            tool_call_id=call.id,
-            item_id=call.item_id,
-            tool_call=tool_call,
-            raw=raw,
-        )
+        call.send(ctx, _TOOL_CALL_END, raw, tool_call=tool_call)
         return tool_call
 
     def end_all(self, ctx: ChatStreamContext) -> None:

@@ -1,10 +1,11 @@
 """What every dialect's request building shares: the pieces of a conversation that several
-wire formats send alike (data URLs, tool definitions, thinking sent back, role messages).
+wire formats send alike (data URLs, tool definitions, thinking sent back, role messages, a
+user message's parts, Google's generation options).
 The counterpart of :mod:`~solon_events.dialects.reading`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -18,10 +19,12 @@ __all__ = [
     "data_url",
     "data_url_parts",
     "function_tool",
+    "place_option",
     "redacted_thinking",
     "role_message",
     "thinking_signature",
     "tool_definition",
+    "user_parts",
     "verbatim",
 ]
 
@@ -111,3 +114,39 @@ def function_tool(spec: ToolSpec) -> dict[str, Any]:
             "parameters": plain_json(spec.parameters),
         },
     }
+
+
+def user_parts(
+    message: UserMessage, text_type: str | None, block_part: Callable[[Any], Any]
+) -> list[Any]:
+    """A user message's content parts: its text (``{"type": text_type, "text": ...}``, or
+    ``{"text": ...}`` without a ``text_type``) when it has some or nothing else, then one part
+    for each of its blocks, by ``block_part``."""
+    parts: list[Any] = []
+    if message.text or not message.blocks:
+        text = message.text
+        parts.append({"text": text} if text_type is None else {"type": text_type, "text": text})
+    parts.extend(block_part(block) for block in message.blocks)
+    return parts
+
+
+def place_option(
+    body: dict[str, Any],
+    config: dict[str, Any],
+    name: str,
+    value: Any,
+    top_level: Container[str],
+    stop_name: str,
+) -> None:
+    """Put the option ``name`` in a Google API request (Gemini's, the Interactions API's):
+    ``tools`` entries are added to the request's tools, a request field (one of
+    ``top_level``) goes in ``body``, any other option in ``config`` (the generation config),
+    a stop sequence (``stop_name``) given as a string as a list of it."""
+    if name == "tools":
+        body.setdefault("tools", []).extend(value if isinstance(value, list) else [value])
+    elif name in top_level:
+        body[name] = value
+    elif name == stop_name and isinstance(value, str):
+        config[name] = [value]
+    else:
+        config[name] = value
