@@ -19,8 +19,8 @@ from typing import Any
 
 from ...event_model.messages import Message, SystemMessage, ToolSpec, UserMessage
 from ...event_model.results import AssistantMessage, FileBlock, ImageBlock, ToolCall
-from .fields import each, field_of, integer, json_text, kind_of, optional, texts
-from .options import GenerationOptions, sampling
+from .fields import each, field_of, json_text, kind_of, optional, texts
+from .options import GenerationOptions, sampling, thinking_fields
 from .request import ClientRequest, client_request, tool_result, tool_spec
 
 __all__ = ["read_messages"]
@@ -43,13 +43,6 @@ def read_messages(body: Mapping[str, Any]) -> ClientRequest:
 
 
 def _options(body: Mapping[str, Any]) -> GenerationOptions:
-    thinking = optional(body, "thinking", Mapping, "")
-    reasoning = budget = None
-    if thinking is not None:
-        kind = kind_of(thinking, "thinking")
-        reasoning = kind in ("enabled", "adaptive")
-        if kind == "enabled":
-            budget = integer(thinking, "budget_tokens", "thinking")
     choice = optional(body, "tool_choice", Mapping, "")
     kinds = {"auto": "auto", "any": "required", "tool": "required", "none": "none"}
     tool_choice = tool_name = parallel = None
@@ -64,8 +57,7 @@ def _options(body: Mapping[str, Any]) -> GenerationOptions:
             parallel = False
     return GenerationOptions(
         **sampling(body, _SAMPLING),
-        reasoning=reasoning,
-        reasoning_budget=budget,
+        **thinking_fields(body, ("enabled", "adaptive"), "budget_tokens"),
         tool_choice=tool_choice,
         tool_name=tool_name,
         parallel_tool_calls=parallel,

@@ -19,9 +19,9 @@ from typing import Any
 
 from ...event_model.messages import Message, SystemMessage, ToolMessage
 from ...event_model.results import AssistantMessage, ImageBlock
-from .fields import each, field_of, integer, json_text, optional, texts
+from .fields import each, field_of, json_text, optional, texts
 from .openai_chat import function_call, function_tool, image_url_block
-from .options import GenerationOptions, sampling
+from .options import GenerationOptions, sampling, thinking_fields
 from .request import ClientRequest, client_request, user_message
 
 __all__ = ["read_chat"]
@@ -52,22 +52,13 @@ def read_chat(body: Mapping[str, Any]) -> ClientRequest:
 
 
 def _options(body: Mapping[str, Any]) -> GenerationOptions:
-    thinking = optional(body, "thinking", Mapping, "")
-    reasoning = budget = None
-    if thinking is not None:
-        kind = thinking.get("type")
-        if kind not in ("enabled", "disabled"):
-            raise ValueError(f"thinking.type must be enabled or disabled, not {kind!r}")
-        reasoning = kind == "enabled"
-        budget = integer(thinking, "token_budget", "thinking")
     choice = optional(body, "tool_choice", str, "")
     choices = {"REQUIRED": "required", "NONE": "none"}
     if choice is not None and choice.upper() not in choices:
         raise ValueError(f"tool_choice must be REQUIRED or NONE, not {choice!r}")
     return GenerationOptions(
         **sampling(body, _SAMPLING),
-        reasoning=reasoning,
-        reasoning_budget=budget,
+        **thinking_fields(body, ("enabled",), "token_budget"),
         tool_choice=choices[choice.upper()] if choice else None,
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .fields import integer, number, stop_sequences
+from .fields import integer, kind_of, number, optional, stop_sequences
 
 __all__ = [
     "EFFORT_BUDGETS",
@@ -27,6 +27,7 @@ __all__ = [
     "effort_for_budget",
     "effort_fields",
     "sampling",
+    "thinking_fields",
 ]
 
 EFFORT_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384, "xhigh": 32768}
@@ -353,3 +354,19 @@ def effort_fields(effort: str | None) -> dict[str, Any]:
     if effort is None:
         return {}
     return {"reasoning": effort != "none", "reasoning_effort": effort if effort != "none" else None}
+
+
+def thinking_fields(
+    body: Mapping[str, Any], on: tuple[str, ...], budget_key: str
+) -> dict[str, Any]:
+    """The :class:`GenerationOptions` fields of a ``thinking`` object (Anthropic's, Cohere's):
+    its ``type``, ``"disabled"`` or one of ``on`` (a ValueError for any other), turns
+    reasoning off or on; an ``"enabled"`` one gives the budget (its ``budget_key``)."""
+    thinking = optional(body, "thinking", Mapping, "")
+    if thinking is None:
+        return {}
+    kind = kind_of(thinking, "thinking")
+    if kind != "disabled" and kind not in on:
+        raise ValueError(f"thinking.type must be {', '.join(on)} or disabled, not {kind!r}")
+    budget = integer(thinking, budget_key, "thinking") if kind == "enabled" else None
+    return {"reasoning": kind in on, "reasoning_budget": budget}
