@@ -541,6 +541,16 @@ def test_ollama_streams_by_default_and_pairs_results_by_name() -> None:
             r"messages\[0\].role must be system, user, assistant or tool",
         ),
         (
+            "anthropic",
+            {"messages": [{"role": "user", "content": "hi"}], "thinking": {"type": "on"}},
+            "thinking.type must be enabled, adaptive or disabled, not 'on'",
+        ),
+        (
+            "cohere",
+            {"messages": [{"role": "user", "content": "hi"}], "thinking": {"budget": 9}},
+            "thinking.type must be enabled or disabled, not None",
+        ),
+        (
             "google-interactions",
             {"input": "hi", "previous_interaction_id": "v1_abc"},
             "previous_interaction_id cannot be used here",
@@ -565,6 +575,24 @@ def test_ollama_streams_by_default_and_pairs_results_by_name() -> None:
 def test_a_bad_body_is_told_what_is_wrong(format: str, body: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         read_client_request(format, body)
+
+
+@pytest.mark.parametrize(
+    ("format", "thinking", "reasoning", "budget"),
+    [
+        ("anthropic", {"type": "enabled", "budget_tokens": 2000}, True, 2000),
+        ("anthropic", {"type": "adaptive"}, True, None),
+        ("anthropic", {"type": "disabled"}, False, None),
+        ("cohere", {"type": "enabled", "token_budget": 512}, True, 512),
+        ("cohere", {"type": "disabled", "token_budget": 512}, False, None),
+    ],
+)
+def test_a_thinking_object_turns_reasoning_on_or_off(
+    format: str, thinking: dict[str, Any], reasoning: bool, budget: int | None
+) -> None:
+    body = {"messages": [{"role": "user", "content": "hi"}], "thinking": thinking}
+    read = read_client_request(format, body)
+    assert (read.options.reasoning, read.options.reasoning_budget) == (reasoning, budget)
 
 
 def tool_with(format: str, schema: Any) -> dict[str, Any]:
