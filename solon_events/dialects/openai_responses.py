@@ -44,7 +44,7 @@ How the events map:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -144,6 +144,16 @@ class _StreamingPart:
     """A text part's deltas so far (``_StepState.streamed``), which the fast path extends."""
     pending: int = attrs.field(init=False, default=0)
     """Characters sent on the fast path, not yet counted in ``_StepState.sent``."""
+
+
+class _OutputItem(NamedTuple):
+    """An output item, as its ``output_item`` events give it."""
+
+    key: str
+    """Its key in the step: its id, or one made for it (see ``_key_at``)."""
+    item: _Frame
+    output_index: int
+    """-1 when not given."""
 
 
 class _StepState:
@@ -411,7 +421,7 @@ def _on_item_added(ctx: ChatStreamContext, step_state: _StepState, frame: _Frame
     elif kind in ("message", "reasoning"):
         return
     elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
-        _start_server_tool(ctx, step_state, key, sub_type, item, index, frame)
+        _start_server_tool(ctx, step_state, _OutputItem(key, item, index), sub_type, frame)
     elif not (isinstance(kind, str) and kind.endswith("_call_output")):
         ctx.send(EVENT_TYPES.RAW, raw_type=frame.get("type"), sub_type=_str(kind), raw=frame)
 
@@ -432,17 +442,18 @@ def _finish_item(
     if key in step_state.done_items:
         return
     step_state.done_items.add(key)
+    out = _OutputItem(key, item, index)
     kind = item.get("type")
     if kind == "message":
-        _finish_message(ctx, step_state, key, item, index, frame)
+        _finish_message(ctx, step_state, out, frame)
     elif kind == "reasoning":
-        _finish_reasoning(ctx, step_state, key, item, index, frame)
+        _finish_reasoning(ctx, step_state, out, frame)
     elif kind == "function_call":
         _finish_call(ctx, step_state, key, item, item.get("arguments"), frame)
     elif kind == "custom_tool_call":
         _finish_call(ctx, step_state, key, item, item.get("input"), frame)
     elif isinstance(kind, str) and (sub_type := _server_sub_type(kind)) is not None:
-        _finish_server_tool(ctx, step_state, key, sub_type, item, index, frame)
+        _finish_server_tool(ctx, step_state, out, sub_type, frame)
     elif isinstance(kind, str) and kind.endswith("_call_output"):
         ctx.send(
             EVENT_TYPES.SERVER_TOOL_RESULT,
@@ -457,13 +468,9 @@ def _finish_item(
 
 
 def _finish_message(
-    ctx: ChatStreamContext,
-    step_state: _StepState,
-    key: str,
-    item: _Frame,
-    index: int,
-    frame: _Frame,
+    ctx: ChatStreamContext, step_state: _StepState, out: _OutputItem, frame: _Frame
 ) -> None:
+    key, item, index = out
     content = item.get("content")
     if isinstance(content, list):
         for part_index, part in enumerate(content):
@@ -473,13 +480,9 @@ def _finish_message(
 
 
 def _finish_reasoning(
-    ctx: ChatStreamContext,
-    step_state: _StepState,
-    key: str,
-    item: _Frame,
-    index: int,
-    frame: _Frame,
+    ctx: ChatStreamContext, step_state: _StepState, out: _OutputItem, frame: _Frame
 ) -> None:
+    key, item, index = out
     for kind, parts in (("summary", item.get("summary")), ("reasoning", item.get("content"))):
         if isinstance(parts, list):
             for part_index, part in enumerate(parts):
@@ -920,37 +923,29 @@ def _call_id(item: _Frame) -> str | None:
 
 
 def _start_server_tool(
-    ctx: ChatStreamContext,
-    step_state: _StepState,
-    key: str,
-    sub_type: str,
-    item: _Frame,
-    index: int,
-    frame: _Frame,
+    ctx: ChatStreamContext, step_state: _StepState, out: _OutputItem, sub_type: str, frame: _Frame
 ) -> None:
+    """SERVER_TOOL_START of a built-in tool's item (once)."""
+    key, item, index = out
     if key in step_state.server_started:
         return
     step_state.server_started.add(key)
     output_format = item.get("output_format")
     if isinstance(output_format, str):
         step_state.formats[key] = output_format
-    ids = _server_tool_ids(key, item, index, sub_type)
+    ids = _server_tool_ids(out, sub_type)
     call = _server_call(item, sub_type, ids["tool_call_id"], index)
     ctx.send(EVENT_TYPES.SERVER_TOOL_START, tool_call=call, raw=frame, **ids)
 
 
 def _finish_server_tool(
-    ctx: ChatStreamContext,
-    step_state: _StepState,
-    key: str,
-    sub_type: str,
-    item: _Frame,
-    index: int,
-    frame: _Frame,
+    ctx: ChatStreamContext, step_state: _StepState, out: _OutputItem, sub_type: str, frame: _Frame
 ) -> None:
-    if key not in step_state.server_started:
-        _start_server_tool(ctx, step_state, key, sub_type, item, index, frame)
-    ids = _server_tool_ids(key, item, index, sub_type)
+    """A built-in tool's item done: its search results, image, and SERVER_TOOL_RESULT (after
+    its start, if that never came)."""
+    _start_server_tool(ctx, step_state, out, sub_type, frame)
+    key, item, index = out
+    ids = _server_tool_ids(out, sub_type)
     for result in _search_results(item):
         ctx.send(EVENT_TYPES.SEARCH_RESULT, search_result=result, raw=frame, **ids)
     image = item.get("result")
@@ -962,9 +957,14 @@ def _finish_server_tool(
     ctx.send(EVENT_TYPES.SERVER_TOOL_RESULT, tool_call=call, raw=item, **ids)
 
 
-def _server_tool_ids(key: str, item: _Frame, index: int, sub_type: str) -> dict[str, Any]:
+def _server_tool_ids(out: _OutputItem, sub_type: str) -> dict[str, Any]:
     """The fields that name a built-in tool's item on each of its events."""
-    return {"item_id": key, "tool_call_id": _call_id(item), "index": index, "sub_type": sub_type}
+    return {
+        "item_id": out.key,
+        "tool_call_id": _call_id(out.item),
+        "index": out.output_index,
+        "sub_type": sub_type,
+    }
 
 
 def _search_results(item: _Frame) -> Iterable[SearchResult]:
