@@ -366,19 +366,26 @@ def framing_event(
     text: str | None = None,
 ) -> ChatEvent:
     """A START, END or boundary event the pipeline makes, with the ids it carries first."""
+    # every field by position, in the fields' order: by keyword, the event costs twice as much
     return ChatEvent(
         type,
-        text=text,
-        response=response,
-        usage=usage,
-        step=step,
-        index=index,
-        response_id=response_id,
-        provider_response_id=provider_response_id,
-        item_id=item_id,
-        tool_call_id=tool_call_id,
-        tool_call=tool_call,
-        raw=raw or EMPTY_MAPPING,
+        text,
+        response,
+        usage,
+        None,  # error
+        step,
+        index,
+        response_id,
+        provider_response_id,
+        item_id,
+        tool_call_id,
+        tool_call,
+        None,  # block
+        None,  # citation
+        None,  # search_result
+        None,  # raw_type
+        None,  # sub_type
+        raw or EMPTY_MAPPING,
     )
 
 
