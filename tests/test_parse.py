@@ -539,6 +539,16 @@ def test_an_exception_in_any_dialect_method_is_a_protocol_error_naming_the_frame
     assert out.events[-1].response is not None and out.events[-1].response.text == expected
 
 
+def test_an_abort_sent_at_the_end_of_the_stream_ends_the_step_once() -> None:
+    class StoppedAtTheEnd(_Lines):
+        def end_of_stream(self, ctx: ChatStreamContext) -> None:
+            ctx.send(T.ABORT, text="the provider stopped")
+
+    out = _stage(StoppedAtTheEnd(), [{"text": "a"}])
+    assert [e.type for e in out.events] == [T.STEP_START, T.TEXT_DELTA, T.STEP_END, T.ABORT]
+    assert out.log[-1] == "completed" and out.log.count("completed") == 1 and not out.errors
+
+
 def test_a_frame_that_raises_contributes_nothing() -> None:
     class HalfWay(_Lines):
         def parse_frame(self, ctx: ChatStreamContext, frame: Any) -> None:

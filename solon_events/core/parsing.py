@@ -308,6 +308,8 @@ class ParseStage:
         if held is not None:
             self._record.append(held)
         failure = self._act()
+        if self.closed:  # an ABORT the dialect sent at the end ended the step and the stream
+            return
         if failure is None:
             response = self._step_response(ctx.model, ctx.provider_response_id)
             failure = self._end_failure(response)
