@@ -304,12 +304,10 @@ class ParseStage:
             where = f"the end of the stream after {self.frame_count} frames"
             self._fail(self._dialect_error(exc, where))
             return
-        held = ctx.take_held()
-        if held is not None:
-            self._record.append(held)
         failure = self._act()
         if self.closed:  # an ABORT the dialect sent at the end ended the step and the stream
             return
+        self._release_held()
         if failure is None:
             response = self._step_response(ctx.model, ctx.provider_response_id)
             failure = self._end_failure(response)
@@ -483,8 +481,8 @@ class ParseStage:
         self._down.on_error(error)
 
     def _release_held(self) -> None:
-        """The step ends early: the event its dialect held back (its latest usage), if any,
-        folded and sent before the STEP_END."""
+        """The step ends: the event its dialect held back (its latest usage), if any, folded
+        and sent before the STEP_END."""
         held = self._ctx.take_held()
         if held is not None:
             self._accumulator.add(held)
