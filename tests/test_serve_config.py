@@ -157,3 +157,38 @@ def test_config_replaces_the_model_options(
 ) -> None:
     assert main(["serve", "--config", str(tmp_path / "g.toml"), "--model", "m"]) == 2
     assert "--model cannot be given with it" in capsys.readouterr().err
+
+
+GC_REPORTING_SERVE = (str(Path(__file__).resolve().parent / "serve_reporting_gc.py"),)
+
+
+def _next_matching(lines: Lines, prefix: str) -> str:
+    while not (line := lines.next()).startswith(prefix):
+        pass
+    return line
+
+
+def test_serve_keeps_what_starting_made_out_of_the_collections_until_a_reload(
+    upstream: RunningServer, tmp_path: Path
+) -> None:
+    """What starting made is frozen out of every collection (a full one would walk it each
+    time, stalling every stream); a reload lets the collector have it again, the models it
+    replaced among it."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(section("first", "openai", "/v1/chat/completions", upstream, "echo"))
+    with serve_command("--config", str(config), program=GC_REPORTING_SERVE) as process:
+        lines = Lines(process)
+        frozen = int(_next_matching(lines, "frozen ").split()[1])
+        assert frozen > 10_000  # the modules, classes and app of a started gateway
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert asyncio.run(_text_of_events(url)) == "go"
+        process.send_signal(signal.SIGHUP)
+        assert _next_matching(lines, "solon-events: reloaded").endswith("first")
+        assert _next_matching(lines, "frozen ") == "frozen 0"
+        assert asyncio.run(_text_of_events(url)) == "go"
+
+
+async def _text_of_events(url: str) -> str:
+    async with aiohttp.ClientSession() as session:
+        return await stream_events(session, url)
