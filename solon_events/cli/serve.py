@@ -311,10 +311,10 @@ def serve(args: argparse.Namespace, console: Console) -> int:
 
 
 def _reload(configured: _Configured, gateway: Gateway) -> None:
-    """Reload the configuration, then let the collector have the models it replaced
-    (frozen with the rest of what starting made)."""
-    configured.reload(gateway)
-    gc.unfreeze()
+    """Reload the configuration; when it changed, let the collector have the models it
+    replaced (frozen with the rest of what starting made)."""
+    if configured.reload(gateway):
+        gc.unfreeze()
 
 
 def _approval_key(args: argparse.Namespace, token: str | None) -> str | None:
@@ -385,9 +385,9 @@ class _Configured:
 
         return build_access(self.config)
 
-    def reload(self, gateway: Gateway) -> None:
-        """Read the file again and serve its models; a file that cannot be used changes
-        nothing, and standard error says why."""
+    def reload(self, gateway: Gateway) -> bool:
+        """Read the file again and serve its models (True); a file that cannot be used
+        changes nothing, and standard error says why (False)."""
         from ..serve.access import build_access
         from ..serve.config import ConfigError, load_config
         from ..serve.models import build_table
@@ -409,9 +409,10 @@ class _Configured:
                     f"the configuration was not reloaded, the old one stays: {exc}",
                 )
             )
-            return
+            return False
         keys = f"; keys: {', '.join(new.keys)}" if new.keys else ""
         _stderr().print(f"solon-events: reloaded {self._path}: {', '.join(new.models)}{keys}")
+        return True
 
 
 def _log_to_stderr() -> None:
