@@ -442,9 +442,7 @@ class ParseStage:
         so far: the model reads it when the response is cancelled, as no event may follow.
         """
         if response is None:
-            held = self._ctx.take_held()  # no event may follow: folded, not sent
-            if held is not None:
-                self._accumulator.add(held)
+            self._fold_held()  # no event may follow: folded, not sent
             response = self._accumulator.snapshot(
                 model=self._ctx.model, provider_response_id=self._ctx.provider_response_id
             )
@@ -483,10 +481,16 @@ class ParseStage:
     def _release_held(self) -> None:
         """The step ends: the event its dialect held back (its latest usage), if any, folded
         and sent before the STEP_END."""
+        held = self._fold_held()
+        if held is not None:
+            self._push(held)
+
+    def _fold_held(self) -> ChatEvent | None:
+        """The event the dialect held back (None if none), folded into the step."""
         held = self._ctx.take_held()
         if held is not None:
             self._accumulator.add(held)
-            self._push(held)
+        return held
 
     def _dialect_error(self, error: Exception, where: str) -> ChatError:
         """What the dialect raised, as a ChatProtocolError naming ``where`` it happened."""
