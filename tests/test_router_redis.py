@@ -113,6 +113,29 @@ def test_latency_and_cooldowns_are_the_same_for_every_router(
     seen.close()
 
 
+def test_a_cooldown_of_zero_seconds_never_skips_the_deployment(
+    redis_url: str,  # noqa: F811
+) -> None:
+    # A router with ``cooldown = 0`` asks a failed deployment again at once: Redis keeps
+    # expiries in whole milliseconds, and a cooldown written as one millisecond made the
+    # requests that read the state within it skip the deployment (about two reads in three
+    # right after the write, on this machine).
+    seen: list[DeploymentState] = []
+
+    def written() -> bool:  # every state read until the lease, written after, shows
+        seen.append(state.read(["deployment"]).result()[0])
+        return seen[-1].in_flight == 1
+
+    for _ in range(20):
+        state = RedisRouterState(redis_url, prefix=f"test-{uuid.uuid4().hex}")
+        state.cool("deployment", 0, "HTTP 503")
+        lease = state.started("deployment")
+        wait_for(written, "the writes")
+        state.ended("deployment", lease)
+        state.close()
+    assert not [found for found in seen if found.cooling]
+
+
 def test_without_redis_the_router_routes_on_and_says_so(
     redis_server: RedisServer,  # noqa: F811
     server: RunningServer,

@@ -144,8 +144,9 @@ class Router(ModelGroup):
     default: equal). ``on``: which failures cool a deployment down and let the next be
     asked (exception classes or a predicate; default :func:`deployment_failure`).
     ``cooldown``: the seconds a failed deployment is skipped when its failure gave no
-    ``Retry-After``. ``hedge_after``: the ``hedge`` strategy's delay. ``mid_stream``: what a
-    failure after the first answer event does (see :class:`~solon_events.FallbackModel`).
+    ``Retry-After`` (0: it is asked again by the next request). ``hedge_after``: the
+    ``hedge`` strategy's delay. ``mid_stream``: what a failure after the first answer
+    event does (see :class:`~solon_events.FallbackModel`).
     ``state``: where cooldowns, counts and averages are kept: in the process (None, or a
     :class:`~solon_events.client.router_state.MemoryRouterState` to share between routers),
     in Redis (a ``redis://`` URL, or a

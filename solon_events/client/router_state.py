@@ -112,7 +112,7 @@ class RouterState:
 
     def cool(self, id: str, seconds: float, reason: str) -> None:
         """Deployment ``id`` is not to be asked for ``seconds`` (``reason``: why); a longer
-        cooldown already running is kept."""
+        cooldown already running is kept, and ``seconds`` of 0 or less is no cooldown."""
         raise NotImplementedError
 
     def problem(self) -> concurrent.futures.Future[str | None]:
@@ -306,7 +306,8 @@ class RedisRouterState(RedisBatches, RouterState):
         self._send("latency", (id, seconds))
 
     def cool(self, id: str, seconds: float, reason: str) -> None:
-        self._send("cool", (id, seconds, reason))
+        if seconds > 0:  # Redis expires keys in whole milliseconds: 0 would become 1
+            self._send("cool", (id, seconds, reason))
 
     async def _write(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         now = time.time()
