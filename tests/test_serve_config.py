@@ -43,6 +43,12 @@ class Lines:
     def next(self) -> str:
         return self._lines.get(timeout=30).strip()
 
+    def next_starting(self, prefix: str) -> str:
+        """The next line that starts with ``prefix`` (the lines before it are passed)."""
+        while not (line := self.next()).startswith(prefix):
+            pass
+        return line
+
 
 @pytest.fixture
 def upstream() -> Iterator[RunningServer]:
@@ -162,12 +168,6 @@ def test_config_replaces_the_model_options(
 GC_REPORTING_SERVE = (str(Path(__file__).resolve().parent / "serve_reporting_gc.py"),)
 
 
-def _next_matching(lines: Lines, prefix: str) -> str:
-    while not (line := lines.next()).startswith(prefix):
-        pass
-    return line
-
-
 def test_serve_keeps_what_starting_made_out_of_the_collections_until_a_reload(
     upstream: RunningServer, tmp_path: Path
 ) -> None:
@@ -178,14 +178,14 @@ def test_serve_keeps_what_starting_made_out_of_the_collections_until_a_reload(
     config.write_text(section("first", "openai", "/v1/chat/completions", upstream, "echo"))
     with serve_command("--config", str(config), program=GC_REPORTING_SERVE) as process:
         lines = Lines(process)
-        frozen = int(_next_matching(lines, "frozen ").split()[1])
+        frozen = int(lines.next_starting("frozen ").split()[1])
         assert frozen > 10_000  # the modules, classes and app of a started gateway
         assert process.stdout is not None
         url = process.stdout.readline().strip()
         assert asyncio.run(_text_of_events(url)) == "go"
         process.send_signal(signal.SIGHUP)
-        assert _next_matching(lines, "solon-events: reloaded").endswith("first")
-        assert _next_matching(lines, "frozen ") == "frozen 0"
+        assert lines.next_starting("solon-events: reloaded").endswith("first")
+        assert lines.next_starting("frozen ") == "frozen 0"
         assert asyncio.run(_text_of_events(url)) == "go"
 
 
